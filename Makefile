@@ -1,0 +1,38 @@
+# The two commands a fresh machine needs: `make run` and `make test`. Each builds .venv itself.
+PYTHON ?= $(shell ls $$HOME/.pyenv/versions/3.13*/bin/python3.13 2>/dev/null | head -n 1 || true)
+PYTHON := $(or $(PYTHON),$(shell python3.13 -c "import sys; print(sys.executable)" 2>/dev/null),python3)
+VENV := .venv
+BIN := $(VENV)/bin
+
+.PHONY: run test check unit conformance bench clean
+
+$(BIN)/python:
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+
+$(VENV)/.installed: pyproject.toml | $(BIN)/python
+	$(BIN)/python -m pip install --quiet -e '.[dev]'
+	touch $@
+
+run: $(VENV)/.installed  ## serve the demo server on http://127.0.0.1:8000/mcp with the in-memory store
+	$(BIN)/stratus serve
+
+check: $(VENV)/.installed  ## lint and type-check
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+	$(BIN)/mypy
+	bash scripts/check-module-size
+
+unit: $(VENV)/.installed  ## the pytest suite
+	$(BIN)/python -m pytest
+
+conformance: $(VENV)/.installed  ## the official MCP conformance suite against examples/everything.py
+	bash scripts/conformance
+
+test: check unit conformance  ## everything CI runs
+
+bench: $(VENV)/.installed  ## cold start and warm latency against the anchors
+	$(BIN)/python bench/run.py
+
+clean:
+	rm -rf $(VENV) .cache .mypy_cache .pytest_cache .ruff_cache

@@ -1,0 +1,97 @@
+"""Settings: read once from the environment at cold start, validated, then passed down.
+
+This is the only module in `core/` that reads environment variables. An unknown `STRATUS_*` variable or a bad
+value fails at cold start with a message naming it, not on the ten-thousandth request.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, fields
+from typing import Any
+
+from core.stores.factory import StoreConfigError, validate_store_url
+
+PREFIX = "STRATUS_"
+
+
+class SettingsError(ValueError):
+    """A configuration value is missing, unknown or malformed."""
+
+
+def _csv(value: str) -> tuple[str, ...]:
+    return tuple(item.strip() for item in value.split(",") if item.strip())
+
+
+def _positive_int(value: str) -> int:
+    number = int(value)
+    if number <= 0:
+        raise ValueError("must be a positive integer")
+    return number
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Settings:
+    """Everything a deployment configures. Each field is `STRATUS_<FIELD>` in the environment."""
+
+    app: str = "examples.demo:server"
+    """The server to serve, as `module:attribute`."""
+    store: str = "memory://"
+    """Where state lives: `memory://` (this build), later `redis://...` or `dynamodb://TABLE`."""
+    mcp_path: str = "/mcp"
+    """The MCP endpoint's path."""
+    allowed_hosts: tuple[str, ...] = ()
+    """Extra Host values to accept, beside localhost and the API Gateway domain the request arrived on."""
+    allowed_origins: tuple[str, ...] = ()
+    """Extra Origin values to accept, beside localhost origins and the request's own origin."""
+    max_body_bytes: int = 4 * 1024 * 1024
+    """Request bodies above this size are refused with 413."""
+    session_ttl_seconds: int = 3600
+    """A legacy session ends after this long without a request."""
+    secret_key: str | None = None
+    """Key that signs pagination cursors; set it so every container accepts every other's cursors."""
+    log_level: str = "INFO"
+    """Level of the server's own logs."""
+
+    def __post_init__(self) -> None:
+        if not self.mcp_path.startswith("/"):
+            raise SettingsError(f"{PREFIX}MCP_PATH must start with '/', got {self.mcp_path!r}")
+        if ":" not in self.app:
+            raise SettingsError(f"{PREFIX}APP must be 'module:attribute', got {self.app!r}")
+        try:
+            validate_store_url(self.store)
+        except StoreConfigError as exc:
+            raise SettingsError(f"{PREFIX}STORE: {exc}") from None
+
+    @classmethod
+    def from_env(cls, environ: Mapping[str, str] | None = None, **overrides: Any) -> Settings:
+        """Settings from `STRATUS_*` variables, with keyword overrides (e.g. from command-line flags) on top.
+
+        Raises:
+            SettingsError: an unknown variable, or a value that does not parse.
+        """
+        environ = os.environ if environ is None else environ
+        known = {field.name: field for field in fields(cls)}
+        values: dict[str, Any] = {}
+        for key, raw in environ.items():
+            if not key.startswith(PREFIX):
+                continue
+            name = key[len(PREFIX) :].lower()
+            if name not in known:
+                raise SettingsError(f"unknown setting {key}; known: {', '.join(PREFIX + k.upper() for k in known)}")
+            parse = _PARSERS.get(name, str)
+            try:
+                values[name] = parse(raw)
+            except ValueError as exc:
+                raise SettingsError(f"{key}={raw!r}: {exc}") from None
+        values.update({key: value for key, value in overrides.items() if value is not None})
+        return cls(**values)
+
+
+_PARSERS: dict[str, Callable[[str], Any]] = {
+    "allowed_hosts": _csv,
+    "allowed_origins": _csv,
+    "max_body_bytes": _positive_int,
+    "session_ttl_seconds": _positive_int,
+}

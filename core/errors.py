@@ -1,0 +1,120 @@
+"""The errors Stratus raises on purpose, and the one place they become wire errors.
+
+    McpError                      a JSON-RPC error with an HTTP status for the transport
+    ├── ParseError                -32700, 400: the body is not JSON
+    ├── InvalidRequestError       -32600, 400: JSON, but not a JSON-RPC message we accept
+    ├── MethodNotFoundError       -32601: unknown method (404 on the 2026-07-28 wire, else 200)
+    ├── InvalidParamsError        -32602: params failed validation (unknown tool, bad cursor, ...)
+    ├── InternalError             -32603, 500: a bug; the message never carries exception text
+    ├── HeaderMismatchError       -32020, 400: Mcp-* headers disagree with the body
+    ├── MissingCapabilityError    -32021, 400: the request needs a client capability it did not declare
+    ├── UnsupportedVersionError   -32022, 400: protocol version the server does not speak
+    └── HttpError                 -32600, refused before the JSON-RPC message is read (403, 405, 406, 413, 415, 421)
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+PARSE_ERROR = -32700
+INVALID_REQUEST = -32600
+METHOD_NOT_FOUND = -32601
+INVALID_PARAMS = -32602
+INTERNAL_ERROR = -32603
+HEADER_MISMATCH = -32020
+MISSING_CLIENT_CAPABILITY = -32021
+UNSUPPORTED_PROTOCOL_VERSION = -32022
+
+
+class McpError(Exception):
+    """A protocol failure answered with a JSON-RPC error object."""
+
+    code: int = INTERNAL_ERROR
+    http_status: int = 200
+
+    def __init__(self, message: str, *, data: Any = None, http_status: int | None = None) -> None:
+        super().__init__(message)
+        self.message = message
+        self.data = data
+        if http_status is not None:
+            self.http_status = http_status
+
+    def to_error(self) -> dict[str, Any]:
+        """The JSON-RPC `error` member for this failure."""
+        error: dict[str, Any] = {"code": self.code, "message": self.message}
+        if self.data is not None:
+            error["data"] = self.data
+        return error
+
+
+class ParseError(McpError):
+    """The request body is not valid JSON."""
+
+    code = PARSE_ERROR
+    http_status = 400
+
+
+class InvalidRequestError(McpError):
+    """The body is JSON but not a JSON-RPC message this endpoint accepts."""
+
+    code = INVALID_REQUEST
+    http_status = 400
+
+
+class MethodNotFoundError(McpError):
+    """The method is not implemented (or not part of the request's protocol era)."""
+
+    code = METHOD_NOT_FOUND
+
+
+class InvalidParamsError(McpError):
+    """The params of a known method failed validation."""
+
+    code = INVALID_PARAMS
+
+
+class InternalError(McpError):
+    """An unexpected failure; the client sees only a correlation id."""
+
+    code = INTERNAL_ERROR
+    http_status = 500
+
+
+class HeaderMismatchError(McpError):
+    """A mirrored `Mcp-*` header is missing, malformed or disagrees with the body."""
+
+    code = HEADER_MISMATCH
+    http_status = 400
+
+
+class MissingCapabilityError(McpError):
+    """Serving the request needs a client capability the request did not declare."""
+
+    code = MISSING_CLIENT_CAPABILITY
+    http_status = 400
+
+    def __init__(self, required: dict[str, Any]) -> None:
+        names = ", ".join(sorted(required))
+        super().__init__(f"Missing required client capability: {names}", data={"requiredCapabilities": required})
+
+
+class UnsupportedVersionError(McpError):
+    """The requested protocol version is not one this server speaks."""
+
+    code = UNSUPPORTED_PROTOCOL_VERSION
+    http_status = 400
+
+    def __init__(self, requested: str, supported: list[str]) -> None:
+        super().__init__(
+            "Unsupported protocol version", data={"supported": supported, "requested": requested}
+        )
+
+
+class HttpError(McpError):
+    """A request refused at the HTTP layer, before its JSON-RPC message is read."""
+
+    code = INVALID_REQUEST
+
+    def __init__(self, status: int, message: str, *, headers: dict[str, str] | None = None) -> None:
+        super().__init__(message, http_status=status)
+        self.headers = headers or {}

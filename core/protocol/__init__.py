@@ -1,0 +1,1 @@
+"""JSON-RPC, protocol versions of both eras, and dispatch of methods to the server's handlers."""

@@ -1,0 +1,285 @@
+"""Method name -> handler over an `McpServer`, for both protocol eras. The innermost step before user code."""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from core.errors import InvalidParamsError, McpError, MethodNotFoundError
+from core.protocol import versions
+from core.protocol.capabilities import server_capabilities
+from core.protocol.jsonrpc import Request
+from core.server.context import Context
+from core.server.pagination import Paginator
+from core.server.server import McpServer
+from core.server.signature import ArgumentsError
+from core.server.tools import error_result
+from core.stores.base import SessionRecord, SessionStore
+
+JsonObject = dict[str, Any]
+
+LOG_LEVELS = ("debug", "info", "notice", "warning", "error", "critical", "alert", "emergency")
+LEGACY_RESOURCE_NOT_FOUND = -32002
+LIST_TTL_MS = 300_000
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Call:
+    """One request, with what its era says about the client."""
+
+    request: Request
+    version: str
+    client_capabilities: JsonObject = field(default_factory=dict)
+    client_info: JsonObject | None = None
+    session: SessionRecord | None = None
+
+    @property
+    def modern(self) -> bool:
+        return versions.is_modern(self.version)
+
+    @property
+    def params(self) -> JsonObject:
+        return self.request.params
+
+    def context(self) -> Context:
+        meta = self.params.get("_meta")
+        return Context(
+            request_id=self.request.id,
+            method=self.request.method,
+            protocol_version=self.version,
+            session_id=self.session.session_id if self.session else None,
+            client_capabilities=self.client_capabilities,
+            client_info=self.client_info,
+            meta=meta if isinstance(meta, dict) else {},
+        )
+
+
+Handler = Callable[[Call], Awaitable[JsonObject]]
+
+
+class ResourceNotFoundError(McpError):
+    """No resource or template produces the requested URI (-32602 at 2026-07-28, -32002 before)."""
+
+    code = -32602
+
+
+class Dispatcher:
+    """Routes one request of either era to the server's tools, resources and prompts."""
+
+    def __init__(self, server: McpServer, sessions: SessionStore, paginator: Paginator) -> None:
+        self.server = server
+        self.sessions = sessions
+        self.paginator = paginator
+        shared: dict[str, Handler] = {
+            "tools/list": self._list_tools,
+            "tools/call": self._call_tool,
+            "resources/list": self._list_resources,
+            "resources/templates/list": self._list_templates,
+            "resources/read": self._read_resource,
+            "prompts/list": self._list_prompts,
+            "prompts/get": self._get_prompt,
+            "completion/complete": self._complete,
+        }
+        self._modern: dict[str, Handler] = {**shared, "server/discover": self._discover}
+        self._legacy: dict[str, Handler] = {
+            **shared,
+            "ping": self._ping,
+            "logging/setLevel": self._set_level,
+            "resources/subscribe": self._subscribe,
+            "resources/unsubscribe": self._unsubscribe,
+        }
+
+    def knows(self, method: str, *, modern: bool) -> bool:
+        return method in (self._modern if modern else self._legacy)
+
+    async def dispatch(self, call: Call) -> JsonObject:
+        """The result of `call`.
+
+        Raises:
+            McpError: the request failed in a way the protocol reports as a JSON-RPC error.
+        """
+        table = self._modern if call.modern else self._legacy
+        handler = table.get(call.request.method)
+        if handler is None:
+            raise MethodNotFoundError(
+                f"Method not found: {call.request.method}", http_status=404 if call.modern else None
+            )
+        result = await handler(call)
+        if call.modern:
+            result.setdefault("resultType", "complete")
+            meta = result.setdefault("_meta", {})
+            meta[versions.SERVER_INFO_META] = self.server.info
+        return result
+
+    # -- lifecycle -------------------------------------------------------------------------------------------
+
+    def capabilities(self, *, modern: bool) -> JsonObject:
+        return server_capabilities(self.server, modern=modern)
+
+    async def _discover(self, call: Call) -> JsonObject:
+        result: JsonObject = {
+            "supportedVersions": list(versions.SUPPORTED_VERSIONS),
+            "capabilities": self.capabilities(modern=True),
+            "ttlMs": LIST_TTL_MS,
+            "cacheScope": "public",
+        }
+        if self.server.instructions:
+            result["instructions"] = self.server.instructions
+        return result
+
+    def initialize_result(self, version: str) -> JsonObject:
+        result: JsonObject = {
+            "protocolVersion": version,
+            "capabilities": self.capabilities(modern=False),
+            "serverInfo": self.server.info,
+        }
+        if self.server.instructions:
+            result["instructions"] = self.server.instructions
+        return result
+
+    async def _ping(self, call: Call) -> JsonObject:
+        return {}
+
+    async def _set_level(self, call: Call) -> JsonObject:
+        level = call.params.get("level")
+        if level not in LOG_LEVELS:
+            raise InvalidParamsError(f"Invalid params: level must be one of {', '.join(LOG_LEVELS)}")
+        session = _require_session(call)
+        session.log_level = level
+        await self.sessions.save(session)
+        return {}
+
+    async def _subscribe(self, call: Call) -> JsonObject:
+        uri = _string_param(call, "uri")
+        session = _require_session(call)
+        if uri not in session.subscriptions:
+            session.subscriptions.append(uri)
+            await self.sessions.save(session)
+        return {}
+
+    async def _unsubscribe(self, call: Call) -> JsonObject:
+        uri = _string_param(call, "uri")
+        session = _require_session(call)
+        if uri in session.subscriptions:
+            session.subscriptions.remove(uri)
+            await self.sessions.save(session)
+        return {}
+
+    # -- lists -----------------------------------------------------------------------------------------------
+
+    def _page(self, call: Call, kind: str, items: list[JsonObject]) -> JsonObject:
+        page, next_cursor = self.paginator.page(kind, items, call.params.get("cursor"))
+        result: JsonObject = {kind: list(page)}
+        if next_cursor:
+            result["nextCursor"] = next_cursor
+        if call.modern:
+            result["ttlMs"] = LIST_TTL_MS
+            result["cacheScope"] = "public"
+        return result
+
+    async def _list_tools(self, call: Call) -> JsonObject:
+        return self._page(call, "tools", [tool.definition() for tool in self.server.tools.values()])
+
+    async def _list_resources(self, call: Call) -> JsonObject:
+        return self._page(call, "resources", [item.definition for item in self.server.resources.values()])
+
+    async def _list_templates(self, call: Call) -> JsonObject:
+        return self._page(call, "resourceTemplates", [item.definition for item in self.server.templates.values()])
+
+    async def _list_prompts(self, call: Call) -> JsonObject:
+        return self._page(call, "prompts", [prompt.definition for prompt in self.server.prompts.values()])
+
+    # -- calls -----------------------------------------------------------------------------------------------
+
+    async def _call_tool(self, call: Call) -> JsonObject:
+        name = _string_param(call, "name")
+        tool = self.server.tools.get(name)
+        if tool is None:
+            raise InvalidParamsError(f"Unknown tool: {name}", data={"name": name})
+        arguments = _object_param(call, "arguments")
+        try:
+            return await tool.call(arguments, call.context())
+        except ArgumentsError as exc:
+            message = f"Invalid arguments for tool '{name}': " + "; ".join(exc.problems)
+            if versions.at_least(call.version, versions.INPUT_ERRORS_AS_RESULTS_SINCE):
+                return error_result(message)
+            raise InvalidParamsError(message, data={"problems": exc.problems}) from None
+
+    async def _read_resource(self, call: Call) -> JsonObject:
+        uri = _string_param(call, "uri")
+        context = call.context()
+        resource = self.server.resources.get(uri)
+        if resource is not None:
+            contents = await resource.read(context)
+        else:
+            contents = None
+            for template in self.server.templates.values():
+                variables = template.match(uri)
+                if variables is not None:
+                    try:
+                        contents = await template.read(uri, variables, context)
+                    except ArgumentsError as exc:
+                        raise InvalidParamsError(f"Invalid URI {uri}: " + "; ".join(exc.problems)) from None
+                    break
+        if contents is None:
+            error = ResourceNotFoundError(f"Resource not found: {uri}", data={"uri": uri})
+            if not call.modern:
+                error.code = LEGACY_RESOURCE_NOT_FOUND
+            raise error
+        result: JsonObject = {"contents": contents}
+        if call.modern:
+            result["ttlMs"] = 0
+            result["cacheScope"] = "private"
+        return result
+
+    async def _get_prompt(self, call: Call) -> JsonObject:
+        name = _string_param(call, "name")
+        prompt = self.server.prompts.get(name)
+        if prompt is None:
+            raise InvalidParamsError(f"Unknown prompt: {name}", data={"name": name})
+        try:
+            return await prompt.get(_object_param(call, "arguments"), call.context())
+        except ArgumentsError as exc:
+            raise InvalidParamsError(
+                f"Invalid arguments for prompt '{name}': " + "; ".join(exc.problems), data={"problems": exc.problems}
+            ) from None
+
+    async def _complete(self, call: Call) -> JsonObject:
+        ref = _object_param(call, "ref")
+        argument = _object_param(call, "argument")
+        ref_type = ref.get("type")
+        ref_name = ref.get("name") if ref_type == "ref/prompt" else ref.get("uri")
+        argument_name, value = argument.get("name"), argument.get("value", "")
+        if ref_type not in ("ref/prompt", "ref/resource") or not isinstance(ref_name, str):
+            raise InvalidParamsError("Invalid params: ref must be a ref/prompt with a name or a ref/resource with a uri")
+        if not isinstance(argument_name, str) or not isinstance(value, str):
+            raise InvalidParamsError("Invalid params: argument needs a string name and value")
+        known = self.server.prompts if ref_type == "ref/prompt" else self.server.templates
+        if ref_name not in known:
+            raise InvalidParamsError(f"Unknown {ref_type.removeprefix('ref/')}: {ref_name}")
+        context_arguments = _object_param(call, "context").get("arguments") or {}
+        completion = await self.server.complete(ref_type, ref_name, argument_name, value, dict(context_arguments))
+        return {"completion": completion}
+
+
+def _string_param(call: Call, name: str) -> str:
+    value = call.params.get(name)
+    if not isinstance(value, str):
+        raise InvalidParamsError(f"Invalid params: {name} must be a string")
+    return value
+
+
+def _object_param(call: Call, name: str) -> JsonObject:
+    value = call.params.get(name)
+    if value is None:
+        return {}
+    if not isinstance(value, dict):
+        raise InvalidParamsError(f"Invalid params: {name} must be an object")
+    return value
+
+
+def _require_session(call: Call) -> SessionRecord:
+    if call.session is None:  # the transport guarantees a session for legacy calls past initialize
+        raise InvalidParamsError("This method needs a session")
+    return call.session

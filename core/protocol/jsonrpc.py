@@ -1,0 +1,121 @@
+"""JSON-RPC 2.0 envelopes: read one message from decoded JSON, write responses.
+
+Messages stay plain dicts on the wire; this module only classifies and checks them, so the hot path
+builds no models.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any
+
+from core.errors import InvalidRequestError, McpError, ParseError
+
+RequestId = str | int
+JsonObject = dict[str, Any]
+
+
+@dataclass(frozen=True, slots=True)
+class Request:
+    """A call that expects exactly one response."""
+
+    id: RequestId
+    method: str
+    params: JsonObject
+
+
+@dataclass(frozen=True, slots=True)
+class Notification:
+    """A one-way message; it never gets a response."""
+
+    method: str
+    params: JsonObject
+
+
+@dataclass(frozen=True, slots=True)
+class ClientResponse:
+    """The client's answer to a request the server sent it."""
+
+    id: RequestId
+    result: JsonObject | None
+    error: JsonObject | None
+
+
+Message = Request | Notification | ClientResponse
+
+
+def decode(body: bytes) -> Any:
+    """Decode a request body, raising ParseError for anything that is not UTF-8 JSON."""
+    try:
+        return json.loads(body)
+    except (ValueError, UnicodeDecodeError):
+        raise ParseError("Parse error: the body is not valid JSON") from None
+
+
+def encode(payload: Any) -> bytes:
+    """Encode a response payload compactly."""
+    return json.dumps(payload, separators=(",", ":"), ensure_ascii=False).encode()
+
+
+def _valid_id(value: Any) -> bool:
+    # bool is an int subclass, and JSON-RPC ids are strings or integers only; MCP forbids null.
+    return isinstance(value, str) or (isinstance(value, int) and not isinstance(value, bool))
+
+
+def parse_message(obj: Any) -> Message:
+    """Classify one decoded JSON value as a request, notification or response.
+
+    Raises:
+        InvalidRequestError: the value is not a JSON-RPC 2.0 message MCP allows.
+    """
+    if not isinstance(obj, dict):
+        raise InvalidRequestError("Invalid request: a JSON-RPC message must be a JSON object")
+    raw_id = obj.get("id")
+    reply_id = raw_id if _valid_id(raw_id) else None
+    if obj.get("jsonrpc") != "2.0":
+        raise InvalidRequestError('Invalid request: "jsonrpc" must be "2.0"')
+    if "method" in obj:
+        method = obj["method"]
+        if not isinstance(method, str) or not method:
+            raise InvalidRequestError('Invalid request: "method" must be a non-empty string')
+        params = obj.get("params", {})
+        if params is None:
+            params = {}
+        if not isinstance(params, dict):
+            raise InvalidRequestError('Invalid request: "params" must be an object')
+        if "id" not in obj:
+            return Notification(method, params)
+        if reply_id is None:
+            raise InvalidRequestError('Invalid request: "id" must be a string or an integer, never null')
+        return Request(reply_id, method, params)
+    if "result" in obj or "error" in obj:
+        if reply_id is None:
+            raise InvalidRequestError('Invalid request: a response needs a string or integer "id"')
+        result, error = obj.get("result"), obj.get("error")
+        if not isinstance(result, dict | None) or not isinstance(error, dict | None):
+            raise InvalidRequestError("Invalid request: malformed response")
+        return ClientResponse(reply_id, result, error)
+    raise InvalidRequestError("Invalid request: neither a request, a notification nor a response")
+
+
+def request_id_of(obj: Any) -> RequestId | None:
+    """The id to echo in an error about `obj`, when it has a usable one."""
+    if isinstance(obj, dict):
+        value = obj.get("id")
+        if _valid_id(value):
+            return value  # type: ignore[no-any-return]
+    return None
+
+
+def result_response(request_id: RequestId, result: JsonObject) -> JsonObject:
+    """A successful response."""
+    return {"jsonrpc": "2.0", "id": request_id, "result": result}
+
+
+def error_response(request_id: RequestId | None, error: McpError) -> JsonObject:
+    """An error response; `id` is omitted when the request's id could not be read."""
+    response: JsonObject = {"jsonrpc": "2.0", "error": error.to_error()}
+    if request_id is not None:
+        response["id"] = request_id
+    return response

@@ -1,0 +1,42 @@
+"""Protocol revisions Stratus speaks, and how a request picks one.
+
+Modern revisions (2026-07-28) carry the version in every request's `_meta`; legacy revisions negotiate it once
+with `initialize` and keep it in a session.
+"""
+
+from __future__ import annotations
+
+MODERN_VERSIONS: tuple[str, ...] = ("2026-07-28",)
+LEGACY_VERSIONS: tuple[str, ...] = ("2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05")
+SUPPORTED_VERSIONS: tuple[str, ...] = MODERN_VERSIONS + LEGACY_VERSIONS
+
+LATEST_LEGACY = LEGACY_VERSIONS[0]
+# A legacy request without an MCP-Protocol-Version header comes from a client older than 2025-06-18.
+HEADERLESS_DEFAULT = "2025-03-26"
+# The only revision that allowed JSON-RPC batches.
+BATCH_VERSION = "2025-03-26"
+# From this revision on, a tool's input-validation failure is a tool result with isError, not -32602.
+INPUT_ERRORS_AS_RESULTS_SINCE = "2025-11-25"
+
+PROTOCOL_VERSION_META = "io.modelcontextprotocol/protocolVersion"
+CLIENT_CAPABILITIES_META = "io.modelcontextprotocol/clientCapabilities"
+CLIENT_INFO_META = "io.modelcontextprotocol/clientInfo"
+LOG_LEVEL_META = "io.modelcontextprotocol/logLevel"
+SERVER_INFO_META = "io.modelcontextprotocol/serverInfo"
+
+
+def is_modern(version: str) -> bool:
+    """Whether `version` is a per-request-metadata (stateless) revision."""
+    return version in MODERN_VERSIONS
+
+
+def negotiate_legacy(requested: object) -> str:
+    """The version to answer an `initialize` with: the requested one when we speak it, else the latest."""
+    if isinstance(requested, str) and requested in LEGACY_VERSIONS:
+        return requested
+    return LATEST_LEGACY
+
+
+def at_least(version: str, minimum: str) -> bool:
+    """Whether `version` is `minimum` or newer (revisions are ISO dates, so they sort as strings)."""
+    return version >= minimum

@@ -1,0 +1,1 @@
+"""The decorator API: `McpServer` and what its tools, resources and prompts return."""

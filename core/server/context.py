@@ -1,0 +1,91 @@
+"""The execution context a handler receives when it declares a parameter of type `Context`.
+
+This is the foundation's context: what the request is and who sent it. Capabilities that need a streamed
+response (progress, log messages to the client, elicitation, sampling) are documented no-ops or clear errors
+on a JSON-only response, never hangs; the streaming work makes them deliver.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass, field
+from typing import Any
+
+from core.errors import McpError
+
+logger = logging.getLogger("stratus.tool")
+
+
+class StreamRequiredError(McpError):
+    """The handler asked for something only a streamed response can carry."""
+
+    code = -32603
+    http_status = 200
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Context:
+    """What a tool, resource or prompt handler knows about the request it serves."""
+
+    request_id: str | int
+    method: str
+    protocol_version: str
+    session_id: str | None = None
+    transport: str = "streamable-http"
+    client_capabilities: dict[str, Any] = field(default_factory=dict)
+    client_info: dict[str, Any] | None = None
+    meta: dict[str, Any] = field(default_factory=dict)
+    user: Any = None
+
+    @property
+    def progress_token(self) -> str | int | None:
+        """The client's progress token for this request, if it asked for progress."""
+        token = self.meta.get("progressToken")
+        return token if isinstance(token, str | int) else None
+
+    async def report_progress(self, progress: float, total: float | None = None, message: str | None = None) -> None:
+        """Report progress; a no-op when the response is a single JSON object (nothing can carry it)."""
+
+    async def log(self, level: str, message: str, **fields: Any) -> None:
+        """Log through the server's logger; reaching the client needs a streamed response."""
+        logger.log(_LEVELS.get(level, logging.INFO), message, extra={"tool_log": fields} if fields else None)
+
+    async def debug(self, message: str, **fields: Any) -> None:
+        await self.log("debug", message, **fields)
+
+    async def info(self, message: str, **fields: Any) -> None:
+        await self.log("info", message, **fields)
+
+    async def warning(self, message: str, **fields: Any) -> None:
+        await self.log("warning", message, **fields)
+
+    async def error(self, message: str, **fields: Any) -> None:
+        await self.log("error", message, **fields)
+
+    async def elicit(self, message: str, requested_schema: dict[str, Any]) -> dict[str, Any]:
+        """Ask the user for input. Needs a streamed response.
+
+        Raises:
+            StreamRequiredError: always, on a JSON-only response.
+        """
+        raise StreamRequiredError("Elicitation needs a streamed (SSE) response, which this deployment does not serve")
+
+    async def create_message(self, messages: list[dict[str, Any]], max_tokens: int, **params: Any) -> dict[str, Any]:
+        """Ask the client's model for a completion (sampling). Needs a streamed response.
+
+        Raises:
+            StreamRequiredError: always, on a JSON-only response.
+        """
+        raise StreamRequiredError("Sampling needs a streamed (SSE) response, which this deployment does not serve")
+
+
+_LEVELS = {
+    "debug": logging.DEBUG,
+    "info": logging.INFO,
+    "notice": logging.INFO,
+    "warning": logging.WARNING,
+    "error": logging.ERROR,
+    "critical": logging.CRITICAL,
+    "alert": logging.CRITICAL,
+    "emergency": logging.CRITICAL,
+}

@@ -1,0 +1,206 @@
+"""`McpServer`: the decorator API and the registry of tools, resources, prompts and completions."""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Awaitable, Callable, Iterable
+from typing import Any, TypeVar
+
+from core.server.prompts import Prompt
+from core.server.resources import Resource, ResourceTemplate
+from core.server.signature import enum_values
+from core.server.tools import Tool
+
+F = TypeVar("F", bound=Callable[..., Any])
+JsonObject = dict[str, Any]
+CompletionHandler = Callable[[str, str, dict[str, str]], Iterable[str] | Awaitable[Iterable[str]]]
+
+MAX_COMPLETION_VALUES = 100
+
+
+class McpServer:
+    """An MCP server: what it is called and what it offers.
+
+    Handlers register at import with the decorators; the transport built by `core.build_app` serves them.
+    """
+
+    def __init__(
+        self,
+        name: str,
+        version: str = "0.1.0",
+        *,
+        title: str | None = None,
+        instructions: str | None = None,
+        website_url: str | None = None,
+        icons: list[JsonObject] | None = None,
+        page_size: int = 100,
+    ) -> None:
+        self.name = name
+        self.version = version
+        self.title = title
+        self.instructions = instructions
+        self.website_url = website_url
+        self.icons = icons
+        self.page_size = page_size
+        self.tools: dict[str, Tool] = {}
+        self.resources: dict[str, Resource] = {}
+        self.templates: dict[str, ResourceTemplate] = {}
+        self.prompts: dict[str, Prompt] = {}
+        self.completions: dict[tuple[str, str], CompletionHandler] = {}
+
+    @property
+    def info(self) -> JsonObject:
+        """The `Implementation` object naming this server."""
+        info: JsonObject = {"name": self.name, "version": self.version}
+        for key, value in (("title", self.title), ("websiteUrl", self.website_url), ("icons", self.icons)):
+            if value is not None:
+                info[key] = value
+        return info
+
+    def tool(
+        self,
+        name: str | None = None,
+        *,
+        title: str | None = None,
+        description: str | None = None,
+        annotations: JsonObject | None = None,
+        icons: list[JsonObject] | None = None,
+        meta: JsonObject | None = None,
+        structured_output: bool | None = None,
+    ) -> Callable[[F], F]:
+        """Register a function as a tool; its input schema comes from the type hints.
+
+        Args:
+            name: the tool's name (default: the function's name).
+            title: a human-readable name.
+            description: what the tool does (default: the docstring's summary).
+            annotations: MCP tool annotations, e.g. `{"readOnlyHint": True}`.
+            icons: icons a client may display.
+            meta: the tool's `_meta`.
+            structured_output: force (or suppress) an `outputSchema` from the return annotation.
+        """
+
+        def register(fn: F) -> F:
+            tool = Tool(
+                fn,
+                name=name or fn.__name__,
+                title=title,
+                description=description,
+                annotations=annotations,
+                icons=icons,
+                meta=meta,
+                structured_output=structured_output,
+            )
+            _add(self.tools, tool.name, tool, "tool")
+            return fn
+
+        return register
+
+    def resource(
+        self,
+        uri: str,
+        *,
+        name: str | None = None,
+        title: str | None = None,
+        description: str | None = None,
+        mime_type: str | None = None,
+        size: int | None = None,
+        icons: list[JsonObject] | None = None,
+        annotations: JsonObject | None = None,
+    ) -> Callable[[F], F]:
+        """Register a resource; a URI with `{variables}` registers an RFC 6570 template instead.
+
+        The handler returns `str` (text), `bytes` (blob), `TextResource` / `BlobResource`, or a list of them.
+        """
+
+        def register(fn: F) -> F:
+            resource_name = name or fn.__name__
+            if "{" in uri:
+                template = ResourceTemplate(
+                    fn,
+                    uri_template=uri,
+                    name=resource_name,
+                    title=title,
+                    description=description,
+                    mime_type=mime_type,
+                    icons=icons,
+                    annotations=annotations,
+                )
+                _add(self.templates, uri, template, "resource template")
+            else:
+                resource = Resource(
+                    fn,
+                    uri=uri,
+                    name=resource_name,
+                    title=title,
+                    description=description,
+                    mime_type=mime_type,
+                    size=size,
+                    icons=icons,
+                    annotations=annotations,
+                )
+                _add(self.resources, uri, resource, "resource")
+            return fn
+
+        return register
+
+    def prompt(
+        self,
+        name: str | None = None,
+        *,
+        title: str | None = None,
+        description: str | None = None,
+        icons: list[JsonObject] | None = None,
+    ) -> Callable[[F], F]:
+        """Register a prompt; its arguments are the function's parameters."""
+
+        def register(fn: F) -> F:
+            prompt = Prompt(fn, name=name or fn.__name__, title=title, description=description, icons=icons)
+            _add(self.prompts, prompt.name, prompt, "prompt")
+            return fn
+
+        return register
+
+    def completion(self, *, prompt: str | None = None, template: str | None = None) -> Callable[[F], F]:
+        """Register `fn(argument, value, context_arguments) -> values` completing a prompt's or template's arguments.
+
+        Without one, arguments annotated with an Enum or Literal are completed by prefix.
+        """
+        if (prompt is None) == (template is None):
+            raise ValueError("completion() takes exactly one of prompt= or template=")
+        key = ("ref/prompt", prompt) if prompt is not None else ("ref/resource", template or "")
+
+        def register(fn: F) -> F:
+            _add(self.completions, key, fn, "completion handler")
+            return fn
+
+        return register
+
+    async def complete(self, ref_type: str, ref_name: str, argument: str, value: str, context: dict[str, str]) -> JsonObject:
+        """The `completion` object for one argument: at most 100 values, with `total` and `hasMore`."""
+        handler = self.completions.get((ref_type, ref_name))
+        if handler is not None:
+            produced = handler(argument, value, context)
+            values = list(await produced if inspect.isawaitable(produced) else produced)
+        else:
+            values = [option for option in self._enum_options(ref_type, ref_name, argument) if option.startswith(value)]
+        return {
+            "values": values[:MAX_COMPLETION_VALUES],
+            "total": len(values),
+            "hasMore": len(values) > MAX_COMPLETION_VALUES,
+        }
+
+    def _enum_options(self, ref_type: str, ref_name: str, argument: str) -> list[str]:
+        owner = self.prompts.get(ref_name) if ref_type == "ref/prompt" else self.templates.get(ref_name)
+        if owner is None:
+            return []
+        for parameter in owner.signature.parameters:
+            if parameter.name == argument:
+                return enum_values(parameter.annotation) or []
+        return []
+
+
+def _add(registry: dict[Any, Any], key: Any, item: Any, kind: str) -> None:
+    if key in registry:
+        raise ValueError(f"duplicate {kind} {key!r}")
+    registry[key] = item

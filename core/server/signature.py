@@ -1,0 +1,158 @@
+"""Read a handler's signature once: its arguments model, its context parameter and its docstring."""
+
+from __future__ import annotations
+
+import enum
+import inspect
+import re
+import typing
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, get_args, get_origin
+
+from pydantic import BaseModel, ConfigDict, ValidationError, create_model
+from pydantic.fields import FieldInfo
+
+from core.server.context import Context
+
+_ARGS_HEADER = re.compile(r"^\s*(Args|Arguments|Parameters):\s*$")
+_ARG_LINE = re.compile(r"^\s+(\*{0,2}\w+)(?:\s*\([^)]*\))?:\s*(.*)$")
+
+
+@dataclass(frozen=True, slots=True)
+class Docstring:
+    """The summary and per-argument descriptions of a Google-style docstring."""
+
+    summary: str | None
+    arguments: dict[str, str]
+
+
+def parse_docstring(doc: str | None) -> Docstring:
+    """Split a docstring into its description (everything before `Args:`) and its argument lines."""
+    if not doc:
+        return Docstring(None, {})
+    summary: list[str] = []
+    arguments: dict[str, str] = {}
+    section = "summary"
+    current: str | None = None
+    arg_indent: int | None = None
+    for line in inspect.cleandoc(doc).splitlines():
+        if section == "summary":
+            if _ARGS_HEADER.match(line):
+                section = "args"
+            else:
+                summary.append(line)
+            continue
+        if section != "args" or not line.strip():
+            continue
+        indent = len(line) - len(line.lstrip())
+        if indent == 0:
+            section = "other"
+            continue
+        if arg_indent is None:
+            arg_indent = indent
+        match = _ARG_LINE.match(line)
+        if indent == arg_indent and match:
+            current = match.group(1).lstrip("*")
+            arguments[current] = match.group(2).strip()
+        elif current is not None:
+            arguments[current] = f"{arguments[current]} {line.strip()}".strip()
+    text = "\n".join(summary).strip()
+    return Docstring(text or None, arguments)
+
+
+@dataclass(frozen=True, slots=True)
+class Parameter:
+    """One argument the client supplies."""
+
+    name: str
+    annotation: Any
+    required: bool
+    description: str | None
+
+
+class ArgumentsError(Exception):
+    """Arguments failed validation; `problems` names each field and what is wrong with it."""
+
+    def __init__(self, problems: list[str]) -> None:
+        super().__init__("; ".join(problems))
+        self.problems = problems
+
+
+class Signature:
+    """What a handler takes: client-supplied parameters and, optionally, the execution context."""
+
+    def __init__(self, fn: Callable[..., Any], *, model_name: str) -> None:
+        self._fn = fn
+        self._model_name = model_name
+        self.docstring = parse_docstring(fn.__doc__)
+        self.context_parameter: str | None = None
+        self.parameters: list[Parameter] = []
+        self._model: type[BaseModel] | None = None
+        hints = typing.get_type_hints(fn, include_extras=True)
+        for name, param in inspect.signature(fn).parameters.items():
+            if param.kind in (param.VAR_POSITIONAL, param.VAR_KEYWORD):
+                raise TypeError(f"{fn.__qualname__}: *args and **kwargs cannot be described to a client")
+            annotation = hints.get(name, Any)
+            if annotation is Context:
+                self.context_parameter = name
+                continue
+            self.parameters.append(
+                Parameter(name, annotation, param.default is inspect.Parameter.empty, self.docstring.arguments.get(name))
+            )
+        self.return_annotation: Any = hints.get("return", inspect.Signature.empty)
+
+    @property
+    def model(self) -> type[BaseModel]:
+        """The pydantic model of the client-supplied arguments, built on first use (cold start pays nothing)."""
+        if self._model is None:
+            defaults = inspect.signature(self._fn).parameters
+            fields: dict[str, Any] = {}
+            for parameter in self.parameters:
+                default = defaults[parameter.name].default
+                info = FieldInfo.from_annotated_attribute(
+                    parameter.annotation, ... if parameter.required else default
+                )
+                if parameter.description and not info.description:
+                    info.description = parameter.description
+                fields[parameter.name] = (info.annotation, info)
+            self._model = create_model(
+                self._model_name, __config__=ConfigDict(extra="ignore", arbitrary_types_allowed=False), **fields
+            )
+        return self._model
+
+    def json_schema(self) -> dict[str, Any]:
+        """The JSON Schema of the arguments, as a tool's `inputSchema`."""
+        schema = self.model.model_json_schema()
+        schema.pop("title", None)
+        schema.setdefault("properties", {})
+        schema["type"] = "object"
+        return schema
+
+    def validate(self, arguments: dict[str, Any]) -> dict[str, Any]:
+        """Validated keyword arguments for the handler.
+
+        Raises:
+            ArgumentsError: a field is missing or has the wrong type.
+        """
+        try:
+            instance = self.model.model_validate(arguments)
+        except ValidationError as exc:
+            problems = []
+            for error in exc.errors(include_url=False, include_input=False):
+                where = ".".join(str(part) for part in error["loc"]) or "arguments"
+                problems.append(f"{where}: {error['msg']}")
+            raise ArgumentsError(problems) from None
+        return {parameter.name: getattr(instance, parameter.name) for parameter in self.parameters}
+
+
+def enum_values(annotation: Any) -> list[str] | None:
+    """The string values an Enum or Literal annotation allows, for completion by prefix."""
+    origin = get_origin(annotation)
+    if origin is typing.Annotated:
+        return enum_values(get_args(annotation)[0])
+    if origin is typing.Literal:
+        return [str(value) for value in get_args(annotation)]
+    if inspect.isclass(annotation) and issubclass(annotation, enum.Enum):
+        return [str(member.value) for member in annotation]
+    return None

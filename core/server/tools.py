@@ -1,0 +1,144 @@
+"""Tools: a decorated function, its wire definition and how a call turns into a result."""
+
+from __future__ import annotations
+
+import inspect
+import logging
+import secrets
+import types
+import typing
+from collections.abc import Callable
+from typing import Any, get_args, get_origin
+
+from pydantic import TypeAdapter
+from pydantic_core import to_json
+
+from core.server.content import CONTENT_TYPES, ToolResult, to_content_list
+from core.server.context import Context, StreamRequiredError
+from core.server.signature import ArgumentsError, Signature
+
+logger = logging.getLogger("stratus.tool")
+
+JsonObject = dict[str, Any]
+
+
+class ToolError(Exception):
+    """Raise inside a tool to fail the call with this message shown to the client (an `isError` result)."""
+
+
+def _is_unstructured(annotation: Any) -> bool:
+    """Return types whose values are content for the model, not data with a schema."""
+    if annotation in (inspect.Signature.empty, None, type(None), Any, str, ToolResult):
+        return True
+    if annotation in CONTENT_TYPES:
+        return True
+    origin = get_origin(annotation)
+    if origin in (typing.Union, types.UnionType):
+        return all(_is_unstructured(arg) for arg in get_args(annotation))
+    if origin in (list, tuple, typing.Sequence):
+        args = [arg for arg in get_args(annotation) if arg is not Ellipsis]
+        return bool(args) and all(_is_unstructured(arg) for arg in args)
+    return False
+
+
+class Tool:
+    """A registered tool."""
+
+    def __init__(
+        self,
+        fn: Callable[..., Any],
+        *,
+        name: str,
+        title: str | None,
+        description: str | None,
+        annotations: JsonObject | None,
+        icons: list[JsonObject] | None,
+        meta: JsonObject | None,
+        structured_output: bool | None,
+    ) -> None:
+        self.fn = fn
+        self.name = name
+        self.signature = Signature(fn, model_name=f"{name}_arguments")
+        self.title = title
+        self.description = description or self.signature.docstring.summary or ""
+        self.annotations = annotations
+        self.icons = icons
+        self.meta = meta
+        self.is_async = inspect.iscoroutinefunction(fn)
+        returns = self.signature.return_annotation
+        self._structured = not _is_unstructured(returns) if structured_output is None else structured_output
+        self._return_annotation = Any if returns is inspect.Signature.empty else returns
+        self._output: tuple[TypeAdapter[Any], JsonObject, bool] | None = None
+        self._definition: JsonObject | None = None
+
+    def _output_adapter(self) -> tuple[TypeAdapter[Any], JsonObject, bool]:
+        """The return type's adapter, its output schema, and whether values are wrapped under `result`."""
+        if self._output is None:
+            adapter: TypeAdapter[Any] = TypeAdapter(self._return_annotation)
+            schema = adapter.json_schema(mode="serialization")
+            wrapped = schema.get("type") != "object"
+            if wrapped:
+                schema = {"type": "object", "properties": {"result": schema}, "required": ["result"]}
+            else:
+                schema.pop("title", None)
+            self._output = (adapter, schema, wrapped)
+        return self._output
+
+    def definition(self) -> JsonObject:
+        """The tool as `tools/list` shows it."""
+        if self._definition is None:
+            wire: JsonObject = {
+                "name": self.name,
+                "description": self.description,
+                "inputSchema": self.signature.json_schema(),
+            }
+            if self.title:
+                wire["title"] = self.title
+            if self._structured:
+                wire["outputSchema"] = self._output_adapter()[1]
+            if self.annotations:
+                wire["annotations"] = self.annotations
+            if self.icons:
+                wire["icons"] = self.icons
+            if self.meta:
+                wire["_meta"] = self.meta
+            self._definition = wire
+        return self._definition
+
+    async def call(self, arguments: JsonObject, context: Context) -> JsonObject:
+        """Run the tool and build its `CallToolResult`.
+
+        Raises:
+            ArgumentsError: the arguments failed validation (the caller decides how each era reports it).
+            StreamRequiredError: the tool needed a streamed response.
+        """
+        kwargs = self.signature.validate(arguments)
+        if self.signature.context_parameter:
+            kwargs[self.signature.context_parameter] = context
+        try:
+            value = await self.fn(**kwargs) if self.is_async else self.fn(**kwargs)
+        except ToolError as exc:
+            return error_result(str(exc))
+        except (ArgumentsError, StreamRequiredError):
+            raise
+        except Exception:
+            reference = secrets.token_hex(6)
+            logger.exception("tool raised", extra={"tool": self.name, "error_ref": reference})
+            return error_result(f"Tool '{self.name}' failed with an internal error (reference {reference})")
+        return self._result(value)
+
+    def _result(self, value: Any) -> JsonObject:
+        if isinstance(value, ToolResult):
+            return value.to_wire()
+        if not self._structured:
+            return {"content": to_content_list(value)}
+        adapter, _, wrapped = self._output_adapter()
+        structured = adapter.dump_python(value, mode="json")
+        if wrapped:
+            structured = {"result": structured}
+        return {"content": [{"type": "text", "text": to_json(structured).decode()}], "structuredContent": structured}
+
+
+def error_result(message: str) -> JsonObject:
+    """A `CallToolResult` that reports a failure to the model."""
+    return {"content": [{"type": "text", "text": message}], "isError": True}

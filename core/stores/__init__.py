@@ -1,0 +1,1 @@
+"""Store protocols and their backends; only `core.stores.factory` picks one."""

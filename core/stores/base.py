@@ -1,0 +1,46 @@
+"""What the server keeps between requests, as protocols any backend can implement.
+
+Every operation a caller needs to be atomic is one method, so a remote backend can make it one round trip.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+
+@dataclass(slots=True, kw_only=True)
+class SessionRecord:
+    """A legacy (handshake-era) session: what `initialize` negotiated and who owns it."""
+
+    session_id: str
+    protocol_version: str
+    client_capabilities: dict[str, Any] = field(default_factory=dict)
+    client_info: dict[str, Any] = field(default_factory=dict)
+    principal: str | None = None
+    log_level: str | None = None
+    subscriptions: list[str] = field(default_factory=list)
+    initialized: bool = False
+    created_at: float = 0.0
+    last_active_at: float = 0.0
+    expires_at: float = 0.0
+
+
+class SessionExistsError(Exception):
+    """A session with this id already exists."""
+
+
+class SessionStore(Protocol):
+    """Legacy sessions with a sliding expiry."""
+
+    async def create(self, record: SessionRecord) -> None:
+        """Store a new session; raises SessionExistsError when the id is taken."""
+
+    async def load(self, session_id: str) -> SessionRecord | None:
+        """The live session with this id, its expiry slid forward; None when unknown, ended or expired."""
+
+    async def save(self, record: SessionRecord) -> None:
+        """Replace a live session's record (log level, subscriptions, initialized flag)."""
+
+    async def delete(self, session_id: str) -> bool:
+        """End a session; whether it existed."""

@@ -1,0 +1,48 @@
+"""In-process stores: the embedded default for local runs and tests (one process only)."""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+from collections.abc import Callable
+
+from core.stores.base import SessionExistsError, SessionRecord
+
+
+class MemorySessionStore:
+    """Sessions in a dict, expired lazily on read."""
+
+    def __init__(self, *, ttl_seconds: float = 3600.0, clock: Callable[[], float] = time.time) -> None:
+        self._records: dict[str, SessionRecord] = {}
+        self._ttl = ttl_seconds
+        self._clock = clock
+
+    async def create(self, record: SessionRecord) -> None:
+        if record.session_id in self._records:
+            raise SessionExistsError(record.session_id)
+        now = self._clock()
+        self._records[record.session_id] = dataclasses.replace(
+            record, created_at=now, last_active_at=now, expires_at=now + self._ttl
+        )
+
+    async def load(self, session_id: str) -> SessionRecord | None:
+        record = self._records.get(session_id)
+        if record is None:
+            return None
+        now = self._clock()
+        if record.expires_at <= now:
+            del self._records[session_id]
+            return None
+        record.last_active_at = now
+        record.expires_at = now + self._ttl
+        return dataclasses.replace(record)
+
+    async def save(self, record: SessionRecord) -> None:
+        if record.session_id in self._records:
+            self._records[record.session_id] = dataclasses.replace(record)
+
+    async def delete(self, session_id: str) -> bool:
+        return self._records.pop(session_id, None) is not None
+
+    def __len__(self) -> int:
+        return len(self._records)

@@ -1,0 +1,94 @@
+"""The MCP endpoint as an ASGI app: HTTP checks, then the body goes to the modern or the legacy wire."""
+
+from __future__ import annotations
+
+import logging
+import secrets
+from starlette.datastructures import Headers
+from starlette.types import Receive, Scope, Send
+
+from core.errors import HttpError, InternalError, McpError
+from core.protocol import versions
+from core.protocol.dispatch import Dispatcher
+from core.protocol.jsonrpc import decode, encode, error_response
+from core.transport.guards import HostOriginGuard, check_accepts_json, check_json_body
+from core.transport.legacy import SESSION_HEADER, LegacyHandler
+from core.transport.modern import handle_modern, request_meta_version
+from core.transport.reply import Reply, error_reply
+
+logger = logging.getLogger("stratus.transport")
+
+_ALLOW_POST = {"allow": "POST"}
+
+
+class McpEndpoint:
+    """Streamable HTTP for both protocol eras on one path. JSON responses only (the buffered shape)."""
+
+    def __init__(self, dispatcher: Dispatcher, guard: HostOriginGuard, *, max_body_bytes: int) -> None:
+        self.dispatcher = dispatcher
+        self.legacy = LegacyHandler(dispatcher)
+        self.guard = guard
+        self.max_body_bytes = max_body_bytes
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        headers = Headers(scope=scope)
+        try:
+            self.guard.check(scope, headers)
+            reply = await self._route(scope, receive, headers)
+        except McpError as refused:  # refused before a JSON-RPC message was read: no id to echo
+            extra = refused.headers if isinstance(refused, HttpError) else {}
+            reply = Reply(refused.http_status, error_response(None, refused), extra)
+        except Exception:
+            reference = secrets.token_hex(8)
+            logger.exception("unhandled error in the MCP endpoint", extra={"error_ref": reference})
+            reply = error_reply(None, InternalError(f"Internal error (reference {reference})"))
+        await _send(reply, send)
+
+    async def _route(self, scope: Scope, receive: Receive, headers: Headers) -> Reply:
+        method = scope["method"]
+        if method == "POST":
+            return await self._post(receive, headers)
+        if method == "DELETE" and headers.get(SESSION_HEADER):
+            return await self.legacy.delete(headers)
+        raise HttpError(405, "Method Not Allowed: send JSON-RPC messages with POST", headers=_ALLOW_POST)
+
+    async def _post(self, receive: Receive, headers: Headers) -> Reply:
+        check_json_body(headers)
+        check_accepts_json(headers)
+        body = decode(await self._read_body(receive, headers))
+        if request_meta_version(body) is not None or headers.get("mcp-protocol-version") in versions.MODERN_VERSIONS:
+            return await handle_modern(body, headers, self.dispatcher)
+        return await self.legacy.post(body, headers)
+
+    async def _read_body(self, receive: Receive, headers: Headers) -> bytes:
+        declared = headers.get("content-length")
+        if declared is not None and declared.isdigit() and int(declared) > self.max_body_bytes:
+            raise _too_large(self.max_body_bytes)
+        chunks: list[bytes] = []
+        size = 0
+        while True:
+            message = await receive()
+            if message["type"] == "http.disconnect":
+                break
+            chunk = message.get("body", b"")
+            size += len(chunk)
+            if size > self.max_body_bytes:
+                raise _too_large(self.max_body_bytes)
+            chunks.append(chunk)
+            if not message.get("more_body", False):
+                break
+        return b"".join(chunks)
+
+
+def _too_large(limit: int) -> HttpError:
+    return HttpError(413, f"Payload Too Large: the body limit is {limit} bytes")
+
+
+async def _send(reply: Reply, send: Send) -> None:
+    body = b"" if reply.payload is None else encode(reply.payload)
+    raw_headers: list[tuple[bytes, bytes]] = [(k.encode("latin-1"), v.encode("latin-1")) for k, v in reply.headers.items()]
+    if reply.payload is not None:
+        raw_headers.append((b"content-type", b"application/json"))
+    raw_headers.append((b"content-length", str(len(body)).encode()))
+    await send({"type": "http.response.start", "status": reply.status, "headers": raw_headers})
+    await send({"type": "http.response.body", "body": body})

@@ -1,0 +1,100 @@
+"""Checks made on every request before its body is read: Host and Origin (DNS rebinding), Accept, Content-Type.
+
+Defaults that work behind API Gateway without configuration: the Host the request arrived on is allowed when it
+is the API's own domain (from the Lambda event's `requestContext.domainName`), localhost is always allowed, and an
+Origin is allowed when it is the request's own origin or a localhost one. Anything else is opt-in through
+`STRATUS_ALLOWED_HOSTS` / `STRATUS_ALLOWED_ORIGINS` (`*` allows all).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+from urllib.parse import urlsplit
+
+from starlette.datastructures import Headers
+
+from core.errors import HttpError
+
+LOCAL_HOSTS = frozenset({"localhost", "127.0.0.1", "[::1]", "::1"})
+
+
+def _split_host(value: str) -> str:
+    """The host part of a Host header value, lower-cased, port removed, IPv6 brackets kept."""
+    value = value.strip().lower()
+    if value.startswith("["):
+        return value[: value.find("]") + 1] if "]" in value else value
+    return value.rsplit(":", 1)[0] if value.count(":") == 1 else value
+
+
+def _event_domain(scope: dict[str, Any]) -> str | None:
+    event = scope.get("aws.event")
+    if isinstance(event, dict):
+        context = event.get("requestContext")
+        if isinstance(context, dict) and isinstance(context.get("domainName"), str):
+            return str(context["domainName"]).lower()
+    return None
+
+
+class HostOriginGuard:
+    """Refuses requests whose Host (421) or Origin (403) this deployment does not serve."""
+
+    def __init__(self, allowed_hosts: tuple[str, ...], allowed_origins: tuple[str, ...]) -> None:
+        self._any_host = "*" in allowed_hosts
+        self._hosts = frozenset(value.lower() for value in allowed_hosts) | frozenset(
+            _split_host(value) for value in allowed_hosts
+        )
+        self._any_origin = "*" in allowed_origins
+        self._origins = frozenset(value.lower().rstrip("/") for value in allowed_origins)
+
+    def check(self, scope: dict[str, Any], headers: Headers) -> None:
+        """Raise HttpError unless the request's Host and Origin are allowed."""
+        raw_host = headers.get("host", "")
+        host = _split_host(raw_host)
+        if not self._host_allowed(raw_host, host, scope):
+            raise HttpError(421, "Misdirected request: this server does not serve that Host")
+        origin = headers.get("origin")
+        if origin is not None and not self._origin_allowed(origin, raw_host):
+            raise HttpError(403, "Forbidden: Origin not allowed")
+
+    def _host_allowed(self, raw_host: str, host: str, scope: dict[str, Any]) -> bool:
+        if self._any_host or host in LOCAL_HOSTS:
+            return True
+        if raw_host.lower() in self._hosts or host in self._hosts:
+            return True
+        return host == _event_domain(scope)
+
+    def _origin_allowed(self, origin: str, raw_host: str) -> bool:
+        normalized = origin.strip().lower().rstrip("/")
+        if self._any_origin or normalized in self._origins:
+            return True
+        parts = urlsplit(normalized)
+        if parts.scheme not in ("http", "https") or not parts.netloc:
+            return False
+        if _split_host(parts.netloc) in LOCAL_HOSTS:
+            return True
+        return parts.netloc == raw_host.strip().lower()
+
+
+def _media_types(value: str) -> list[str]:
+    return [part.split(";", 1)[0].strip().lower() for part in value.split(",") if part.strip()]
+
+
+def check_accepts_json(headers: Headers) -> None:
+    """406 unless the client accepts a JSON response (a missing Accept accepts anything)."""
+    accept = headers.get("accept")
+    if accept is None:
+        return
+    if not {"application/json", "application/*", "*/*"} & set(_media_types(accept)):
+        raise HttpError(406, "Not Acceptable: the client must accept application/json")
+
+
+def check_json_body(headers: Headers) -> None:
+    """415 unless the body is declared as UTF-8 JSON."""
+    content_type = headers.get("content-type", "")
+    media, _, parameters = content_type.partition(";")
+    if media.strip().lower() != "application/json":
+        raise HttpError(415, "Unsupported Media Type: the body must be application/json")
+    for parameter in parameters.split(";"):
+        key, _, value = parameter.partition("=")
+        if key.strip().lower() == "charset" and value.strip().strip('"').lower() not in ("utf-8", "utf8"):
+            raise HttpError(415, "Unsupported Media Type: JSON bodies must be UTF-8")

@@ -1,0 +1,84 @@
+"""The 2026-07-28 request-metadata headers: `MCP-Protocol-Version`, `Mcp-Method`, `Mcp-Name`, `Mcp-Param-*`.
+
+Each must agree with the body it mirrors, so an intermediary routing on headers and the server executing the body
+never disagree. Any missing, malformed or mismatched value is a 400 with JSON-RPC error -32020.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+from typing import Any
+
+from starlette.datastructures import Headers
+
+from core.errors import HeaderMismatchError
+from core.protocol import versions
+from core.server.server import McpServer
+
+NAMED_METHODS = {"tools/call": "name", "prompts/get": "name", "resources/read": "uri"}
+_SENTINEL_PREFIX, _SENTINEL_SUFFIX = "=?base64?", "?="
+
+
+def decode_header_value(name: str, raw: str) -> str:
+    """A header value as the client meant it: checked for invalid characters, Base64 sentinel decoded."""
+    if any(not (" " <= char <= "~" or char == "\t") for char in raw):
+        raise HeaderMismatchError(f"Header mismatch: {name} contains characters not allowed in a header value")
+    if raw.startswith(_SENTINEL_PREFIX) and raw.endswith(_SENTINEL_SUFFIX) and len(raw) >= 11:
+        encoded = raw[len(_SENTINEL_PREFIX) : -len(_SENTINEL_SUFFIX)]
+        try:
+            return base64.b64decode(encoded, validate=True).decode("utf-8")
+        except (binascii.Error, UnicodeDecodeError):
+            raise HeaderMismatchError(f"Header mismatch: {name} is not valid Base64-encoded UTF-8") from None
+    return raw.strip()
+
+
+def _require(headers: Headers, name: str, expected: str) -> None:
+    raw = headers.get(name)
+    if raw is None:
+        raise HeaderMismatchError(f"Header mismatch: required header {name} is missing")
+    if decode_header_value(name, raw) != expected:
+        raise HeaderMismatchError(f"Header mismatch: {name} does not match the request body")
+
+
+def _same_value(header: str, body: Any) -> bool:
+    if isinstance(body, bool):
+        return header == ("true" if body else "false")
+    if isinstance(body, int | float):
+        try:
+            return float(header) == float(body)
+        except ValueError:
+            return False
+    return isinstance(body, str) and header == body
+
+
+def check_modern_headers(headers: Headers, method: str, params: dict[str, Any], server: McpServer) -> None:
+    """Raise HeaderMismatchError unless every mirrored header matches the body."""
+    _require(headers, "mcp-protocol-version", str(params["_meta"][versions.PROTOCOL_VERSION_META]))
+    _require(headers, "mcp-method", method)
+    field = NAMED_METHODS.get(method)
+    if field is not None and isinstance(params.get(field), str):
+        _require(headers, "mcp-name", params[field])
+    if method == "tools/call":
+        _check_parameter_headers(headers, params, server)
+
+
+def _check_parameter_headers(headers: Headers, params: dict[str, Any], server: McpServer) -> None:
+    tool = server.tools.get(params.get("name"))  # type: ignore[arg-type]
+    arguments = params.get("arguments")
+    if tool is None or not isinstance(arguments, dict):
+        return
+    properties = tool.definition()["inputSchema"].get("properties", {})
+    for property_name, schema in properties.items():
+        header_name = schema.get("x-mcp-header") if isinstance(schema, dict) else None
+        if not header_name:
+            continue
+        value = arguments.get(property_name)
+        if value is None:
+            continue
+        wire_name = f"mcp-param-{header_name}".lower()
+        raw = headers.get(wire_name)
+        if raw is None:
+            raise HeaderMismatchError(f"Header mismatch: required header Mcp-Param-{header_name} is missing")
+        if not _same_value(decode_header_value(f"Mcp-Param-{header_name}", raw), value):
+            raise HeaderMismatchError(f"Header mismatch: Mcp-Param-{header_name} does not match the request body")

@@ -1,0 +1,132 @@
+"""The handshake-era wire (2024-11-05 to 2025-11-25): `initialize`, `Mcp-Session-Id` sessions, batches.
+
+Sessions live in the injected `SessionStore`, so any container can serve any request of a session.
+"""
+
+from __future__ import annotations
+
+import secrets
+from typing import Any
+
+from starlette.datastructures import Headers
+
+from core.errors import InvalidParamsError, InvalidRequestError, McpError
+from core.protocol import versions
+from core.protocol.dispatch import Call, Dispatcher
+from core.protocol.jsonrpc import (
+    ClientResponse,
+    Notification,
+    Request,
+    error_response,
+    parse_message,
+    request_id_of,
+    result_response,
+)
+from core.stores.base import SessionRecord
+from core.transport.reply import ACCEPTED, Reply, error_reply
+
+SESSION_HEADER = "mcp-session-id"
+
+
+class SessionNotFoundError(McpError):
+    """The session id is unknown, ended or expired."""
+
+    code = -32600
+    http_status = 404
+
+
+class LegacyHandler:
+    """Answers legacy POST bodies and session DELETEs."""
+
+    def __init__(self, dispatcher: Dispatcher) -> None:
+        self.dispatcher = dispatcher
+        self.sessions = dispatcher.sessions
+
+    async def post(self, body: Any, headers: Headers) -> Reply:
+        header_version = headers.get("mcp-protocol-version")
+        try:
+            if header_version is not None and header_version not in versions.LEGACY_VERSIONS:
+                raise InvalidRequestError(
+                    f"Bad Request: unsupported MCP-Protocol-Version {header_version!r}",
+                    data={"supported": list(versions.SUPPORTED_VERSIONS), "requested": header_version},
+                )
+            if isinstance(body, list):
+                return await self._batch(body, headers, header_version or versions.HEADERLESS_DEFAULT)
+            message = parse_message(body)
+            if isinstance(message, Request) and message.method == "initialize":
+                return await self._initialize(message)
+            session = await self._session(headers)
+            return await self._one(message, session) or ACCEPTED
+        except McpError as error:
+            return error_reply(request_id_of(body), error)
+
+    async def delete(self, headers: Headers) -> Reply:
+        session_id = headers.get(SESSION_HEADER, "")
+        if not await self.sessions.delete(session_id):
+            return error_reply(None, SessionNotFoundError("Session not found"))
+        return Reply(200)
+
+    async def _session(self, headers: Headers) -> SessionRecord:
+        session_id = headers.get(SESSION_HEADER)
+        if not session_id:
+            raise InvalidRequestError("Bad Request: Mcp-Session-Id header is required after initialize")
+        session = await self.sessions.load(session_id)
+        if session is None:
+            raise SessionNotFoundError("Session not found")
+        return session
+
+    async def _initialize(self, request: Request) -> Reply:
+        params = request.params
+        capabilities, client_info = params.get("capabilities"), params.get("clientInfo")
+        if not isinstance(params.get("protocolVersion"), str) or not isinstance(capabilities, dict):
+            raise InvalidParamsError("Invalid params: initialize needs protocolVersion and capabilities")
+        version = versions.negotiate_legacy(params["protocolVersion"])
+        session = SessionRecord(
+            session_id=secrets.token_urlsafe(24),
+            protocol_version=version,
+            client_capabilities=capabilities,
+            client_info=client_info if isinstance(client_info, dict) else {},
+        )
+        await self.sessions.create(session)
+        result = self.dispatcher.initialize_result(version)
+        return Reply(200, result_response(request.id, result), {"mcp-session-id": session.session_id})
+
+    async def _one(self, message: Request | Notification | ClientResponse, session: SessionRecord) -> Reply | None:
+        """The reply to one message of a session; None for notifications and client responses."""
+        if isinstance(message, Notification):
+            if message.method == "notifications/initialized" and not session.initialized:
+                session.initialized = True
+                await self.sessions.save(session)
+            return None
+        if isinstance(message, ClientResponse):
+            return None  # replies to server requests are routed once the server sends requests (streaming)
+        if message.method == "initialize":
+            raise InvalidRequestError("Invalid request: initialize cannot be sent inside a session or a batch")
+        call = Call(
+            request=message,
+            version=session.protocol_version,
+            client_capabilities=session.client_capabilities,
+            client_info=session.client_info,
+            session=session,
+        )
+        try:
+            result = await self.dispatcher.dispatch(call)
+        except McpError as error:
+            return Reply(200, error_response(message.id, error))
+        return Reply(200, result_response(message.id, result))
+
+    async def _batch(self, body: list[Any], headers: Headers, version: str) -> Reply:
+        if version != versions.BATCH_VERSION:
+            raise InvalidRequestError(f"Invalid request: batches are only allowed at protocol version {versions.BATCH_VERSION}")
+        if not body:
+            raise InvalidRequestError("Invalid request: empty batch")
+        session = await self._session(headers)
+        responses = []
+        for item in body:
+            try:
+                reply = await self._one(parse_message(item), session)
+            except McpError as error:
+                reply = error_reply(request_id_of(item), error)
+            if reply is not None:
+                responses.append(reply.payload)
+        return Reply(200, responses) if responses else ACCEPTED

@@ -1,0 +1,59 @@
+"""The 2026-07-28 wire: every request is self-contained, described by its `_meta` and mirrored headers."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from starlette.datastructures import Headers
+
+from core.errors import InvalidParamsError, InvalidRequestError, McpError, UnsupportedVersionError
+from core.protocol import versions
+from core.protocol.dispatch import Call, Dispatcher
+from core.protocol.jsonrpc import ClientResponse, Notification, parse_message, request_id_of, result_response
+from core.transport.headers import check_modern_headers
+from core.transport.reply import ACCEPTED, Reply, error_reply
+
+
+def request_meta_version(body: Any) -> Any:
+    """The `_meta` protocol version of a decoded body, or None when it carries none (a legacy request)."""
+    if isinstance(body, dict):
+        params = body.get("params")
+        if isinstance(params, dict):
+            meta = params.get("_meta")
+            if isinstance(meta, dict):
+                return meta.get(versions.PROTOCOL_VERSION_META)
+    return None
+
+
+async def handle_modern(body: Any, headers: Headers, dispatcher: Dispatcher) -> Reply:
+    """Answer one modern POST body."""
+    request_id = request_id_of(body)
+    try:
+        message = parse_message(body)
+        if isinstance(message, Notification):
+            return ACCEPTED
+        if isinstance(message, ClientResponse):
+            raise InvalidRequestError("Invalid request: clients do not send responses at 2026-07-28")
+        meta = message.params.get("_meta")
+        if not isinstance(meta, dict) or not isinstance(meta.get(versions.CLIENT_CAPABILITIES_META), dict):
+            raise InvalidParamsError(
+                f"Invalid params: _meta must carry {versions.PROTOCOL_VERSION_META} and "
+                f"{versions.CLIENT_CAPABILITIES_META}",
+                http_status=400,
+            )
+        version = meta.get(versions.PROTOCOL_VERSION_META)
+        if not isinstance(version, str):
+            raise InvalidParamsError(f"Invalid params: {versions.PROTOCOL_VERSION_META} must be a string", http_status=400)
+        check_modern_headers(headers, message.method, message.params, dispatcher.server)
+        if not versions.is_modern(version):
+            raise UnsupportedVersionError(version, list(versions.SUPPORTED_VERSIONS))
+        client_info = meta.get(versions.CLIENT_INFO_META)
+        call = Call(
+            request=message,
+            version=version,
+            client_capabilities=meta[versions.CLIENT_CAPABILITIES_META],
+            client_info=client_info if isinstance(client_info, dict) else None,
+        )
+        return Reply(200, result_response(message.id, await dispatcher.dispatch(call)))
+    except McpError as error:
+        return error_reply(request_id, error)

@@ -1,0 +1,1 @@
+"""Entry points: the buffered Lambda handler and the `stratus` command line."""

@@ -1,0 +1,29 @@
+"""Wrap an `McpServer` as a buffered Lambda handler (Mangum, lifespan off)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from mangum import Mangum
+
+from core import McpServer, Settings, build_app
+
+LambdaHandler = Any
+
+
+def _tolerate_null_headers(event: dict[str, Any]) -> dict[str, Any]:
+    # API Gateway sends "headers": null for requests without headers (console tests, some clients); Mangum's
+    # HTTP API handler expects a map.
+    if event.get("headers") is None:
+        return {**event, "headers": {}}
+    return event
+
+
+def make_handler(server: McpServer, settings: Settings | None = None) -> LambdaHandler:
+    """A Lambda handler serving `server`, built now: call it at module scope, once per cold start."""
+    asgi = Mangum(build_app(server, settings), lifespan="off")
+
+    def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
+        return asgi(_tolerate_null_headers(event), context)
+
+    return handler

@@ -1,0 +1,15 @@
+"""The buffered Lambda entry point: API Gateway REST (v1) and HTTP (v2) APIs, Function URLs and ALB.
+
+Responses are whole JSON bodies (Mangum buffers; nothing streams). The app and its stores are built once per
+cold start and reused by every warm invocation. `template.yaml` names `handlers.buffered.handler`; the server it
+serves is `STRATUS_APP` (`module:attribute`).
+"""
+
+from __future__ import annotations
+
+from core import Settings
+from handlers.adapter import make_handler
+from handlers.loading import load_server
+
+_settings = Settings.from_env()
+handler = make_handler(load_server(_settings.app), _settings)

@@ -1,0 +1,49 @@
+"""The `stratus` command line.
+
+    stratus serve [--app MODULE:ATTR] [--host HOST] [--port PORT] [--store URL]
+
+Flags override the matching `STRATUS_*` variables; the defaults serve the demo server on 127.0.0.1:8000 with the
+in-memory store.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+
+from core import Settings, build_app
+from core.config import SettingsError
+from handlers.loading import load_server
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="stratus", description="Serve MCP servers locally and on AWS Lambda.")
+    commands = parser.add_subparsers(dest="command", required=True)
+    serve = commands.add_parser("serve", help="run a server locally under uvicorn")
+    serve.add_argument("--app", help="the server as MODULE:ATTR (default: the demo server, or STRATUS_APP)")
+    serve.add_argument("--host", default="127.0.0.1", help="interface to bind (default: 127.0.0.1)")
+    serve.add_argument("--port", type=int, default=8000, help="port to bind (default: 8000)")
+    serve.add_argument("--store", help="state store URL (default: memory://, or STRATUS_STORE)")
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the command line; returns the process exit status."""
+    args = _parser().parse_args(argv)
+    try:
+        settings = Settings.from_env(app=args.app, store=args.store)
+        server = load_server(settings.app)
+    except (SettingsError, ValueError, ImportError) as exc:
+        print(f"stratus: {exc}", file=sys.stderr)
+        return 2
+    import uvicorn
+
+    app = build_app(server, settings)
+    print(f"Serving {server.name} at http://{args.host}:{args.port}{settings.mcp_path} (store {settings.store})")
+    uvicorn.run(app, host=args.host, port=args.port, log_level=settings.log_level.lower())
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
