@@ -1,7 +1,16 @@
 """Stratus: MCP servers on AWS Lambda, both protocol eras, state outside the process."""
 
 from core.config import Settings
-from core.server.content import Audio, BlobResource, EmbeddedResource, Image, ResourceLink, Text, TextResource, ToolResult
+from core.server.content import (
+    Audio,
+    BlobResource,
+    EmbeddedResource,
+    Image,
+    ResourceLink,
+    Text,
+    TextResource,
+    ToolResult,
+)
 from core.server.context import Context
 from core.server.prompts import Message, assistant, user
 from core.server.server import McpServer

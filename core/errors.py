@@ -1,15 +1,15 @@
 """The errors Stratus raises on purpose, and the one place they become wire errors.
 
-    McpError                      a JSON-RPC error with an HTTP status for the transport
-    ├── ParseError                -32700, 400: the body is not JSON
-    ├── InvalidRequestError       -32600, 400: JSON, but not a JSON-RPC message we accept
-    ├── MethodNotFoundError       -32601: unknown method (404 on the 2026-07-28 wire, else 200)
-    ├── InvalidParamsError        -32602: params failed validation (unknown tool, bad cursor, ...)
-    ├── InternalError             -32603, 500: a bug; the message never carries exception text
-    ├── HeaderMismatchError       -32020, 400: Mcp-* headers disagree with the body
-    ├── MissingCapabilityError    -32021, 400: the request needs a client capability it did not declare
-    ├── UnsupportedVersionError   -32022, 400: protocol version the server does not speak
-    └── HttpError                 -32600, refused before the JSON-RPC message is read (403, 405, 406, 413, 415, 421)
+McpError                      a JSON-RPC error with an HTTP status for the transport
+├── ParseError                -32700, 400: the body is not JSON
+├── InvalidRequestError       -32600, 400: JSON, but not a JSON-RPC message we accept
+├── MethodNotFoundError       -32601: unknown method (404 on the 2026-07-28 wire, else 200)
+├── InvalidParamsError        -32602: params failed validation (unknown tool, bad cursor, ...)
+├── InternalError             -32603, 500: a bug; the message never carries exception text
+├── HeaderMismatchError       -32020, 400: Mcp-* headers disagree with the body
+├── MissingCapabilityError    -32021, 400: the request needs a client capability it did not declare
+├── UnsupportedVersionError   -32022, 400: protocol version the server does not speak
+└── HttpError                 -32600, refused before the JSON-RPC message is read (403, 405, 406, 413, 415, 421)
 """
 
 from __future__ import annotations
@@ -105,9 +105,7 @@ class UnsupportedVersionError(McpError):
     http_status = 400
 
     def __init__(self, requested: str, supported: list[str]) -> None:
-        super().__init__(
-            "Unsupported protocol version", data={"supported": supported, "requested": requested}
-        )
+        super().__init__("Unsupported protocol version", data={"supported": supported, "requested": requested})
 
 
 class HttpError(McpError):

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from enum import Enum
+from enum import StrEnum
 from typing import Annotated
 
 from pydantic import BaseModel, Field
@@ -17,7 +17,7 @@ server = McpServer(
 )
 
 
-class Unit(str, Enum):
+class Unit(StrEnum):
     CELSIUS = "celsius"
     FAHRENHEIT = "fahrenheit"
 

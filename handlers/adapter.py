@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import asyncio
+import warnings
 from typing import Any
 
 from mangum import Mangum
@@ -19,8 +21,22 @@ def _tolerate_null_headers(event: dict[str, Any]) -> dict[str, Any]:
     return event
 
 
+def _ensure_event_loop() -> None:
+    # One event loop per container, set before Mangum looks for it (which warns on 3.12+ when none is set) and
+    # reused by every warm invocation, so connection pools bound to it survive between invocations.
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)
+        try:
+            if not asyncio.get_event_loop().is_closed():
+                return
+        except RuntimeError:
+            pass
+    asyncio.set_event_loop(asyncio.new_event_loop())
+
+
 def make_handler(server: McpServer, settings: Settings | None = None) -> LambdaHandler:
     """A Lambda handler serving `server`, built now: call it at module scope, once per cold start."""
+    _ensure_event_loop()
     asgi = Mangum(build_app(server, settings), lifespan="off")
 
     def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:

@@ -252,7 +252,9 @@ class Dispatcher:
         ref_name = ref.get("name") if ref_type == "ref/prompt" else ref.get("uri")
         argument_name, value = argument.get("name"), argument.get("value", "")
         if ref_type not in ("ref/prompt", "ref/resource") or not isinstance(ref_name, str):
-            raise InvalidParamsError("Invalid params: ref must be a ref/prompt with a name or a ref/resource with a uri")
+            raise InvalidParamsError(
+                "Invalid params: ref must be a ref/prompt with a name or a ref/resource with a uri"
+            )
         if not isinstance(argument_name, str) or not isinstance(value, str):
             raise InvalidParamsError("Invalid params: argument needs a string name and value")
         known = self.server.prompts if ref_type == "ref/prompt" else self.server.templates

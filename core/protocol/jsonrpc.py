@@ -104,7 +104,7 @@ def request_id_of(obj: Any) -> RequestId | None:
     if isinstance(obj, dict):
         value = obj.get("id")
         if _valid_id(value):
-            return value  # type: ignore[no-any-return]
+            return value
     return None
 
 

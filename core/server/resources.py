@@ -130,7 +130,8 @@ class ResourceTemplate(_Readable):
         declared = {parameter.name for parameter in self.signature.parameters}
         if declared != set(self.variables):
             raise TypeError(
-                f"template {uri_template!r} has variables {sorted(self.variables)} but its handler takes {sorted(declared)}"
+                f"template {uri_template!r} has variables {sorted(self.variables)} "
+                f"but its handler takes {sorted(declared)}"
             )
         wire: JsonObject = {"uriTemplate": uri_template, "name": name}
         for key, value in (

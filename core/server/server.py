@@ -176,7 +176,9 @@ class McpServer:
 
         return register
 
-    async def complete(self, ref_type: str, ref_name: str, argument: str, value: str, context: dict[str, str]) -> JsonObject:
+    async def complete(
+        self, ref_type: str, ref_name: str, argument: str, value: str, context: dict[str, str]
+    ) -> JsonObject:
         """The `completion` object for one argument: at most 100 values, with `total` and `hasMore`."""
         handler = self.completions.get((ref_type, ref_name))
         if handler is not None:

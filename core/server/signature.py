@@ -98,7 +98,9 @@ class Signature:
                 self.context_parameter = name
                 continue
             self.parameters.append(
-                Parameter(name, annotation, param.default is inspect.Parameter.empty, self.docstring.arguments.get(name))
+                Parameter(
+                    name, annotation, param.default is inspect.Parameter.empty, self.docstring.arguments.get(name)
+                )
             )
         self.return_annotation: Any = hints.get("return", inspect.Signature.empty)
 
@@ -110,9 +112,7 @@ class Signature:
             fields: dict[str, Any] = {}
             for parameter in self.parameters:
                 default = defaults[parameter.name].default
-                info = FieldInfo.from_annotated_attribute(
-                    parameter.annotation, ... if parameter.required else default
-                )
+                info = FieldInfo.from_annotated_attribute(parameter.annotation, ... if parameter.required else default)
                 if parameter.description and not info.description:
                     info.description = parameter.description
                 fields[parameter.name] = (info.annotation, info)

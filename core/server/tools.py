@@ -26,18 +26,21 @@ class ToolError(Exception):
     """Raise inside a tool to fail the call with this message shown to the client (an `isError` result)."""
 
 
-def _is_unstructured(annotation: Any) -> bool:
-    """Return types whose values are content for the model, not data with a schema."""
-    if annotation in (inspect.Signature.empty, None, type(None), Any, str, ToolResult):
-        return True
+def _is_content(annotation: Any) -> bool:
     if annotation in CONTENT_TYPES:
         return True
-    origin = get_origin(annotation)
-    if origin in (typing.Union, types.UnionType):
-        return all(_is_unstructured(arg) for arg in get_args(annotation))
-    if origin in (list, tuple, typing.Sequence):
+    if get_origin(annotation) in (typing.Union, types.UnionType):
+        return all(_is_content(arg) for arg in get_args(annotation))
+    return False
+
+
+def _is_unstructured(annotation: Any) -> bool:
+    """Return types whose values are content for the model, not data with a schema."""
+    if annotation in (inspect.Signature.empty, None, type(None), Any, str, ToolResult) or _is_content(annotation):
+        return True
+    if get_origin(annotation) in (list, tuple, typing.Sequence):
         args = [arg for arg in get_args(annotation) if arg is not Ellipsis]
-        return bool(args) and all(_is_unstructured(arg) for arg in args)
+        return bool(args) and all(_is_content(arg) for arg in args)
     return False
 
 

@@ -29,9 +29,7 @@ def validate_store_url(url: str) -> str:
     if scheme == "memory":
         return scheme
     if scheme in ("redis", "rediss", "dynamodb"):
-        raise StoreConfigError(
-            f"store {url!r}: the {scheme} backend is not part of this build yet; use memory://"
-        )
+        raise StoreConfigError(f"store {url!r}: the {scheme} backend is not part of this build yet; use memory://")
     raise StoreConfigError(f"store {url!r}: expected memory://, redis://HOST, rediss://HOST or dynamodb://TABLE")
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 import secrets
+
 from starlette.datastructures import Headers
 from starlette.types import Receive, Scope, Send
 
@@ -86,7 +87,9 @@ def _too_large(limit: int) -> HttpError:
 
 async def _send(reply: Reply, send: Send) -> None:
     body = b"" if reply.payload is None else encode(reply.payload)
-    raw_headers: list[tuple[bytes, bytes]] = [(k.encode("latin-1"), v.encode("latin-1")) for k, v in reply.headers.items()]
+    raw_headers: list[tuple[bytes, bytes]] = [
+        (k.encode("latin-1"), v.encode("latin-1")) for k, v in reply.headers.items()
+    ]
     if reply.payload is not None:
         raw_headers.append((b"content-type", b"application/json"))
     raw_headers.append((b"content-length", str(len(body)).encode()))

@@ -117,7 +117,9 @@ class LegacyHandler:
 
     async def _batch(self, body: list[Any], headers: Headers, version: str) -> Reply:
         if version != versions.BATCH_VERSION:
-            raise InvalidRequestError(f"Invalid request: batches are only allowed at protocol version {versions.BATCH_VERSION}")
+            raise InvalidRequestError(
+                f"Invalid request: batches are only allowed at protocol version {versions.BATCH_VERSION}"
+            )
         if not body:
             raise InvalidRequestError("Invalid request: empty batch")
         session = await self._session(headers)

@@ -43,7 +43,9 @@ async def handle_modern(body: Any, headers: Headers, dispatcher: Dispatcher) -> 
             )
         version = meta.get(versions.PROTOCOL_VERSION_META)
         if not isinstance(version, str):
-            raise InvalidParamsError(f"Invalid params: {versions.PROTOCOL_VERSION_META} must be a string", http_status=400)
+            raise InvalidParamsError(
+                f"Invalid params: {versions.PROTOCOL_VERSION_META} must be a string", http_status=400
+            )
         check_modern_headers(headers, message.method, message.params, dispatcher.server)
         if not versions.is_modern(version):
             raise UnsupportedVersionError(version, list(versions.SUPPORTED_VERSIONS))

@@ -1,0 +1,113 @@
+"""What the endpoint refuses before it reads a JSON-RPC message, and the malformed messages it rejects."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from core import Settings
+from examples.demo import server
+from tests.conftest import client_for
+from tests.wire import MODERN, McpHttp, modern_meta, validate
+
+pytestmark = pytest.mark.anyio
+
+TOOLS_LIST = {"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {"_meta": modern_meta()}}
+MODERN_HEADERS = {"mcp-protocol-version": MODERN, "mcp-method": "tools/list"}
+
+
+def assert_error(response_json: object, code: int) -> None:
+    validate(MODERN, "JSONRPCErrorResponse", response_json)
+    assert isinstance(response_json, dict)
+    assert response_json["error"]["code"] == code
+
+
+async def test_malformed_json_is_400_parse_error(mcp: McpHttp) -> None:
+    response = await mcp.post(b'{"jsonrpc": "2.0", ', MODERN_HEADERS)
+    assert response.status_code == 400
+    assert_error(response.json(), -32700)
+
+
+@pytest.mark.parametrize(
+    ("body", "why"),
+    [
+        (42, "a JSON scalar"),
+        ({"id": 1, "method": "ping"}, "missing jsonrpc"),
+        ({"jsonrpc": "1.0", "id": 1, "method": "ping"}, "wrong jsonrpc"),
+        ({"jsonrpc": "2.0", "id": 1, "method": 5}, "non-string method"),
+        ({"jsonrpc": "2.0", "id": None, "method": "ping"}, "null id"),
+        ({"jsonrpc": "2.0", "id": True, "method": "ping"}, "boolean id"),
+        ({"jsonrpc": "2.0", "id": 1, "method": "ping", "params": [1]}, "positional params"),
+    ],
+)
+async def test_invalid_messages_are_400_invalid_request(mcp: McpHttp, body: object, why: str) -> None:
+    response = await mcp.post(body, {"mcp-protocol-version": "2025-11-25"})
+    assert response.status_code == 400, why
+    assert_error(response.json(), -32600)
+
+
+async def test_an_array_outside_2025_03_26_is_refused(mcp: McpHttp) -> None:
+    response = await mcp.post([TOOLS_LIST], {"mcp-protocol-version": "2025-06-18"})
+    assert response.status_code == 400
+    assert_error(response.json(), -32600)
+
+
+@pytest.mark.parametrize("accept", ["text/html", "text/event-stream"])
+async def test_wrong_accept_is_406(mcp: McpHttp, accept: str) -> None:
+    response = await mcp.post(TOOLS_LIST, {**MODERN_HEADERS, "accept": accept})
+    assert response.status_code == 406
+
+
+@pytest.mark.parametrize(
+    "content_type", ["text/plain", "application/x-www-form-urlencoded", "application/json; charset=latin-1"]
+)
+async def test_wrong_content_type_is_415(mcp: McpHttp, content_type: str) -> None:
+    response = await mcp.post(TOOLS_LIST, {**MODERN_HEADERS, "content-type": content_type})
+    assert response.status_code == 415
+
+
+async def test_json_with_utf8_charset_is_accepted(mcp: McpHttp) -> None:
+    response = await mcp.post(TOOLS_LIST, {**MODERN_HEADERS, "content-type": "application/json; charset=utf-8"})
+    assert response.status_code == 200
+
+
+async def test_body_over_the_limit_is_413() -> None:
+    async with client_for(server, Settings(max_body_bytes=1024)) as http:
+        body = {**TOOLS_LIST, "params": {"_meta": modern_meta(), "padding": "x" * 2048}}
+        response = await McpHttp(http).post(body, MODERN_HEADERS)
+    assert response.status_code == 413
+
+
+async def test_bad_origin_is_403(mcp: McpHttp) -> None:
+    response = await mcp.post(TOOLS_LIST, {**MODERN_HEADERS, "origin": "https://evil.example.com"})
+    assert response.status_code == 403
+    assert_error(response.json(), -32600)
+
+
+async def test_own_and_localhost_origins_are_allowed(mcp: McpHttp) -> None:
+    for origin in ("http://localhost", "http://127.0.0.1:3000"):
+        response = await mcp.post(TOOLS_LIST, {**MODERN_HEADERS, "origin": origin})
+        assert response.status_code == 200, origin
+
+
+async def test_disallowed_host_is_421(mcp: McpHttp) -> None:
+    response = await mcp.post(TOOLS_LIST, {**MODERN_HEADERS, "host": "evil.example.com"})
+    assert response.status_code == 421
+
+
+async def test_configured_hosts_and_origins_are_allowed() -> None:
+    settings = Settings(allowed_hosts=("mcp.example.com",), allowed_origins=("https://app.example.com",))
+    async with client_for(server, settings) as http:
+        headers = {**MODERN_HEADERS, "host": "mcp.example.com", "origin": "https://app.example.com"}
+        response = await McpHttp(http).post(TOOLS_LIST, headers)
+    assert response.status_code == 200
+
+
+async def test_error_bodies_are_compact_json(mcp: McpHttp) -> None:
+    response = await mcp.post(b"[", MODERN_HEADERS)
+    assert response.headers["content-type"] == "application/json"
+    assert json.loads(response.content) == {
+        "jsonrpc": "2.0",
+        "error": {"code": -32700, "message": "Parse error: the body is not valid JSON"},
+    }

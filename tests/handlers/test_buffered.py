@@ -1,0 +1,158 @@
+"""The buffered Lambda handler, driven in-process with recorded events of every source."""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import copy
+import importlib
+import json
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from core import Settings
+from examples.demo import server
+from handlers.adapter import make_handler
+from tests.wire import MODERN, modern_meta, validate_response
+
+EVENTS = Path(__file__).parent.parent / "events"
+EVENT_TYPES = ["http_api_v2", "function_url", "rest_api_v1", "alb"]
+
+
+@dataclass
+class LambdaContext:
+    """The attributes of the Lambda runtime's context object that Mangum and Stratus read."""
+
+    function_name: str = "stratus-mcp"
+    memory_limit_in_mb: int = 512
+    aws_request_id: str = "6f0c1a2b-0000-4000-8000-000000000000"
+    invoked_function_arn: str = "arn:aws:lambda:us-east-1:123456789012:function:stratus-mcp"
+
+    def get_remaining_time_in_millis(self) -> int:
+        return 30_000
+
+
+def event(kind: str, body: Any, headers: dict[str, str], *, base64_body: bool = False) -> dict[str, Any]:
+    """A recorded event of `kind` carrying `body` and extra headers."""
+    recorded = json.loads((EVENTS / f"{kind}.json").read_text(encoding="utf-8"))
+    raw = json.dumps(body)
+    recorded["body"] = base64.b64encode(raw.encode()).decode() if base64_body else raw
+    recorded["isBase64Encoded"] = base64_body
+    recorded["headers"].update(headers)
+    if "multiValueHeaders" in recorded:
+        recorded["multiValueHeaders"].update({key: [value] for key, value in headers.items()})
+    return copy.deepcopy(recorded)
+
+
+@pytest.fixture(scope="module")
+def container_loop() -> Iterator[asyncio.AbstractEventLoop]:
+    """The event loop of one Lambda container: set before the handler is built, closed when the module ends."""
+    loop = asyncio.new_event_loop()
+    asyncio.set_event_loop(loop)
+    yield loop
+    asyncio.set_event_loop(None)
+    loop.close()
+
+
+@pytest.fixture(scope="module")
+def handler(container_loop: asyncio.AbstractEventLoop) -> Any:
+    return make_handler(server, Settings(allowed_hosts=("mcp.example.com",)))
+
+
+def invoke(handler: Any, kind: str, body: dict[str, Any], headers: dict[str, str], **options: Any) -> dict[str, Any]:
+    response: dict[str, Any] = handler(event(kind, body, headers, **options), LambdaContext())
+    return response
+
+
+def _headers(response: dict[str, Any]) -> dict[str, str]:
+    merged = {key.lower(): value for key, value in (response.get("headers") or {}).items()}
+    for key, values in (response.get("multiValueHeaders") or {}).items():
+        merged[key.lower()] = values[0]
+    return merged
+
+
+def modern_request(method: str, params: dict[str, Any]) -> tuple[dict[str, Any], dict[str, str]]:
+    body = {"jsonrpc": "2.0", "id": 1, "method": method, "params": {**params, "_meta": modern_meta()}}
+    headers = {"mcp-protocol-version": MODERN, "mcp-method": method}
+    if method == "tools/call":
+        headers["mcp-name"] = params["name"]
+    return body, headers
+
+
+@pytest.mark.parametrize("kind", EVENT_TYPES)
+@pytest.mark.parametrize("base64_body", [False, True])
+def test_modern_discover_list_and_call_work_twice_on_one_warm_handler(
+    handler: Any, kind: str, base64_body: bool
+) -> None:
+    for _ in range(2):
+        for method, params in [
+            ("server/discover", {}),
+            ("tools/list", {}),
+            ("tools/call", {"name": "add", "arguments": {"a": 20, "b": 22}}),
+        ]:
+            body, headers = modern_request(method, params)
+            response = invoke(handler, kind, body, headers, base64_body=base64_body)
+            assert response["statusCode"] == 200, (kind, method, response)
+            assert _headers(response)["content-type"] == "application/json"
+            payload = json.loads(response["body"])
+            validate_response(MODERN, method, payload)
+        assert payload["result"]["structuredContent"] == {"result": 42}
+
+
+@pytest.mark.parametrize("kind", EVENT_TYPES)
+def test_legacy_initialize_then_calls_in_the_session_work_twice(handler: Any, kind: str) -> None:
+    for _ in range(2):
+        init = {
+            "jsonrpc": "2.0",
+            "id": 1,
+            "method": "initialize",
+            "params": {
+                "protocolVersion": "2025-11-25",
+                "capabilities": {},
+                "clientInfo": {"name": "t", "version": "1"},
+            },
+        }
+        response = invoke(handler, kind, init, {})
+        assert response["statusCode"] == 200
+        validate_response("2025-11-25", "initialize", json.loads(response["body"]))
+        session = {"mcp-session-id": _headers(response)["mcp-session-id"], "mcp-protocol-version": "2025-11-25"}
+        initialized = invoke(handler, kind, {"jsonrpc": "2.0", "method": "notifications/initialized"}, session)
+        assert initialized["statusCode"] == 202
+        for method, params in [("tools/list", {}), ("tools/call", {"name": "add", "arguments": {"a": 1, "b": 2}})]:
+            response = invoke(handler, kind, {"jsonrpc": "2.0", "id": 2, "method": method, "params": params}, session)
+            assert response["statusCode"] == 200
+            validate_response("2025-11-25", method, json.loads(response["body"]))
+        assert json.loads(response["body"])["result"]["structuredContent"] == {"result": 3}
+
+
+def test_null_headers_get_a_clean_415_not_a_crash(handler: Any) -> None:
+    for kind in ("rest_api_v1", "http_api_v2"):
+        recorded = event(kind, {"jsonrpc": "2.0", "id": 1, "method": "ping"}, {})
+        recorded["headers"] = None
+        if "multiValueHeaders" in recorded:
+            recorded["multiValueHeaders"] = None
+        response = handler(recorded, LambdaContext())
+        assert response["statusCode"] == 415, kind
+        assert json.loads(response["body"])["error"]["code"] == -32600
+
+
+def test_a_foreign_host_on_an_api_gateway_event_is_refused(handler: Any) -> None:
+    body, headers = modern_request("tools/list", {})
+    response = invoke(handler, "http_api_v2", body, {**headers, "host": "evil.example.com"})
+    assert response["statusCode"] == 421
+
+
+def test_the_module_handler_serves_the_app_named_by_stratus_app(
+    monkeypatch: pytest.MonkeyPatch, container_loop: asyncio.AbstractEventLoop
+) -> None:
+    monkeypatch.setenv("STRATUS_APP", "examples.add:server")
+    module = importlib.import_module("handlers.buffered")
+    module = importlib.reload(module)
+    body, headers = modern_request("tools/list", {})
+    response = module.handler(event("http_api_v2", body, headers), LambdaContext())
+    tools = json.loads(response["body"])["result"]["tools"]
+    assert [tool["name"] for tool in tools] == ["add"]
