@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import logging
+import secrets
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
-from core.errors import InvalidParamsError, McpError, MethodNotFoundError
+from core.errors import InternalError, InvalidParamsError, McpError, MethodNotFoundError
 from core.protocol import versions
 from core.protocol.capabilities import server_capabilities
 from core.protocol.jsonrpc import Request
@@ -18,6 +20,8 @@ from core.server.tools import error_result
 from core.stores.base import SessionRecord, SessionStore
 
 JsonObject = dict[str, Any]
+T = TypeVar("T")
+logger = logging.getLogger("stratus.dispatch")
 
 LOG_LEVELS = ("debug", "info", "notice", "warning", "error", "critical", "alert", "emergency")
 LEGACY_RESOURCE_NOT_FOUND = -32002
@@ -211,14 +215,14 @@ class Dispatcher:
         context = call.context()
         resource = self.server.resources.get(uri)
         if resource is not None:
-            contents = await resource.read(context)
+            contents = await _user_code(f"Resource '{uri}'", resource.read(context))
         else:
             contents = None
             for template in self.server.templates.values():
                 variables = template.match(uri)
                 if variables is not None:
                     try:
-                        contents = await template.read(uri, variables, context)
+                        contents = await _user_code(f"Resource '{uri}'", template.read(uri, variables, context))
                     except ArgumentsError as exc:
                         raise InvalidParamsError(f"Invalid URI {uri}: " + "; ".join(exc.problems)) from None
                     break
@@ -239,7 +243,7 @@ class Dispatcher:
         if prompt is None:
             raise InvalidParamsError(f"Unknown prompt: {name}", data={"name": name})
         try:
-            return await prompt.get(_object_param(call, "arguments"), call.context())
+            return await _user_code(f"Prompt '{name}'", prompt.get(_object_param(call, "arguments"), call.context()))
         except ArgumentsError as exc:
             raise InvalidParamsError(
                 f"Invalid arguments for prompt '{name}': " + "; ".join(exc.problems), data={"problems": exc.problems}
@@ -261,8 +265,22 @@ class Dispatcher:
         if ref_name not in known:
             raise InvalidParamsError(f"Unknown {ref_type.removeprefix('ref/')}: {ref_name}")
         context_arguments = _object_param(call, "context").get("arguments") or {}
-        completion = await self.server.complete(ref_type, ref_name, argument_name, value, dict(context_arguments))
+        completion = await _user_code(
+            "Completion", self.server.complete(ref_type, ref_name, argument_name, value, dict(context_arguments))
+        )
         return {"completion": completion}
+
+
+async def _user_code(what: str, step: Awaitable[T]) -> T:
+    """Await a handler's work; an unexpected exception becomes a -32603 with a reference, its text only logged."""
+    try:
+        return await step
+    except (McpError, ArgumentsError):
+        raise
+    except Exception:
+        reference = secrets.token_hex(6)
+        logger.exception("handler raised", extra={"handler": what, "error_ref": reference})
+        raise InternalError(f"{what} failed with an internal error (reference {reference})", http_status=200) from None
 
 
 def _string_param(call: Call, name: str) -> str:

@@ -197,3 +197,29 @@ async def test_custom_completion_is_capped_at_100_values(mcp: McpHttp) -> None:
 async def test_completion_of_an_unknown_reference_is_invalid_params(mcp: McpHttp) -> None:
     params = {"ref": {"type": "ref/prompt", "name": "nope"}, "argument": {"name": "x", "value": ""}}
     assert (await mcp.modern("completion/complete", params)).json()["error"]["code"] == -32602
+
+
+async def test_a_failing_resource_or_prompt_is_an_internal_error_without_its_text() -> None:
+    server = McpServer("failing")
+
+    @server.resource("test://broken")
+    def broken() -> str:
+        raise KeyError("internal-table-name")
+
+    @server.prompt()
+    def broken_prompt() -> str:
+        """Breaks."""
+        raise ValueError("stack detail")
+
+    async with client_for(server) as http:
+        mcp = McpHttp(http)
+        for method, params in (
+            ("resources/read", {"uri": "test://broken"}),
+            ("prompts/get", {"name": "broken_prompt"}),
+        ):
+            response = await mcp.modern(method, params)
+            assert response.status_code == 200
+            error = response.json()["error"]
+            assert error["code"] == -32603
+            assert "internal error (reference " in error["message"]
+            assert "internal-table-name" not in response.text and "stack detail" not in response.text

@@ -1,0 +1,42 @@
+"""Settings come from STRATUS_* variables, once, and a mistake stops the start."""
+
+from __future__ import annotations
+
+import pytest
+
+from core import Settings
+from core.config import SettingsError
+
+
+def test_defaults_serve_the_demo_on_the_memory_store() -> None:
+    settings = Settings.from_env({})
+    assert (settings.app, settings.store, settings.mcp_path) == ("examples.demo:server", "memory://", "/mcp")
+
+
+def test_variables_are_parsed_and_overrides_win() -> None:
+    settings = Settings.from_env(
+        {"STRATUS_ALLOWED_HOSTS": "a.example.com, b.example.com", "STRATUS_MAX_BODY_BYTES": "2048", "HOME": "/root"},
+        app="examples.add:server",
+        store=None,
+    )
+    assert settings.allowed_hosts == ("a.example.com", "b.example.com")
+    assert settings.max_body_bytes == 2048
+    assert settings.app == "examples.add:server"
+
+
+@pytest.mark.parametrize(
+    "environ",
+    [
+        {"STRATUS_STOER": "memory://"},
+        {"STRATUS_MAX_BODY_BYTES": "-1"},
+        {"STRATUS_MAX_BODY_BYTES": "lots"},
+        {"STRATUS_STORE": "postgres://db"},
+        {"STRATUS_STORE": "redis://127.0.0.1:6379"},
+        {"STRATUS_MCP_PATH": "mcp"},
+        {"STRATUS_APP": "no-colon"},
+    ],
+)
+def test_a_bad_or_unknown_setting_fails_with_its_name(environ: dict[str, str]) -> None:
+    with pytest.raises(SettingsError) as caught:
+        Settings.from_env(environ)
+    assert next(iter(environ)) in str(caught.value)

@@ -1,0 +1,29 @@
+"""What a cold start imports: no AWS SDK, Redis client or tracer unless the configuration asks for one."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import core
+
+HEAVY = ["boto3", "botocore", "redis", "aws_lambda_powertools", "mcp", "mcp_types", "jsonschema", "httpx"]
+
+
+def test_the_buffered_handler_imports_no_aws_sdk_redis_client_or_tracer() -> None:
+    probe = (
+        "import json, sys; import handlers.buffered; "
+        f"print(json.dumps([name for name in {HEAVY!r} if name in sys.modules]))"
+    )
+    completed = subprocess.run(
+        [sys.executable, "-c", probe], capture_output=True, text=True, timeout=60, check=True, env={"PATH": ""}
+    )
+    assert json.loads(completed.stdout) == []
+
+
+def test_core_exports_exactly_its_dunder_all() -> None:
+    names = {
+        name for name, value in vars(core).items() if not name.startswith("_") and not isinstance(value, type(core))
+    }
+    assert sorted(names) == sorted(core.__all__)
