@@ -11,7 +11,7 @@ import logging
 from dataclasses import dataclass, field
 from typing import Any
 
-from core.errors import McpError
+from core.errors import McpError, MissingCapabilityError
 
 logger = logging.getLogger("stratus.tool")
 
@@ -62,20 +62,33 @@ class Context:
     async def error(self, message: str, **fields: Any) -> None:
         await self.log("error", message, **fields)
 
-    async def elicit(self, message: str, requested_schema: dict[str, Any]) -> dict[str, Any]:
-        """Ask the user for input. Needs a streamed response.
+    def require_capability(self, name: str) -> None:
+        """Fail the request with -32021 unless the client declared capability `name`.
 
         Raises:
-            StreamRequiredError: always, on a JSON-only response.
+            MissingCapabilityError: the client did not declare it.
         """
+        if name not in self.client_capabilities:
+            raise MissingCapabilityError({name: {}})
+
+    async def elicit(self, message: str, requested_schema: dict[str, Any]) -> dict[str, Any]:
+        """Ask the user for input. Needs the client's `elicitation` capability and a streamed response.
+
+        Raises:
+            MissingCapabilityError: the client did not declare elicitation.
+            StreamRequiredError: on a JSON-only response.
+        """
+        self.require_capability("elicitation")
         raise StreamRequiredError("Elicitation needs a streamed (SSE) response, which this deployment does not serve")
 
     async def create_message(self, messages: list[dict[str, Any]], max_tokens: int, **params: Any) -> dict[str, Any]:
-        """Ask the client's model for a completion (sampling). Needs a streamed response.
+        """Ask the client's model for a completion. Needs the client's `sampling` capability and a streamed response.
 
         Raises:
-            StreamRequiredError: always, on a JSON-only response.
+            MissingCapabilityError: the client did not declare sampling.
+            StreamRequiredError: on a JSON-only response.
         """
+        self.require_capability("sampling")
         raise StreamRequiredError("Sampling needs a streamed (SSE) response, which this deployment does not serve")
 
 

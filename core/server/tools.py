@@ -14,7 +14,8 @@ from pydantic import TypeAdapter
 from pydantic_core import to_json
 
 from core.server.content import CONTENT_TYPES, ToolResult, to_content_list
-from core.server.context import Context, StreamRequiredError
+from core.errors import McpError
+from core.server.context import Context
 from core.server.signature import ArgumentsError, Signature
 
 logger = logging.getLogger("stratus.tool")
@@ -113,7 +114,7 @@ class Tool:
 
         Raises:
             ArgumentsError: the arguments failed validation (the caller decides how each era reports it).
-            StreamRequiredError: the tool needed a streamed response.
+            McpError: the tool, or a context method it called, failed with a protocol error.
         """
         kwargs = self.signature.validate(arguments)
         if self.signature.context_parameter:
@@ -122,8 +123,8 @@ class Tool:
             value = await self.fn(**kwargs) if self.is_async else self.fn(**kwargs)
         except ToolError as exc:
             return error_result(str(exc))
-        except (ArgumentsError, StreamRequiredError):
-            raise
+        except (ArgumentsError, McpError):
+            raise  # a protocol error the tool (or its context) chose deliberately
         except Exception:
             reference = secrets.token_hex(6)
             logger.exception("tool raised", extra={"tool": self.name, "error_ref": reference})

@@ -1,0 +1,106 @@
+"""Mcp-Param-* headers mirrored from `x-mcp-header` tool parameters, and capability requirements (-32021)."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from typing import Annotated
+
+import pytest
+from pydantic import Field
+
+from core import Context, McpServer
+from tests.conftest import client_for
+from tests.wire import McpHttp, modern_meta
+
+pytestmark = pytest.mark.anyio
+
+
+def make_server() -> McpServer:
+    server = McpServer("params-test")
+
+    @server.tool()
+    def query(
+        region: Annotated[str, Field(json_schema_extra={"x-mcp-header": "Region"})],
+        limit: Annotated[int, Field(json_schema_extra={"x-mcp-header": "Limit"})] = 10,
+        sql: str = "",
+    ) -> str:
+        """Run a query in a region."""
+        return f"{region}:{limit}"
+
+    @server.tool()
+    async def summarize(text: str, ctx: Context) -> str:
+        """Summarize with the client's model."""
+        await ctx.create_message([{"role": "user", "content": {"type": "text", "text": text}}], max_tokens=50)
+        return "unreachable on a JSON-only response"
+
+    return server
+
+
+@pytest.fixture
+async def mcp() -> AsyncIterator[McpHttp]:
+    async with client_for(make_server()) as http:
+        yield McpHttp(http)
+
+
+async def call(mcp: McpHttp, arguments: dict[str, object], headers: dict[str, str]) -> tuple[int, dict[str, object]]:
+    response = await mcp.modern("tools/call", {"name": "query", "arguments": arguments}, headers=headers)
+    return response.status_code, response.json()
+
+
+async def test_matching_parameter_headers_are_accepted(mcp: McpHttp) -> None:
+    status, body = await call(
+        mcp, {"region": "us-west1", "limit": 5}, {"mcp-param-region": "us-west1", "mcp-param-limit": "5.0"}
+    )
+    assert status == 200
+    assert body["result"]["content"] == [{"type": "text", "text": "us-west1:5"}]  # type: ignore[index]
+
+
+async def test_base64_parameter_header_is_decoded(mcp: McpHttp) -> None:
+    status, _ = await call(mcp, {"region": "Zürich"}, {"mcp-param-region": "=?base64?WsO8cmljaA==?="})
+    assert status == 200
+
+
+async def test_an_absent_argument_needs_no_header(mcp: McpHttp) -> None:
+    status, _ = await call(mcp, {"region": "eu"}, {"mcp-param-region": "eu"})
+    assert status == 200
+
+
+@pytest.mark.parametrize(
+    ("arguments", "headers"),
+    [
+        ({"region": "us-west1"}, {}),
+        ({"region": "us-west1"}, {"mcp-param-region": "eu-west1"}),
+        ({"region": "eu", "limit": 5}, {"mcp-param-region": "eu", "mcp-param-limit": "6"}),
+        ({"region": "eu", "limit": 5}, {"mcp-param-region": "eu", "mcp-param-limit": "five"}),
+        ({"region": "a\x7fb"}, {"mcp-param-region": "a\x7fb"}),
+    ],
+)
+async def test_missing_mismatched_or_invalid_parameter_headers_are_header_mismatch(
+    mcp: McpHttp, arguments: dict[str, object], headers: dict[str, str]
+) -> None:
+    status, body = await call(mcp, arguments, headers)
+    assert status == 400
+    assert body["error"]["code"] == -32020  # type: ignore[index]
+
+
+async def test_the_x_mcp_header_annotation_is_in_the_input_schema(mcp: McpHttp) -> None:
+    tools = (await mcp.modern("tools/list")).json()["result"]["tools"]
+    assert tools[0]["inputSchema"]["properties"]["region"]["x-mcp-header"] == "Region"
+
+
+async def test_sampling_without_the_client_capability_is_400_missing_capability(mcp: McpHttp) -> None:
+    response = await mcp.modern("tools/call", {"name": "summarize", "arguments": {"text": "long"}})
+    assert response.status_code == 400
+    assert response.json()["error"] == {
+        "code": -32021,
+        "message": "Missing required client capability: sampling",
+        "data": {"requiredCapabilities": {"sampling": {}}},
+    }
+
+
+async def test_sampling_with_the_capability_on_a_json_response_is_a_clear_error_not_a_hang(mcp: McpHttp) -> None:
+    meta = modern_meta(**{"io.modelcontextprotocol/clientCapabilities": {"sampling": {}}})
+    response = await mcp.modern("tools/call", {"name": "summarize", "arguments": {"text": "long"}, "_meta": meta})
+    assert response.status_code == 200
+    assert response.json()["error"]["code"] == -32603
+    assert "streamed" in response.json()["error"]["message"]
