@@ -13,8 +13,8 @@ from typing import Any, get_args, get_origin
 from pydantic import TypeAdapter
 from pydantic_core import to_json
 
-from core.server.content import CONTENT_TYPES, ToolResult, to_content_list
 from core.errors import McpError
+from core.server.content import CONTENT_TYPES, ToolResult, to_content_list
 from core.server.context import Context
 from core.server.signature import ArgumentsError, Signature
 
