@@ -29,7 +29,7 @@ unit: $(VENV)/.installed  ## the pytest suite
 conformance: $(VENV)/.installed  ## the official MCP conformance suite against examples/everything.py
 	bash scripts/conformance
 
-test: check unit conformance  ## everything CI runs
+test: check conformance unit  ## everything CI runs (pytest last: its summary is the closing line)
 
 bench: $(VENV)/.installed  ## cold start and warm latency against the anchors
 	$(BIN)/python bench/run.py
