@@ -1,0 +1,56 @@
+"""Token-bucket arithmetic: a bucket refills at `rate` tokens a second up to `burst`; a request takes `cost`."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True, slots=True)
+class RateLimit:
+    """`rate` requests a second on average, `burst` at once."""
+
+    rate: float
+    burst: float
+
+    def __post_init__(self) -> None:
+        if self.rate <= 0 or self.burst < 1:
+            raise ValueError("a rate limit needs rate > 0 and burst >= 1")
+
+    @classmethod
+    def per_minute(cls, requests: float, *, burst: float | None = None) -> RateLimit:
+        return cls(requests / 60.0, burst if burst is not None else max(1.0, requests))
+
+    @classmethod
+    def per_second(cls, requests: float, *, burst: float | None = None) -> RateLimit:
+        return cls(requests, burst if burst is not None else max(1.0, requests))
+
+
+@dataclass(frozen=True, slots=True)
+class Bucket:
+    tokens: float
+    updated_at: float
+
+
+@dataclass(frozen=True, slots=True)
+class Decision:
+    """Whether the request may proceed; if not, when a retry could succeed."""
+
+    allowed: bool
+    retry_after: float = 0.0
+
+
+def take(bucket: Bucket | None, limit: RateLimit, now: float, cost: float = 1.0) -> tuple[Decision, Bucket]:
+    """Refill the bucket to `now`, then take `cost` tokens if there are enough."""
+    if bucket is None:
+        tokens = limit.burst
+    else:
+        elapsed = max(0.0, now - bucket.updated_at)
+        tokens = min(limit.burst, bucket.tokens + elapsed * limit.rate)
+    if tokens >= cost:
+        return Decision(True), Bucket(tokens - cost, now)
+    return Decision(False, (cost - tokens) / limit.rate), Bucket(tokens, now)
+
+
+def idle_seconds(limit: RateLimit) -> float:
+    """How long until an untouched bucket is full again, i.e. how long its state is worth keeping."""
+    return limit.burst / limit.rate
