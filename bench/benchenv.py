@@ -1,0 +1,99 @@
+"""The benchmark venv: one interpreter and one set of package versions for Stratus, the floor and awslabs.
+
+It lives at `${XDG_CACHE_HOME:-~/.cache}/stratus/bench-venv`, is built from the interpreter
+that runs this script (the base Python of `.venv`), and holds Stratus's runtime dependencies pinned to the
+versions in `.venv` plus `awslabs-mcp-lambda-handler` (which pulls boto3). Stratus itself is not installed
+there: the children get `PYTHONPATH=<repo>` so they always run the working tree. `.venv` is never touched.
+"""
+
+from __future__ import annotations
+
+import ast
+import os
+import shutil
+import subprocess
+import sys
+from importlib import metadata
+from pathlib import Path
+
+from packaging.requirements import Requirement
+from packaging.utils import canonicalize_name
+
+ANCHOR = "awslabs-mcp-lambda-handler"
+PINS_MARKER = ".bench-pins"
+
+
+def cache_dir() -> Path:
+    """`${XDG_CACHE_HOME:-~/.cache}/stratus`, as scripts/conformance has it."""
+    return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "stratus"
+
+
+def runtime_pins(project: str = "stratus-mcp") -> list[str]:
+    """`name==version` for every runtime dependency of `project` (no extras), as installed in this interpreter."""
+    pins: dict[str, str] = {}
+    todo = [project]
+    while todo:
+        dist = metadata.distribution(todo.pop())
+        for raw in dist.requires or []:
+            requirement = Requirement(raw)
+            if requirement.marker is not None and not requirement.marker.evaluate({"extra": ""}):
+                continue
+            name = canonicalize_name(requirement.name)
+            if name not in pins:
+                pins[name] = metadata.version(name)
+                todo.append(name)
+    return sorted(f"{name}=={version}" for name, version in pins.items())
+
+
+def _pip_install(python: Path, requirements: list[str]) -> None:
+    done = subprocess.run(
+        [str(python), "-m", "pip", "install", "--quiet", "--disable-pip-version-check", *requirements],
+        capture_output=True,
+        text=True,
+    )
+    if done.returncode != 0:
+        sys.stderr.write(done.stdout + done.stderr)
+        raise SystemExit(f"could not install {' '.join(requirements)} with {python}")
+
+
+def ensure_venv(log: bool = True) -> Path:
+    """The bench venv's python: built (in a staging folder, then renamed) if missing, re-pinned if `.venv` moved."""
+    venv = cache_dir() / "bench-venv"
+    wanted = [*runtime_pins(), ANCHOR]
+    marker_text = "\n".join(wanted) + "\n"
+    if not (venv / "bin" / "python").exists():
+        if log:
+            print(f"creating the benchmark venv at {venv} (once): {' '.join(wanted)}", file=sys.stderr)
+        staging = venv.with_name(f"{venv.name}.partial.{os.getpid()}")
+        shutil.rmtree(staging, ignore_errors=True)
+        subprocess.run([getattr(sys, "_base_executable", sys.executable), "-m", "venv", str(staging)], check=True)
+        _pip_install(staging / "bin" / "python", wanted)
+        (staging / PINS_MARKER).write_text(marker_text)
+        try:
+            staging.rename(venv)
+        except OSError:  # another run finished the same venv first
+            shutil.rmtree(staging, ignore_errors=True)
+    marker = venv / PINS_MARKER
+    if not marker.exists() or marker.read_text() != marker_text:
+        if log:
+            print(f"re-pinning {venv}: {' '.join(wanted)}", file=sys.stderr)
+        _pip_install(venv / "bin" / "python", wanted)
+        marker.write_text(marker_text)
+    return venv / "bin" / "python"
+
+
+def versions(python: Path) -> dict[str, str]:
+    """Versions of the packages that matter for the comparison, as installed in the bench venv."""
+    names = ["mangum", "starlette", "pydantic", "pydantic-core", "anyio", ANCHOR, "boto3", "botocore"]
+    code = (
+        "import sys, platform\nfrom importlib import metadata\n"
+        f"names = {names!r}\n"
+        "out = {'python': platform.python_version()}\n"
+        "for n in names:\n"
+        "    try: out[n] = metadata.version(n)\n"
+        "    except metadata.PackageNotFoundError: out[n] = 'missing'\n"
+        "print(repr(out))\n"
+    )
+    done = subprocess.run([str(python), "-c", code], capture_output=True, text=True, check=True)
+    result: dict[str, str] = ast.literal_eval(done.stdout)
+    return result

@@ -1,0 +1,46 @@
+"""Cold-start child of bench/run.py: `python bench/cold.py SUBJECT`.
+
+Runs in a fresh interpreter: imports SUBJECT's handler module (which builds the app), answers ONE tools/call,
+then prints one Python literal with its own CPU and wall time for that span. Only `sys`, `time` (both built in)
+and `wire` (which imports nothing) are loaded before the clock starts.
+"""
+
+import sys
+import time
+
+import wire
+
+SUBJECT_MODULES = {"stratus": "examples.add", "floor": "floor_app", "awslabs": "awslabs_app"}
+WATCHED = ("boto3", "botocore", "redis", "aws_lambda_powertools.tracing", "aws_xray_sdk", "httpx", "anyio")
+
+
+def main() -> None:
+    subject = sys.argv[1]
+    modules_before = len(sys.modules)
+    cpu0 = time.process_time()
+    wall0 = time.perf_counter()
+    if subject == "bare":
+        response: dict[str, object] = {"statusCode": 200, "body": "3"}
+    elif subject in SUBJECT_MODULES:
+        handler = __import__(SUBJECT_MODULES[subject], fromlist=["handler"]).handler
+        response = handler(wire.MODERN_CALL_EVENT, None)
+    else:
+        raise SystemExit(f"unknown subject {subject!r}")
+    cpu1 = time.process_time()
+    wall1 = time.perf_counter()
+    loaded = sys.modules
+    figures = {
+        "subject": subject,
+        "cpu_ms": (cpu1 - cpu0) * 1e3,
+        "wall_ms": (wall1 - wall0) * 1e3,
+        "cpu_since_start_ms": cpu1 * 1e3,
+        "modules": len(loaded),
+        "modules_added": len(loaded) - modules_before,
+        "watched": [name for name in WATCHED if name in loaded],
+        "status": response["statusCode"],
+        "body": response["body"],
+    }
+    print(repr(figures))
+
+
+main()

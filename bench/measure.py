@@ -1,0 +1,116 @@
+"""Spawning benchmark children and reading back what they measured."""
+
+from __future__ import annotations
+
+import ast
+import os
+import re
+import shutil
+import subprocess
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+BENCH = Path(__file__).resolve().parent
+REPO = BENCH.parent
+
+
+@dataclass(frozen=True)
+class Spawned:
+    """One finished child: what it printed, and what the kernel says it cost (wait4 rusage)."""
+
+    stdout: str
+    stderr: str
+    cpu_ms: float
+    wall_ms: float
+    max_rss_kib: int
+
+
+def child_env() -> dict[str, str]:
+    """The parent's environment without STRATUS_* (the subject runs on defaults: the in-memory store) and PYTHON*
+    (no bytecode or path surprises), with the working tree importable."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("STRATUS_", "PYTHON", "VIRTUAL_ENV"))}
+    env["PYTHONPATH"] = str(REPO)
+    return env
+
+
+def spawn(argv: list[str], env: dict[str, str]) -> Spawned:
+    """Run `argv` to completion; CPU is user + system of that child alone, from `os.wait4`."""
+    with tempfile.TemporaryFile() as errors:
+        start = time.perf_counter()
+        proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=errors, env=env, cwd=REPO)
+        assert proc.stdout is not None
+        out = proc.stdout.read()
+        _, status, usage = os.wait4(proc.pid, 0)
+        wall = time.perf_counter() - start
+        proc.returncode = os.waitstatus_to_exitcode(status)
+        proc.stdout.close()
+        errors.seek(0)
+        err = errors.read().decode(errors="replace")
+    if proc.returncode != 0:
+        raise RuntimeError(f"{' '.join(argv)} exited {proc.returncode}:\n{err}")
+    return Spawned(
+        stdout=out.decode(),
+        stderr=err,
+        cpu_ms=(usage.ru_utime + usage.ru_stime) * 1e3,
+        wall_ms=wall * 1e3,
+        max_rss_kib=usage.ru_maxrss,
+    )
+
+
+def cold(python: Path, subject: str, env: dict[str, str]) -> dict[str, Any]:
+    """One cold start of `subject` in a fresh process: the child's own figures plus the kernel's."""
+    done = spawn([str(python), str(BENCH / "cold.py"), subject], env)
+    figures: dict[str, Any] = ast.literal_eval(done.stdout.strip().splitlines()[-1])
+    figures.update(process_cpu_ms=done.cpu_ms, process_wall_ms=done.wall_ms, max_rss_kib=done.max_rss_kib)
+    return figures
+
+
+def bare_interpreter(python: Path, env: dict[str, str]) -> Spawned:
+    """`python -c pass`: the interpreter's own start and exit."""
+    return spawn([str(python), "-c", "pass"], env)
+
+
+def warm(python: Path, subject: str, calls: int, warmup: int, env: dict[str, str]) -> dict[str, Any]:
+    """Warm latency of `subject`'s handler, measured in one fresh process."""
+    done = spawn([str(python), str(BENCH / "warm.py"), subject, str(calls), str(warmup)], env)
+    figures: dict[str, Any] = ast.literal_eval(done.stdout.strip().splitlines()[-1])
+    return figures
+
+
+_COLLECTED = re.compile(r"Collected\s*:\s*(\d+)")
+
+
+def valgrind() -> str | None:
+    return shutil.which("valgrind")
+
+
+def instructions(python: Path, subject: str, env: dict[str, str]) -> int:
+    """Instructions executed by a whole cold-start child of `subject` (callgrind's "Collected" total)."""
+    tool = valgrind()
+    assert tool is not None
+    argv = [tool, "--tool=callgrind", "--callgrind-out-file=/dev/null", str(python), str(BENCH / "cold.py"), subject]
+    done = spawn(argv, {**env, "PYTHONHASHSEED": "0"})  # same hashes each run: comparable counts
+    found = _COLLECTED.search(done.stderr)
+    if found is None:
+        raise RuntimeError(f"no 'Collected' line in callgrind's output:\n{done.stderr}")
+    return int(found.group(1))
+
+
+def importtime(python: Path, subject: str, env: dict[str, str]) -> list[tuple[int, int, str]]:
+    """`-X importtime` of a cold-start child: (self us, cumulative us, module), in import order."""
+    done = spawn([str(python), "-X", "importtime", str(BENCH / "cold.py"), subject], env)
+    rows = []
+    for line in done.stderr.splitlines():
+        if not line.startswith("import time:") or "self [us]" in line:
+            continue
+        own, cumulative, name = line.removeprefix("import time:").split("|")
+        rows.append((int(own), int(cumulative), name.rstrip()))
+    return rows
+
+
+def profile(python: Path, subject: str, calls: int, env: dict[str, str]) -> str:
+    """cProfile of `calls` warm calls of `subject`, top functions by own time."""
+    return spawn([str(python), str(BENCH / "warm.py"), subject, "0", "500", "--profile", str(calls)], env).stdout

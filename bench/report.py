@@ -1,0 +1,73 @@
+"""Turning measured figures into the stdout table and docs/benchmarks.md."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+SUBJECTS = ("stratus", "floor", "awslabs")
+HEADER = ("figure", "Stratus", "floor", "awslabs", "Stratus/floor", "Stratus/awslabs", "target", "verdict")
+
+
+@dataclass(frozen=True)
+class Row:
+    """One figure for the three subjects, with its ratios and (when it has one) its target and verdict."""
+
+    figure: str
+    values: Mapping[str, float | str | None]
+    digits: int = 1
+    ratios: bool = True
+    target: str = ""
+    verdict: str = ""
+
+    def ratio(self, reference: str) -> float | None:
+        mine, theirs = self.values.get("stratus"), self.values.get(reference)
+        if not self.ratios or not isinstance(mine, float | int) or not isinstance(theirs, float | int) or not theirs:
+            return None
+        return mine / theirs
+
+    def cells(self) -> list[str]:
+        def number(value: float | str | None) -> str:
+            if isinstance(value, str):
+                return value
+            return "n/a" if value is None else f"{value:,.{self.digits}f}"
+
+        def times(value: float | None) -> str:
+            return "" if value is None else f"{value:.2f}x"
+
+        values = [number(self.values.get(subject)) for subject in SUBJECTS]
+        return [
+            self.figure,
+            *values,
+            times(self.ratio("floor")),
+            times(self.ratio("awslabs")),
+            self.target,
+            self.verdict,
+        ]
+
+
+def verdict(ok: bool) -> str:
+    return "PASS" if ok else "MISS"
+
+
+def text_table(rows: Sequence[Sequence[str]]) -> str:
+    table = [list(HEADER), *[list(row) for row in rows]]
+    widths = [max(len(row[column]) for row in table) for column in range(len(HEADER))]
+    lines = []
+    for index, row in enumerate(table):
+        cells = [
+            cell.ljust(width) if column == 0 else cell.rjust(width)
+            for column, (cell, width) in enumerate(zip(row, widths, strict=True))
+        ]
+        lines.append("  ".join(cells).rstrip())
+        if index == 0:
+            lines.append("  ".join("-" * width for width in widths))
+    return "\n".join(lines)
+
+
+def markdown_table(rows: Sequence[Sequence[str]]) -> str:
+    def line(cells: Sequence[str]) -> str:
+        return "| " + " | ".join(cell.replace("|", "\\|") for cell in cells) + " |"
+
+    align = ["---", *["---:"] * (len(HEADER) - 3), "---", "---"]
+    return "\n".join([line(HEADER), line(align), *[line(row) for row in rows]])

@@ -1,0 +1,334 @@
+"""Cold start and warm latency of Stratus's buffered Lambda handler, beside the floor and the awslabs anchor.
+
+    make bench                                # full run (a few minutes), rewrites docs/benchmarks.md
+    .venv/bin/python bench/run.py --quick     # fewer runs, no callgrind, prints only
+    .venv/bin/python bench/run.py --profile   # hot spots: -X importtime of the cold start, cProfile of warm calls
+
+Subjects, all run by the same interpreter with the same package versions (the bench venv, see benchenv.py):
+  stratus  `examples/add.py`'s module-level `handler` (in-memory store, default settings)
+  floor    bare Mangum + Starlette + pydantic with one route (bench/floor_app.py): what our stack costs at least
+  awslabs  the same one-tool server on `awslabs-mcp-lambda-handler` (bench/awslabs_app.py)
+Every subject answers the same API Gateway HTTP API v2 tools/call event (bench/wire.py). This is a benchmark,
+not a test: it reports, it never fails on a timing.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import os
+import platform
+import statistics
+import subprocess
+import sys
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import benchenv
+import measure
+from report import SUBJECTS, Row, markdown_table, text_table, verdict
+
+DOCS = measure.REPO / "docs" / "benchmarks.md"
+COLD_FLOOR_TARGET = 1.15
+COLD_AWSLABS_TARGET = 1.0
+WARM_TARGET_US = 100.0
+FORBIDDEN = ("boto3", "botocore", "redis", "aws_lambda_powertools.tracing", "aws_xray_sdk")
+WARM_SUBJECTS = ("stratus", "stratus-legacy", "floor", "awslabs")
+
+
+def _log(message: str) -> None:
+    print(message, file=sys.stderr, flush=True)
+
+
+def _median(values: Sequence[float]) -> float:
+    return statistics.median(values)
+
+
+def _spread(values: Sequence[float]) -> str:
+    return f"{min(values):.1f}-{max(values):.1f}"
+
+
+def run_cold(python: Path, runs: int, env: dict[str, str]) -> tuple[dict[str, list[dict[str, Any]]], list[float]]:
+    """`runs` cold starts per subject, interleaved (the order rotates each round), plus `python -c pass`."""
+    for subject in (*SUBJECTS, "bare"):  # once untimed: writes the .pyc files every later run reads
+        measure.cold(python, subject, env)
+    results: dict[str, list[dict[str, Any]]] = {subject: [] for subject in (*SUBJECTS, "bare")}
+    bare_cpu: list[float] = []
+    order = [*SUBJECTS, "bare", "python -c pass"]
+    for round_ in range(runs):
+        shift = round_ % len(order)
+        for subject in order[shift:] + order[:shift]:
+            if subject == "python -c pass":
+                bare_cpu.append(measure.bare_interpreter(python, env).cpu_ms)
+                continue
+            figures = measure.cold(python, subject, env)
+            if figures["status"] != 200 or "3" not in figures["body"]:
+                raise RuntimeError(f"{subject} answered the cold tools/call with {figures!r}")
+            results[subject].append(figures)
+        _log(f"  cold round {round_ + 1}/{runs}")
+    return results, bare_cpu
+
+
+def run_callgrind(python: Path, env: dict[str, str]) -> dict[str, int] | None:
+    """Instructions per cold-start child, and for the subjects the span alone (child minus the bare harness)."""
+    if measure.valgrind() is None:
+        _log("  valgrind not found: instruction counts skipped")
+        return None
+    totals = {}
+    for subject in ("bare", *SUBJECTS):
+        started = time.perf_counter()
+        totals[subject] = measure.instructions(python, subject, env)
+        _log(f"  callgrind {subject}: {totals[subject]:,} instructions ({time.perf_counter() - started:.0f} s)")
+    return totals
+
+
+def run_warm(python: Path, calls: int, repeats: int, env: dict[str, str]) -> dict[str, dict[str, float]]:
+    """Warm latency per subject: `repeats` fresh processes each (interleaved), samples pooled."""
+    pooled: dict[str, list[float]] = {subject: [] for subject in WARM_SUBJECTS}
+    cpu: dict[str, list[float]] = {subject: [] for subject in WARM_SUBJECTS}
+    for repeat in range(repeats):
+        for subject in WARM_SUBJECTS:
+            figures = measure.warm(python, subject, calls, warmup=max(200, calls // 10), env=env)
+            pooled[subject].extend(figures["samples_us"])
+            cpu[subject].append(figures["cpu_per_call_us"])
+        _log(f"  warm round {repeat + 1}/{repeats}")
+    summary = {}
+    for subject, samples in pooled.items():
+        samples.sort()
+        summary[subject] = {
+            "median_us": _median(samples),
+            "p99_us": samples[min(len(samples) - 1, int(len(samples) * 0.99))],
+            "cpu_per_call_us": _median(cpu[subject]),
+            "calls": float(len(samples)),
+        }
+    return summary
+
+
+def build_rows(
+    cold: dict[str, list[dict[str, Any]]],
+    bare_cpu: list[float],
+    ir: dict[str, int] | None,
+    warm: dict[str, dict[str, float]],
+) -> tuple[list[Row], list[str]]:
+    """The table's rows, and the notes under it."""
+
+    def each(key: str, scale: float = 1.0) -> dict[str, float | None]:
+        return {subject: _median([run[key] for run in cold[subject]]) * scale for subject in SUBJECTS}
+
+    cold_cpu = each("cpu_ms")
+    to_floor = (cold_cpu["stratus"] or 0.0) / (cold_cpu["floor"] or 1.0)
+    to_awslabs = (cold_cpu["stratus"] or 0.0) / (cold_cpu["awslabs"] or 1.0)
+    forbidden = {
+        subject: sorted({name for run in cold[subject] for name in run["watched"] if name in FORBIDDEN})
+        for subject in SUBJECTS
+    }
+    warm_median = {subject: warm[subject]["median_us"] for subject in SUBJECTS}
+    rows = [
+        Row(
+            "cold: import+build+1st call, CPU ms",
+            cold_cpu,
+            target=f"<= {COLD_FLOOR_TARGET:.2f}x floor, <= {COLD_AWSLABS_TARGET:.2f}x awslabs",
+            verdict=f"{verdict(to_floor <= COLD_FLOOR_TARGET)} / {verdict(to_awslabs <= COLD_AWSLABS_TARGET)}",
+        ),
+        Row("cold: import+build+1st call, CPU ms, best run", {s: min(r["cpu_ms"] for r in cold[s]) for s in SUBJECTS}),
+        Row("cold: import+build+1st call, wall ms", each("wall_ms")),
+        Row("cold: whole process, CPU ms", each("process_cpu_ms")),
+        Row("cold: whole process, wall ms", each("process_wall_ms")),
+        Row("cold: peak RSS, MiB", each("max_rss_kib", 1 / 1024)),
+        Row("cold: modules imported by the span", each("modules_added"), digits=0),
+    ]
+    if ir is not None:
+        span = {subject: float(ir[subject] - ir["bare"]) / 1e6 for subject in SUBJECTS}
+        whole = {subject: float(ir[subject]) / 1e6 for subject in SUBJECTS}
+        ir_floor = (span["stratus"] or 0.0) / (span["floor"] or 1.0)
+        ir_awslabs = (span["stratus"] or 0.0) / (span["awslabs"] or 1.0)
+        rows += [
+            Row(
+                "cold: import+build+1st call, M instructions",
+                span,
+                target="same targets (cross-check)",
+                verdict=f"{verdict(ir_floor <= COLD_FLOOR_TARGET)} / {verdict(ir_awslabs <= COLD_AWSLABS_TARGET)}",
+            ),
+            Row("cold: whole process, M instructions", whole),
+        ]
+    rows += [
+        Row(
+            "cold: boto3/botocore/redis/Tracer imported",
+            {subject: ", ".join(forbidden[subject]) or "none" for subject in SUBJECTS},
+            ratios=False,
+            target="none (memory store)",
+            verdict=verdict(not forbidden["stratus"]),
+        ),
+        Row(
+            "warm: tools/call median, us",
+            warm_median,
+            target=f"<= {WARM_TARGET_US:.0f} us",
+            verdict=verdict(warm["stratus"]["median_us"] <= WARM_TARGET_US),
+        ),
+        Row("warm: tools/call p99, us", {subject: warm[subject]["p99_us"] for subject in SUBJECTS}),
+        Row("warm: CPU per call, us", {subject: warm[subject]["cpu_per_call_us"] for subject in SUBJECTS}),
+    ]
+    watched = {
+        subject: sorted({name for run in cold[subject] for name in run["watched"]}) or ["none"] for subject in SUBJECTS
+    }
+    legacy = warm["stratus-legacy"]
+    notes = [
+        f"reference: `python -c pass` whole process {_median(bare_cpu):.1f} ms CPU; "
+        f"bare harness span {_median([run['cpu_ms'] for run in cold['bare']]):.2f} ms CPU",
+        "cold CPU ms spread (min-max): "
+        + "; ".join(f"{subject} {_spread([run['cpu_ms'] for run in cold[subject]])}" for subject in SUBJECTS),
+        "modules of note: " + "; ".join(f"{subject}: {', '.join(names)}" for subject, names in watched.items()),
+        f"Stratus legacy (2025-11-25, in a session, memory store) warm tools/call: "
+        f"median {legacy['median_us']:.1f} us, p99 {legacy['p99_us']:.1f} us",
+    ]
+    return rows, notes
+
+
+def machine_note(python: Path) -> list[str]:
+    model = "unknown CPU"
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                model = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    commit = subprocess.run(
+        ["git", "-C", str(measure.REPO), "describe", "--always", "--dirty"], capture_output=True, text=True
+    ).stdout.strip()
+    versions = benchenv.versions(python)
+    packages = ", ".join(f"{name} {version}" for name, version in versions.items() if name != "python")
+    return [
+        f"{model}, {os.cpu_count()} CPUs, {platform.system()} {platform.release()}",
+        f"Python {versions['python']} ({python}); {packages}",
+        f"Stratus working tree at {commit or 'unknown commit'}",
+    ]
+
+
+def write_docs(
+    command: str, when: str, machine: list[str], table: str, notes: list[str], runs: int, calls: int
+) -> None:
+    lines = [
+        "# Benchmarks",
+        "",
+        f"Written by `{command}` (bench/run.py) on {when}. Rerun it to refresh this page; the figures are from",
+        "one machine and one run, so compare ratios rather than absolute numbers across machines.",
+        "",
+        "Machine:",
+        "",
+        *[f"- {line}" for line in machine],
+        "",
+        "## Results",
+        "",
+        table,
+        "",
+        *[f"- {note}" for note in notes],
+        "",
+        "## Subjects",
+        "",
+        "- **Stratus**: `examples/add.py`, a one-tool `add(a, b)` `McpServer` and its module-level buffered Lambda",
+        "  `handler` (Mangum, in-memory store, default settings).",
+        "- **floor**: bench/floor_app.py, a bare Mangum + Starlette + pydantic app with one POST route that parses",
+        "  the JSON-RPC body with a pydantic model and returns JSON: the least our own stack can cost.",
+        "- **awslabs**: bench/awslabs_app.py, the same tool on `awslabs-mcp-lambda-handler` (no session store).",
+        "",
+        "All three run under the same interpreter and package versions, in the bench venv",
+        "`${XDG_CACHE_HOME:-~/.cache}/stratus/bench-venv` (created on first use; `.venv` is never",
+        "touched); Stratus is imported from the working tree via `PYTHONPATH`. Each answers the same API Gateway",
+        "HTTP API v2 event: a 2026-07-28 `tools/call` of `add(1, 2)` to POST /mcp with the mirrored `Mcp-*` headers.",
+        "",
+        "## Method",
+        "",
+        f"- **Cold**: {runs} fresh processes per subject, interleaved in rotating order, after one untimed run",
+        "  each that writes the `.pyc` files. The child (bench/cold.py) loads only `sys`, `time` and the event",
+        "  before starting its clocks, then imports the subject's handler module (which builds the app) and answers",
+        "  one tools/call. *import+build+1st call* is `time.process_time()` / `perf_counter()` across that span;",
+        "  *whole process* adds interpreter start-up and exit, from the parent's `os.wait4` rusage. Medians.",
+        "- **Instructions**: one run of each child under `valgrind --tool=callgrind`; the span is the child's total",
+        "  minus that of the same harness importing nothing. Deterministic, so it is the cross-check for the",
+        "  noisy CPU times.",
+        f"- **Warm**: in-process, {calls} timed calls per process after a warm-up, three processes per subject,",
+        "  samples pooled; median and p99 of `perf_counter_ns` around each handler call.",
+        "- Targets (issue): cold CPU <= 1.15x the floor and <= 1.0x awslabs; no boto3, Powertools Tracer or Redis",
+        "  client imported unless configured; warm tools/call median <= 100 us on the in-memory store.",
+        "",
+    ]
+    DOCS.parent.mkdir(parents=True, exist_ok=True)
+    DOCS.write_text("\n".join(lines))
+
+
+def hot_spots(python: Path, env: dict[str, str]) -> None:
+    """Where Stratus's cold start and warm path spend their time."""
+    rows = measure.importtime(python, "stratus", env)
+    floor = {name.strip() for _, _, name in measure.importtime(python, "floor", env)}
+    print("Stratus cold start, -X importtime: biggest self times (us) of modules the floor does not import")
+    extra = [row for row in rows if row[2].strip() not in floor]
+    for own, cumulative, name in sorted(extra, reverse=True)[:25]:
+        print(f"  {own:>7} self {cumulative:>8} cumulative  {name}")
+    print(f"  {len(extra)} modules beyond the floor's, {sum(row[0] for row in extra) / 1e3:.1f} ms self time in all")
+    print("\nStratus cold start, biggest cumulative times (us)")
+    for own, cumulative, name in sorted(rows, key=lambda row: row[1], reverse=True)[:20]:
+        print(f"  {own:>7} self {cumulative:>8} cumulative  {name}")
+    print("\nStratus warm tools/call, cProfile of 5000 calls")
+    print(measure.profile(python, "stratus", 5000, env))
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--quick", action="store_true", help="fewer runs, no callgrind, do not write the docs")
+    parser.add_argument("--runs", type=int, help="cold starts per subject (default 25, quick 5)")
+    parser.add_argument("--calls", type=int, help="timed warm calls per process (default 5000, quick 1000)")
+    parser.add_argument("--no-callgrind", action="store_true", help="skip the instruction counts")
+    parser.add_argument("--no-write", action="store_true", help=f"do not rewrite {DOCS.relative_to(measure.REPO)}")
+    parser.add_argument("--profile", action="store_true", help="print Stratus's cold and warm hot spots and exit")
+    args = parser.parse_args(argv)
+    runs = args.runs or (5 if args.quick else 25)
+    calls = args.calls or (1000 if args.quick else 5000)
+    started = time.perf_counter()
+
+    python = benchenv.ensure_venv()
+    env = measure.child_env()
+    if args.profile:
+        hot_spots(python, env)
+        return
+    try:
+        _log(f"cold starts: {runs} per subject")
+        cold, bare_cpu = run_cold(python, runs, env)
+        ir = None
+        if not (args.quick or args.no_callgrind):
+            _log("instruction counts (callgrind)")
+            ir = run_callgrind(python, env)
+        _log(f"warm calls: {calls} x 3 processes per subject")
+        warm = run_warm(python, calls, 3, env)
+    except RuntimeError:
+        if not python.exists():
+            raise SystemExit(
+                f"the bench venv vanished during the run ({python}): something removed the cache"
+            ) from None
+        raise
+
+    rows, notes = build_rows(cold, bare_cpu, ir, warm)
+    if ir is None and not args.quick and not args.no_callgrind:
+        notes.append("instruction counts skipped: valgrind is not installed")
+    machine = machine_note(python)
+    when = datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d %H:%M UTC")
+    cells = [row.cells() for row in rows]
+    print()
+    print(text_table(cells))
+    print()
+    for line in [*notes, *machine]:
+        print(f"- {line}")
+    elapsed = time.perf_counter() - started
+    print(f"\n({elapsed:.0f} s)")
+    if not (args.quick or args.no_write):
+        command = "make bench" if argv is None and len(sys.argv) == 1 else "bench/run.py " + " ".join(sys.argv[1:])
+        if os.environ.get("XDG_CACHE_HOME"):
+            command = f"XDG_CACHE_HOME={os.environ['XDG_CACHE_HOME']} {command}"
+        write_docs(command, when, machine, markdown_table(cells), notes, runs, calls)
+        _log(f"wrote {DOCS.relative_to(measure.REPO)}")
+
+
+if __name__ == "__main__":
+    main()
