@@ -24,6 +24,12 @@ INTERNAL_ERROR = -32603
 HEADER_MISMATCH = -32020
 MISSING_CLIENT_CAPABILITY = -32021
 UNSUPPORTED_PROTOCOL_VERSION = -32022
+# Stratus's own codes sit outside the JSON-RPC reserved range, as the 2026-07-28 spec asks; they echo HTTP statuses.
+UNAUTHORIZED = -31401
+FORBIDDEN = -31403
+RATE_LIMITED = -31429
+CIRCUIT_OPEN = -31503
+REQUEST_TIMEOUT = -31504
 
 
 class McpError(Exception):
@@ -36,6 +42,7 @@ class McpError(Exception):
         super().__init__(message)
         self.message = message
         self.data = data
+        self.headers: dict[str, str] = {}
         if http_status is not None:
             self.http_status = http_status
 
@@ -106,6 +113,59 @@ class UnsupportedVersionError(McpError):
 
     def __init__(self, requested: str, supported: list[str]) -> None:
         super().__init__("Unsupported protocol version", data={"supported": supported, "requested": requested})
+
+
+class UnauthorizedError(McpError):
+    """The request carries no valid credentials."""
+
+    code = UNAUTHORIZED
+    http_status = 401
+
+    def __init__(self, message: str, *, challenge: str) -> None:
+        super().__init__(message)
+        self.headers = {"www-authenticate": challenge}
+
+
+class ForbiddenError(McpError):
+    """The caller is known but may not use this tool, resource or prompt."""
+
+    code = FORBIDDEN
+    http_status = 403
+
+    def __init__(self, message: str, *, challenge: str | None = None) -> None:
+        super().__init__(message)
+        self.headers = {"www-authenticate": challenge} if challenge else {}
+
+
+class RateLimitedError(McpError):
+    """A rate limit is exhausted; retry after `retry_after` seconds."""
+
+    code = RATE_LIMITED
+
+    def __init__(self, scope: str, retry_after: float) -> None:
+        seconds = round(max(retry_after, 0.001), 3)
+        super().__init__(f"Rate limit exceeded ({scope}); retry after {seconds}s", data={"retryAfterSeconds": seconds})
+        self.retry_after = seconds
+
+
+class CircuitOpenError(McpError):
+    """The circuit breaker of this tool is open: recent calls failed, so this one fails fast."""
+
+    code = CIRCUIT_OPEN
+
+    def __init__(self, name: str, retry_after: float) -> None:
+        seconds = round(max(retry_after, 0.001), 3)
+        super().__init__(
+            f"Tool '{name}' is temporarily unavailable (circuit open); retry after {seconds}s",
+            data={"retryAfterSeconds": seconds},
+        )
+        self.retry_after = seconds
+
+
+class RequestTimeoutError(McpError):
+    """The request did not finish before its deadline."""
+
+    code = REQUEST_TIMEOUT
 
 
 class HttpError(McpError):

@@ -8,10 +8,15 @@ on a JSON-only response, never hangs; the streaming work makes them deliver.
 from __future__ import annotations
 
 import logging
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+import anyio
+
 from core.errors import McpError, MissingCapabilityError
+from core.resilience.deadline import Deadline
+from core.server.principal import Principal
 
 logger = logging.getLogger("stratus.tool")
 
@@ -23,9 +28,49 @@ class StreamRequiredError(McpError):
     http_status = 200
 
 
+class CancellationSignal:
+    """Set when the client cancels the request (or the deadline passes); handlers may poll or wait on it."""
+
+    def __init__(self) -> None:
+        self._cancelled = False
+        self.reason: str | None = None
+        self._waiters: list[anyio.Event] = []
+
+    @property
+    def cancelled(self) -> bool:
+        return self._cancelled
+
+    def cancel(self, reason: str | None = None) -> None:
+        if not self._cancelled:
+            self._cancelled, self.reason = True, reason
+            for waiter in self._waiters:
+                waiter.set()
+
+    async def wait(self) -> None:
+        """Return once the request is cancelled."""
+        if self._cancelled:
+            return
+        waiter = anyio.Event()
+        self._waiters.append(waiter)
+        await waiter.wait()
+
+
+@dataclass(frozen=True, slots=True)
+class HttpRequest:
+    """The HTTP request a call arrived in. Handlers may read headers; never log them (they carry credentials)."""
+
+    method: str
+    path: str
+    headers: Mapping[str, str]
+    lambda_context: Any = None
+
+
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Context:
-    """What a tool, resource or prompt handler knows about the request it serves."""
+    """What a tool, resource or prompt handler knows about the request it serves.
+
+    Middleware rewrites it with `dataclasses.replace`; `metadata` is a scratch map shared along one call.
+    """
 
     request_id: str | int
     method: str
@@ -35,7 +80,13 @@ class Context:
     client_capabilities: dict[str, Any] = field(default_factory=dict)
     client_info: dict[str, Any] | None = None
     meta: dict[str, Any] = field(default_factory=dict)
-    user: Any = None
+    request: HttpRequest | None = None
+    user: Principal | None = None
+    metadata: dict[str, Any] = field(default_factory=dict)
+    signal: CancellationSignal = field(default_factory=CancellationSignal)
+    deadline: Deadline | None = None
+    item: str | None = None
+    """The tool name, resource URI or prompt name being served."""
 
     @property
     def progress_token(self) -> str | int | None:

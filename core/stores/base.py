@@ -8,6 +8,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from core.resilience.breaker import Admission, BreakerPolicy, CircuitState
+from core.resilience.limiter import Decision, RateLimit
+
 
 @dataclass(slots=True, kw_only=True)
 class SessionRecord:
@@ -44,3 +47,20 @@ class SessionStore(Protocol):
 
     async def delete(self, session_id: str) -> bool:
         """End a session; whether it existed."""
+
+
+class RateLimitStore(Protocol):
+    """Token buckets shared by every container; one atomic step per request."""
+
+    async def acquire(self, key: str, limit: RateLimit, cost: float = 1.0) -> Decision:
+        """Take `cost` tokens from the bucket `key`, refilled to the store's now."""
+
+
+class BreakerStore(Protocol):
+    """Circuit-breaker state shared by every container; each method is one atomic step."""
+
+    async def admit(self, key: str, policy: BreakerPolicy) -> Admission:
+        """Whether a call may start now (moves an open circuit past its cool-down to half-open)."""
+
+    async def record(self, key: str, policy: BreakerPolicy, *, success: bool) -> tuple[CircuitState, CircuitState]:
+        """Record how an admitted call ended; the states before and after."""

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from urllib.parse import urlsplit
 
-from core.stores.base import SessionStore
+from core.stores.base import BreakerStore, RateLimitStore, SessionStore
 
 
 class StoreConfigError(ValueError):
@@ -17,6 +17,8 @@ class Stores:
     """Every store the server uses, built once per process (per Lambda cold start)."""
 
     sessions: SessionStore
+    rate_limits: RateLimitStore
+    breakers: BreakerStore
 
 
 def validate_store_url(url: str) -> str:
@@ -40,6 +42,10 @@ def build_stores(url: str, *, session_ttl_seconds: float) -> Stores:
         StoreConfigError: the URL is not usable.
     """
     validate_store_url(url)
-    from core.stores.memory import MemorySessionStore
+    from core.stores.memory import MemoryBreakerStore, MemoryRateLimitStore, MemorySessionStore
 
-    return Stores(sessions=MemorySessionStore(ttl_seconds=session_ttl_seconds))
+    return Stores(
+        sessions=MemorySessionStore(ttl_seconds=session_ttl_seconds),
+        rate_limits=MemoryRateLimitStore(),
+        breakers=MemoryBreakerStore(),
+    )

@@ -11,7 +11,7 @@ from starlette.types import Receive, Scope, Send
 from core.errors import HttpError, InternalError, McpError
 from core.protocol import versions
 from core.protocol.dispatch import Dispatcher
-from core.protocol.jsonrpc import decode, encode, error_response
+from core.protocol.jsonrpc import decode, encode
 from core.transport.guards import HostOriginGuard, check_accepts_json, check_json_body
 from core.transport.legacy import SESSION_HEADER, LegacyHandler
 from core.transport.modern import handle_modern, request_meta_version
@@ -37,8 +37,7 @@ class McpEndpoint:
             self.guard.check(scope, headers)
             reply = await self._route(scope, receive, headers)
         except McpError as refused:  # refused before a JSON-RPC message was read: no id to echo
-            extra = refused.headers if isinstance(refused, HttpError) else {}
-            reply = Reply(refused.http_status, error_response(None, refused), extra)
+            reply = error_reply(None, refused)
         except Exception:
             reference = secrets.token_hex(8)
             logger.exception("unhandled error in the MCP endpoint", extra={"error_ref": reference})

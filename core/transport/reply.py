@@ -23,4 +23,4 @@ ACCEPTED = Reply(202)
 
 def error_reply(request_id: RequestId | None, error: McpError) -> Reply:
     """A JSON-RPC error response at the error's HTTP status."""
-    return Reply(error.http_status, error_response(request_id, error))
+    return Reply(error.http_status, error_response(request_id, error), error.headers)

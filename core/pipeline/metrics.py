@@ -1,0 +1,42 @@
+"""Where the pipeline reports what happened: a small sink protocol with a local implementation.
+
+The Lambda handlers plug in an EMF sink (Powertools Metrics); locally and in tests calls are counted in memory.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections import defaultdict
+from typing import Protocol
+
+logger = logging.getLogger("stratus.metrics")
+
+
+class MetricsSink(Protocol):
+    """Counters and latencies, dimensioned by a few low-cardinality names (method, item, outcome)."""
+
+    def count(self, name: str, value: float = 1.0, **dimensions: str) -> None: ...
+
+    def latency(self, name: str, milliseconds: float, **dimensions: str) -> None: ...
+
+
+class LocalMetrics:
+    """Keeps totals in memory and logs each data point at DEBUG."""
+
+    def __init__(self) -> None:
+        self.counts: defaultdict[tuple[str, tuple[tuple[str, str], ...]], float] = defaultdict(float)
+        self.latencies: list[tuple[str, float, dict[str, str]]] = []
+
+    def count(self, name: str, value: float = 1.0, **dimensions: str) -> None:
+        self.counts[(name, tuple(sorted(dimensions.items())))] += value
+        logger.debug("metric", extra={"metric": name, "value": value, "dimensions": dimensions})
+
+    def latency(self, name: str, milliseconds: float, **dimensions: str) -> None:
+        self.latencies.append((name, milliseconds, dimensions))
+        if len(self.latencies) > 10_000:
+            del self.latencies[:5_000]
+
+    def total(self, name: str, **dimensions: str) -> float:
+        """The sum of `name` over data points whose dimensions include `dimensions`."""
+        wanted = set(dimensions.items())
+        return sum(value for (metric, dims), value in self.counts.items() if metric == name and wanted <= set(dims))

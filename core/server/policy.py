@@ -1,0 +1,101 @@
+"""What a server or a single tool declares about how its calls run: access, limits, resilience, middleware.
+
+These are declarations only; `core.pipeline` carries them out.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Protocol
+
+from core.resilience.breaker import BreakerPolicy
+from core.resilience.limiter import RateLimit
+
+if TYPE_CHECKING:
+    from core.server.context import Context
+    from core.server.principal import Principal
+
+JsonObject = dict[str, Any]
+CallNext = Callable[["Context"], Awaitable[Any]]
+
+
+class Middleware(Protocol):
+    """`async (ctx, call_next) -> result`: runs around a call; may rewrite the context or the result."""
+
+    async def __call__(self, ctx: Context, call_next: CallNext, /) -> Any: ...
+
+
+class Authenticator(Protocol):
+    """A global guard: returns the principal it established (None leaves the user as it is) or raises to deny."""
+
+    async def __call__(self, ctx: Context, /) -> Principal | None: ...
+
+
+class Guard(Protocol):
+    """A per-item guard: whether this request may use this tool, resource or prompt."""
+
+    async def __call__(self, ctx: Context, /) -> bool: ...
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Access:
+    """Who may use an item. Public skips every check; otherwise all scopes, at least one role, every guard."""
+
+    public: bool = False
+    scopes: tuple[str, ...] = ()
+    roles: tuple[str, ...] = ()
+    guards: tuple[Guard, ...] = ()
+
+    @property
+    def restricted(self) -> bool:
+        return not self.public and bool(self.scopes or self.roles or self.guards)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class RetryPolicy:
+    """Retry errors marked retryable, for idempotent tools only, with full-jitter backoff inside the deadline."""
+
+    attempts: int = 3
+    base_delay: float = 0.05
+    max_delay: float = 1.0
+
+    def __post_init__(self) -> None:
+        if self.attempts < 1 or self.base_delay < 0 or self.max_delay < 0:
+            raise ValueError("a retry policy needs attempts >= 1 and non-negative delays")
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class RateLimits:
+    """Server-wide limits: each tool, each principal, each session, and all calls together."""
+
+    per_tool: RateLimit | None = None
+    per_principal: RateLimit | None = None
+    per_session: RateLimit | None = None
+    overall: RateLimit | None = None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ToolPolicy:
+    """What one tool declares beside its function."""
+
+    access: Access = Access()
+    rate_limit: RateLimit | None = None
+    timeout: float | None = None
+    retry: RetryPolicy | None = None
+    breaker: BreakerPolicy | None = None
+    middleware: Sequence[Middleware] = ()
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ServerPolicy:
+    """What applies to every call of a server."""
+
+    authenticators: Sequence[Authenticator] = ()
+    middleware: Sequence[Middleware] = ()
+    rate_limits: RateLimits = RateLimits()
+    timeout: float | None = None
+    retry: RetryPolicy | None = None
+    breaker: BreakerPolicy | None = None
+    deadline_margin: float = 0.5
+    """Seconds kept back from Lambda's remaining time, so a timeout answers before Lambda stops the container."""

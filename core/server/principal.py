@@ -1,0 +1,22 @@
+"""Who is calling: the principal an authenticator or a guard established for a request."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+
+@dataclass(frozen=True, slots=True)
+class Principal:
+    """An authenticated caller: a stable subject, what it may do, and the claims it was established from."""
+
+    subject: str
+    scopes: frozenset[str] = frozenset()
+    roles: frozenset[str] = frozenset()
+    claims: dict[str, Any] = field(default_factory=dict, compare=False)
+
+    @property
+    def key(self) -> str:
+        """The principal's identity for binding sessions and keying rate limits (issuer-qualified when known)."""
+        issuer = self.claims.get("iss")
+        return f"{issuer}|{self.subject}" if isinstance(issuer, str) else self.subject
