@@ -7,8 +7,7 @@ builds no models.
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 from core.errors import InvalidRequestError, McpError, ParseError
 
@@ -16,8 +15,7 @@ RequestId = str | int
 JsonObject = dict[str, Any]
 
 
-@dataclass(frozen=True, slots=True)
-class Request:
+class Request(NamedTuple):
     """A call that expects exactly one response."""
 
     id: RequestId
@@ -25,16 +23,14 @@ class Request:
     params: JsonObject
 
 
-@dataclass(frozen=True, slots=True)
-class Notification:
+class Notification(NamedTuple):
     """A one-way message; it never gets a response."""
 
     method: str
     params: JsonObject
 
 
-@dataclass(frozen=True, slots=True)
-class ClientResponse:
+class ClientResponse(NamedTuple):
     """The client's answer to a request the server sent it."""
 
     id: RequestId

@@ -12,7 +12,8 @@ same state.
 from __future__ import annotations
 
 import enum
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
+from typing import NamedTuple
 
 
 class CircuitState(enum.StrEnum):
@@ -32,16 +33,14 @@ class BreakerPolicy:
             raise ValueError("a breaker needs failure_threshold >= 1 and positive window and cooldown")
 
 
-@dataclass(frozen=True, slots=True)
-class BreakerState:
+class BreakerState(NamedTuple):
     state: CircuitState = CircuitState.CLOSED
     failures: tuple[float, ...] = ()
     opened_at: float = 0.0
     trial_started_at: float | None = None
 
 
-@dataclass(frozen=True, slots=True)
-class Admission:
+class Admission(NamedTuple):
     """Whether a call may proceed, the state it saw, and how long until an open circuit tries again."""
 
     allowed: bool
@@ -55,13 +54,13 @@ def admit(current: BreakerState, policy: BreakerPolicy, now: float) -> tuple[Adm
         reopen_at = current.opened_at + policy.cooldown_seconds
         if now < reopen_at:
             return Admission(False, CircuitState.OPEN, reopen_at - now), current
-        trial = replace(current, state=CircuitState.HALF_OPEN, trial_started_at=now)
+        trial = current._replace(state=CircuitState.HALF_OPEN, trial_started_at=now)
         return Admission(True, CircuitState.HALF_OPEN), trial
     if current.state is CircuitState.HALF_OPEN:
         # A trial whose caller died (e.g. its container was frozen) must not hold the circuit half-open forever.
         stale = current.trial_started_at is None or now - current.trial_started_at >= policy.cooldown_seconds
         if stale:
-            return Admission(True, CircuitState.HALF_OPEN), replace(current, trial_started_at=now)
+            return Admission(True, CircuitState.HALF_OPEN), current._replace(trial_started_at=now)
         return Admission(False, CircuitState.HALF_OPEN, policy.cooldown_seconds), current
     return Admission(True, CircuitState.CLOSED), current
 
@@ -76,4 +75,4 @@ def record(current: BreakerState, policy: BreakerPolicy, now: float, *, success:
     recent = (*(at for at in current.failures if now - at < policy.window_seconds), now)
     if len(recent) >= policy.failure_threshold:
         return BreakerState(CircuitState.OPEN, (), now, None)
-    return replace(current, failures=recent)
+    return current._replace(failures=recent)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import NamedTuple
 
 
 @dataclass(frozen=True, slots=True)
@@ -25,14 +26,12 @@ class RateLimit:
         return cls(requests, burst if burst is not None else max(1.0, requests))
 
 
-@dataclass(frozen=True, slots=True)
-class Bucket:
+class Bucket(NamedTuple):
     tokens: float
     updated_at: float
 
 
-@dataclass(frozen=True, slots=True)
-class Decision:
+class Decision(NamedTuple):
     """Whether the request may proceed; if not, when a retry could succeed."""
 
     allowed: bool

@@ -7,12 +7,11 @@ on a JSON-only response, never hangs; the streaming work makes them deliver.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
-
-import anyio
 
 from core.errors import McpError, MissingCapabilityError
 from core.resilience.deadline import Deadline
@@ -34,7 +33,7 @@ class CancellationSignal:
     def __init__(self) -> None:
         self._cancelled = False
         self.reason: str | None = None
-        self._waiters: list[anyio.Event] = []
+        self._waiters: list[asyncio.Event] = []
 
     @property
     def cancelled(self) -> bool:
@@ -50,7 +49,7 @@ class CancellationSignal:
         """Return once the request is cancelled."""
         if self._cancelled:
             return
-        waiter = anyio.Event()
+        waiter = asyncio.Event()
         self._waiters.append(waiter)
         await waiter.wait()
 

@@ -7,8 +7,7 @@ import inspect
 import re
 import typing
 from collections.abc import Callable
-from dataclasses import dataclass
-from typing import Any, get_args, get_origin
+from typing import Any, NamedTuple, get_args, get_origin
 
 from pydantic import BaseModel, ConfigDict, ValidationError, create_model
 from pydantic.fields import FieldInfo
@@ -19,8 +18,7 @@ _ARGS_HEADER = re.compile(r"^\s*(Args|Arguments|Parameters):\s*$")
 _ARG_LINE = re.compile(r"^\s+(\*{0,2}\w+)(?:\s*\([^)]*\))?:\s*(.*)$")
 
 
-@dataclass(frozen=True, slots=True)
-class Docstring:
+class Docstring(NamedTuple):
     """The summary and per-argument descriptions of a Google-style docstring."""
 
     summary: str | None
@@ -61,8 +59,7 @@ def parse_docstring(doc: str | None) -> Docstring:
     return Docstring(text or None, arguments)
 
 
-@dataclass(frozen=True, slots=True)
-class Parameter:
+class Parameter(NamedTuple):
     """One argument the client supplies."""
 
     name: str
@@ -120,6 +117,15 @@ class Signature:
                 self._model_name, __config__=ConfigDict(extra="ignore", arbitrary_types_allowed=False), **fields
             )
         return self._model
+
+    def schema_extras(self, key: str) -> dict[str, Any]:
+        """Parameters whose `json_schema_extra` sets `key`, with its value (e.g. `x-mcp-header`)."""
+        found: dict[str, Any] = {}
+        for name, info in self.model.model_fields.items():
+            extra = info.json_schema_extra
+            if isinstance(extra, dict) and key in extra:
+                found[name] = extra[key]
+        return found
 
     def json_schema(self) -> dict[str, Any]:
         """The JSON Schema of the arguments, as a tool's `inputSchema`."""

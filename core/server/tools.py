@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import collections.abc
+import dataclasses
 import inspect
 import logging
 import secrets
@@ -10,7 +12,7 @@ import typing
 from collections.abc import Callable
 from typing import Any, get_args, get_origin
 
-from pydantic import TypeAdapter
+from pydantic import BaseModel, TypeAdapter
 from pydantic_core import to_json
 
 from core.errors import McpError
@@ -45,6 +47,16 @@ def _is_unstructured(annotation: Any) -> bool:
     return False
 
 
+def _is_object_type(annotation: Any) -> bool:
+    """Whether values of this type serialize to JSON objects (else structured output is wrapped under `result`)."""
+    origin = get_origin(annotation) or annotation
+    if origin in (dict, typing.Mapping, collections.abc.Mapping):
+        return True
+    if not inspect.isclass(annotation):
+        return False
+    return issubclass(annotation, BaseModel) or dataclasses.is_dataclass(annotation) or typing.is_typeddict(annotation)
+
+
 class Tool:
     """A registered tool."""
 
@@ -72,21 +84,32 @@ class Tool:
         returns = self.signature.return_annotation
         self._structured = not _is_unstructured(returns) if structured_output is None else structured_output
         self._return_annotation = Any if returns is inspect.Signature.empty else returns
-        self._output: tuple[TypeAdapter[Any], JsonObject, bool] | None = None
+        self._wrapped = not _is_object_type(self._return_annotation)
+        self._output_adapter: TypeAdapter[Any] | None = None
+        self._header_parameters: dict[str, str] | None = None
         self._definition: JsonObject | None = None
 
-    def _output_adapter(self) -> tuple[TypeAdapter[Any], JsonObject, bool]:
-        """The return type's adapter, its output schema, and whether values are wrapped under `result`."""
-        if self._output is None:
-            adapter: TypeAdapter[Any] = TypeAdapter(self._return_annotation)
-            schema = adapter.json_schema(mode="serialization")
-            wrapped = schema.get("type") != "object"
-            if wrapped:
-                schema = {"type": "object", "properties": {"result": schema}, "required": ["result"]}
-            else:
-                schema.pop("title", None)
-            self._output = (adapter, schema, wrapped)
-        return self._output
+    def _adapter(self) -> TypeAdapter[Any]:
+        if self._output_adapter is None:
+            self._output_adapter = TypeAdapter(self._return_annotation)
+        return self._output_adapter
+
+    def output_schema(self) -> JsonObject:
+        """The `outputSchema`: the return type's schema, wrapped under `result` when it is not an object."""
+        schema = self._adapter().json_schema(mode="serialization")
+        if self._wrapped:
+            return {"type": "object", "properties": {"result": schema}, "required": ["result"]}
+        schema.pop("title", None)
+        return schema
+
+    @property
+    def header_parameters(self) -> dict[str, str]:
+        """Arguments mirrored into `Mcp-Param-*` headers: argument name -> header name (from `x-mcp-header`)."""
+        if self._header_parameters is None:
+            self._header_parameters = {
+                name: str(value) for name, value in self.signature.schema_extras("x-mcp-header").items()
+            }
+        return self._header_parameters
 
     def definition(self) -> JsonObject:
         """The tool as `tools/list` shows it."""
@@ -99,7 +122,7 @@ class Tool:
             if self.title:
                 wire["title"] = self.title
             if self._structured:
-                wire["outputSchema"] = self._output_adapter()[1]
+                wire["outputSchema"] = self.output_schema()
             if self.annotations:
                 wire["annotations"] = self.annotations
             if self.icons:
@@ -136,9 +159,8 @@ class Tool:
             return value.to_wire()
         if not self._structured:
             return {"content": to_content_list(value)}
-        adapter, _, wrapped = self._output_adapter()
-        structured = adapter.dump_python(value, mode="json")
-        if wrapped:
+        structured = self._adapter().dump_python(value, mode="json")
+        if self._wrapped:
             structured = {"result": structured}
         return {"content": [{"type": "text", "text": to_json(structured).decode()}], "structuredContent": structured}
 

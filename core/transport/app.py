@@ -4,19 +4,17 @@ from __future__ import annotations
 
 import hashlib
 
-from starlette.applications import Starlette
-from starlette.routing import Route
-
 from core.config import Settings
 from core.protocol.dispatch import Dispatcher
 from core.server.pagination import Paginator
 from core.server.server import McpServer
 from core.stores.factory import Stores, build_stores
+from core.transport.asgi import Router
 from core.transport.endpoint import McpEndpoint
 from core.transport.guards import HostOriginGuard
 
 
-def build_app(server: McpServer, settings: Settings | None = None, *, stores: Stores | None = None) -> Starlette:
+def build_app(server: McpServer, settings: Settings | None = None, *, stores: Stores | None = None) -> Router:
     """An ASGI app serving `server` at `settings.mcp_path`.
 
     Args:
@@ -34,4 +32,4 @@ def build_app(server: McpServer, settings: Settings | None = None, *, stores: St
         HostOriginGuard(settings.allowed_hosts, settings.allowed_origins),
         max_body_bytes=settings.max_body_bytes,
     )
-    return Starlette(routes=[Route(settings.mcp_path, endpoint, methods=None)])
+    return Router({settings.mcp_path: endpoint})

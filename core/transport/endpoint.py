@@ -5,13 +5,11 @@ from __future__ import annotations
 import logging
 import secrets
 
-from starlette.datastructures import Headers
-from starlette.types import Receive, Scope, Send
-
 from core.errors import HttpError, InternalError, McpError
 from core.protocol import versions
 from core.protocol.dispatch import Dispatcher
 from core.protocol.jsonrpc import decode, encode
+from core.transport.asgi import Headers, Receive, Scope, Send, request_headers, send_response
 from core.transport.guards import HostOriginGuard, check_accepts_json, check_json_body
 from core.transport.legacy import SESSION_HEADER, LegacyHandler
 from core.transport.modern import handle_modern, request_meta_version
@@ -32,7 +30,7 @@ class McpEndpoint:
         self.max_body_bytes = max_body_bytes
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        headers = Headers(scope=scope)
+        headers = request_headers(scope)
         try:
             self.guard.check(scope, headers)
             reply = await self._route(scope, receive, headers)
@@ -85,12 +83,9 @@ def _too_large(limit: int) -> HttpError:
 
 
 async def _send(reply: Reply, send: Send) -> None:
-    body = b"" if reply.payload is None else encode(reply.payload)
-    raw_headers: list[tuple[bytes, bytes]] = [
-        (k.encode("latin-1"), v.encode("latin-1")) for k, v in reply.headers.items()
-    ]
-    if reply.payload is not None:
-        raw_headers.append((b"content-type", b"application/json"))
-    raw_headers.append((b"content-length", str(len(body)).encode()))
-    await send({"type": "http.response.start", "status": reply.status, "headers": raw_headers})
-    await send({"type": "http.response.body", "body": body})
+    if reply.payload is None:
+        await send_response(send, reply.status, b"", reply.headers)
+        return
+    await send_response(
+        send, reply.status, encode(reply.payload), {**reply.headers, "content-type": "application/json"}
+    )

@@ -8,13 +8,10 @@ Origin is allowed when it is the request's own origin or a localhost one. Anythi
 
 from __future__ import annotations
 
-from collections.abc import MutableMapping
-from typing import Any
 from urllib.parse import urlsplit
 
-from starlette.datastructures import Headers
-
 from core.errors import HttpError
+from core.transport.asgi import Headers, Scope
 
 LOCAL_HOSTS = frozenset({"localhost", "127.0.0.1", "[::1]", "::1"})
 
@@ -27,7 +24,7 @@ def _split_host(value: str) -> str:
     return value.rsplit(":", 1)[0] if value.count(":") == 1 else value
 
 
-def _event_domain(scope: MutableMapping[str, Any]) -> str | None:
+def _event_domain(scope: Scope) -> str | None:
     event = scope.get("aws.event")
     if isinstance(event, dict):
         context = event.get("requestContext")
@@ -47,7 +44,7 @@ class HostOriginGuard:
         self._any_origin = "*" in allowed_origins
         self._origins = frozenset(value.lower().rstrip("/") for value in allowed_origins)
 
-    def check(self, scope: MutableMapping[str, Any], headers: Headers) -> None:
+    def check(self, scope: Scope, headers: Headers) -> None:
         """Raise HttpError unless the request's Host and Origin are allowed."""
         raw_host = headers.get("host")
         if raw_host is None:  # only browsers can be rebound, and they always send Host
@@ -59,7 +56,7 @@ class HostOriginGuard:
         if origin is not None and not self._origin_allowed(origin, raw_host):
             raise HttpError(403, "Forbidden: Origin not allowed")
 
-    def _host_allowed(self, raw_host: str, host: str, scope: MutableMapping[str, Any]) -> bool:
+    def _host_allowed(self, raw_host: str, host: str, scope: Scope) -> bool:
         if self._any_host or host in LOCAL_HOSTS:
             return True
         if raw_host.lower() in self._hosts or host in self._hosts:

@@ -8,21 +8,22 @@ from __future__ import annotations
 
 import base64
 import binascii
+import re
 from typing import Any
-
-from starlette.datastructures import Headers
 
 from core.errors import HeaderMismatchError
 from core.protocol import versions
 from core.server.server import McpServer
+from core.transport.asgi import Headers
 
 NAMED_METHODS = {"tools/call": "name", "prompts/get": "name", "resources/read": "uri"}
 _SENTINEL_PREFIX, _SENTINEL_SUFFIX = "=?base64?", "?="
+_INVALID_VALUE_CHARACTER = re.compile(r"[^\t -~]")
 
 
 def decode_header_value(name: str, raw: str) -> str:
     """A header value as the client meant it: checked for invalid characters, Base64 sentinel decoded."""
-    if any(not (" " <= char <= "~" or char == "\t") for char in raw):
+    if _INVALID_VALUE_CHARACTER.search(raw):
         raise HeaderMismatchError(f"Header mismatch: {name} contains characters not allowed in a header value")
     if raw.startswith(_SENTINEL_PREFIX) and raw.endswith(_SENTINEL_SUFFIX) and len(raw) >= 11:
         encoded = raw[len(_SENTINEL_PREFIX) : -len(_SENTINEL_SUFFIX)]
@@ -68,16 +69,11 @@ def _check_parameter_headers(headers: Headers, params: dict[str, Any], server: M
     arguments = params.get("arguments")
     if tool is None or not isinstance(arguments, dict):
         return
-    properties = tool.definition()["inputSchema"].get("properties", {})
-    for property_name, schema in properties.items():
-        header_name = schema.get("x-mcp-header") if isinstance(schema, dict) else None
-        if not header_name:
-            continue
-        value = arguments.get(property_name)
+    for argument, header_name in tool.header_parameters.items():
+        value = arguments.get(argument)
         if value is None:
             continue
-        wire_name = f"mcp-param-{header_name}".lower()
-        raw = headers.get(wire_name)
+        raw = headers.get(f"mcp-param-{header_name}".lower())
         if raw is None:
             raise HeaderMismatchError(f"Header mismatch: required header Mcp-Param-{header_name} is missing")
         if not _same_value(decode_header_value(f"Mcp-Param-{header_name}", raw), value):

@@ -8,8 +8,6 @@ from __future__ import annotations
 import secrets
 from typing import Any
 
-from starlette.datastructures import Headers
-
 from core.errors import InvalidParamsError, InvalidRequestError, McpError
 from core.protocol import versions
 from core.protocol.dispatch import Call, Dispatcher
@@ -23,6 +21,7 @@ from core.protocol.jsonrpc import (
     result_response,
 )
 from core.stores.base import SessionRecord
+from core.transport.asgi import Headers
 from core.transport.reply import ACCEPTED, Reply, error_reply
 
 SESSION_HEADER = "mcp-session-id"

@@ -4,12 +4,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from starlette.datastructures import Headers
-
 from core.errors import InvalidParamsError, InvalidRequestError, McpError, UnsupportedVersionError
 from core.protocol import versions
 from core.protocol.dispatch import Call, Dispatcher
 from core.protocol.jsonrpc import ClientResponse, Notification, parse_message, request_id_of, result_response
+from core.transport.asgi import Headers
 from core.transport.headers import check_modern_headers
 from core.transport.reply import ACCEPTED, Reply, error_reply
 

@@ -2,20 +2,22 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from typing import Any
+from collections.abc import Mapping
+from types import MappingProxyType
+from typing import Any, NamedTuple
 
 from core.errors import McpError
 from core.protocol.jsonrpc import RequestId, error_response
 
+_NO_HEADERS: Mapping[str, str] = MappingProxyType({})
 
-@dataclass(frozen=True, slots=True)
-class Reply:
+
+class Reply(NamedTuple):
     """One HTTP answer; `payload` None means an empty body."""
 
     status: int
     payload: Any = None
-    headers: dict[str, str] = field(default_factory=dict)
+    headers: Mapping[str, str] = _NO_HEADERS
 
 
 ACCEPTED = Reply(202)

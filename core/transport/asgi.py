@@ -1,0 +1,66 @@
+"""The ASGI vocabulary the transport needs, and the app that routes requests to the MCP endpoint.
+
+Stratus speaks ASGI directly rather than through a web framework: a Lambda cold start pays for every import, and
+routing one path needs no more than a dict (see docs/benchmarks.md for what Starlette cost here).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Awaitable, Callable, Mapping, MutableMapping
+from typing import Any
+
+Scope = MutableMapping[str, Any]
+Message = MutableMapping[str, Any]
+Receive = Callable[[], Awaitable[Message]]
+Send = Callable[[Message], Awaitable[None]]
+ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
+Headers = Mapping[str, str]
+
+
+def request_headers(scope: Scope) -> dict[str, str]:
+    """The request's headers by lower-case name; repeated headers joined with ", " as HTTP allows."""
+    headers: dict[str, str] = {}
+    for raw_name, raw_value in scope.get("headers") or ():
+        name, value = raw_name.decode("latin-1").lower(), raw_value.decode("latin-1")
+        headers[name] = f"{headers[name]}, {value}" if name in headers else value
+    return headers
+
+
+async def send_response(send: Send, status: int, body: bytes, headers: Mapping[str, str]) -> None:
+    """Send one complete HTTP response."""
+    raw = [(name.encode("latin-1"), value.encode("latin-1")) for name, value in headers.items()]
+    raw.append((b"content-length", str(len(body)).encode()))
+    await send({"type": "http.response.start", "status": status, "headers": raw})
+    await send({"type": "http.response.body", "body": body})
+
+
+class Router:
+    """Routes HTTP requests by exact path (a trailing slash ignored), answers 404 elsewhere, and lifespan events."""
+
+    def __init__(self, routes: Mapping[str, ASGIApp]) -> None:
+        self.routes = {path.rstrip("/") or "/": app for path, app in routes.items()}
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "lifespan":
+            await _lifespan(receive, send)
+            return
+        if scope["type"] != "http":
+            return
+        route = self.routes.get(scope["path"].rstrip("/") or "/")
+        if route is None:
+            body = json.dumps({"error": "Not Found"}).encode()
+            await send_response(send, 404, body, {"content-type": "application/json"})
+            return
+        await route(scope, receive, send)
+
+
+async def _lifespan(receive: Receive, send: Send) -> None:
+    # Nothing to start or stop: stores are built with the app, once per process.
+    while True:
+        message = await receive()
+        if message["type"] == "lifespan.startup":
+            await send({"type": "lifespan.startup.complete"})
+        elif message["type"] == "lifespan.shutdown":
+            await send({"type": "lifespan.shutdown.complete"})
+            return
