@@ -111,3 +111,9 @@ async def test_error_bodies_are_compact_json(mcp: McpHttp) -> None:
         "jsonrpc": "2.0",
         "error": {"code": -32700, "message": "Parse error: the body is not valid JSON"},
     }
+
+
+async def test_other_paths_are_404_and_a_trailing_slash_reaches_the_endpoint(mcp: McpHttp) -> None:
+    assert (await mcp.http.post("/elsewhere", json={})).status_code == 404
+    response = await mcp.http.post("/mcp/", json=TOOLS_LIST, headers={**MODERN_HEADERS, "accept": "application/json"})
+    assert response.status_code == 200
