@@ -9,11 +9,13 @@ from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
 from core.errors import InternalError, InvalidParamsError, McpError, MethodNotFoundError
+from core.pipeline.pipeline import Pipeline
 from core.protocol import versions
 from core.protocol.capabilities import server_capabilities
 from core.protocol.jsonrpc import Request
-from core.server.context import Context
+from core.server.context import Context, HttpRequest
 from core.server.pagination import Paginator
+from core.server.resources import Resource, ResourceTemplate
 from core.server.server import McpServer
 from core.server.signature import ArgumentsError
 from core.server.tools import error_result
@@ -37,6 +39,7 @@ class Call:
     client_capabilities: JsonObject = field(default_factory=dict)
     client_info: JsonObject | None = None
     session: SessionRecord | None = None
+    http: HttpRequest | None = None
 
     @property
     def modern(self) -> bool:
@@ -56,6 +59,7 @@ class Call:
             client_capabilities=self.client_capabilities,
             client_info=self.client_info,
             meta=meta if isinstance(meta, dict) else {},
+            request=self.http,
         )
 
 
@@ -71,10 +75,11 @@ class ResourceNotFoundError(McpError):
 class Dispatcher:
     """Routes one request of either era to the server's tools, resources and prompts."""
 
-    def __init__(self, server: McpServer, sessions: SessionStore, paginator: Paginator) -> None:
+    def __init__(self, server: McpServer, sessions: SessionStore, paginator: Paginator, pipeline: Pipeline) -> None:
         self.server = server
         self.sessions = sessions
         self.paginator = paginator
+        self.pipeline = pipeline
         shared: dict[str, Handler] = {
             "tools/list": self._list_tools,
             "tools/call": self._call_tool,
@@ -203,7 +208,7 @@ class Dispatcher:
             raise InvalidParamsError(f"Unknown tool: {name}", data={"name": name})
         arguments = _object_param(call, "arguments")
         try:
-            return await tool.call(arguments, call.context())
+            return await self.pipeline.call_tool(tool, arguments, call.context())
         except ArgumentsError as exc:
             message = f"Invalid arguments for tool '{name}': " + "; ".join(exc.problems)
             if versions.at_least(call.version, versions.INPUT_ERRORS_AS_RESULTS_SINCE):
@@ -212,42 +217,56 @@ class Dispatcher:
 
     async def _read_resource(self, call: Call) -> JsonObject:
         uri = _string_param(call, "uri")
-        context = call.context()
-        resource = self.server.resources.get(uri)
-        if resource is not None:
-            contents = await _user_code(f"Resource '{uri}'", resource.read(context))
-        else:
-            contents = None
-            for template in self.server.templates.values():
-                variables = template.match(uri)
-                if variables is not None:
-                    try:
-                        contents = await _user_code(f"Resource '{uri}'", template.read(uri, variables, context))
-                    except ArgumentsError as exc:
-                        raise InvalidParamsError(f"Invalid URI {uri}: " + "; ".join(exc.problems)) from None
-                    break
-        if contents is None:
+        target, variables = self._resource_for(uri)
+        if target is None:
             error = ResourceNotFoundError(f"Resource not found: {uri}", data={"uri": uri})
             if not call.modern:
                 error.code = LEGACY_RESOURCE_NOT_FOUND
             raise error
+
+        async def read(context: Context) -> list[JsonObject]:
+            if isinstance(target, ResourceTemplate):
+                return await _user_code(f"Resource '{uri}'", target.read(uri, variables or {}, context))
+            return await _user_code(f"Resource '{uri}'", target.read(context))
+
+        try:
+            contents = await self.pipeline.read(call.context(), "resources/read", uri, target.access, read)
+        except ArgumentsError as exc:
+            raise InvalidParamsError(f"Invalid URI {uri}: " + "; ".join(exc.problems)) from None
         result: JsonObject = {"contents": contents}
         if call.modern:
             result["ttlMs"] = 0
             result["cacheScope"] = "private"
         return result
 
+    def _resource_for(self, uri: str) -> tuple[Resource | ResourceTemplate | None, dict[str, str] | None]:
+        """The static resource with this URI, else the first template that produces it (with its variables)."""
+        resource = self.server.resources.get(uri)
+        if resource is not None:
+            return resource, None
+        for template in self.server.templates.values():
+            variables = template.match(uri)
+            if variables is not None:
+                return template, variables
+        return None, None
+
     async def _get_prompt(self, call: Call) -> JsonObject:
         name = _string_param(call, "name")
         prompt = self.server.prompts.get(name)
         if prompt is None:
             raise InvalidParamsError(f"Unknown prompt: {name}", data={"name": name})
+        arguments = _object_param(call, "arguments")
+
+        async def render(context: Context) -> JsonObject:
+            return await _user_code(f"Prompt '{name}'", prompt.get(arguments, context))
+
         try:
-            return await _user_code(f"Prompt '{name}'", prompt.get(_object_param(call, "arguments"), call.context()))
+            result: JsonObject = await self.pipeline.read(call.context(), "prompts/get", name, prompt.access, render)
         except ArgumentsError as exc:
             raise InvalidParamsError(
                 f"Invalid arguments for prompt '{name}': " + "; ".join(exc.problems), data={"problems": exc.problems}
             ) from None
+        return result
 
     async def _complete(self, call: Call) -> JsonObject:
         ref = _object_param(call, "ref")

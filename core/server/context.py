@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -34,6 +34,7 @@ class CancellationSignal:
         self._cancelled = False
         self.reason: str | None = None
         self._waiters: list[asyncio.Event] = []
+        self._callbacks: list[Callable[[], None]] = []
 
     @property
     def cancelled(self) -> bool:
@@ -44,6 +45,15 @@ class CancellationSignal:
             self._cancelled, self.reason = True, reason
             for waiter in self._waiters:
                 waiter.set()
+            for callback in self._callbacks:
+                callback()
+
+    def on_cancel(self, callback: Callable[[], None]) -> None:
+        """Call `callback` when the request is cancelled (at once if it already is)."""
+        if self._cancelled:
+            callback()
+        else:
+            self._callbacks.append(callback)
 
     async def wait(self) -> None:
         """Return once the request is cancelled."""

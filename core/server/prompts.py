@@ -9,6 +9,7 @@ from typing import Any, Literal
 
 from core.server.content import CONTENT_TYPES, Content, to_content_block
 from core.server.context import Context
+from core.server.policy import Access
 from core.server.signature import Signature
 
 JsonObject = dict[str, Any]
@@ -51,6 +52,7 @@ class Prompt:
         self.name = name
         self.signature = Signature(fn, model_name=f"{name}_arguments")
         self.is_async = inspect.iscoroutinefunction(fn)
+        self.access = Access()
         self.description = description or self.signature.docstring.summary or ""
         wire: JsonObject = {"name": name}
         if title:

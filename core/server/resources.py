@@ -10,6 +10,7 @@ from urllib.parse import unquote
 
 from core.server.content import BlobResource, TextResource
 from core.server.context import Context
+from core.server.policy import Access
 from core.server.signature import Signature
 
 JsonObject = dict[str, Any]
@@ -53,6 +54,7 @@ class _Readable:
         self.mime_type = mime_type
         self.signature = Signature(fn, model_name=f"{name}_variables")
         self.is_async = inspect.iscoroutinefunction(fn)
+        self.access = Access()
 
     async def _run(self, kwargs: dict[str, Any], context: Context) -> Any:
         if self.signature.context_parameter:

@@ -3,9 +3,21 @@
 from __future__ import annotations
 
 import inspect
-from collections.abc import Awaitable, Callable, Iterable
+from collections.abc import Awaitable, Callable, Iterable, Sequence
 from typing import Any, TypeVar
 
+from core.resilience.breaker import BreakerPolicy
+from core.resilience.limiter import RateLimit
+from core.server.policy import (
+    Access,
+    Authenticator,
+    Guard,
+    Middleware,
+    RateLimits,
+    RetryPolicy,
+    ServerPolicy,
+    ToolPolicy,
+)
 from core.server.prompts import Prompt
 from core.server.resources import Resource, ResourceTemplate
 from core.server.signature import enum_values
@@ -34,7 +46,32 @@ class McpServer:
         website_url: str | None = None,
         icons: list[JsonObject] | None = None,
         page_size: int = 100,
+        authenticators: Sequence[Authenticator] = (),
+        middleware: Sequence[Middleware] = (),
+        rate_limits: RateLimits | None = None,
+        timeout: float | None = None,
+        retry: RetryPolicy | None = None,
+        breaker: BreakerPolicy | None = None,
+        deadline_margin: float = 0.5,
     ) -> None:
+        """Describe the server and what applies to every call.
+
+        Args:
+            name: the server's name in `serverInfo`.
+            version: the server's version in `serverInfo`.
+            title: a human-readable name.
+            instructions: guidance for the model on how to use the server.
+            website_url: the server's home page.
+            icons: icons a client may display.
+            page_size: items per page of the list methods.
+            authenticators: global guards, run in order before every call; each may establish the user.
+            middleware: `async (ctx, call_next)` layers around every call, outermost first.
+            rate_limits: limits per tool, per principal, per session and overall.
+            timeout: seconds any call may take (a tool's own timeout may be tighter).
+            retry: retry policy for idempotent tools that raise retryable errors.
+            breaker: circuit breaker applied to every tool (a tool's own policy wins).
+            deadline_margin: seconds kept back from Lambda's remaining time, so a timeout answers first.
+        """
         self.name = name
         self.version = version
         self.title = title
@@ -47,6 +84,15 @@ class McpServer:
         self.templates: dict[str, ResourceTemplate] = {}
         self.prompts: dict[str, Prompt] = {}
         self.completions: dict[tuple[str, str], CompletionHandler] = {}
+        self.policy = ServerPolicy(
+            authenticators=tuple(authenticators),
+            middleware=tuple(middleware),
+            rate_limits=rate_limits or RateLimits(),
+            timeout=timeout,
+            retry=retry,
+            breaker=breaker,
+            deadline_margin=deadline_margin,
+        )
 
     @property
     def info(self) -> JsonObject:
@@ -67,6 +113,15 @@ class McpServer:
         icons: list[JsonObject] | None = None,
         meta: JsonObject | None = None,
         structured_output: bool | None = None,
+        public: bool = False,
+        scopes: Sequence[str] = (),
+        roles: Sequence[str] = (),
+        guards: Sequence[Guard] = (),
+        rate_limit: RateLimit | None = None,
+        timeout: float | None = None,
+        retry: RetryPolicy | None = None,
+        breaker: BreakerPolicy | None = None,
+        middleware: Sequence[Middleware] = (),
     ) -> Callable[[F], F]:
         """Register a function as a tool; its input schema comes from the type hints.
 
@@ -78,11 +133,29 @@ class McpServer:
             icons: icons a client may display.
             meta: the tool's `_meta`.
             structured_output: force (or suppress) an `outputSchema` from the return annotation.
+            public: skip every authorization check.
+            scopes: token scopes the caller must all have.
+            roles: roles of which the caller must have at least one.
+            guards: `async (ctx) -> bool` checks that must all pass.
+            rate_limit: this tool's own limit (shared by all callers).
+            timeout: seconds this tool may take.
+            retry: this tool's retry policy (only used when annotations say `idempotentHint`).
+            breaker: this tool's circuit breaker.
+            middleware: layers around this tool only, inside the server's middleware.
         """
+        policy = ToolPolicy(
+            access=Access(public=public, scopes=tuple(scopes), roles=tuple(roles), guards=tuple(guards)),
+            rate_limit=rate_limit,
+            timeout=timeout,
+            retry=retry,
+            breaker=breaker,
+            middleware=tuple(middleware),
+        )
 
         def register(fn: F) -> F:
             tool = Tool(
                 fn,
+                policy=policy,
                 name=name or fn.__name__,
                 title=title,
                 description=description,

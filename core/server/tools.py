@@ -15,10 +15,10 @@ from typing import Any, get_args, get_origin
 from pydantic import BaseModel, TypeAdapter
 from pydantic_core import to_json
 
-from core.errors import McpError
 from core.server.content import CONTENT_TYPES, ToolResult, to_content_list
 from core.server.context import Context
-from core.server.signature import ArgumentsError, Signature
+from core.server.policy import ToolPolicy
+from core.server.signature import Signature
 
 logger = logging.getLogger("stratus.tool")
 
@@ -26,7 +26,15 @@ JsonObject = dict[str, Any]
 
 
 class ToolError(Exception):
-    """Raise inside a tool to fail the call with this message shown to the client (an `isError` result)."""
+    """Raise inside a tool to fail the call with this message shown to the client (an `isError` result).
+
+    `retryable=True` marks a transient failure: an idempotent tool with a retry policy is tried again, and the
+    failure counts towards its circuit breaker.
+    """
+
+    def __init__(self, message: str, *, retryable: bool = False) -> None:
+        super().__init__(message)
+        self.retryable = retryable
 
 
 def _is_content(annotation: Any) -> bool:
@@ -71,8 +79,10 @@ class Tool:
         icons: list[JsonObject] | None,
         meta: JsonObject | None,
         structured_output: bool | None,
+        policy: ToolPolicy | None = None,
     ) -> None:
         self.fn = fn
+        self.policy = policy or ToolPolicy()
         self.name = name
         self.signature = Signature(fn, model_name=f"{name}_arguments")
         self.title = title
@@ -132,27 +142,36 @@ class Tool:
             self._definition = wire
         return self._definition
 
-    async def call(self, arguments: JsonObject, context: Context) -> JsonObject:
-        """Run the tool and build its `CallToolResult`.
+    @property
+    def idempotent(self) -> bool:
+        """Whether the tool declares `idempotentHint`: only such tools are ever retried."""
+        return bool(self.annotations and self.annotations.get("idempotentHint") is True)
+
+    def validate(self, arguments: JsonObject) -> dict[str, Any]:
+        """Keyword arguments for the function.
 
         Raises:
             ArgumentsError: the arguments failed validation (the caller decides how each era reports it).
-            McpError: the tool, or a context method it called, failed with a protocol error.
         """
-        kwargs = self.signature.validate(arguments)
+        return self.signature.validate(arguments)
+
+    async def run(self, kwargs: dict[str, Any], context: Context) -> Any:
+        """Call the function with validated arguments; whatever it raises propagates."""
         if self.signature.context_parameter:
-            kwargs[self.signature.context_parameter] = context
-        try:
-            value = await self.fn(**kwargs) if self.is_async else self.fn(**kwargs)
-        except ToolError as exc:
-            return error_result(str(exc))
-        except (ArgumentsError, McpError):
-            raise  # a protocol error the tool (or its context) chose deliberately
-        except Exception:
-            reference = secrets.token_hex(6)
-            logger.exception("tool raised", extra={"tool": self.name, "error_ref": reference})
-            return error_result(f"Tool '{self.name}' failed with an internal error (reference {reference})")
+            kwargs = {**kwargs, self.signature.context_parameter: context}
+        return await self.fn(**kwargs) if self.is_async else self.fn(**kwargs)
+
+    def result(self, value: Any) -> JsonObject:
+        """The `CallToolResult` for a value the function returned."""
         return self._result(value)
+
+    def failure(self, error: Exception) -> JsonObject:
+        """The `isError` result for an exception the function raised: its message for a ToolError, else a reference."""
+        if isinstance(error, ToolError):
+            return error_result(str(error))
+        reference = secrets.token_hex(6)
+        logger.error("tool raised", exc_info=error, extra={"tool": self.name, "error_ref": reference})
+        return error_result(f"Tool '{self.name}' failed with an internal error (reference {reference})")
 
     def _result(self, value: Any) -> JsonObject:
         if isinstance(value, ToolResult):

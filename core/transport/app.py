@@ -5,6 +5,8 @@ from __future__ import annotations
 import hashlib
 
 from core.config import Settings
+from core.pipeline.metrics import LocalMetrics, MetricsSink
+from core.pipeline.pipeline import Pipeline
 from core.protocol.dispatch import Dispatcher
 from core.server.pagination import Paginator
 from core.server.server import McpServer
@@ -14,13 +16,20 @@ from core.transport.endpoint import McpEndpoint
 from core.transport.guards import HostOriginGuard
 
 
-def build_app(server: McpServer, settings: Settings | None = None, *, stores: Stores | None = None) -> Router:
+def build_app(
+    server: McpServer,
+    settings: Settings | None = None,
+    *,
+    stores: Stores | None = None,
+    metrics: MetricsSink | None = None,
+) -> Router:
     """An ASGI app serving `server` at `settings.mcp_path`.
 
     Args:
         server: the tools, resources and prompts to serve.
         settings: deployment settings (default: `Settings()`, the local defaults).
         stores: state backends; built from `settings.store` when not given.
+        metrics: where the pipeline reports calls, errors and latency (default: in memory, logged at DEBUG).
     """
     settings = settings or Settings()
     stores = stores or build_stores(settings.store, session_ttl_seconds=settings.session_ttl_seconds)
@@ -28,7 +37,7 @@ def build_app(server: McpServer, settings: Settings | None = None, *, stores: St
     key = (settings.secret_key or f"stratus-cursor:{server.name}").encode()
     paginator = Paginator(hashlib.sha256(key).digest(), server.page_size)
     endpoint = McpEndpoint(
-        Dispatcher(server, stores.sessions, paginator),
+        Dispatcher(server, stores.sessions, paginator, Pipeline(server.policy, stores, metrics or LocalMetrics())),
         HostOriginGuard(settings.allowed_hosts, settings.allowed_origins),
         max_body_bytes=settings.max_body_bytes,
     )

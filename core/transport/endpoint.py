@@ -9,6 +9,7 @@ from core.errors import HttpError, InternalError, McpError
 from core.protocol import versions
 from core.protocol.dispatch import Dispatcher
 from core.protocol.jsonrpc import decode, encode
+from core.server.context import HttpRequest
 from core.transport.asgi import Headers, Receive, Scope, Send, request_headers, send_response
 from core.transport.guards import HostOriginGuard, check_accepts_json, check_json_body
 from core.transport.legacy import SESSION_HEADER, LegacyHandler
@@ -45,18 +46,19 @@ class McpEndpoint:
     async def _route(self, scope: Scope, receive: Receive, headers: Headers) -> Reply:
         method = scope["method"]
         if method == "POST":
-            return await self._post(receive, headers)
+            http = HttpRequest(method, scope.get("path", ""), headers, scope.get("aws.context"))
+            return await self._post(receive, headers, http)
         if method == "DELETE" and headers.get(SESSION_HEADER):
             return await self.legacy.delete(headers)
         raise HttpError(405, "Method Not Allowed: send JSON-RPC messages with POST", headers=_ALLOW_POST)
 
-    async def _post(self, receive: Receive, headers: Headers) -> Reply:
+    async def _post(self, receive: Receive, headers: Headers, http: HttpRequest) -> Reply:
         check_json_body(headers)
         check_accepts_json(headers)
         body = decode(await self._read_body(receive, headers))
         if request_meta_version(body) is not None or headers.get("mcp-protocol-version") in versions.MODERN_VERSIONS:
-            return await handle_modern(body, headers, self.dispatcher)
-        return await self.legacy.post(body, headers)
+            return await handle_modern(body, headers, self.dispatcher, http)
+        return await self.legacy.post(body, headers, http)
 
     async def _read_body(self, receive: Receive, headers: Headers) -> bytes:
         declared = headers.get("content-length")

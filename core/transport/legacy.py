@@ -20,6 +20,7 @@ from core.protocol.jsonrpc import (
     request_id_of,
     result_response,
 )
+from core.server.context import HttpRequest
 from core.stores.base import SessionRecord
 from core.transport.asgi import Headers
 from core.transport.reply import ACCEPTED, Reply, error_reply
@@ -41,7 +42,7 @@ class LegacyHandler:
         self.dispatcher = dispatcher
         self.sessions = dispatcher.sessions
 
-    async def post(self, body: Any, headers: Headers) -> Reply:
+    async def post(self, body: Any, headers: Headers, http: HttpRequest) -> Reply:
         header_version = headers.get("mcp-protocol-version")
         try:
             if header_version is not None and header_version not in versions.LEGACY_VERSIONS:
@@ -50,12 +51,12 @@ class LegacyHandler:
                     data={"supported": list(versions.SUPPORTED_VERSIONS), "requested": header_version},
                 )
             if isinstance(body, list):
-                return await self._batch(body, headers, header_version or versions.HEADERLESS_DEFAULT)
+                return await self._batch(body, headers, header_version or versions.HEADERLESS_DEFAULT, http)
             message = parse_message(body)
             if isinstance(message, Request) and message.method == "initialize":
                 return await self._initialize(message)
             session = await self._session(headers)
-            return await self._one(message, session) or ACCEPTED
+            return await self._one(message, session, http) or ACCEPTED
         except McpError as error:
             return error_reply(request_id_of(body), error)
 
@@ -90,7 +91,9 @@ class LegacyHandler:
         result = self.dispatcher.initialize_result(version)
         return Reply(200, result_response(request.id, result), {"mcp-session-id": session.session_id})
 
-    async def _one(self, message: Request | Notification | ClientResponse, session: SessionRecord) -> Reply | None:
+    async def _one(
+        self, message: Request | Notification | ClientResponse, session: SessionRecord, http: HttpRequest
+    ) -> Reply | None:
         """The reply to one message of a session; None for notifications and client responses."""
         if isinstance(message, Notification):
             if message.method == "notifications/initialized" and not session.initialized:
@@ -107,6 +110,7 @@ class LegacyHandler:
             client_capabilities=session.client_capabilities,
             client_info=session.client_info,
             session=session,
+            http=http,
         )
         try:
             result = await self.dispatcher.dispatch(call)
@@ -114,7 +118,7 @@ class LegacyHandler:
             return Reply(200, error_response(message.id, error))
         return Reply(200, result_response(message.id, result))
 
-    async def _batch(self, body: list[Any], headers: Headers, version: str) -> Reply:
+    async def _batch(self, body: list[Any], headers: Headers, version: str, http: HttpRequest) -> Reply:
         if version != versions.BATCH_VERSION:
             raise InvalidRequestError(
                 f"Invalid request: batches are only allowed at protocol version {versions.BATCH_VERSION}"
@@ -125,7 +129,7 @@ class LegacyHandler:
         responses = []
         for item in body:
             try:
-                reply = await self._one(parse_message(item), session)
+                reply = await self._one(parse_message(item), session, http)
             except McpError as error:
                 reply = error_reply(request_id_of(item), error)
             if reply is not None:

@@ -8,6 +8,7 @@ from core.errors import InvalidParamsError, InvalidRequestError, McpError, Unsup
 from core.protocol import versions
 from core.protocol.dispatch import Call, Dispatcher
 from core.protocol.jsonrpc import ClientResponse, Notification, parse_message, request_id_of, result_response
+from core.server.context import HttpRequest
 from core.transport.asgi import Headers
 from core.transport.headers import check_modern_headers
 from core.transport.reply import ACCEPTED, Reply, error_reply
@@ -24,7 +25,7 @@ def request_meta_version(body: Any) -> Any:
     return None
 
 
-async def handle_modern(body: Any, headers: Headers, dispatcher: Dispatcher) -> Reply:
+async def handle_modern(body: Any, headers: Headers, dispatcher: Dispatcher, http: HttpRequest) -> Reply:
     """Answer one modern POST body."""
     request_id = request_id_of(body)
     try:
@@ -54,6 +55,7 @@ async def handle_modern(body: Any, headers: Headers, dispatcher: Dispatcher) -> 
             version=version,
             client_capabilities=meta[versions.CLIENT_CAPABILITIES_META],
             client_info=client_info if isinstance(client_info, dict) else None,
+            http=http,
         )
         return Reply(200, result_response(message.id, await dispatcher.dispatch(call)))
     except McpError as error:

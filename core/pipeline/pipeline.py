@@ -1,0 +1,255 @@
+"""The execution pipeline: every tool call, resource read and prompt get, in the same order.
+
+    tool call                                   resource read / prompt get
+    1. request context (contextvar)             1. request context
+    2. global guards populate the user          2. global guards
+    3. per-item authorization                   3. per-item authorization
+    4. middleware: server's, then the tool's    4. server middleware
+       a. rate limits (tool, principal,            a. timeout
+          session, overall)                        b. handler
+       b. timeout around
+       c. circuit breaker around
+       d. retry around
+       e. the handler
+    5. metrics, on success and on failure       5. metrics
+
+The timeout is the tightest of the item's, the server's and Lambda's remaining time less a margin, so a slow
+handler gets a clean error before Lambda stops the container. Client cancellation fires the same timer early.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import logging
+import random
+import time
+from collections.abc import Awaitable, Callable, Sequence
+from typing import Any
+
+from core.errors import (
+    CircuitOpenError,
+    ForbiddenError,
+    McpError,
+    RateLimitedError,
+    RequestTimeoutError,
+    UnauthorizedError,
+)
+from core.pipeline.access import authenticate, authorize
+from core.pipeline.chain import chain
+from core.pipeline.current import serving
+from core.pipeline.metrics import MetricsSink
+from core.resilience.backoff import full_jitter
+from core.resilience.breaker import BreakerPolicy, CircuitState
+from core.resilience.deadline import Clock, Deadline
+from core.server.context import Context
+from core.server.policy import Access, Middleware, ServerPolicy
+from core.server.signature import ArgumentsError
+from core.server.tools import Tool, ToolError
+from core.stores.factory import Stores
+
+logger = logging.getLogger("stratus.pipeline")
+
+JsonObject = dict[str, Any]
+Sleep = Callable[[float], Awaitable[None]]
+
+_OUTCOMES: tuple[tuple[type[Exception], str], ...] = (
+    (RateLimitedError, "rate_limited"),
+    (CircuitOpenError, "circuit_open"),
+    (RequestTimeoutError, "timeout"),
+    (UnauthorizedError, "denied"),
+    (ForbiddenError, "denied"),
+    (ArgumentsError, "invalid_arguments"),
+)
+
+
+def is_retryable(error: BaseException) -> bool:
+    """Whether the error is marked transient (`retryable = True`, e.g. `ToolError(..., retryable=True)`)."""
+    return getattr(error, "retryable", False) is True
+
+
+def is_failure(error: BaseException) -> bool:
+    """Whether an exception from a handler says the tool is failing (breaker) and may be transient (retry).
+
+    Validation and protocol errors are the caller's; a plain ToolError is the tool answering "no". Anything
+    unexpected, and a ToolError marked retryable, is a failure.
+    """
+    if isinstance(error, ArgumentsError | McpError):
+        return False
+    if isinstance(error, ToolError):
+        return error.retryable
+    return isinstance(error, Exception)
+
+
+class Pipeline:
+    """Runs calls through the stages above, with state in the injected stores."""
+
+    def __init__(
+        self,
+        policy: ServerPolicy,
+        stores: Stores,
+        metrics: MetricsSink,
+        *,
+        clock: Clock = time.monotonic,
+        sleep: Sleep = asyncio.sleep,
+        rand: Callable[[], float] = random.random,
+    ) -> None:
+        self.policy = policy
+        self.stores = stores
+        self.metrics = metrics
+        self.clock = clock
+        self.sleep = sleep
+        self.rand = rand
+
+    # -- entry points ----------------------------------------------------------------------------------------
+
+    async def call_tool(self, tool: Tool, arguments: JsonObject, context: Context) -> JsonObject:
+        """Run a `tools/call` through every stage; returns the `CallToolResult`.
+
+        Raises:
+            ArgumentsError: the arguments failed validation.
+            McpError: denied, rate limited, circuit open, timed out, or a protocol error from the tool.
+        """
+        middleware = (*self.policy.middleware, *tool.policy.middleware)
+
+        async def terminal(ctx: Context) -> JsonObject:
+            kwargs = tool.validate(arguments)
+            await self._check_rate_limits(tool, ctx)
+            ctx = self._with_deadline(ctx, tool.policy.timeout)
+            with serving(ctx):
+                try:
+                    value = await self._within_deadline(ctx, self._breaker(tool, ctx, kwargs))
+                except (ArgumentsError, McpError):
+                    raise
+                except Exception as error:  # noqa: BLE001 - the tool's failure becomes its isError result (logged)
+                    return tool.failure(error)
+            return tool.result(value)
+
+        result: JsonObject = await self._run(context, "tools/call", tool.name, tool.policy.access, middleware, terminal)
+        return result
+
+    async def read(
+        self, context: Context, kind: str, name: str, access: Access, handler: Callable[[Context], Awaitable[Any]]
+    ) -> Any:
+        """Run a resource read or prompt get: guards, authorization, server middleware, timeout, handler."""
+
+        async def terminal(ctx: Context) -> Any:
+            ctx = self._with_deadline(ctx, None)
+            with serving(ctx):
+                return await self._within_deadline(ctx, handler(ctx))
+
+        return await self._run(context, kind, name, access, self.policy.middleware, terminal)
+
+    # -- stages ----------------------------------------------------------------------------------------------
+
+    async def _run(
+        self,
+        context: Context,
+        kind: str,
+        name: str,
+        access: Access,
+        middleware: Sequence[Middleware],
+        terminal: Callable[[Context], Awaitable[Any]],
+    ) -> Any:
+        context = dataclasses.replace(context, item=name)
+        started = time.perf_counter()
+        outcome = "error"
+        try:
+            with serving(context):
+                context = await authenticate(context, self.policy.authenticators)
+                await authorize(context, access, kind=kind.split("/")[0].rstrip("s"))
+                result = await chain(middleware, terminal)(context)
+            outcome = "tool_error" if isinstance(result, dict) and result.get("isError") else "success"
+            return result
+        except Exception as error:
+            outcome = next((label for kind_, label in _OUTCOMES if isinstance(error, kind_)), "error")
+            raise
+        finally:
+            elapsed_ms = (time.perf_counter() - started) * 1000
+            self.metrics.count("calls", method=kind, item=name, outcome=outcome)
+            self.metrics.latency("latency", elapsed_ms, method=kind, item=name)
+            if outcome != "success":
+                self.metrics.count("errors", method=kind, item=name, outcome=outcome)
+
+    async def _check_rate_limits(self, tool: Tool, context: Context) -> None:
+        limits = self.policy.rate_limits
+        checks = [
+            ("tool", f"tool:{tool.name}", tool.policy.rate_limit or limits.per_tool),
+            ("principal", f"principal:{context.user.key}" if context.user else None, limits.per_principal),
+            ("session", f"session:{context.session_id}" if context.session_id else None, limits.per_session),
+            ("overall", "overall", limits.overall),
+        ]
+        for scope, key, limit in checks:
+            if key is None or limit is None:
+                continue
+            decision = await self.stores.rate_limits.acquire(key, limit)
+            if not decision.allowed:
+                self.metrics.count("rate_limited", item=tool.name, scope=scope)
+                raise RateLimitedError(scope, decision.retry_after)
+
+    def _with_deadline(self, context: Context, item_timeout: float | None) -> Context:
+        lambda_left: float | None = None
+        lambda_context = context.request.lambda_context if context.request else None
+        if lambda_context is not None:
+            lambda_left = lambda_context.get_remaining_time_in_millis() / 1000.0 - self.policy.deadline_margin
+        deadline = Deadline.within(item_timeout, self.policy.timeout, lambda_left, clock=self.clock)
+        return dataclasses.replace(context, deadline=deadline)
+
+    async def _within_deadline(self, context: Context, work: Awaitable[Any]) -> Any:
+        """Await `work` until the deadline, or until the client cancels; both end it with an error."""
+        remaining = context.deadline.remaining() if context.deadline else float("inf")
+        loop = asyncio.get_running_loop()
+        try:
+            async with asyncio.timeout(None if remaining == float("inf") else remaining) as timer:
+                context.signal.on_cancel(lambda: timer.reschedule(loop.time()))
+                return await work
+        except TimeoutError:
+            if context.signal.cancelled:
+                raise RequestTimeoutError(f"Request cancelled by the client ({context.item})") from None
+            context.signal.cancel("deadline")
+            raise RequestTimeoutError(f"'{context.item}' did not finish within its time limit") from None
+
+    async def _breaker(self, tool: Tool, context: Context, kwargs: dict[str, Any]) -> Any:
+        policy = tool.policy.breaker or self.policy.breaker
+        if policy is None:
+            return await self._retry(tool, context, kwargs)
+        key = f"tool:{tool.name}"
+        admission = await self.stores.breakers.admit(key, policy)
+        if not admission.allowed:
+            raise CircuitOpenError(tool.name, admission.retry_after)
+        try:
+            value = await self._retry(tool, context, kwargs)
+        except asyncio.CancelledError:
+            if context.deadline is not None and context.deadline.expired:
+                await self._record(tool, key, policy, success=False)
+            raise
+        except Exception as error:
+            await self._record(tool, key, policy, success=not is_failure(error))
+            raise
+        await self._record(tool, key, policy, success=True)
+        return value
+
+    async def _record(self, tool: Tool, key: str, policy: BreakerPolicy, *, success: bool) -> None:
+        before, after = await self.stores.breakers.record(key, policy, success=success)
+        if before is not after:
+            self.metrics.count("breaker_transitions", item=tool.name, state=after.value)
+            log = logger.warning if after is CircuitState.OPEN else logger.info
+            log("circuit breaker changed state", extra={"tool": tool.name, "from": before.value, "to": after.value})
+
+    async def _retry(self, tool: Tool, context: Context, kwargs: dict[str, Any]) -> Any:
+        policy = tool.policy.retry or self.policy.retry
+        if policy is None or not tool.idempotent:
+            return await tool.run(kwargs, context)
+        attempt = 0
+        while True:
+            try:
+                return await tool.run(kwargs, context)
+            except Exception as error:
+                attempt += 1
+                if not is_retryable(error) or attempt >= policy.attempts:
+                    raise
+                delay = full_jitter(attempt - 1, base=policy.base_delay, cap=policy.max_delay, rand=self.rand)
+                if context.deadline is not None and not context.deadline.allows(delay):
+                    raise
+                self.metrics.count("retries", item=tool.name)
+                await self.sleep(delay)
