@@ -6,6 +6,7 @@ import httpx
 import pytest
 
 from core import McpServer, Settings, build_app
+from core.pipeline.metrics import LocalMetrics
 from examples.demo import server as demo_server
 from tests.wire import McpHttp
 
@@ -15,8 +16,10 @@ def anyio_backend() -> str:
     return "asyncio"
 
 
-def client_for(server: McpServer, settings: Settings | None = None) -> httpx.AsyncClient:
-    app = build_app(server, settings or Settings())
+def client_for(
+    server: McpServer, settings: Settings | None = None, *, metrics: LocalMetrics | None = None
+) -> httpx.AsyncClient:
+    app = build_app(server, settings or Settings(), metrics=metrics)
     return httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://localhost")
 
 

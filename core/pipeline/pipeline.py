@@ -201,8 +201,11 @@ class Pipeline:
         loop = asyncio.get_running_loop()
         try:
             async with asyncio.timeout(None if remaining == float("inf") else remaining) as timer:
-                context.signal.on_cancel(lambda: timer.reschedule(loop.time()))
-                return await work
+                stop_listening = context.signal.on_cancel(lambda: timer.reschedule(loop.time()))
+                try:
+                    return await work
+                finally:
+                    stop_listening()
         except TimeoutError:
             if context.signal.cancelled:
                 raise RequestTimeoutError(f"Request cancelled by the client ({context.item})") from None

@@ -48,12 +48,13 @@ class CancellationSignal:
             for callback in self._callbacks:
                 callback()
 
-    def on_cancel(self, callback: Callable[[], None]) -> None:
-        """Call `callback` when the request is cancelled (at once if it already is)."""
+    def on_cancel(self, callback: Callable[[], None]) -> Callable[[], None]:
+        """Call `callback` when the request is cancelled (at once if it already is); returns an unsubscribe."""
         if self._cancelled:
             callback()
-        else:
-            self._callbacks.append(callback)
+            return _nothing
+        self._callbacks.append(callback)
+        return lambda: self._callbacks.remove(callback) if callback in self._callbacks else None
 
     async def wait(self) -> None:
         """Return once the request is cancelled."""
@@ -62,6 +63,10 @@ class CancellationSignal:
         waiter = asyncio.Event()
         self._waiters.append(waiter)
         await waiter.wait()
+
+
+def _nothing() -> None:
+    pass
 
 
 @dataclass(frozen=True, slots=True)

@@ -180,11 +180,16 @@ class McpServer:
         size: int | None = None,
         icons: list[JsonObject] | None = None,
         annotations: JsonObject | None = None,
+        scopes: Sequence[str] = (),
+        roles: Sequence[str] = (),
+        guards: Sequence[Guard] = (),
     ) -> Callable[[F], F]:
         """Register a resource; a URI with `{variables}` registers an RFC 6570 template instead.
 
         The handler returns `str` (text), `bytes` (blob), `TextResource` / `BlobResource`, or a list of them.
+        `scopes`, `roles` and `guards` restrict who may read it, as for tools.
         """
+        access = Access(scopes=tuple(scopes), roles=tuple(roles), guards=tuple(guards))
 
         def register(fn: F) -> F:
             resource_name = name or fn.__name__
@@ -199,6 +204,7 @@ class McpServer:
                     icons=icons,
                     annotations=annotations,
                 )
+                template.access = access
                 _add(self.templates, uri, template, "resource template")
             else:
                 resource = Resource(
@@ -212,6 +218,7 @@ class McpServer:
                     icons=icons,
                     annotations=annotations,
                 )
+                resource.access = access
                 _add(self.resources, uri, resource, "resource")
             return fn
 
@@ -224,11 +231,16 @@ class McpServer:
         title: str | None = None,
         description: str | None = None,
         icons: list[JsonObject] | None = None,
+        scopes: Sequence[str] = (),
+        roles: Sequence[str] = (),
+        guards: Sequence[Guard] = (),
     ) -> Callable[[F], F]:
-        """Register a prompt; its arguments are the function's parameters."""
+        """Register a prompt; its arguments are the function's parameters. `scopes`, `roles`, `guards` as for tools."""
+        access = Access(scopes=tuple(scopes), roles=tuple(roles), guards=tuple(guards))
 
         def register(fn: F) -> F:
             prompt = Prompt(fn, name=name or fn.__name__, title=title, description=description, icons=icons)
+            prompt.access = access
             _add(self.prompts, prompt.name, prompt, "prompt")
             return fn
 
