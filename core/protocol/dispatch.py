@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import logging
 import secrets
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
@@ -12,8 +13,8 @@ from core.errors import InternalError, InvalidParamsError, McpError, MethodNotFo
 from core.pipeline.pipeline import Pipeline
 from core.protocol import versions
 from core.protocol.capabilities import server_capabilities
-from core.protocol.jsonrpc import Request
-from core.server.context import Context, HttpRequest
+from core.protocol.jsonrpc import Request, RequestId
+from core.server.context import CancellationSignal, Context, HttpRequest
 from core.server.pagination import Paginator
 from core.server.resources import Resource, ResourceTemplate
 from core.server.server import McpServer
@@ -80,6 +81,10 @@ class Dispatcher:
         self.sessions = sessions
         self.paginator = paginator
         self.pipeline = pipeline
+        # Cancellation signals of the calls running in this process, by (session id, request id). A legacy
+        # notifications/cancelled reaches them when it lands on the same process; across containers it needs the
+        # store's event channel (streaming).
+        self._running: dict[tuple[str | None, RequestId], CancellationSignal] = {}
         shared: dict[str, Handler] = {
             "tools/list": self._list_tools,
             "tools/call": self._call_tool,
@@ -208,7 +213,8 @@ class Dispatcher:
             raise InvalidParamsError(f"Unknown tool: {name}", data={"name": name})
         arguments = _object_param(call, "arguments")
         try:
-            return await self.pipeline.call_tool(tool, arguments, call.context())
+            with self._cancellable(call) as context:
+                return await self.pipeline.call_tool(tool, arguments, context)
         except ArgumentsError as exc:
             message = f"Invalid arguments for tool '{name}': " + "; ".join(exc.problems)
             if versions.at_least(call.version, versions.INPUT_ERRORS_AS_RESULTS_SINCE):
@@ -238,6 +244,23 @@ class Dispatcher:
             result["ttlMs"] = 0
             result["cacheScope"] = "private"
         return result
+
+    @contextmanager
+    def _cancellable(self, call: Call) -> Iterator[Context]:
+        context = call.context()
+        key = (context.session_id, call.request.id)
+        self._running[key] = context.signal
+        try:
+            yield context
+        finally:
+            self._running.pop(key, None)
+
+    def cancel(self, session_id: str | None, request_id: object, reason: str | None) -> None:
+        """Cancel a call of this session running in this process (unknown or finished calls are ignored)."""
+        if isinstance(request_id, str | int):
+            signal = self._running.get((session_id, request_id))
+            if signal is not None:
+                signal.cancel(reason or "cancelled by the client")
 
     def _resource_for(self, uri: str) -> tuple[Resource | ResourceTemplate | None, dict[str, str] | None]:
         """The static resource with this URI, else the first template that produces it (with its variables)."""

@@ -99,6 +99,11 @@ class LegacyHandler:
             if message.method == "notifications/initialized" and not session.initialized:
                 session.initialized = True
                 await self.sessions.save(session)
+            elif message.method == "notifications/cancelled":
+                reason = message.params.get("reason")
+                self.dispatcher.cancel(
+                    session.session_id, message.params.get("requestId"), reason if isinstance(reason, str) else None
+                )
             return None
         if isinstance(message, ClientResponse):
             return None  # replies to server requests are routed once the server sends requests (streaming)

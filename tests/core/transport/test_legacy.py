@@ -2,8 +2,14 @@
 
 from __future__ import annotations
 
+import asyncio
+
+import anyio
+import httpx
 import pytest
 
+from core import McpServer
+from tests.conftest import client_for
 from tests.wire import McpHttp, validate_response
 
 pytestmark = pytest.mark.anyio
@@ -148,3 +154,33 @@ async def test_unknown_resource_is_resource_not_found_with_the_uri(mcp: McpHttp)
     error = (await session.request("resources/read", {"uri": "demo://missing"})).json()["error"]
     assert error["code"] == -32002
     assert error["data"] == {"uri": "demo://missing"}
+
+
+async def test_notifications_cancelled_stops_a_running_call_of_the_session() -> None:
+    server = McpServer("cancel")
+    started = asyncio.Event()
+
+    @server.tool()
+    async def wait_forever() -> str:
+        started.set()
+        await asyncio.Event().wait()
+        return "never"
+
+    async with client_for(server) as http:
+        mcp = McpHttp(http)
+        session = await mcp.initialize()
+        body = {"jsonrpc": "2.0", "id": "slow-1", "method": "tools/call", "params": {"name": "wait_forever"}}
+        with anyio.fail_after(5):
+            async with anyio.create_task_group() as group:
+                responses: list[httpx.Response] = []
+
+                async def call() -> None:
+                    responses.append(await mcp.post(body, session.headers))
+
+                group.start_soon(call)
+                await started.wait()
+                cancelled = await session.notify("notifications/cancelled", {"requestId": "slow-1", "reason": "user"})
+                assert cancelled.status_code == 202
+        error = responses[0].json()["error"]
+        assert responses[0].json()["id"] == "slow-1"
+        assert error["code"] == -31504 and "cancelled by the client" in error["message"]
