@@ -53,12 +53,32 @@ class Settings:
     """Key that signs pagination cursors; set it so every container accepts every other's cursors."""
     log_level: str = "INFO"
     """Level of the server's own logs."""
+    auth_mode: str = "off"
+    """`off`, `jwt` (verify bearer JWTs against a JWKS) or `gateway` (trust API Gateway's authorizer claims)."""
+    auth_issuer: str | None = None
+    """The token issuer (`iss`) accepted in `jwt` mode; also advertised as the authorization server."""
+    auth_audience: str | None = None
+    """This server's canonical URL, required as the token audience (`aud`) in `jwt` mode."""
+    auth_jwks_url: str | None = None
+    """Where the issuer publishes its signing keys (JWKS), in `jwt` mode."""
+    auth_scopes: tuple[str, ...] = ()
+    """Scopes advertised in the protected-resource metadata and in challenges."""
 
     def __post_init__(self) -> None:
         if not self.mcp_path.startswith("/"):
             raise SettingsError(f"{PREFIX}MCP_PATH must start with '/', got {self.mcp_path!r}")
         if ":" not in self.app:
             raise SettingsError(f"{PREFIX}APP must be 'module:attribute', got {self.app!r}")
+        if self.auth_mode not in ("off", "jwt", "gateway"):
+            raise SettingsError(f"{PREFIX}AUTH_MODE must be off, jwt or gateway, got {self.auth_mode!r}")
+        if self.auth_mode == "jwt":
+            missing = [name for name in ("auth_issuer", "auth_audience", "auth_jwks_url") if not getattr(self, name)]
+            if missing:
+                names = ", ".join(PREFIX + name.upper() for name in missing)
+                raise SettingsError(f"{PREFIX}AUTH_MODE=jwt needs {names}")
+            for name in ("auth_audience", "auth_jwks_url"):
+                if not str(getattr(self, name)).startswith(("https://", "http://")):
+                    raise SettingsError(f"{PREFIX}{name.upper()} must be an http(s) URL")
         try:
             validate_store_url(self.store)
         except StoreConfigError as exc:
@@ -92,6 +112,7 @@ class Settings:
 _PARSERS: dict[str, Callable[[str], Any]] = {
     "allowed_hosts": _csv,
     "allowed_origins": _csv,
+    "auth_scopes": _csv,
     "max_body_bytes": _positive_int,
     "session_ttl_seconds": _positive_int,
 }

@@ -16,6 +16,7 @@ from core.protocol.capabilities import server_capabilities
 from core.protocol.jsonrpc import Request, RequestId
 from core.server.context import CancellationSignal, Context, HttpRequest
 from core.server.pagination import Paginator
+from core.server.principal import Principal
 from core.server.resources import Resource, ResourceTemplate
 from core.server.server import McpServer
 from core.server.signature import ArgumentsError
@@ -41,6 +42,7 @@ class Call:
     client_info: JsonObject | None = None
     session: SessionRecord | None = None
     http: HttpRequest | None = None
+    principal: Principal | None = None
 
     @property
     def modern(self) -> bool:
@@ -61,6 +63,7 @@ class Call:
             client_info=self.client_info,
             meta=meta if isinstance(meta, dict) else {},
             request=self.http,
+            user=self.principal,
         )
 
 

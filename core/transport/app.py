@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 
+from core.auth.setup import request_authenticator
 from core.config import Settings
 from core.pipeline.metrics import LocalMetrics, MetricsSink
 from core.pipeline.pipeline import Pipeline
@@ -11,9 +12,10 @@ from core.protocol.dispatch import Dispatcher
 from core.server.pagination import Paginator
 from core.server.server import McpServer
 from core.stores.factory import Stores, build_stores
-from core.transport.asgi import Router
+from core.transport.asgi import ASGIApp, Router
 from core.transport.endpoint import McpEndpoint
 from core.transport.guards import HostOriginGuard
+from core.transport.metadata import WELL_KNOWN, ProtectedResourceMetadata
 
 
 def build_app(
@@ -36,9 +38,17 @@ def build_app(
     # Without a configured key, cursors are still tamper-evident but forgeable; configure one in production.
     key = (settings.secret_key or f"stratus-cursor:{server.name}").encode()
     paginator = Paginator(hashlib.sha256(key).digest(), server.page_size)
+    authenticator, resource = request_authenticator(settings)
+    guard = HostOriginGuard(settings.allowed_hosts, settings.allowed_origins)
     endpoint = McpEndpoint(
         Dispatcher(server, stores.sessions, paginator, Pipeline(server.policy, stores, metrics or LocalMetrics())),
-        HostOriginGuard(settings.allowed_hosts, settings.allowed_origins),
+        guard,
         max_body_bytes=settings.max_body_bytes,
+        authenticator=authenticator,
     )
-    return Router({settings.mcp_path: endpoint})
+    routes: dict[str, ASGIApp] = {settings.mcp_path: endpoint}
+    if resource is not None:
+        metadata = ProtectedResourceMetadata(resource.metadata())
+        routes[WELL_KNOWN] = metadata
+        routes[WELL_KNOWN + settings.mcp_path] = metadata
+    return Router(routes)

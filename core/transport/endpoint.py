@@ -5,11 +5,13 @@ from __future__ import annotations
 import logging
 import secrets
 
+from core.auth.setup import RequestAuthenticator
 from core.errors import HttpError, InternalError, McpError
 from core.protocol import versions
 from core.protocol.dispatch import Dispatcher
 from core.protocol.jsonrpc import decode, encode
 from core.server.context import HttpRequest
+from core.server.principal import Principal
 from core.transport.asgi import Headers, Receive, Scope, Send, request_headers, send_response
 from core.transport.guards import HostOriginGuard, check_accepts_json, check_json_body
 from core.transport.legacy import SESSION_HEADER, LegacyHandler
@@ -24,8 +26,16 @@ _ALLOW_POST = {"allow": "POST"}
 class McpEndpoint:
     """Streamable HTTP for both protocol eras on one path. JSON responses only (the buffered shape)."""
 
-    def __init__(self, dispatcher: Dispatcher, guard: HostOriginGuard, *, max_body_bytes: int) -> None:
+    def __init__(
+        self,
+        dispatcher: Dispatcher,
+        guard: HostOriginGuard,
+        *,
+        max_body_bytes: int,
+        authenticator: RequestAuthenticator | None = None,
+    ) -> None:
         self.dispatcher = dispatcher
+        self.authenticator = authenticator
         self.legacy = LegacyHandler(dispatcher)
         self.guard = guard
         self.max_body_bytes = max_body_bytes
@@ -45,20 +55,21 @@ class McpEndpoint:
 
     async def _route(self, scope: Scope, receive: Receive, headers: Headers) -> Reply:
         method = scope["method"]
+        if method not in ("POST", "DELETE") or (method == "DELETE" and not headers.get(SESSION_HEADER)):
+            raise HttpError(405, "Method Not Allowed: send JSON-RPC messages with POST", headers=_ALLOW_POST)
+        principal = await self.authenticator.authenticate(headers, scope) if self.authenticator else None
         if method == "POST":
             http = HttpRequest(method, scope.get("path", ""), headers, scope.get("aws.context"))
-            return await self._post(receive, headers, http)
-        if method == "DELETE" and headers.get(SESSION_HEADER):
-            return await self.legacy.delete(headers)
-        raise HttpError(405, "Method Not Allowed: send JSON-RPC messages with POST", headers=_ALLOW_POST)
+            return await self._post(receive, headers, http, principal)
+        return await self.legacy.delete(headers, principal)
 
-    async def _post(self, receive: Receive, headers: Headers, http: HttpRequest) -> Reply:
+    async def _post(self, receive: Receive, headers: Headers, http: HttpRequest, principal: Principal | None) -> Reply:
         check_json_body(headers)
         check_accepts_json(headers)
         body = decode(await self._read_body(receive, headers))
         if request_meta_version(body) is not None or headers.get("mcp-protocol-version") in versions.MODERN_VERSIONS:
-            return await handle_modern(body, headers, self.dispatcher, http)
-        return await self.legacy.post(body, headers, http)
+            return await handle_modern(body, headers, self.dispatcher, http, principal)
+        return await self.legacy.post(body, headers, http, principal)
 
     async def _read_body(self, receive: Receive, headers: Headers) -> bytes:
         declared = headers.get("content-length")

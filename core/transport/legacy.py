@@ -21,6 +21,7 @@ from core.protocol.jsonrpc import (
     result_response,
 )
 from core.server.context import HttpRequest
+from core.server.principal import Principal
 from core.stores.base import SessionRecord
 from core.transport.asgi import Headers
 from core.transport.reply import ACCEPTED, Reply, error_reply
@@ -42,7 +43,7 @@ class LegacyHandler:
         self.dispatcher = dispatcher
         self.sessions = dispatcher.sessions
 
-    async def post(self, body: Any, headers: Headers, http: HttpRequest) -> Reply:
+    async def post(self, body: Any, headers: Headers, http: HttpRequest, principal: Principal | None) -> Reply:
         header_version = headers.get("mcp-protocol-version")
         try:
             if header_version is not None and header_version not in versions.LEGACY_VERSIONS:
@@ -51,31 +52,38 @@ class LegacyHandler:
                     data={"supported": list(versions.SUPPORTED_VERSIONS), "requested": header_version},
                 )
             if isinstance(body, list):
-                return await self._batch(body, headers, header_version or versions.HEADERLESS_DEFAULT, http)
+                return await self._batch(body, headers, header_version or versions.HEADERLESS_DEFAULT, http, principal)
             message = parse_message(body)
             if isinstance(message, Request) and message.method == "initialize":
-                return await self._initialize(message)
-            session = await self._session(headers)
-            return await self._one(message, session, http) or ACCEPTED
+                return await self._initialize(message, principal)
+            session = await self._session(headers, principal)
+            return await self._one(message, session, http, principal) or ACCEPTED
         except McpError as error:
             return error_reply(request_id_of(body), error)
 
-    async def delete(self, headers: Headers) -> Reply:
-        session_id = headers.get(SESSION_HEADER, "")
-        if not await self.sessions.delete(session_id):
-            return error_reply(None, SessionNotFoundError("Session not found"))
+    async def delete(self, headers: Headers, principal: Principal | None) -> Reply:
+        try:
+            session = await self._session(headers, principal)
+        except McpError as error:
+            return error_reply(None, error)
+        await self.sessions.delete(session.session_id)
         return Reply(200)
 
-    async def _session(self, headers: Headers) -> SessionRecord:
+    async def _session(self, headers: Headers, principal: Principal | None) -> SessionRecord:
+        """The live session the request names, if it belongs to the caller.
+
+        A session presented by another principal is answered exactly like an unknown one (404), so ids cannot be
+        probed.
+        """
         session_id = headers.get(SESSION_HEADER)
         if not session_id:
             raise InvalidRequestError("Bad Request: Mcp-Session-Id header is required after initialize")
         session = await self.sessions.load(session_id)
-        if session is None:
+        if session is None or session.principal != (principal.key if principal else None):
             raise SessionNotFoundError("Session not found")
         return session
 
-    async def _initialize(self, request: Request) -> Reply:
+    async def _initialize(self, request: Request, principal: Principal | None) -> Reply:
         params = request.params
         capabilities, client_info = params.get("capabilities"), params.get("clientInfo")
         if not isinstance(params.get("protocolVersion"), str) or not isinstance(capabilities, dict):
@@ -86,13 +94,18 @@ class LegacyHandler:
             protocol_version=version,
             client_capabilities=capabilities,
             client_info=client_info if isinstance(client_info, dict) else {},
+            principal=principal.key if principal else None,
         )
         await self.sessions.create(session)
         result = self.dispatcher.initialize_result(version)
         return Reply(200, result_response(request.id, result), {"mcp-session-id": session.session_id})
 
     async def _one(
-        self, message: Request | Notification | ClientResponse, session: SessionRecord, http: HttpRequest
+        self,
+        message: Request | Notification | ClientResponse,
+        session: SessionRecord,
+        http: HttpRequest,
+        principal: Principal | None,
     ) -> Reply | None:
         """The reply to one message of a session; None for notifications and client responses."""
         if isinstance(message, Notification):
@@ -116,6 +129,7 @@ class LegacyHandler:
             client_info=session.client_info,
             session=session,
             http=http,
+            principal=principal,
         )
         try:
             result = await self.dispatcher.dispatch(call)
@@ -123,18 +137,20 @@ class LegacyHandler:
             return Reply(200, error_response(message.id, error))
         return Reply(200, result_response(message.id, result))
 
-    async def _batch(self, body: list[Any], headers: Headers, version: str, http: HttpRequest) -> Reply:
+    async def _batch(
+        self, body: list[Any], headers: Headers, version: str, http: HttpRequest, principal: Principal | None
+    ) -> Reply:
         if version != versions.BATCH_VERSION:
             raise InvalidRequestError(
                 f"Invalid request: batches are only allowed at protocol version {versions.BATCH_VERSION}"
             )
         if not body:
             raise InvalidRequestError("Invalid request: empty batch")
-        session = await self._session(headers)
+        session = await self._session(headers, principal)
         responses = []
         for item in body:
             try:
-                reply = await self._one(parse_message(item), session, http)
+                reply = await self._one(parse_message(item), session, http, principal)
             except McpError as error:
                 reply = error_reply(request_id_of(item), error)
             if reply is not None:

@@ -9,6 +9,7 @@ from core.protocol import versions
 from core.protocol.dispatch import Call, Dispatcher
 from core.protocol.jsonrpc import ClientResponse, Notification, parse_message, request_id_of, result_response
 from core.server.context import HttpRequest
+from core.server.principal import Principal
 from core.transport.asgi import Headers
 from core.transport.headers import check_modern_headers
 from core.transport.reply import ACCEPTED, Reply, error_reply
@@ -25,7 +26,9 @@ def request_meta_version(body: Any) -> Any:
     return None
 
 
-async def handle_modern(body: Any, headers: Headers, dispatcher: Dispatcher, http: HttpRequest) -> Reply:
+async def handle_modern(
+    body: Any, headers: Headers, dispatcher: Dispatcher, http: HttpRequest, principal: Principal | None
+) -> Reply:
     """Answer one modern POST body."""
     request_id = request_id_of(body)
     try:
@@ -56,6 +59,7 @@ async def handle_modern(body: Any, headers: Headers, dispatcher: Dispatcher, htt
             client_capabilities=meta[versions.CLIENT_CAPABILITIES_META],
             client_info=client_info if isinstance(client_info, dict) else None,
             http=http,
+            principal=principal,
         )
         return Reply(200, result_response(message.id, await dispatcher.dispatch(call)))
     except McpError as error:

@@ -1,0 +1,30 @@
+"""Build the request authenticator the settings ask for; nothing is imported for `STRATUS_AUTH_MODE=off`."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any, Protocol
+
+from core.config import Settings
+from core.server.principal import Principal
+
+
+class RequestAuthenticator(Protocol):
+    """Establishes who sent an HTTP request, or raises UnauthorizedError."""
+
+    async def authenticate(self, headers: Mapping[str, str], scope: Mapping[str, Any]) -> Principal: ...
+
+
+def request_authenticator(settings: Settings) -> tuple[RequestAuthenticator | None, Any]:
+    """The authenticator for `settings.auth_mode`, and the resource-server description (JWT mode only)."""
+    if settings.auth_mode == "gateway":
+        from core.auth.gateway import GatewayAuthenticator
+
+        return GatewayAuthenticator(), None
+    if settings.auth_mode == "jwt":
+        from core.auth.bearer import JwtAuthenticator, ResourceServer
+        from core.auth.jwks import KeySet
+
+        resource = ResourceServer(str(settings.auth_issuer), str(settings.auth_audience), settings.auth_scopes)
+        return JwtAuthenticator(resource, KeySet(str(settings.auth_jwks_url))), resource
+    return None, None

@@ -1,0 +1,174 @@
+"""The OAuth 2.1 resource server: bearer JWTs checked against the issuer's JWKS, metadata, challenges."""
+
+from __future__ import annotations
+
+import base64
+import json
+from collections.abc import AsyncIterator
+from typing import Any
+
+import httpx
+import pytest
+
+from core import Context, McpServer, Settings
+from core.auth.bearer import JwtAuthenticator, ResourceServer
+from core.auth.jwks import KeySet
+from core.errors import UnauthorizedError
+from tests.conftest import client_for
+from tests.core.auth.conftest import AUDIENCE, ISSUER, Issuer
+from tests.wire import McpHttp
+
+pytestmark = pytest.mark.anyio
+
+METADATA_URL = "https://mcp.example.com/.well-known/oauth-protected-resource/mcp"
+
+
+def make_server() -> McpServer:
+    server = McpServer("secured")
+
+    @server.tool()
+    def whoami(ctx: Context) -> str:
+        return ctx.user.subject if ctx.user else "nobody"
+
+    @server.tool(scopes=["reports:write"])
+    def write_report() -> str:
+        return "written"
+
+    return server
+
+
+def settings_for(issuer: Issuer) -> Settings:
+    return Settings(
+        auth_mode="jwt",
+        auth_issuer=ISSUER,
+        auth_audience=AUDIENCE,
+        auth_jwks_url=issuer.url,
+        auth_scopes=("tools:read", "reports:write"),
+    )
+
+
+@pytest.fixture
+async def mcp(issuer: Issuer) -> AsyncIterator[McpHttp]:
+    async with client_for(make_server(), settings_for(issuer)) as http:
+        yield McpHttp(http)
+
+
+def bearer(token: str) -> dict[str, str]:
+    return {"authorization": f"Bearer {token}"}
+
+
+async def whoami(mcp: McpHttp, headers: dict[str, str]) -> httpx.Response:
+    return await mcp.modern("tools/call", {"name": "whoami"}, headers=headers)
+
+
+@pytest.mark.parametrize("kid", ["rsa-1", "ec-1"])
+async def test_a_valid_rsa_or_ec_token_names_the_user(mcp: McpHttp, issuer: Issuer, kid: str) -> None:
+    response = await whoami(mcp, bearer(issuer.token(kid, sub="ana")))
+    assert response.status_code == 200
+    assert response.json()["result"]["content"] == [{"type": "text", "text": "ana"}]
+
+
+async def test_no_token_is_401_pointing_at_the_metadata(mcp: McpHttp) -> None:
+    response = await whoami(mcp, {})
+    assert response.status_code == 401
+    assert response.headers["www-authenticate"] == (
+        f'Bearer resource_metadata="{METADATA_URL}", scope="tools:read reports:write"'
+    )
+    assert response.json()["error"]["code"] == -31401
+
+
+@pytest.mark.parametrize(
+    "claims",
+    [
+        {"exp": 1_000_000},
+        {"aud": "https://other.example.com/mcp"},
+        {"iss": "https://evil.example.com/"},
+        {"nbf": 4_102_444_800},
+        {"sub": None},
+    ],
+    ids=["expired", "wrong-audience", "wrong-issuer", "not-yet-valid", "no-subject"],
+)
+async def test_tokens_failing_a_claim_check_are_401_invalid_token(
+    mcp: McpHttp, issuer: Issuer, claims: dict[str, Any]
+) -> None:
+    response = await whoami(mcp, bearer(issuer.token(**claims)))
+    assert response.status_code == 401
+    assert 'error="invalid_token"' in response.headers["www-authenticate"]
+
+
+async def test_a_signature_from_another_key_is_refused(mcp: McpHttp, issuer: Issuer) -> None:
+    issuer.add_key("rogue", publish=False)
+    response = await whoami(mcp, bearer(issuer.token("rsa-1", sign_with="rogue")))
+    assert response.status_code == 401
+
+
+async def test_unsigned_alg_none_tokens_are_refused(mcp: McpHttp, issuer: Issuer) -> None:
+    header = base64.urlsafe_b64encode(json.dumps({"alg": "none", "kid": "rsa-1"}).encode()).rstrip(b"=").decode()
+    claims = json.loads(json.dumps({"iss": ISSUER, "aud": AUDIENCE, "sub": "x", "exp": 4_102_444_800}))
+    payload = base64.urlsafe_b64encode(json.dumps(claims).encode()).rstrip(b"=").decode()
+    response = await whoami(mcp, bearer(f"{header}.{payload}."))
+    assert response.status_code == 401
+
+
+async def test_a_token_in_the_query_string_is_ignored(mcp: McpHttp, issuer: Issuer) -> None:
+    body = {"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {}}
+    response = await mcp.http.post(f"/mcp?access_token={issuer.token()}", json=body)
+    assert response.status_code == 401
+
+
+async def test_missing_scope_on_a_tool_is_403_insufficient_scope(mcp: McpHttp, issuer: Issuer) -> None:
+    response = await mcp.modern("tools/call", {"name": "write_report"}, headers=bearer(issuer.token()))
+    assert response.status_code == 403
+    assert response.headers["www-authenticate"] == 'Bearer error="insufficient_scope", scope="reports:write"'
+    allowed = await mcp.modern(
+        "tools/call", {"name": "write_report"}, headers=bearer(issuer.token(scope="tools:read reports:write"))
+    )
+    assert allowed.json()["result"]["content"] == [{"type": "text", "text": "written"}]
+
+
+async def test_metadata_is_served_at_both_well_known_paths(mcp: McpHttp, issuer: Issuer) -> None:
+    expected = {
+        "resource": AUDIENCE,
+        "authorization_servers": [ISSUER],
+        "bearer_methods_supported": ["header"],
+        "scopes_supported": ["tools:read", "reports:write"],
+    }
+    for path in ("/.well-known/oauth-protected-resource", "/.well-known/oauth-protected-resource/mcp"):
+        response = await mcp.http.get(path)
+        assert response.status_code == 200
+        assert response.json() == expected
+
+
+async def test_a_session_presented_by_another_principal_is_404(mcp: McpHttp, issuer: Issuer) -> None:
+    owner = bearer(issuer.token(sub="owner"))
+    init = {
+        "jsonrpc": "2.0",
+        "id": 1,
+        "method": "initialize",
+        "params": {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}},
+    }
+    session_id = (await mcp.post(init, owner)).headers["mcp-session-id"]
+    session = {"mcp-session-id": session_id, "mcp-protocol-version": "2025-11-25"}
+    call = {"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "whoami"}}
+    assert (await mcp.post(call, {**session, **owner})).status_code == 200
+    hijack = await mcp.post(call, {**session, **bearer(issuer.token(sub="intruder"))})
+    assert hijack.status_code == 404
+    assert (
+        await mcp.http.delete("/mcp", headers={**session, **bearer(issuer.token(sub="intruder"))})
+    ).status_code == 404
+
+
+async def test_an_unknown_kid_refreshes_the_key_set_once_then_fails(issuer: Issuer) -> None:
+    now = [0.0]
+    keys = KeySet(issuer.url, refresh_interval=60.0, clock=lambda: now[0])
+    authenticator = JwtAuthenticator(ResourceServer(ISSUER, AUDIENCE), keys)
+    await authenticator.authenticate(bearer(issuer.token("rsa-1")), {})
+    assert keys.fetches == 1
+    issuer.add_key("rsa-2")  # the issuer rotates in a new key
+    now[0] = 61.0
+    principal = await authenticator.authenticate(bearer(issuer.token("rsa-2", sub="rotated")), {})
+    assert principal.subject == "rotated" and keys.fetches == 2
+    issuer.add_key("never-published", publish=False)
+    with pytest.raises(UnauthorizedError):
+        await authenticator.authenticate(bearer(issuer.token("never-published")), {})
+    assert keys.fetches == 2  # refreshed a moment ago: an unknown kid cannot make us hammer the issuer
