@@ -28,7 +28,7 @@ class LocalMetrics:
         self.latencies: list[tuple[str, float, dict[str, str]]] = []
 
     def count(self, name: str, value: float = 1.0, **dimensions: str) -> None:
-        self.counts[(name, tuple(sorted(dimensions.items())))] += value
+        self.counts[(name, tuple(dimensions.items()))] += value
         logger.debug("metric", extra={"metric": name, "value": value, "dimensions": dimensions})
 
     def latency(self, name: str, milliseconds: float, **dimensions: str) -> None:

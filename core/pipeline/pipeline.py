@@ -20,7 +20,6 @@ handler gets a clean error before Lambda stops the container. Client cancellatio
 from __future__ import annotations
 
 import asyncio
-import dataclasses
 import logging
 import random
 import time
@@ -42,7 +41,7 @@ from core.pipeline.metrics import MetricsSink
 from core.resilience.backoff import full_jitter
 from core.resilience.breaker import BreakerPolicy, CircuitState
 from core.resilience.deadline import Clock, Deadline
-from core.server.context import Context
+from core.server.context import Context, HttpRequest
 from core.server.policy import Access, Middleware, ServerPolicy
 from core.server.signature import ArgumentsError
 from core.server.tools import Tool, ToolError
@@ -61,6 +60,16 @@ _OUTCOMES: tuple[tuple[type[Exception], str], ...] = (
     (ForbiddenError, "denied"),
     (ArgumentsError, "invalid_arguments"),
 )
+
+
+def _serving_each(terminal: Callable[[Context], Awaitable[Any]]) -> Callable[[Context], Awaitable[Any]]:
+    """The terminal step, with the context middleware passed down made the current one."""
+
+    async def step(context: Context) -> Any:
+        with serving(context):
+            return await terminal(context)
+
+    return step
 
 
 def is_retryable(error: BaseException) -> bool:
@@ -100,45 +109,55 @@ class Pipeline:
         self.clock = clock
         self.sleep = sleep
         self.rand = rand
+        limits = policy.rate_limits
+        self._server_limits = any((limits.per_tool, limits.per_principal, limits.per_session, limits.overall))
 
     # -- entry points ----------------------------------------------------------------------------------------
 
+    def deadline_for(self, request: HttpRequest | None, item_timeout: float | None) -> Deadline:
+        """The tightest of the item's timeout, the server's, and Lambda's remaining time less the margin."""
+        lambda_left: float | None = None
+        lambda_context = request.lambda_context if request else None
+        if lambda_context is not None:
+            lambda_left = lambda_context.get_remaining_time_in_millis() / 1000.0 - self.policy.deadline_margin
+        return Deadline.within(item_timeout, self.policy.timeout, lambda_left, clock=self.clock)
+
     async def call_tool(self, tool: Tool, arguments: JsonObject, context: Context) -> JsonObject:
         """Run a `tools/call` through every stage; returns the `CallToolResult`.
+
+        `context` names the tool (`item`) and carries the deadline from `deadline_for`.
 
         Raises:
             ArgumentsError: the arguments failed validation.
             McpError: denied, rate limited, circuit open, timed out, or a protocol error from the tool.
         """
-        middleware = (*self.policy.middleware, *tool.policy.middleware)
+        limited = tool.policy.rate_limit is not None or self._server_limits
 
         async def terminal(ctx: Context) -> JsonObject:
             kwargs = tool.validate(arguments)
-            await self._check_rate_limits(tool, ctx)
-            ctx = self._with_deadline(ctx, tool.policy.timeout)
-            with serving(ctx):
-                try:
-                    value = await self._within_deadline(ctx, self._breaker(tool, ctx, kwargs))
-                except (ArgumentsError, McpError):
-                    raise
-                except Exception as error:  # noqa: BLE001 - the tool's failure becomes its isError result (logged)
-                    return tool.failure(error)
+            if limited:
+                await self._check_rate_limits(tool, ctx)
+            try:
+                value = await self._within_deadline(ctx, self._breaker(tool, ctx, kwargs))
+            except (ArgumentsError, McpError):
+                raise
+            except Exception as error:  # noqa: BLE001 - the tool's failure becomes its isError result (logged)
+                return tool.failure(error)
             return tool.result(value)
 
-        result: JsonObject = await self._run(context, "tools/call", tool.name, tool.policy.access, middleware, terminal)
+        middleware = (*self.policy.middleware, *tool.policy.middleware)
+        result: JsonObject = await self._run(context, "tools/call", tool.policy.access, middleware, terminal)
         return result
 
     async def read(
-        self, context: Context, kind: str, name: str, access: Access, handler: Callable[[Context], Awaitable[Any]]
+        self, context: Context, kind: str, access: Access, handler: Callable[[Context], Awaitable[Any]]
     ) -> Any:
         """Run a resource read or prompt get: guards, authorization, server middleware, timeout, handler."""
 
         async def terminal(ctx: Context) -> Any:
-            ctx = self._with_deadline(ctx, None)
-            with serving(ctx):
-                return await self._within_deadline(ctx, handler(ctx))
+            return await self._within_deadline(ctx, handler(ctx))
 
-        return await self._run(context, kind, name, access, self.policy.middleware, terminal)
+        return await self._run(context, kind, access, self.policy.middleware, terminal)
 
     # -- stages ----------------------------------------------------------------------------------------------
 
@@ -146,19 +165,23 @@ class Pipeline:
         self,
         context: Context,
         kind: str,
-        name: str,
         access: Access,
         middleware: Sequence[Middleware],
         terminal: Callable[[Context], Awaitable[Any]],
     ) -> Any:
-        context = dataclasses.replace(context, item=name)
+        name = context.item or ""
         started = time.perf_counter()
         outcome = "error"
         try:
             with serving(context):
-                context = await authenticate(context, self.policy.authenticators)
-                await authorize(context, access, kind=kind.split("/")[0].rstrip("s"))
-                result = await chain(middleware, terminal)(context)
+                if self.policy.authenticators:
+                    context = await authenticate(context, self.policy.authenticators)
+                if access.restricted:
+                    await authorize(context, access, kind=kind.split("/")[0].rstrip("s"))
+                if not middleware:
+                    result = await terminal(context)
+                else:
+                    result = await chain(middleware, _serving_each(terminal))(context)
             outcome = "tool_error" if isinstance(result, dict) and result.get("isError") else "success"
             return result
         except Exception as error:
@@ -186,14 +209,6 @@ class Pipeline:
             if not decision.allowed:
                 self.metrics.count("rate_limited", item=tool.name, scope=scope)
                 raise RateLimitedError(scope, decision.retry_after)
-
-    def _with_deadline(self, context: Context, item_timeout: float | None) -> Context:
-        lambda_left: float | None = None
-        lambda_context = context.request.lambda_context if context.request else None
-        if lambda_context is not None:
-            lambda_left = lambda_context.get_remaining_time_in_millis() / 1000.0 - self.policy.deadline_margin
-        deadline = Deadline.within(item_timeout, self.policy.timeout, lambda_left, clock=self.clock)
-        return dataclasses.replace(context, deadline=deadline)
 
     async def _within_deadline(self, context: Context, work: Awaitable[Any]) -> Any:
         """Await `work` until the deadline, or until the client cancels; both end it with an error."""

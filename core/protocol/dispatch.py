@@ -14,6 +14,7 @@ from core.pipeline.pipeline import Pipeline
 from core.protocol import versions
 from core.protocol.capabilities import server_capabilities
 from core.protocol.jsonrpc import Request, RequestId
+from core.resilience.deadline import Deadline
 from core.server.context import CancellationSignal, Context, HttpRequest
 from core.server.pagination import Paginator
 from core.server.principal import Principal
@@ -52,7 +53,7 @@ class Call:
     def params(self) -> JsonObject:
         return self.request.params
 
-    def context(self) -> Context:
+    def context(self, *, item: str | None = None, deadline: Deadline | None = None) -> Context:
         meta = self.params.get("_meta")
         return Context(
             request_id=self.request.id,
@@ -64,6 +65,8 @@ class Call:
             meta=meta if isinstance(meta, dict) else {},
             request=self.http,
             user=self.principal,
+            item=item,
+            deadline=deadline,
         )
 
 
@@ -215,8 +218,9 @@ class Dispatcher:
         if tool is None:
             raise InvalidParamsError(f"Unknown tool: {name}", data={"name": name})
         arguments = _object_param(call, "arguments")
+        context = call.context(item=name, deadline=self.pipeline.deadline_for(call.http, tool.policy.timeout))
         try:
-            with self._cancellable(call) as context:
+            with self._cancellable(call, context):
                 return await self.pipeline.call_tool(tool, arguments, context)
         except ArgumentsError as exc:
             message = f"Invalid arguments for tool '{name}': " + "; ".join(exc.problems)
@@ -239,7 +243,8 @@ class Dispatcher:
             return await _user_code(f"Resource '{uri}'", target.read(context))
 
         try:
-            contents = await self.pipeline.read(call.context(), "resources/read", uri, target.access, read)
+            context = call.context(item=uri, deadline=self.pipeline.deadline_for(call.http, None))
+            contents = await self.pipeline.read(context, "resources/read", target.access, read)
         except ArgumentsError as exc:
             raise InvalidParamsError(f"Invalid URI {uri}: " + "; ".join(exc.problems)) from None
         result: JsonObject = {"contents": contents}
@@ -249,12 +254,11 @@ class Dispatcher:
         return result
 
     @contextmanager
-    def _cancellable(self, call: Call) -> Iterator[Context]:
-        context = call.context()
+    def _cancellable(self, call: Call, context: Context) -> Iterator[None]:
         key = (context.session_id, call.request.id)
         self._running[key] = context.signal
         try:
-            yield context
+            yield
         finally:
             self._running.pop(key, None)
 
@@ -287,7 +291,8 @@ class Dispatcher:
             return await _user_code(f"Prompt '{name}'", prompt.get(arguments, context))
 
         try:
-            result: JsonObject = await self.pipeline.read(call.context(), "prompts/get", name, prompt.access, render)
+            context = call.context(item=name, deadline=self.pipeline.deadline_for(call.http, None))
+            result: JsonObject = await self.pipeline.read(context, "prompts/get", prompt.access, render)
         except ArgumentsError as exc:
             raise InvalidParamsError(
                 f"Invalid arguments for prompt '{name}': " + "; ".join(exc.problems), data={"problems": exc.problems}

@@ -111,6 +111,14 @@ class Context:
     async def report_progress(self, progress: float, total: float | None = None, message: str | None = None) -> None:
         """Report progress; a no-op when the response is a single JSON object (nothing can carry it)."""
 
+    async def stream_content(self, content: Any) -> None:
+        """Send partial output ahead of the result; a no-op on a single JSON response (the result still carries
+        everything the tool returns)."""
+
+    async def notify_resource_updated(self, uri: str) -> None:
+        """Tell subscribers that `uri` changed. Subscriptions are recorded; delivering the notification needs a
+        stream (the legacy GET stream or subscriptions/listen), so on a JSON-only deployment this is a no-op."""
+
     async def log(self, level: str, message: str, **fields: Any) -> None:
         """Log through the server's logger; reaching the client needs a streamed response."""
         logger.log(_LEVELS.get(level, logging.INFO), message, extra={"tool_log": fields} if fields else None)

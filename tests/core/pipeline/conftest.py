@@ -47,10 +47,18 @@ class Harness:
     clock: FakeClock
     sleeps: RecordedSleeps
 
-    def context(self, *, session_id: str | None = None, lambda_context: object = None) -> Context:
+    def context(self, tool: str, *, session_id: str | None = None, lambda_context: object = None) -> Context:
+        """The context the dispatcher builds for a call of `tool`: the item named, the deadline set."""
         http = HttpRequest("POST", "/mcp", {}, lambda_context)
+        deadline = self.pipeline.deadline_for(http, self.server.tools[tool].policy.timeout)
         return Context(
-            request_id=1, method="tools/call", protocol_version="2026-07-28", session_id=session_id, request=http
+            request_id=1,
+            method="tools/call",
+            protocol_version="2026-07-28",
+            session_id=session_id,
+            request=http,
+            item=tool,
+            deadline=deadline,
         )
 
     async def call(
@@ -61,7 +69,7 @@ class Harness:
         session_id: str | None = None,
         lambda_context: object = None,
     ) -> dict[str, Any]:
-        context = self.context(session_id=session_id, lambda_context=lambda_context)
+        context = self.context(tool, session_id=session_id, lambda_context=lambda_context)
         return await self.pipeline.call_tool(self.server.tools[tool], arguments or {}, context)
 
 

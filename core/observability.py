@@ -1,0 +1,130 @@
+"""Structured logs and CloudWatch metrics for Lambda, with nothing imported at cold start.
+
+- `JsonFormatter` writes one JSON object per log line with the correlation ids of the call being served
+  (Lambda request id, MCP request id, session id, tool / resource / prompt), read from the request context.
+  Headers, tokens and raw events are never part of a record; only the message and explicit `extra` fields are.
+- `EmfMetrics` is a `MetricsSink` that writes CloudWatch Embedded Metric Format lines to stdout when flushed
+  (once per invocation), which CloudWatch turns into metrics without an API call.
+
+Powertools for AWS Lambda provides both, at about 33 ms of CPU per cold start (its package imports the logger,
+metrics and tracer together); `STRATUS_METRICS=powertools` uses it for teams that already standardize on it.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import sys
+import time
+from collections import defaultdict
+from collections.abc import Callable
+from contextvars import ContextVar
+from typing import IO, Any
+
+from core.pipeline.current import _current
+
+lambda_request_id: ContextVar[str | None] = ContextVar("stratus_lambda_request_id", default=None)
+
+_STANDARD_ATTRIBUTES = frozenset(vars(logging.LogRecord("", 0, "", 0, "", None, None))) | {"message", "asctime"}
+_LATENCY_METRICS = frozenset({"latency"})
+
+
+class JsonFormatter(logging.Formatter):
+    """One JSON object per record: level, logger, message, correlation ids, `extra` fields, exception type."""
+
+    def __init__(self, service: str) -> None:
+        super().__init__()
+        self.service = service
+
+    def format(self, record: logging.LogRecord) -> str:
+        entry: dict[str, Any] = {
+            "timestamp": round(record.created * 1000),
+            "level": record.levelname,
+            "logger": record.name,
+            "message": record.getMessage(),
+            "service": self.service,
+        }
+        request_id = lambda_request_id.get()
+        if request_id:
+            entry["lambda_request_id"] = request_id
+        context = _current.get()
+        if context is not None:
+            entry["mcp_request_id"] = context.request_id
+            entry["mcp_method"] = context.method
+            if context.session_id:
+                entry["session_id"] = context.session_id
+            if context.item:
+                entry["item"] = context.item
+        for key, value in vars(record).items():
+            if key not in _STANDARD_ATTRIBUTES and not key.startswith("_"):
+                entry[key] = value
+        if record.exc_info and record.exc_info[0] is not None:
+            entry["exception_type"] = record.exc_info[0].__name__
+            entry["exception"] = self.formatException(record.exc_info)
+        return json.dumps(entry, default=str, separators=(",", ":"))
+
+
+def configure_logging(service: str, level: str) -> None:
+    """Send Stratus's logs as JSON through the root handlers (the Lambda runtime installs one), or to stderr."""
+    root = logging.getLogger()
+    if not root.handlers:
+        root.addHandler(logging.StreamHandler(sys.stderr))
+    formatter = JsonFormatter(service)
+    for handler in root.handlers:
+        handler.setFormatter(formatter)
+    logging.getLogger("stratus").setLevel(level.upper())
+
+
+class EmfMetrics:
+    """Collects data points during an invocation; `flush` writes them as Embedded Metric Format lines."""
+
+    def __init__(
+        self,
+        namespace: str,
+        service: str,
+        *,
+        stream: IO[str] | None = None,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        self.namespace = namespace
+        self.service = service
+        self._stream = stream
+        self._clock = clock
+        self._points: defaultdict[tuple[tuple[str, str], ...], defaultdict[str, list[float]]] = defaultdict(
+            lambda: defaultdict(list)
+        )
+
+    def count(self, name: str, value: float = 1.0, **dimensions: str) -> None:
+        self._points[tuple(sorted(dimensions.items()))][name].append(value)
+
+    def latency(self, name: str, milliseconds: float, **dimensions: str) -> None:
+        self._points[tuple(sorted(dimensions.items()))][name].append(milliseconds)
+
+    def flush(self) -> None:
+        """Write one EMF object per dimension set and forget the data points."""
+        stream = self._stream or sys.stdout
+        timestamp = round(self._clock() * 1000)
+        for dimensions, metrics in self._points.items():
+            names = ["service", *(key for key, _ in dimensions)]
+            document: dict[str, Any] = {
+                "_aws": {
+                    "Timestamp": timestamp,
+                    "CloudWatchMetrics": [
+                        {
+                            "Namespace": self.namespace,
+                            "Dimensions": [names],
+                            "Metrics": [
+                                {"Name": name, "Unit": "Milliseconds" if name in _LATENCY_METRICS else "Count"}
+                                for name in metrics
+                            ],
+                        }
+                    ],
+                },
+                "service": self.service,
+                **dict(dimensions),
+            }
+            for name, values in metrics.items():
+                document[name] = values if len(values) > 1 else values[0]
+            stream.write(json.dumps(document, separators=(",", ":")) + "\n")
+        stream.flush()
+        self._points.clear()
