@@ -55,9 +55,9 @@ class JsonFormatter(logging.Formatter):
                 entry["session_id"] = context.session_id
             if context.item:
                 entry["item"] = context.item
-        for key, value in vars(record).items():
-            if key not in _STANDARD_ATTRIBUTES and not key.startswith("_"):
-                entry[key] = value
+        entry.update(
+            (key, value) for key, value in vars(record).items() if key not in _STANDARD_ATTRIBUTES and key[0] != "_"
+        )
         if record.exc_info and record.exc_info[0] is not None:
             entry["exception_type"] = record.exc_info[0].__name__
             entry["exception"] = self.formatException(record.exc_info)

@@ -4,13 +4,12 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from typing import NamedTuple
 
 Clock = Callable[[], float]
 
 
-@dataclass(frozen=True, slots=True)
-class Deadline:
+class Deadline(NamedTuple):
     """The earliest of every limit that applies to a request (tool timeout, global timeout, Lambda's time left)."""
 
     expires_at: float

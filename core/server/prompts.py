@@ -7,7 +7,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from core.server.content import CONTENT_TYPES, Content, to_content_block
+from core.server.content import CONTENT_TYPES, Content, is_sequence, to_content_block
 from core.server.context import Context
 from core.server.policy import Access
 from core.server.signature import Signature
@@ -81,7 +81,7 @@ class Prompt:
         if self.signature.context_parameter:
             kwargs[self.signature.context_parameter] = context
         value = await self.fn(**kwargs) if self.is_async else self.fn(**kwargs)
-        items = value if isinstance(value, list | tuple) else [value]
+        items = value if is_sequence(value) else [value]
         messages = []
         for item in items:
             if isinstance(item, Message):

@@ -8,7 +8,7 @@ from collections.abc import Callable
 from typing import Any
 from urllib.parse import unquote
 
-from core.server.content import BlobResource, TextResource
+from core.server.content import BlobResource, TextResource, is_sequence
 from core.server.context import Context
 from core.server.policy import Access
 from core.server.signature import Signature
@@ -62,7 +62,7 @@ class _Readable:
         return await self.fn(**kwargs) if self.is_async else self.fn(**kwargs)
 
     def _contents(self, uri: str, value: Any) -> list[JsonObject]:
-        items = value if isinstance(value, list | tuple) else [value]
+        items = value if is_sequence(value) else [value]
         contents: list[JsonObject] = []
         for item in items:
             if isinstance(item, TextResource | BlobResource):
