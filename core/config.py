@@ -53,6 +53,11 @@ class Settings:
     """Key that signs pagination cursors; set it so every container accepts every other's cursors."""
     log_level: str = "INFO"
     """Level of the server's own logs."""
+    telemetry: str = "local"
+    """`local` (counted in memory, plain logs), `emf` (JSON logs + CloudWatch EMF metrics, for Lambda) or
+    `powertools` (the same through Powertools for AWS Lambda, at about 33 ms more per cold start)."""
+    metrics_namespace: str = "Stratus"
+    """The CloudWatch namespace of the metrics in `emf` and `powertools` telemetry."""
     auth_mode: str = "off"
     """`off`, `jwt` (verify bearer JWTs against a JWKS) or `gateway` (trust API Gateway's authorizer claims)."""
     auth_issuer: str | None = None
@@ -69,6 +74,8 @@ class Settings:
             raise SettingsError(f"{PREFIX}MCP_PATH must start with '/', got {self.mcp_path!r}")
         if ":" not in self.app:
             raise SettingsError(f"{PREFIX}APP must be 'module:attribute', got {self.app!r}")
+        if self.telemetry not in ("local", "emf", "powertools"):
+            raise SettingsError(f"{PREFIX}TELEMETRY must be local, emf or powertools, got {self.telemetry!r}")
         if self.auth_mode not in ("off", "jwt", "gateway"):
             raise SettingsError(f"{PREFIX}AUTH_MODE must be off, jwt or gateway, got {self.auth_mode!r}")
         if self.auth_mode == "jwt":

@@ -1,8 +1,8 @@
 """Structured logs and CloudWatch metrics for Lambda, with nothing imported at cold start.
 
-- `JsonFormatter` writes one JSON object per log line with the correlation ids of the call being served
-  (Lambda request id, MCP request id, session id, tool / resource / prompt), read from the request context.
-  Headers, tokens and raw events are never part of a record; only the message and explicit `extra` fields are.
+- `CorrelationFilter` adds the correlation ids of the call being served (Lambda request id, MCP request id,
+  session id, tool / resource / prompt) to every record; `JsonFormatter` writes one JSON object per record.
+  Headers, tokens and raw events are never part of a record: only the message and explicit `extra` fields are.
 - `EmfMetrics` is a `MetricsSink` that writes CloudWatch Embedded Metric Format lines to stdout when flushed
   (once per invocation), which CloudWatch turns into metrics without an API call.
 
@@ -21,7 +21,7 @@ from collections.abc import Callable
 from contextvars import ContextVar
 from typing import IO, Any
 
-from core.pipeline.current import _current
+from core.pipeline.current import peek_context
 
 lambda_request_id: ContextVar[str | None] = ContextVar("stratus_lambda_request_id", default=None)
 
@@ -29,8 +29,28 @@ _STANDARD_ATTRIBUTES = frozenset(vars(logging.LogRecord("", 0, "", 0, "", None, 
 _LATENCY_METRICS = frozenset({"latency"})
 
 
+class CorrelationFilter(logging.Filter):
+    """Adds the correlation ids of the call being served to every record: Lambda request id, MCP request id and
+    method, session id, and the tool / resource / prompt."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        request_id = lambda_request_id.get()
+        if request_id:
+            record.lambda_request_id = request_id
+        context = peek_context()
+        if context is not None:
+            record.mcp_request_id = context.request_id
+            record.mcp_method = context.method
+            if context.session_id:
+                record.session_id = context.session_id
+            if context.item:
+                record.item = context.item
+        return True
+
+
 class JsonFormatter(logging.Formatter):
-    """One JSON object per record: level, logger, message, correlation ids, `extra` fields, exception type."""
+    """One JSON object per record: time, level, logger, message, service, the record's extra fields, and the
+    exception's type and traceback when there is one. Only what the code logged explicitly is written."""
 
     def __init__(self, service: str) -> None:
         super().__init__()
@@ -44,17 +64,6 @@ class JsonFormatter(logging.Formatter):
             "message": record.getMessage(),
             "service": self.service,
         }
-        request_id = lambda_request_id.get()
-        if request_id:
-            entry["lambda_request_id"] = request_id
-        context = _current.get()
-        if context is not None:
-            entry["mcp_request_id"] = context.request_id
-            entry["mcp_method"] = context.method
-            if context.session_id:
-                entry["session_id"] = context.session_id
-            if context.item:
-                entry["item"] = context.item
         entry.update(
             (key, value) for key, value in vars(record).items() if key not in _STANDARD_ATTRIBUTES and key[0] != "_"
         )
@@ -64,14 +73,16 @@ class JsonFormatter(logging.Formatter):
         return json.dumps(entry, default=str, separators=(",", ":"))
 
 
-def configure_logging(service: str, level: str) -> None:
-    """Send Stratus's logs as JSON through the root handlers (the Lambda runtime installs one), or to stderr."""
+def configure_logging(formatter: logging.Formatter, level: str) -> None:
+    """Format every root handler's records with `formatter` and correlation ids (the Lambda runtime installs one
+    handler; without any, log to stderr), and set the level of Stratus's loggers."""
     root = logging.getLogger()
     if not root.handlers:
         root.addHandler(logging.StreamHandler(sys.stderr))
-    formatter = JsonFormatter(service)
     for handler in root.handlers:
         handler.setFormatter(formatter)
+        if not any(isinstance(existing, CorrelationFilter) for existing in handler.filters):
+            handler.addFilter(CorrelationFilter())
     logging.getLogger("stratus").setLevel(level.upper())
 
 

@@ -9,6 +9,8 @@ from typing import Any
 from mangum import Mangum
 
 from core import McpServer, Settings, build_app
+from core.observability import lambda_request_id
+from handlers.telemetry import build_telemetry
 
 LambdaHandler = Any
 
@@ -35,11 +37,26 @@ def _ensure_event_loop() -> None:
 
 
 def make_handler(server: McpServer, settings: Settings | None = None) -> LambdaHandler:
-    """A Lambda handler serving `server`, built now: call it at module scope, once per cold start."""
+    """A Lambda handler serving `server`, built now: call it at module scope, once per cold start.
+
+    Each invocation is tagged with its Lambda request id for the logs; metrics are flushed when it ends, and the
+    first invocation of the container counts a `cold_start`.
+    """
+    settings = settings or Settings()
     _ensure_event_loop()
-    asgi = Mangum(build_app(server, settings), lifespan="off")
+    metrics, flush = build_telemetry(settings, server.name)
+    asgi = Mangum(build_app(server, settings, metrics=metrics), lifespan="off")
+    cold = [True]
 
     def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
-        return asgi(_tolerate_null_headers(event), context)
+        token = lambda_request_id.set(getattr(context, "aws_request_id", None))
+        try:
+            if cold[0]:
+                cold[0] = False
+                metrics.count("cold_start")
+            return asgi(_tolerate_null_headers(event), context)
+        finally:
+            flush()
+            lambda_request_id.reset(token)
 
     return handler

@@ -23,6 +23,11 @@ def current_context() -> Context:
     return context
 
 
+def peek_context() -> Context | None:
+    """The context of the call being served, or None outside one (for loggers and other observers)."""
+    return _current.get()
+
+
 @contextmanager
 def serving(context: Context) -> Iterator[None]:
     """Make `context` the current one for the duration of the block."""

@@ -23,7 +23,7 @@ EVENTS = Path(__file__).parent.parent / "events"
 EVENT_TYPES = ["http_api_v2", "function_url", "rest_api_v1", "alb"]
 
 
-@dataclass
+@dataclass(kw_only=True)
 class LambdaContext:
     """The attributes of the Lambda runtime's context object that Mangum and Stratus read."""
 

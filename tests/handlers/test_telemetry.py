@@ -1,0 +1,116 @@
+"""Telemetry on Lambda: EMF metrics flushed per invocation, JSON logs with correlation ids and no secrets."""
+
+from __future__ import annotations
+
+import asyncio
+import io
+import json
+import logging
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from core import McpServer, Settings
+from handlers.adapter import make_handler
+from tests.handlers.test_buffered import LambdaContext, event, modern_request
+
+SECRET = "eyJ.SECRET-TOKEN.sig"
+
+
+def make_server() -> McpServer:
+    server = McpServer("telemetry")
+    log = logging.getLogger("stratus.tool.demo")
+
+    @server.tool()
+    def work(fail: bool = False) -> str:
+        log.info("working", extra={"step": "one"})
+        if fail:
+            raise RuntimeError("database down")
+        return "done"
+
+    return server
+
+
+@pytest.fixture
+def isolated_logging() -> Iterator[io.StringIO]:
+    """Route the root logger to a buffer for the test, restoring handlers, formatters and levels afterwards."""
+    root = logging.getLogger()
+    saved = [(handler, handler.formatter, list(handler.filters)) for handler in root.handlers]
+    saved_level, stratus_level = root.level, logging.getLogger("stratus").level
+    buffer = io.StringIO()
+    capture = logging.StreamHandler(buffer)
+    root.handlers = [capture]
+    root.setLevel(logging.DEBUG)
+    loop = asyncio.new_event_loop()
+    asyncio.set_event_loop(loop)
+    try:
+        yield buffer
+    finally:
+        root.handlers = [handler for handler, _, _ in saved]
+        for handler, formatter, filters in saved:
+            handler.setFormatter(formatter)
+            handler.filters = filters
+        root.setLevel(saved_level)
+        logging.getLogger("stratus").setLevel(stratus_level)
+        asyncio.set_event_loop(None)
+        loop.close()
+
+
+def invoke(handler: Any, arguments: dict[str, Any], request_id: str) -> dict[str, Any]:
+    body, headers = modern_request("tools/call", {"name": "work", "arguments": arguments})
+    headers["authorization"] = f"Bearer {SECRET}"
+    context = LambdaContext(aws_request_id=request_id)
+    response: dict[str, Any] = handler(event("http_api_v2", body, headers), context)
+    return response
+
+
+def emf_lines(output: str) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in output.splitlines() if line.startswith('{"_aws"')]
+
+
+def test_emf_metrics_are_flushed_each_invocation_with_cold_start_once(
+    isolated_logging: io.StringIO, capsys: pytest.CaptureFixture[str]
+) -> None:
+    handler = make_handler(make_server(), Settings(telemetry="emf", metrics_namespace="StratusTest"))
+    invoke(handler, {}, "req-1")
+    first = emf_lines(capsys.readouterr().out)
+    invoke(handler, {"fail": True}, "req-2")
+    second = emf_lines(capsys.readouterr().out)
+    assert any(line.get("cold_start") == 1 for line in first)
+    assert not any("cold_start" in line for line in second)
+    calls = next(line for line in first if "calls" in line)
+    assert calls["_aws"]["CloudWatchMetrics"][0]["Namespace"] == "StratusTest"
+    assert calls["_aws"]["CloudWatchMetrics"][0]["Dimensions"] == [["service", "item", "method", "outcome"]]
+    assert (calls["item"], calls["outcome"], calls["calls"]) == ("work", "success", 1)
+    failed = next(line for line in second if "errors" in line)
+    assert (failed["outcome"], failed["errors"]) == ("tool_error", 1)
+
+
+def test_json_logs_carry_correlation_ids_and_never_the_token_or_event(
+    isolated_logging: io.StringIO, capsys: pytest.CaptureFixture[str]
+) -> None:
+    handler = make_handler(make_server(), Settings(telemetry="emf"))
+    invoke(handler, {"fail": True}, "req-42")
+    records = [json.loads(line) for line in isolated_logging.getvalue().splitlines() if line.startswith("{")]
+    working = next(record for record in records if record["message"] == "working")
+    assert working["lambda_request_id"] == "req-42"
+    assert working["item"] == "work" and working["mcp_method"] == "tools/call" and working["step"] == "one"
+    failure = next(record for record in records if record["message"] == "tool raised")
+    assert failure["exception_type"] == "RuntimeError" and failure["error_ref"]
+    everything = isolated_logging.getvalue() + capsys.readouterr().out
+    assert SECRET not in everything
+    assert "authorization" not in everything.lower() and "requestContext" not in everything
+
+
+def test_powertools_telemetry_emits_emf_through_powertools(
+    isolated_logging: io.StringIO, capsys: pytest.CaptureFixture[str]
+) -> None:
+    handler = make_handler(make_server(), Settings(telemetry="powertools", metrics_namespace="StratusPT"))
+    invoke(handler, {}, "req-7")
+    lines = emf_lines(capsys.readouterr().out)
+    calls = next(line for line in lines if "calls" in line)
+    assert calls["_aws"]["CloudWatchMetrics"][0]["Namespace"] == "StratusPT"
+    assert (calls["item"], calls["outcome"]) == ("work", "success")
+    working = next(json.loads(line) for line in isolated_logging.getvalue().splitlines() if "working" in line)
+    assert working["lambda_request_id"] == "req-7" and working["item"] == "work"
