@@ -80,6 +80,13 @@ def warm(python: Path, subject: str, calls: int, warmup: int, env: dict[str, str
     return figures
 
 
+def pipeline(python: Path, calls: int, env: dict[str, str]) -> dict[str, float]:
+    """Medians of a warm tools/call without the pipeline, through it, and through it with limits (bench/pipeline.py)."""
+    done = spawn([str(python), str(BENCH / "pipeline.py"), str(calls)], env)
+    figures: dict[str, float] = ast.literal_eval(done.stdout.strip().splitlines()[-1])
+    return figures
+
+
 _COLLECTED = re.compile(r"Collected\s*:\s*(\d+)")
 
 

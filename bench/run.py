@@ -34,6 +34,8 @@ DOCS = measure.REPO / "docs" / "benchmarks.md"
 COLD_FLOOR_TARGET = 1.15
 COLD_AWSLABS_TARGET = 1.0
 WARM_TARGET_US = 100.0
+PIPELINE_TARGET_US = 15.0
+LIMITED_PIPELINE_TARGET_US = 40.0
 FORBIDDEN = ("boto3", "botocore", "redis", "aws_lambda_powertools.tracing", "aws_xray_sdk")
 WARM_SUBJECTS = ("stratus", "stratus-legacy", "floor", "awslabs")
 
@@ -106,11 +108,18 @@ def run_warm(python: Path, calls: int, repeats: int, env: dict[str, str]) -> dic
     return summary
 
 
+def run_pipeline(python: Path, calls: int, repeats: int, env: dict[str, str]) -> dict[str, float]:
+    """What the pipeline adds to a warm tools/call, medians over `repeats` fresh processes."""
+    runs = [measure.pipeline(python, calls, env) for _ in range(repeats)]
+    return {key: _median([run[key] for run in runs]) for key in runs[0]}
+
+
 def build_rows(
     cold: dict[str, list[dict[str, Any]]],
     bare_cpu: list[float],
     ir: dict[str, int] | None,
     warm: dict[str, dict[str, float]],
+    pipeline: dict[str, float],
 ) -> tuple[list[Row], list[str]]:
     """The table's rows, and the notes under it."""
 
@@ -170,6 +179,24 @@ def build_rows(
         Row("warm: tools/call p99, us", {subject: warm[subject]["p99_us"] for subject in SUBJECTS}),
         Row("warm: CPU per call, us", {subject: warm[subject]["cpu_per_call_us"] for subject in SUBJECTS}),
     ]
+    added = pipeline["pipeline_us"] - pipeline["direct_us"]
+    added_limited = pipeline["limited_us"] - pipeline["direct_us"]
+    rows += [
+        Row(
+            "pipeline: added to a warm tools/call, us",
+            {"stratus": added},
+            ratios=False,
+            target=f"<= {PIPELINE_TARGET_US:.0f} us",
+            verdict=verdict(added <= PIPELINE_TARGET_US),
+        ),
+        Row(
+            "pipeline + rate limit + breaker (memory), added, us",
+            {"stratus": added_limited},
+            ratios=False,
+            target=f"<= {LIMITED_PIPELINE_TARGET_US:.0f} us",
+            verdict=verdict(added_limited <= LIMITED_PIPELINE_TARGET_US),
+        ),
+    ]
     watched = {
         subject: sorted({name for run in cold[subject] for name in run["watched"]}) or ["none"] for subject in SUBJECTS
     }
@@ -182,6 +209,8 @@ def build_rows(
         "modules of note: " + "; ".join(f"{subject}: {', '.join(names)}" for subject, names in watched.items()),
         f"Stratus legacy (2025-11-25, in a session, memory store) warm tools/call: "
         f"median {legacy['median_us']:.1f} us, p99 {legacy['p99_us']:.1f} us",
+        f"pipeline (bench/pipeline.py, in-process medians): tool alone {pipeline['direct_us']:.1f} us, through the "
+        f"pipeline {pipeline['pipeline_us']:.1f} us, with a rate limit and a breaker {pipeline['limited_us']:.1f} us",
     ]
     return rows, notes
 
@@ -302,6 +331,8 @@ def main(argv: Sequence[str] | None = None) -> None:
             ir = run_callgrind(python, env)
         _log(f"warm calls: {calls} x 3 processes per subject")
         warm = run_warm(python, calls, 3, env)
+        _log("pipeline overhead")
+        pipeline = run_pipeline(python, calls * 4, 3, env)
     except RuntimeError:
         if not python.exists():
             raise SystemExit(
@@ -309,7 +340,7 @@ def main(argv: Sequence[str] | None = None) -> None:
             ) from None
         raise
 
-    rows, notes = build_rows(cold, bare_cpu, ir, warm)
+    rows, notes = build_rows(cold, bare_cpu, ir, warm, pipeline)
     if ir is None and not args.quick and not args.no_callgrind:
         notes.append("instruction counts skipped: valgrind is not installed")
     machine = machine_note(python)

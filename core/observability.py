@@ -18,12 +18,9 @@ import sys
 import time
 from collections import defaultdict
 from collections.abc import Callable
-from contextvars import ContextVar
 from typing import IO, Any
 
-from core.pipeline.current import peek_context
-
-lambda_request_id: ContextVar[str | None] = ContextVar("stratus_lambda_request_id", default=None)
+from core.pipeline.current import lambda_request_id, peek_context
 
 _STANDARD_ATTRIBUTES = frozenset(vars(logging.LogRecord("", 0, "", 0, "", None, None))) | {"message", "asctime"}
 _LATENCY_METRICS = frozenset({"latency"})

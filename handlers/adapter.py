@@ -9,7 +9,7 @@ from typing import Any
 from mangum import Mangum
 
 from core import McpServer, Settings, build_app
-from core.observability import lambda_request_id
+from core.pipeline.current import lambda_request_id
 from handlers.telemetry import build_telemetry
 
 LambdaHandler = Any

@@ -11,7 +11,6 @@ from collections.abc import Callable
 from typing import Any
 
 from core import Settings
-from core.observability import EmfMetrics, JsonFormatter, configure_logging
 from core.pipeline.metrics import LocalMetrics, MetricsSink
 
 Flush = Callable[[], None]
@@ -47,13 +46,15 @@ class PowertoolsMetrics:
 
 def build_telemetry(settings: Settings, service: str) -> tuple[MetricsSink, Flush]:
     """The metrics sink for `settings.telemetry` and what to call at the end of each invocation."""
+    if settings.telemetry == "local":
+        return LocalMetrics(), _nothing
+    from core.observability import EmfMetrics, JsonFormatter, configure_logging
+
     if settings.telemetry == "emf":
         configure_logging(JsonFormatter(service), settings.log_level)
         emf = EmfMetrics(settings.metrics_namespace, service)
         return emf, emf.flush
-    if settings.telemetry == "powertools":
-        from aws_lambda_powertools.logging.formatter import LambdaPowertoolsFormatter
+    from aws_lambda_powertools.logging.formatter import LambdaPowertoolsFormatter
 
-        configure_logging(LambdaPowertoolsFormatter(service=service), settings.log_level)
-        return PowertoolsMetrics(settings.metrics_namespace, service), _nothing
-    return LocalMetrics(), _nothing
+    configure_logging(LambdaPowertoolsFormatter(service=service), settings.log_level)
+    return PowertoolsMetrics(settings.metrics_namespace, service), _nothing

@@ -9,6 +9,8 @@ from contextvars import ContextVar
 from core.server.context import Context
 
 _current: ContextVar[Context | None] = ContextVar("stratus_request_context", default=None)
+lambda_request_id: ContextVar[str | None] = ContextVar("stratus_lambda_request_id", default=None)
+"""The Lambda invocation being served (set by the Lambda handler; read by log correlation)."""
 
 
 def current_context() -> Context:

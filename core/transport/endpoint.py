@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import logging
 import secrets
+from typing import TYPE_CHECKING
 
-from core.auth.setup import RequestAuthenticator
 from core.errors import HttpError, InternalError, McpError
 from core.protocol import versions
 from core.protocol.dispatch import Dispatcher
@@ -17,6 +17,9 @@ from core.transport.guards import HostOriginGuard, check_accepts_json, check_jso
 from core.transport.legacy import SESSION_HEADER, LegacyHandler
 from core.transport.modern import handle_modern, request_meta_version
 from core.transport.reply import Reply, error_reply
+
+if TYPE_CHECKING:
+    from core.auth.setup import RequestAuthenticator
 
 logger = logging.getLogger("stratus.transport")
 
