@@ -10,26 +10,22 @@ A uvicorn server on 127.0.0.1 (an ephemeral port) serves the demo server. Each t
 
 from __future__ import annotations
 
-import threading
-import time
 from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 
 import anyio
 import pytest
-import uvicorn
 from mcp import Client
 from mcp.client.client import ConnectMode
 from mcp_types import PromptReference, TextContent, TextResourceContents
 
 from core import Settings, build_app
 from examples.demo import server as demo_server
+from tests.servers import uvicorn_serving
 
 pytestmark = [pytest.mark.anyio, pytest.mark.uvicorn]
 
-STARTUP_TIMEOUT_SECONDS = 10.0
-SHUTDOWN_TIMEOUT_SECONDS = 10.0
 TEST_TIMEOUT_SECONDS = 10.0
 REQUEST_TIMEOUT_SECONDS = 5.0
 
@@ -54,30 +50,8 @@ def anyio_backend() -> str:
 @pytest.fixture(scope="module")
 def stratus_url() -> Iterator[str]:
     """The MCP endpoint of the demo server, served by uvicorn in a background thread."""
-    config = uvicorn.Config(
-        build_app(demo_server, Settings()),
-        host="127.0.0.1",
-        port=0,
-        log_level="warning",
-        lifespan="off",
-    )
-    http_server = uvicorn.Server(config)
-    thread = threading.Thread(target=http_server.run, name="stratus-uvicorn", daemon=True)
-    thread.start()
-    try:
-        deadline = time.monotonic() + STARTUP_TIMEOUT_SECONDS
-        while not http_server.started:
-            if not thread.is_alive():
-                pytest.fail("uvicorn exited before it started")
-            if time.monotonic() > deadline:
-                pytest.fail(f"uvicorn did not start within {STARTUP_TIMEOUT_SECONDS} s")
-            time.sleep(0.01)
-        port = http_server.servers[0].sockets[0].getsockname()[1]
-        yield f"http://127.0.0.1:{port}/mcp"
-    finally:
-        http_server.should_exit = True
-        thread.join(SHUTDOWN_TIMEOUT_SECONDS)
-        assert not thread.is_alive(), "uvicorn did not shut down"
+    with uvicorn_serving(build_app(demo_server, Settings())) as base_url:
+        yield f"{base_url}/mcp"
 
 
 @pytest.fixture(params=[MODERN, LEGACY], ids=lambda era: era.protocol_version)

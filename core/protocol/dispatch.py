@@ -64,6 +64,7 @@ class Call:
             client_info=self.client_info,
             meta=meta if isinstance(meta, dict) else {},
             request=self.http,
+            signal=self.http.disconnected.child() if self.http and self.http.disconnected else CancellationSignal(),
             user=self.principal,
             item=item,
             deadline=deadline,

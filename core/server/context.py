@@ -48,6 +48,12 @@ class CancellationSignal:
             for callback in self._callbacks:
                 callback()
 
+    def child(self) -> CancellationSignal:
+        """A signal that is cancelled with this one, and may also be cancelled on its own (one call of a request)."""
+        child = CancellationSignal()
+        self.on_cancel(lambda: child.cancel(self.reason))
+        return child
+
     def on_cancel(self, callback: Callable[[], None]) -> Callable[[], None]:
         """Call `callback` when the request is cancelled (at once if it already is); returns an unsubscribe."""
         if self._cancelled:
@@ -77,6 +83,8 @@ class HttpRequest:
     path: str
     headers: Mapping[str, str]
     lambda_context: Any = None
+    disconnected: CancellationSignal | None = None
+    """Cancelled when the client goes away before the answer is sent (not observable behind Mangum)."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -2,15 +2,16 @@
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import secrets
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from core.errors import HttpError, InternalError, McpError
 from core.protocol import versions
 from core.protocol.dispatch import Dispatcher
 from core.protocol.jsonrpc import decode, encode
-from core.server.context import HttpRequest
+from core.server.context import CancellationSignal, HttpRequest
 from core.server.principal import Principal
 from core.transport.asgi import Headers, Receive, Scope, Send, request_headers, send_response
 from core.transport.guards import HostOriginGuard, check_accepts_json, check_json_body
@@ -62,7 +63,10 @@ class McpEndpoint:
             raise HttpError(405, "Method Not Allowed: send JSON-RPC messages with POST", headers=_ALLOW_POST)
         principal = await self.authenticator.authenticate(headers, scope) if self.authenticator else None
         if method == "POST":
-            http = HttpRequest(method, scope.get("path", ""), headers, scope.get("aws.context"))
+            if "aws.event" in scope:  # behind Mangum nothing can report a client leaving mid-request
+                http = HttpRequest(method, scope.get("path", ""), headers, scope.get("aws.context"))
+                return await self._post(receive, headers, http, principal)
+            http = HttpRequest(method, scope.get("path", ""), headers, None, CancellationSignal())
             return await self._post(receive, headers, http, principal)
         return await self.legacy.delete(headers, principal)
 
@@ -70,6 +74,15 @@ class McpEndpoint:
         check_json_body(headers)
         check_accepts_json(headers)
         body = decode(await self._read_body(receive, headers))
+        if http.disconnected is not None:
+            watcher = asyncio.ensure_future(_cancel_on_disconnect(receive, http.disconnected))
+            try:
+                return await self._answer(body, headers, http, principal)
+            finally:
+                watcher.cancel()
+        return await self._answer(body, headers, http, principal)
+
+    async def _answer(self, body: Any, headers: Headers, http: HttpRequest, principal: Principal | None) -> Reply:
         if request_meta_version(body) is not None or headers.get("mcp-protocol-version") in versions.MODERN_VERSIONS:
             return await handle_modern(body, headers, self.dispatcher, http, principal)
         return await self.legacy.post(body, headers, http, principal)
@@ -92,6 +105,13 @@ class McpEndpoint:
             if not message.get("more_body", False):
                 break
         return b"".join(chunks)
+
+
+async def _cancel_on_disconnect(receive: Receive, disconnected: CancellationSignal) -> None:
+    """Wait for the server to report the client gone, and cancel what the request is doing."""
+    while (await receive())["type"] != "http.disconnect":
+        pass
+    disconnected.cancel("the client disconnected")
 
 
 def _too_large(limit: int) -> HttpError:

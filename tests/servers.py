@@ -1,0 +1,38 @@
+"""A real HTTP server for tests: uvicorn on 127.0.0.1 (an ephemeral port) in a background thread."""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+import pytest
+import uvicorn
+
+from core.transport.asgi import ASGIApp
+
+STARTUP_TIMEOUT_SECONDS = 10.0
+SHUTDOWN_TIMEOUT_SECONDS = 10.0
+
+
+@contextmanager
+def uvicorn_serving(app: ASGIApp) -> Iterator[str]:
+    """Serve `app` until the block ends; yields its base URL. Start-up and shut-down are bounded in time."""
+    http_server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=0, log_level="warning", lifespan="off"))
+    thread = threading.Thread(target=http_server.run, name="stratus-uvicorn", daemon=True)
+    thread.start()
+    try:
+        deadline = time.monotonic() + STARTUP_TIMEOUT_SECONDS
+        while not http_server.started:
+            if not thread.is_alive():
+                pytest.fail("uvicorn exited before it started")
+            if time.monotonic() > deadline:
+                pytest.fail(f"uvicorn did not start within {STARTUP_TIMEOUT_SECONDS} s")
+            time.sleep(0.01)  # polling a thread's flag: bounded by the deadline above
+        port = http_server.servers[0].sockets[0].getsockname()[1]
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        http_server.should_exit = True
+        thread.join(SHUTDOWN_TIMEOUT_SECONDS)
+        assert not thread.is_alive(), "uvicorn did not shut down"
