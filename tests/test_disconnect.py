@@ -35,7 +35,12 @@ def test_closing_the_connection_cancels_the_running_tool() -> None:
         "method": "tools/call",
         "params": {"name": "wait_for_cancel", "arguments": {}, "_meta": modern_meta()},
     }
-    headers = {**BASE_HEADERS, "mcp-protocol-version": MODERN, "mcp-method": "tools/call", "mcp-name": "wait_for_cancel"}
+    headers = {
+        **BASE_HEADERS,
+        "mcp-protocol-version": MODERN,
+        "mcp-method": "tools/call",
+        "mcp-name": "wait_for_cancel",
+    }
 
     async def call_then_hang_up(url: str) -> None:
         async with httpx.AsyncClient() as client:
