@@ -1,0 +1,42 @@
+"""The servers the README shows run as it says (the README's code blocks are these files)."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+from core import Settings
+from examples.pipeline import server as inventory
+from examples.quickstart import server as notes
+from tests.conftest import client_for
+from tests.wire import McpHttp
+
+pytestmark = pytest.mark.anyio
+ROOT = Path(__file__).parent.parent
+
+
+@pytest.mark.parametrize("name", ["quickstart", "pipeline"])
+def test_the_readme_shows_the_example_files_verbatim(name: str) -> None:
+    source = (ROOT / "examples" / f"{name}.py").read_text(encoding="utf-8")
+    body = source.split('"""', 2)[2].replace("from __future__ import annotations\n\n", "").strip()
+    blocks = re.findall(r"```python\n(.*?)```", (ROOT / "README.md").read_text(encoding="utf-8"), re.DOTALL)
+    assert body in [block.strip() for block in blocks]
+
+
+async def test_quickstart_divides_reads_notes_and_greets() -> None:
+    async with client_for(notes) as http:
+        mcp = McpHttp(http)
+        result = (await mcp.modern("tools/call", {"name": "divide", "arguments": {"a": 1, "b": 4}})).json()["result"]
+        assert result["structuredContent"] == {"result": 0.25}
+        by_zero = (await mcp.modern("tools/call", {"name": "divide", "arguments": {"a": 1, "b": 0}})).json()["result"]
+        assert by_zero["isError"] is True
+        note = (await mcp.modern("resources/read", {"uri": "notes://todo"})).json()["result"]["contents"][0]
+        assert note["text"] == "Note todo"
+
+
+async def test_the_pipeline_example_needs_its_scope() -> None:
+    async with client_for(inventory, Settings()) as http:
+        response = await McpHttp(http).modern("tools/call", {"name": "stock", "arguments": {"sku": "sku-1"}})
+    assert response.status_code == 401
