@@ -165,3 +165,26 @@ async def test_resources_and_prompts_are_authorized_too() -> None:
         assert granted.json()["result"]["contents"][0]["text"] == "the plans"
         refused = await mcp.modern("prompts/get", {"name": "draft"}, headers={"x-test-user": "e"})
         assert refused.status_code == 403
+
+
+async def test_authorization_runs_before_any_middleware() -> None:
+    seen: list[str] = []
+
+    async def record(ctx: Context, call_next: CallNext) -> Any:
+        seen.append(ctx.item or "")
+        return await call_next(ctx)
+
+    server = McpServer("order", authenticators=[header_user], middleware=[record])
+
+    @server.tool(scopes=["admin"])
+    def secret() -> str:
+        return "secret"
+
+    async with client_for(server) as http:
+        mcp = McpHttp(http)
+        assert (await mcp.modern("tools/call", {"name": "secret"})).status_code == 401
+        assert seen == []
+        granted = await mcp.modern(
+            "tools/call", {"name": "secret"}, headers={"x-test-user": "a", "x-test-scopes": "admin"}
+        )
+        assert granted.status_code == 200 and seen == ["secret"]

@@ -198,3 +198,21 @@ async def test_client_cancellation_stops_the_handler(harness_for: Callable[..., 
     with anyio.fail_after(5), pytest.raises(RequestTimeoutError) as cancelled:
         await harness.call("wait_forever")
     assert "cancelled by the client" in cancelled.value.message
+
+
+async def test_a_rate_limited_call_never_reaches_the_breaker_or_the_tool(harness_for: Callable[..., Harness]) -> None:
+    server = McpServer("order", breaker=BreakerPolicy(failure_threshold=1))
+    calls: list[int] = []
+
+    @server.tool(rate_limit=RateLimit(rate=0.001, burst=1))
+    def fragile() -> str:
+        calls.append(1)
+        raise RuntimeError("boom")
+
+    harness = harness_for(server)
+    assert (await harness.call("fragile"))["isError"] is True  # opens the breaker (threshold 1)
+    with pytest.raises(RateLimitedError):
+        await harness.call("fragile")  # refused by the limit before the open breaker is even asked
+    assert len(calls) == 1
+    assert harness.metrics.total("calls", item="fragile", outcome="rate_limited") == 1
+    assert harness.metrics.total("calls", item="fragile", outcome="circuit_open") == 0
