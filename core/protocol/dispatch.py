@@ -9,7 +9,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
-from core.errors import InternalError, InvalidParamsError, McpError, MethodNotFoundError
+from core.errors import INVALID_PARAMS, InternalError, InvalidParamsError, McpError, MethodNotFoundError
 from core.pipeline.pipeline import Pipeline
 from core.protocol import versions
 from core.protocol.capabilities import server_capabilities
@@ -75,9 +75,11 @@ Handler = Callable[[Call], Awaitable[JsonObject]]
 
 
 class ResourceNotFoundError(McpError):
-    """No resource or template produces the requested URI (-32602 at 2026-07-28, -32002 before)."""
+    """No resource or template produces the requested URI: -32602 at 2026-07-28, -32002 in the legacy era."""
 
-    code = -32602
+    def __init__(self, uri: str, *, modern: bool) -> None:
+        super().__init__(f"Resource not found: {uri}", data={"uri": uri})
+        self.code = INVALID_PARAMS if modern else LEGACY_RESOURCE_NOT_FOUND
 
 
 class Dispatcher:
@@ -110,9 +112,6 @@ class Dispatcher:
             "resources/subscribe": self._subscribe,
             "resources/unsubscribe": self._unsubscribe,
         }
-
-    def knows(self, method: str, *, modern: bool) -> bool:
-        return method in (self._modern if modern else self._legacy)
 
     async def dispatch(self, call: Call) -> JsonObject:
         """The result of `call`.
@@ -233,10 +232,7 @@ class Dispatcher:
         uri = _string_param(call, "uri")
         target, variables = self._resource_for(uri)
         if target is None:
-            error = ResourceNotFoundError(f"Resource not found: {uri}", data={"uri": uri})
-            if not call.modern:
-                error.code = LEGACY_RESOURCE_NOT_FOUND
-            raise error
+            raise ResourceNotFoundError(uri, modern=call.modern)
 
         async def read(context: Context) -> list[JsonObject]:
             if isinstance(target, ResourceTemplate):
