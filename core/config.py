@@ -11,7 +11,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, fields
 from typing import Any
 
-from core.stores.factory import StoreConfigError, validate_store_url
+from core.stores.factory import StoreConfigError, is_shared, validate_store_url
 
 PREFIX = "STRATUS_"
 
@@ -39,6 +39,13 @@ class Settings:
     """The server to serve, as `module:attribute`."""
     store: str = "memory://"
     """Where state lives: `memory://` (this build), later `redis://...` or `dynamodb://TABLE`."""
+    store_prefix: str = "stratus"
+    """Prefix of every key Stratus writes to a shared store."""
+    store_timeout_seconds: float = 2.0
+    """How long one store operation may take before the request fails with 503."""
+    limits_on_store_failure: str = "open"
+    """When the store cannot be reached, rate limits and breakers `open` (let calls through, logged and counted)
+    or `closed` (refuse with 503). Sessions always fail closed."""
     mcp_path: str = "/mcp"
     """The MCP endpoint's path."""
     allowed_hosts: tuple[str, ...] = ()
@@ -90,6 +97,13 @@ class Settings:
             validate_store_url(self.store)
         except StoreConfigError as exc:
             raise SettingsError(f"{PREFIX}STORE: {exc}") from None
+        if is_shared(self.store) and not self.secret_key:
+            raise SettingsError(
+                f"{PREFIX}SECRET_KEY must be set when {PREFIX}STORE is shared ({self.store.split('://')[0]}): every "
+                "container must sign and check cursors and request state with the same key"
+            )
+        if self.limits_on_store_failure not in ("open", "closed"):
+            raise SettingsError(f"{PREFIX}LIMITS_ON_STORE_FAILURE must be open or closed")
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None, **overrides: Any) -> Settings:
@@ -122,4 +136,5 @@ _PARSERS: dict[str, Callable[[str], Any]] = {
     "auth_scopes": _csv,
     "max_body_bytes": _positive_int,
     "session_ttl_seconds": _positive_int,
+    "store_timeout_seconds": float,
 }

@@ -30,6 +30,7 @@ FORBIDDEN = -31403
 RATE_LIMITED = -31429
 CIRCUIT_OPEN = -31503
 REQUEST_TIMEOUT = -31504
+STORE_UNAVAILABLE = -31502
 
 
 class McpError(Exception):
@@ -166,6 +167,18 @@ class RequestTimeoutError(McpError):
     """The request did not finish before its deadline."""
 
     code = REQUEST_TIMEOUT
+
+
+class StoreUnavailableError(McpError):
+    """The state store (Redis, DynamoDB) did not answer within its bounded time; nothing was changed for sure."""
+
+    code = STORE_UNAVAILABLE
+    http_status = 503
+    retry_after_seconds = 1
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message)
+        self.headers = {"retry-after": str(self.retry_after_seconds)}
 
 
 class HttpError(McpError):

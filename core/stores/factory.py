@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from urllib.parse import urlsplit
 
@@ -27,21 +29,52 @@ def validate_store_url(url: str) -> str:
     Raises:
         StoreConfigError: with a message that says what is accepted.
     """
-    scheme = urlsplit(url).scheme
-    if scheme == "memory":
-        return scheme
-    if scheme in ("redis", "rediss", "dynamodb"):
-        raise StoreConfigError(f"store {url!r}: the {scheme} backend is not part of this build yet; use memory://")
+    parts = urlsplit(url)
+    if parts.scheme == "memory":
+        return parts.scheme
+    if parts.scheme in ("redis", "rediss"):
+        if not parts.hostname:
+            raise StoreConfigError(f"store {url!r}: a Redis URL needs a host, e.g. redis://127.0.0.1:6379/0")
+        return parts.scheme
+    if parts.scheme == "dynamodb":
+        raise StoreConfigError(f"store {url!r}: the DynamoDB backend is not part of this build yet")
     raise StoreConfigError(f"store {url!r}: expected memory://, redis://HOST, rediss://HOST or dynamodb://TABLE")
 
 
-def build_stores(url: str, *, session_ttl_seconds: float) -> Stores:
-    """The stores for `url`.
+def is_shared(url: str) -> bool:
+    """Whether the store is shared between processes (so every secret must be too)."""
+    return urlsplit(url).scheme != "memory"
+
+
+def build_stores(
+    url: str,
+    *,
+    session_ttl_seconds: float,
+    prefix: str = "stratus",
+    timeout: float = 2.0,
+    clock: Callable[[], float] = time.time,
+) -> Stores:
+    """The stores for `url`; a backend's client library is imported only here, only when chosen.
 
     Raises:
         StoreConfigError: the URL is not usable.
     """
-    validate_store_url(url)
+    scheme = validate_store_url(url)
+    if scheme in ("redis", "rediss"):
+        from core.stores.redis import (
+            RedisBreakerStore,
+            RedisRateLimitStore,
+            RedisScripts,
+            RedisSessionStore,
+            redis_client,
+        )
+
+        scripts = RedisScripts(redis_client(url, timeout=timeout), prefix, timeout=timeout)
+        return Stores(
+            sessions=RedisSessionStore(scripts, ttl_seconds=session_ttl_seconds, clock=clock),
+            rate_limits=RedisRateLimitStore(scripts, clock=clock),
+            breakers=RedisBreakerStore(scripts, clock=clock),
+        )
     from core.stores.memory import MemoryBreakerStore, MemoryRateLimitStore, MemorySessionStore
 
     return Stores(

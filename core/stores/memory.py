@@ -21,9 +21,10 @@ class MemorySessionStore:
         self._clock = clock
 
     async def create(self, record: SessionRecord) -> None:
-        if record.session_id in self._records:
-            raise SessionExistsError(record.session_id)
         now = self._clock()
+        existing = self._records.get(record.session_id)
+        if existing is not None and existing.expires_at > now:
+            raise SessionExistsError(record.session_id)
         self._records[record.session_id] = dataclasses.replace(
             record, created_at=now, last_active_at=now, expires_at=now + self._ttl
         )
@@ -41,8 +42,14 @@ class MemorySessionStore:
         return dataclasses.replace(record)
 
     async def save(self, record: SessionRecord) -> None:
-        if record.session_id in self._records:
-            self._records[record.session_id] = dataclasses.replace(record)
+        existing = self._records.get(record.session_id)
+        if existing is not None and existing.expires_at > self._clock():
+            self._records[record.session_id] = dataclasses.replace(
+                record,
+                created_at=existing.created_at,
+                last_active_at=existing.last_active_at,
+                expires_at=existing.expires_at,
+            )
 
     async def delete(self, session_id: str) -> bool:
         return self._records.pop(session_id, None) is not None

@@ -34,7 +34,12 @@ def build_app(
         metrics: where the pipeline reports calls, errors and latency (default: in memory, logged at DEBUG).
     """
     settings = settings or Settings()
-    stores = stores or build_stores(settings.store, session_ttl_seconds=settings.session_ttl_seconds)
+    stores = stores or build_stores(
+        settings.store,
+        session_ttl_seconds=settings.session_ttl_seconds,
+        prefix=settings.store_prefix,
+        timeout=settings.store_timeout_seconds,
+    )
     # Without a configured key, cursors are still tamper-evident but forgeable; configure one in production.
     key = (settings.secret_key or f"stratus-cursor:{server.name}").encode()
     paginator = Paginator(hashlib.sha256(key).digest(), server.page_size)

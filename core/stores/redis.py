@@ -1,0 +1,226 @@
+"""Redis stores (redis-py asyncio): every atomic step is one Lua script, run by SHA.
+
+Keys live under a prefix and carry a hash tag, so all keys of one session, bucket or breaker sit in one slot of a
+Redis Cluster / ElastiCache Serverless:
+
+    {prefix}:{s:<session id>}          hash: data (JSON), created, active, expires
+    {prefix}:{rl:<limit key>}          hash: tokens, ts
+    {prefix}:{br:<breaker key>}        hash: state, opened_at, trial_at, seq
+    {prefix}:{br:<breaker key>}:fails  sorted set of failure times
+
+Expiry is a field compared on every read; Redis key TTLs (with a grace period) only collect garbage. One client,
+with its connection pool, serves every warm invocation on the process's one event loop. Socket timeouts and a
+single immediate retry bound every call; a store that does not answer becomes `StoreUnavailableError`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import json
+import time
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from core.errors import StoreUnavailableError
+from core.resilience.breaker import Admission, BreakerPolicy, CircuitState
+from core.resilience.limiter import Decision, RateLimit
+from core.stores import redis_scripts
+from core.stores.base import SessionExistsError, SessionRecord
+
+GRACE_SECONDS = 60.0
+Clock = Callable[[], float]
+Call = tuple[str, Sequence[str], Sequence[Any]]
+
+
+def _float(value: Any) -> float:
+    return float(value.decode() if isinstance(value, bytes) else value)
+
+
+class RedisScripts:
+    """Runs the store's Lua scripts by SHA, alone or several in one round trip, loading them on NOSCRIPT."""
+
+    def __init__(self, client: Any, prefix: str, *, timeout: float) -> None:
+        from redis.exceptions import NoScriptError, RedisError
+
+        self.client = client
+        self.prefix = prefix
+        self.timeout = timeout
+        self._errors: tuple[type[BaseException], ...] = (RedisError, OSError, TimeoutError)
+        self._no_script = NoScriptError
+        self._sha = {name: hashlib.sha1(source.encode()).hexdigest() for name, source in redis_scripts.ALL.items()}  # noqa: S324 - Redis names scripts by SHA-1
+
+    def key(self, tag: str, *suffix: str) -> str:
+        return ":".join([self.prefix, "{" + tag + "}", *suffix])
+
+    async def run(self, name: str, keys: Sequence[str], args: Sequence[Any]) -> Any:
+        """One script, one round trip."""
+        return (await self.run_many([(name, keys, args)]))[0]
+
+    async def run_many(self, calls: Sequence[Call]) -> list[Any]:
+        """Several scripts pipelined in one round trip (on a cluster, one per node).
+
+        Raises:
+            StoreUnavailableError: Redis did not answer within the timeout or refused the connection.
+        """
+        try:
+            async with asyncio.timeout(self.timeout):
+                results = await self._pipeline(calls)
+                if any(isinstance(result, self._no_script) for result in results):
+                    await self._load()
+                    results = await self._pipeline(calls)
+        except self._errors as error:
+            raise StoreUnavailableError("The state store is unavailable; retry shortly") from error
+        for result in results:
+            if isinstance(result, BaseException):
+                raise StoreUnavailableError("The state store failed the request; retry shortly") from result
+        return results
+
+    async def delete(self, key: str) -> bool:
+        """Delete one key; whether it existed."""
+        try:
+            async with asyncio.timeout(self.timeout):
+                return bool(await self.client.delete(key))
+        except self._errors as error:
+            raise StoreUnavailableError("The state store is unavailable; retry shortly") from error
+
+    async def _pipeline(self, calls: Sequence[Call]) -> list[Any]:
+        async with self.client.pipeline(transaction=False) as pipe:
+            for name, keys, args in calls:
+                pipe.evalsha(self._sha[name], len(keys), *keys, *args)
+            results: list[Any] = await pipe.execute(raise_on_error=False)
+            return results
+
+    async def _load(self) -> None:
+        for source in redis_scripts.ALL.values():
+            await self.client.script_load(source)
+
+
+def _encode(record: SessionRecord) -> str:
+    return json.dumps(
+        {
+            "version": record.protocol_version,
+            "capabilities": record.client_capabilities,
+            "client": record.client_info,
+            "principal": record.principal,
+            "log_level": record.log_level,
+            "subscriptions": record.subscriptions,
+            "initialized": record.initialized,
+        },
+        separators=(",", ":"),
+    )
+
+
+def _decode(session_id: str, row: Sequence[Any]) -> SessionRecord:
+    data = json.loads(row[0])
+    return SessionRecord(
+        session_id=session_id,
+        protocol_version=data["version"],
+        client_capabilities=data["capabilities"],
+        client_info=data["client"],
+        principal=data["principal"],
+        log_level=data["log_level"],
+        subscriptions=data["subscriptions"],
+        initialized=data["initialized"],
+        created_at=_float(row[1]),
+        last_active_at=_float(row[2]),
+        expires_at=_float(row[3]),
+    )
+
+
+class RedisSessionStore:
+    """Legacy sessions with a sliding expiry, one hash each."""
+
+    def __init__(self, scripts: RedisScripts, *, ttl_seconds: float, clock: Clock = time.time) -> None:
+        self.scripts = scripts
+        self.ttl = ttl_seconds
+        self.clock = clock
+
+    def load_call(self, session_id: str) -> Call:
+        """The script call that loads and touches a session (for pipelining with other steps)."""
+        return "session_load", [self.scripts.key(f"s:{session_id}")], [repr(self.clock()), self.ttl, GRACE_SECONDS]
+
+    def loaded(self, session_id: str, row: Any) -> SessionRecord | None:
+        return None if row is None else _decode(session_id, row)
+
+    async def create(self, record: SessionRecord) -> None:
+        key = self.scripts.key(f"s:{record.session_id}")
+        created = await self.scripts.run(
+            "session_create", [key], [_encode(record), repr(self.clock()), self.ttl, GRACE_SECONDS]
+        )
+        if not created:
+            raise SessionExistsError(record.session_id)
+
+    async def load(self, session_id: str) -> SessionRecord | None:
+        return self.loaded(session_id, await self.scripts.run(*self.load_call(session_id)))
+
+    async def save(self, record: SessionRecord) -> None:
+        key = self.scripts.key(f"s:{record.session_id}")
+        await self.scripts.run("session_save", [key], [_encode(record), repr(self.clock())])
+
+    async def delete(self, session_id: str) -> bool:
+        return await self.scripts.delete(self.scripts.key(f"s:{session_id}"))
+
+
+class RedisRateLimitStore:
+    """Token buckets, refilled and taken from in one script."""
+
+    def __init__(self, scripts: RedisScripts, *, clock: Clock = time.time) -> None:
+        self.scripts = scripts
+        self.clock = clock
+
+    def acquire_call(self, key: str, limit: RateLimit, cost: float = 1.0) -> Call:
+        return "bucket_take", [self.scripts.key(f"rl:{key}")], [repr(self.clock()), limit.rate, limit.burst, cost]
+
+    @staticmethod
+    def decided(row: Any) -> Decision:
+        return Decision(bool(int(row[0])), _float(row[1]))
+
+    async def acquire(self, key: str, limit: RateLimit, cost: float = 1.0) -> Decision:
+        return self.decided(await self.scripts.run(*self.acquire_call(key, limit, cost)))
+
+
+class RedisBreakerStore:
+    """Circuit-breaker state machines (see core.resilience.breaker), one hash and one sorted set each."""
+
+    def __init__(self, scripts: RedisScripts, *, clock: Clock = time.time) -> None:
+        self.scripts = scripts
+        self.clock = clock
+
+    def admit_call(self, key: str, policy: BreakerPolicy) -> Call:
+        return "breaker_admit", [self.scripts.key(f"br:{key}")], [repr(self.clock()), policy.cooldown_seconds]
+
+    @staticmethod
+    def admitted(row: Any) -> Admission:
+        return Admission(bool(int(row[0])), CircuitState(row[1].decode()), _float(row[2]))
+
+    async def admit(self, key: str, policy: BreakerPolicy) -> Admission:
+        return self.admitted(await self.scripts.run(*self.admit_call(key, policy)))
+
+    async def record(self, key: str, policy: BreakerPolicy, *, success: bool) -> tuple[CircuitState, CircuitState]:
+        keys = [self.scripts.key(f"br:{key}"), self.scripts.key(f"br:{key}", "fails")]
+        args = [
+            repr(self.clock()),
+            "1" if success else "0",
+            policy.failure_threshold,
+            policy.window_seconds,
+            policy.cooldown_seconds,
+        ]
+        before, after = await self.scripts.run("breaker_record", keys, args)
+        return CircuitState(before.decode()), CircuitState(after.decode())
+
+
+def redis_client(url: str, *, timeout: float) -> Any:
+    """A client for `url` (`redis://` or `rediss://`, password and database in the URL) with bounded sockets."""
+    from redis.asyncio import Redis
+    from redis.asyncio.retry import Retry
+    from redis.backoff import NoBackoff
+
+    # One immediate retry replaces a pooled connection that died (e.g. Redis restarted); more would only wait.
+    return Redis.from_url(
+        url,
+        socket_connect_timeout=timeout,
+        socket_timeout=timeout,
+        retry=Retry(NoBackoff(), 1),
+        health_check_interval=30,
+    )

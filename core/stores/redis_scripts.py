@@ -1,0 +1,122 @@
+"""The Lua scripts that make each Redis store operation atomic.
+
+Every script takes the caller's clock (`now`, seconds) as an argument instead of reading Redis `TIME`: Lambda
+hosts keep their clocks synchronized, and an injected clock lets the contract tests move time without sleeping.
+Keys of one script share a hash tag, so each script runs on one slot of a Redis Cluster. Lua numbers are
+returned as strings: Redis would truncate floats to integers.
+"""
+
+from __future__ import annotations
+
+# KEYS[1] session hash. ARGV: now, ttl seconds, grace seconds. -> {data, created, active} or nil.
+SESSION_LOAD = """
+local row = redis.call('HMGET', KEYS[1], 'data', 'created', 'expires')
+if not row[1] or tonumber(row[3]) <= tonumber(ARGV[1]) then return false end
+local expires = tonumber(ARGV[1]) + tonumber(ARGV[2])
+redis.call('HSET', KEYS[1], 'active', ARGV[1], 'expires', tostring(expires))
+redis.call('PEXPIRE', KEYS[1], math.ceil((tonumber(ARGV[2]) + tonumber(ARGV[3])) * 1000))
+return {row[1], row[2], ARGV[1], tostring(expires)}
+"""
+
+# KEYS[1] session hash. ARGV: data, now, ttl, grace. -> 1 created, 0 taken (a live session has this id).
+SESSION_CREATE = """
+local expires = redis.call('HGET', KEYS[1], 'expires')
+if expires and tonumber(expires) > tonumber(ARGV[2]) then return 0 end
+local until_ = tonumber(ARGV[2]) + tonumber(ARGV[3])
+redis.call('DEL', KEYS[1])
+redis.call('HSET', KEYS[1], 'data', ARGV[1], 'created', ARGV[2], 'active', ARGV[2], 'expires', tostring(until_))
+redis.call('PEXPIRE', KEYS[1], math.ceil((tonumber(ARGV[3]) + tonumber(ARGV[4])) * 1000))
+return 1
+"""
+
+# KEYS[1] session hash. ARGV: data, now. -> 1 saved, 0 gone (a save never brings back an ended session).
+SESSION_SAVE = """
+local expires = redis.call('HGET', KEYS[1], 'expires')
+if not expires or tonumber(expires) <= tonumber(ARGV[2]) then return 0 end
+redis.call('HSET', KEYS[1], 'data', ARGV[1])
+return 1
+"""
+
+# KEYS[1] bucket hash. ARGV: now, rate, burst, cost. -> {allowed 0/1, retry_after}.
+BUCKET_TAKE = """
+local now, rate, burst, cost = tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4])
+local row = redis.call('HMGET', KEYS[1], 'tokens', 'ts')
+local tokens = tonumber(row[1])
+if tokens == nil then
+  tokens = burst
+else
+  tokens = math.min(burst, tokens + math.max(0, now - tonumber(row[2])) * rate)
+end
+local allowed, retry = 0, 0
+if tokens >= cost then
+  tokens = tokens - cost
+  allowed = 1
+else
+  retry = (cost - tokens) / rate
+end
+redis.call('HSET', KEYS[1], 'tokens', string.format('%.17g', tokens), 'ts', ARGV[1])
+redis.call('PEXPIRE', KEYS[1], math.ceil(burst / rate * 1000) + 1000)
+return {allowed, string.format('%.17g', retry)}
+"""
+
+# KEYS[1] breaker hash. ARGV: now, cooldown. -> {allowed 0/1, state, retry_after}.
+BREAKER_ADMIT = """
+local now, cooldown = tonumber(ARGV[1]), tonumber(ARGV[2])
+local row = redis.call('HMGET', KEYS[1], 'state', 'opened_at', 'trial_at')
+local state = row[1] or 'closed'
+if state == 'open' then
+  local reopen = tonumber(row[2]) + cooldown
+  if now < reopen then return {0, 'open', string.format('%.17g', reopen - now)} end
+  redis.call('HSET', KEYS[1], 'state', 'half_open', 'trial_at', ARGV[1])
+  return {1, 'half_open', '0'}
+end
+if state == 'half_open' then
+  local trial = tonumber(row[3])
+  if trial == nil or now - trial >= cooldown then
+    redis.call('HSET', KEYS[1], 'trial_at', ARGV[1])
+    return {1, 'half_open', '0'}
+  end
+  return {0, 'half_open', string.format('%.17g', cooldown)}
+end
+return {1, 'closed', '0'}
+"""
+
+# KEYS[1] breaker hash, KEYS[2] failure times (sorted set). ARGV: now, success 0/1, threshold, window, cooldown.
+# -> {state before, state after}.
+BREAKER_RECORD = """
+local now, success = tonumber(ARGV[1]), ARGV[2] == '1'
+local threshold, window, cooldown = tonumber(ARGV[3]), tonumber(ARGV[4]), tonumber(ARGV[5])
+local keep = math.ceil((window + cooldown) * 1000) + 1000
+local before = redis.call('HGET', KEYS[1], 'state') or 'closed'
+local function open()
+  redis.call('DEL', KEYS[2])
+  redis.call('HSET', KEYS[1], 'state', 'open', 'opened_at', ARGV[1])
+  redis.call('HDEL', KEYS[1], 'trial_at')
+  redis.call('PEXPIRE', KEYS[1], keep)
+  return {before, 'open'}
+end
+if before == 'half_open' then
+  if success then
+    redis.call('DEL', KEYS[1], KEYS[2])
+    return {before, 'closed'}
+  end
+  return open()
+end
+if success or before == 'open' then return {before, before} end
+local seq = redis.call('HINCRBY', KEYS[1], 'seq', 1)
+redis.call('ZADD', KEYS[2], now, ARGV[1] .. ':' .. seq)
+redis.call('ZREMRANGEBYSCORE', KEYS[2], '-inf', string.format('%.17g', now - window))
+if redis.call('ZCARD', KEYS[2]) >= threshold then return open() end
+redis.call('PEXPIRE', KEYS[1], keep)
+redis.call('PEXPIRE', KEYS[2], keep)
+return {before, before}
+"""
+
+ALL = {
+    "session_load": SESSION_LOAD,
+    "session_create": SESSION_CREATE,
+    "session_save": SESSION_SAVE,
+    "bucket_take": BUCKET_TAKE,
+    "breaker_admit": BREAKER_ADMIT,
+    "breaker_record": BREAKER_RECORD,
+}
