@@ -32,6 +32,7 @@ from core.errors import (
     McpError,
     RateLimitedError,
     RequestTimeoutError,
+    StoreUnavailableError,
     UnauthorizedError,
 )
 from core.pipeline.access import authenticate, authorize
@@ -39,12 +40,15 @@ from core.pipeline.chain import chain
 from core.pipeline.current import serving
 from core.pipeline.metrics import MetricsSink
 from core.resilience.backoff import full_jitter
-from core.resilience.breaker import BreakerPolicy, CircuitState
+from core.resilience.breaker import Admission, BreakerPolicy, CircuitState
 from core.resilience.deadline import Clock, Deadline
+from core.resilience.limiter import Decision
 from core.server.context import Context, HttpRequest
 from core.server.policy import Access, Middleware, ServerPolicy
+from core.server.principal import Principal
 from core.server.signature import ArgumentsError
 from core.server.tools import Tool, ToolError
+from core.stores.base import CallAdmission, CallChecks
 from core.stores.factory import Stores
 
 logger = logging.getLogger("stratus.pipeline")
@@ -52,6 +56,7 @@ logger = logging.getLogger("stratus.pipeline")
 JsonObject = dict[str, Any]
 Sleep = Callable[[float], Awaitable[None]]
 
+_NO_CHECKS = CallChecks()
 _OUTCOMES: tuple[tuple[type[Exception], str], ...] = (
     (RateLimitedError, "rate_limited"),
     (CircuitOpenError, "circuit_open"),
@@ -102,6 +107,7 @@ class Pipeline:
         clock: Clock = time.monotonic,
         sleep: Sleep = asyncio.sleep,
         rand: Callable[[], float] = random.random,
+        fail_open: bool = True,
     ) -> None:
         self.policy = policy
         self.stores = stores
@@ -109,6 +115,8 @@ class Pipeline:
         self.clock = clock
         self.sleep = sleep
         self.rand = rand
+        self.fail_open = fail_open
+        """Whether rate limits and breakers let calls through while the store cannot be reached."""
         limits = policy.rate_limits
         self._server_limits = any((limits.per_tool, limits.per_principal, limits.per_session, limits.overall))
 
@@ -122,23 +130,46 @@ class Pipeline:
             lambda_left = lambda_context.get_remaining_time_in_millis() / 1000.0 - self.policy.deadline_margin
         return Deadline.within(item_timeout, self.policy.timeout, lambda_left, clock=self.clock)
 
-    async def call_tool(self, tool: Tool, arguments: JsonObject, context: Context) -> JsonObject:
+    def checks_for(self, tool: Tool, principal: Principal | None, session_id: str | None) -> CallChecks:
+        """The rate-limit buckets and the breaker a call of `tool` asks the store about (no session)."""
+        breaker = tool.policy.breaker or self.policy.breaker
+        if breaker is None and tool.policy.rate_limit is None and not self._server_limits:
+            return _NO_CHECKS
+        limits = self.policy.rate_limits
+        wanted = [
+            (f"tool:{tool.name}", tool.policy.rate_limit or limits.per_tool),
+            (f"principal:{principal.key}" if principal else None, limits.per_principal),
+            (f"session:{session_id}" if session_id else None, limits.per_session),
+            ("overall", limits.overall),
+        ]
+        return CallChecks(
+            limits=tuple((key, limit) for key, limit in wanted if key is not None and limit is not None),
+            breaker=(f"tool:{tool.name}", breaker) if breaker else None,
+        )
+
+    async def call_tool(
+        self, tool: Tool, arguments: JsonObject, context: Context, admitted: CallAdmission | None = None
+    ) -> JsonObject:
         """Run a `tools/call` through every stage; returns the `CallToolResult`.
 
-        `context` names the tool (`item`) and carries the deadline from `deadline_for`.
+        `context` names the tool (`item`) and carries the deadline from `deadline_for`. `admitted` is the store's
+        answer to `checks_for`, when the transport already asked (together with loading the session).
 
         Raises:
             ArgumentsError: the arguments failed validation.
             McpError: denied, rate limited, circuit open, timed out, or a protocol error from the tool.
         """
-        limited = tool.policy.rate_limit is not None or self._server_limits
 
         async def terminal(ctx: Context) -> JsonObject:
             kwargs = tool.validate(arguments)
-            if limited:
-                await self._check_rate_limits(tool, ctx)
+            checks = self.checks_for(tool, ctx.user, ctx.session_id)
+            admission = admitted
+            if admission is None and (checks.limits or checks.breaker):
+                admission = await self._admit(checks, tool)
+            if admission is not None:
+                self._enforce_limits(tool, checks, admission)
             try:
-                value = await self._within_deadline(ctx, self._breaker(tool, ctx, kwargs))
+                value = await self._within_deadline(ctx, self._breaker(tool, ctx, kwargs, checks, admission))
             except (ArgumentsError, McpError):
                 raise
             except Exception as error:  # noqa: BLE001 - the tool's failure becomes its isError result (logged)
@@ -194,19 +225,21 @@ class Pipeline:
             if outcome != "success":
                 self.metrics.count("errors", method=kind, item=name, outcome=outcome)
 
-    async def _check_rate_limits(self, tool: Tool, context: Context) -> None:
-        limits = self.policy.rate_limits
-        checks = [
-            ("tool", f"tool:{tool.name}", tool.policy.rate_limit or limits.per_tool),
-            ("principal", f"principal:{context.user.key}" if context.user else None, limits.per_principal),
-            ("session", f"session:{context.session_id}" if context.session_id else None, limits.per_session),
-            ("overall", "overall", limits.overall),
-        ]
-        for scope, key, limit in checks:
-            if key is None or limit is None:
-                continue
-            decision = await self.stores.rate_limits.acquire(key, limit)
+    async def _admit(self, checks: CallChecks, tool: Tool) -> CallAdmission:
+        try:
+            return await self.stores.call_gate().admit(checks)
+        except StoreUnavailableError:
+            if not self.fail_open:
+                raise
+            self.metrics.count("store_unavailable", item=tool.name, stage="admission")
+            logger.warning("store unavailable: rate limits and breaker skipped (fail open)", extra={"tool": tool.name})
+            allowed = tuple(Decision(True) for _ in checks.limits)
+            return CallAdmission(None, allowed, Admission(True, CircuitState.CLOSED) if checks.breaker else None)
+
+    def _enforce_limits(self, tool: Tool, checks: CallChecks, admission: CallAdmission) -> None:
+        for (key, _), decision in zip(checks.limits, admission.decisions, strict=True):
             if not decision.allowed:
+                scope = key.split(":", 1)[0]
                 self.metrics.count("rate_limited", item=tool.name, scope=scope)
                 raise RateLimitedError(scope, decision.retry_after)
 
@@ -227,14 +260,20 @@ class Pipeline:
             context.signal.cancel("deadline")
             raise RequestTimeoutError(f"'{context.item}' did not finish within its time limit") from None
 
-    async def _breaker(self, tool: Tool, context: Context, kwargs: dict[str, Any]) -> Any:
-        policy = tool.policy.breaker or self.policy.breaker
-        if policy is None:
+    async def _breaker(
+        self,
+        tool: Tool,
+        context: Context,
+        kwargs: dict[str, Any],
+        checks: CallChecks,
+        admission: CallAdmission | None,
+    ) -> Any:
+        if checks.breaker is None or admission is None or admission.breaker is None:
             return await self._retry(tool, context, kwargs)
-        key = f"tool:{tool.name}"
-        admission = await self.stores.breakers.admit(key, policy)
-        if not admission.allowed:
-            raise CircuitOpenError(tool.name, admission.retry_after)
+        key, policy = checks.breaker
+        if not admission.breaker.allowed:
+            raise CircuitOpenError(tool.name, admission.breaker.retry_after)
+        closed = admission.breaker.state is CircuitState.CLOSED
         try:
             value = await self._retry(tool, context, kwargs)
         except asyncio.CancelledError:
@@ -242,13 +281,22 @@ class Pipeline:
                 await self._record(tool, key, policy, success=False)
             raise
         except Exception as error:
-            await self._record(tool, key, policy, success=not is_failure(error))
+            success = not is_failure(error)
+            if not (success and closed):
+                await self._record(tool, key, policy, success=success)
             raise
-        await self._record(tool, key, policy, success=True)
+        if not closed:  # a success seen by a closed breaker changes nothing: skip the round trip
+            await self._record(tool, key, policy, success=True)
         return value
 
     async def _record(self, tool: Tool, key: str, policy: BreakerPolicy, *, success: bool) -> None:
-        before, after = await self.stores.breakers.record(key, policy, success=success)
+        try:
+            before, after = await self.stores.breakers.record(key, policy, success=success)
+        except StoreUnavailableError:
+            # The call has happened; its result matters more than the breaker's bookkeeping.
+            self.metrics.count("store_unavailable", item=tool.name, stage="breaker_record")
+            logger.warning("store unavailable: breaker outcome not recorded", extra={"tool": tool.name})
+            return
         if before is not after:
             self.metrics.count("breaker_transitions", item=tool.name, state=after.value)
             log = logger.warning if after is CircuitState.OPEN else logger.info

@@ -22,7 +22,7 @@ from core.server.resources import Resource, ResourceTemplate
 from core.server.server import McpServer
 from core.server.signature import ArgumentsError
 from core.server.tools import error_result
-from core.stores.base import SessionRecord, SessionStore
+from core.stores.base import CallAdmission, SessionRecord, SessionStore
 
 JsonObject = dict[str, Any]
 T = TypeVar("T")
@@ -44,6 +44,8 @@ class Call:
     session: SessionRecord | None = None
     http: HttpRequest | None = None
     principal: Principal | None = None
+    admitted: CallAdmission | None = None
+    """The store's answers for a tools/call, when the transport fetched them with the session."""
 
     @property
     def modern(self) -> bool:
@@ -221,7 +223,7 @@ class Dispatcher:
         context = call.context(item=name, deadline=self.pipeline.deadline_for(call.http, tool.policy.timeout))
         try:
             with self._cancellable(call, context):
-                return await self.pipeline.call_tool(tool, arguments, context)
+                return await self.pipeline.call_tool(tool, arguments, context, call.admitted)
         except ArgumentsError as exc:
             message = f"Invalid arguments for tool '{name}': " + "; ".join(exc.problems)
             if versions.at_least(call.version, versions.INPUT_ERRORS_AS_RESULTS_SINCE):

@@ -6,7 +6,7 @@ Every operation a caller needs to be atomic is one method, so a remote backend c
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any, NamedTuple, Protocol
 
 from core.resilience.breaker import Admission, BreakerPolicy, CircuitState
 from core.resilience.limiter import Decision, RateLimit
@@ -64,3 +64,43 @@ class BreakerStore(Protocol):
 
     async def record(self, key: str, policy: BreakerPolicy, *, success: bool) -> tuple[CircuitState, CircuitState]:
         """Record how an admitted call ended; the states before and after."""
+
+
+class CallChecks(NamedTuple):
+    """Everything a tool call asks the store before it runs, so a backend can answer in one round trip."""
+
+    session_id: str | None = None
+    limits: tuple[tuple[str, RateLimit], ...] = ()
+    """(bucket key, limit) pairs, in the order they are checked."""
+    breaker: tuple[str, BreakerPolicy] | None = None
+
+
+class CallAdmission(NamedTuple):
+    """The store's answers: the session (loaded and touched), one decision per limit, the breaker's admission."""
+
+    session: SessionRecord | None
+    decisions: tuple[Decision, ...]
+    breaker: Admission | None
+
+
+class CallGate(Protocol):
+    """Answers a call's checks together (Redis: one pipelined round trip)."""
+
+    async def admit(self, checks: CallChecks) -> CallAdmission:
+        """Load the session, take from each bucket and ask the breaker; every bucket is taken from even when an
+        earlier one refuses, so a refused call may still spend tokens of the others."""
+
+
+class SequentialGate:
+    """A gate over any stores: one operation after another (the in-memory stores have no round trips to save)."""
+
+    def __init__(self, sessions: SessionStore, rate_limits: RateLimitStore, breakers: BreakerStore) -> None:
+        self.sessions = sessions
+        self.rate_limits = rate_limits
+        self.breakers = breakers
+
+    async def admit(self, checks: CallChecks) -> CallAdmission:
+        session = await self.sessions.load(checks.session_id) if checks.session_id else None
+        decisions = tuple([await self.rate_limits.acquire(key, limit) for key, limit in checks.limits])
+        breaker = await self.breakers.admit(*checks.breaker) if checks.breaker else None
+        return CallAdmission(session, decisions, breaker)

@@ -7,7 +7,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from urllib.parse import urlsplit
 
-from core.stores.base import BreakerStore, RateLimitStore, SessionStore
+from core.stores.base import BreakerStore, CallGate, RateLimitStore, SequentialGate, SessionStore
 
 
 class StoreConfigError(ValueError):
@@ -21,6 +21,11 @@ class Stores:
     sessions: SessionStore
     rate_limits: RateLimitStore
     breakers: BreakerStore
+    gate: CallGate | None = None
+    """Answers a call's store checks together; without one they run one after another."""
+
+    def call_gate(self) -> CallGate:
+        return self.gate or SequentialGate(self.sessions, self.rate_limits, self.breakers)
 
 
 def validate_store_url(url: str) -> str:
@@ -63,6 +68,7 @@ def build_stores(
     if scheme in ("redis", "rediss"):
         from core.stores.redis import (
             RedisBreakerStore,
+            RedisGate,
             RedisRateLimitStore,
             RedisScripts,
             RedisSessionStore,
@@ -70,11 +76,10 @@ def build_stores(
         )
 
         scripts = RedisScripts(redis_client(url, timeout=timeout), prefix, timeout=timeout)
-        return Stores(
-            sessions=RedisSessionStore(scripts, ttl_seconds=session_ttl_seconds, clock=clock),
-            rate_limits=RedisRateLimitStore(scripts, clock=clock),
-            breakers=RedisBreakerStore(scripts, clock=clock),
-        )
+        sessions = RedisSessionStore(scripts, ttl_seconds=session_ttl_seconds, clock=clock)
+        rate_limits = RedisRateLimitStore(scripts, clock=clock)
+        breakers = RedisBreakerStore(scripts, clock=clock)
+        return Stores(sessions, rate_limits, breakers, RedisGate(sessions, rate_limits, breakers))
     from core.stores.memory import MemoryBreakerStore, MemoryRateLimitStore, MemorySessionStore
 
     return Stores(

@@ -26,7 +26,7 @@ from core.errors import StoreUnavailableError
 from core.resilience.breaker import Admission, BreakerPolicy, CircuitState
 from core.resilience.limiter import Decision, RateLimit
 from core.stores import redis_scripts
-from core.stores.base import SessionExistsError, SessionRecord
+from core.stores.base import CallAdmission, CallChecks, SessionExistsError, SessionRecord
 
 GRACE_SECONDS = 60.0
 Clock = Callable[[], float]
@@ -224,3 +224,31 @@ def redis_client(url: str, *, timeout: float) -> Any:
         retry=Retry(NoBackoff(), 1),
         health_check_interval=30,
     )
+
+
+class RedisGate:
+    """A call's session, buckets and breaker answered in one pipelined round trip."""
+
+    def __init__(
+        self, sessions: RedisSessionStore, rate_limits: RedisRateLimitStore, breakers: RedisBreakerStore
+    ) -> None:
+        self.sessions = sessions
+        self.rate_limits = rate_limits
+        self.breakers = breakers
+
+    async def admit(self, checks: CallChecks) -> CallAdmission:
+        calls: list[Call] = []
+        if checks.session_id:
+            calls.append(self.sessions.load_call(checks.session_id))
+        calls += [self.rate_limits.acquire_call(key, limit) for key, limit in checks.limits]
+        if checks.breaker:
+            calls.append(self.breakers.admit_call(*checks.breaker))
+        results = iter(await self.scripts.run_many(calls)) if calls else iter(())
+        session = self.sessions.loaded(checks.session_id, next(results)) if checks.session_id else None
+        decisions = tuple(self.rate_limits.decided(next(results)) for _ in checks.limits)
+        breaker = self.breakers.admitted(next(results)) if checks.breaker else None
+        return CallAdmission(session, decisions, breaker)
+
+    @property
+    def scripts(self) -> RedisScripts:
+        return self.sessions.scripts

@@ -43,10 +43,12 @@ def build_app(
     # Without a configured key, cursors are still tamper-evident but forgeable; configure one in production.
     key = (settings.secret_key or f"stratus-cursor:{server.name}").encode()
     paginator = Paginator(hashlib.sha256(key).digest(), server.page_size)
+    fail_open = settings.limits_on_store_failure == "open"
+    pipeline = Pipeline(server.policy, stores, metrics or LocalMetrics(), fail_open=fail_open)
     authenticator, resource = request_authenticator(settings)
     guard = HostOriginGuard(settings.allowed_hosts, settings.allowed_origins)
     endpoint = McpEndpoint(
-        Dispatcher(server, stores.sessions, paginator, Pipeline(server.policy, stores, metrics or LocalMetrics())),
+        Dispatcher(server, stores.sessions, paginator, pipeline),
         guard,
         max_body_bytes=settings.max_body_bytes,
         authenticator=authenticator,

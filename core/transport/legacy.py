@@ -22,7 +22,7 @@ from core.protocol.jsonrpc import (
 )
 from core.server.context import HttpRequest
 from core.server.principal import Principal
-from core.stores.base import SessionRecord
+from core.stores.base import CallAdmission, SessionRecord
 from core.transport.asgi import Headers
 from core.transport.reply import ACCEPTED, Reply, error_reply
 
@@ -34,6 +34,13 @@ class SessionNotFoundError(McpError):
 
     code = -32600
     http_status = 404
+
+
+def _session_id(headers: Headers) -> str:
+    session_id = headers.get(SESSION_HEADER)
+    if not session_id:
+        raise InvalidRequestError("Bad Request: Mcp-Session-Id header is required after initialize")
+    return session_id
 
 
 class LegacyHandler:
@@ -56,10 +63,29 @@ class LegacyHandler:
             message = parse_message(body)
             if isinstance(message, Request) and message.method == "initialize":
                 return await self._initialize(message, principal)
-            session = await self._session(headers, principal)
-            return await self._one(message, session, http, principal) or ACCEPTED
+            admitted = await self._admit_tool_call(message, headers, principal)
+            if admitted is not None:
+                session = self._check_owner(admitted.session, principal)
+            else:
+                session = await self._session(headers, principal)
+            return await self._one(message, session, http, principal, admitted) or ACCEPTED
         except McpError as error:
             return error_reply(request_id_of(body), error)
+
+    async def _admit_tool_call(
+        self, message: Request | Notification | ClientResponse, headers: Headers, principal: Principal | None
+    ) -> CallAdmission | None:
+        """For a tools/call, load the session together with the tool's rate limits and breaker (one round trip)."""
+        if not isinstance(message, Request) or message.method != "tools/call":
+            return None
+        tool = self.dispatcher.server.tools.get(message.params.get("name"))  # type: ignore[arg-type]
+        if tool is None:
+            return None
+        session_id = _session_id(headers)
+        checks = self.dispatcher.pipeline.checks_for(tool, principal, session_id)
+        if not checks.limits and checks.breaker is None:
+            return None
+        return await self.dispatcher.pipeline.stores.call_gate().admit(checks._replace(session_id=session_id))
 
     async def delete(self, headers: Headers, principal: Principal | None) -> Reply:
         try:
@@ -75,10 +101,10 @@ class LegacyHandler:
         A session presented by another principal is answered exactly like an unknown one (404), so ids cannot be
         probed.
         """
-        session_id = headers.get(SESSION_HEADER)
-        if not session_id:
-            raise InvalidRequestError("Bad Request: Mcp-Session-Id header is required after initialize")
-        session = await self.sessions.load(session_id)
+        return self._check_owner(await self.sessions.load(_session_id(headers)), principal)
+
+    @staticmethod
+    def _check_owner(session: SessionRecord | None, principal: Principal | None) -> SessionRecord:
         if session is None or session.principal != (principal.key if principal else None):
             raise SessionNotFoundError("Session not found")
         return session
@@ -106,6 +132,7 @@ class LegacyHandler:
         session: SessionRecord,
         http: HttpRequest,
         principal: Principal | None,
+        admitted: CallAdmission | None = None,
     ) -> Reply | None:
         """The reply to one message of a session; None for notifications and client responses."""
         if isinstance(message, Notification):
@@ -130,11 +157,12 @@ class LegacyHandler:
             session=session,
             http=http,
             principal=principal,
+            admitted=admitted,
         )
         try:
             result = await self.dispatcher.dispatch(call)
         except McpError as error:
-            return Reply(200, error_response(message.id, error))
+            return Reply(error.http_status, error_response(message.id, error), error.headers)
         return Reply(200, result_response(message.id, result))
 
     async def _batch(
