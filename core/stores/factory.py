@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from urllib.parse import urlsplit
 
@@ -23,6 +23,12 @@ class Stores:
     breakers: BreakerStore
     gate: CallGate | None = None
     """Answers a call's store checks together; without one they run one after another."""
+    close: Callable[[], Awaitable[None]] | None = None
+    """Releases the backend's connections (at shutdown; a Lambda container never needs to)."""
+
+    async def aclose(self) -> None:
+        if self.close is not None:
+            await self.close()
 
     def call_gate(self) -> CallGate:
         return self.gate or SequentialGate(self.sessions, self.rate_limits, self.breakers)
@@ -66,20 +72,12 @@ def build_stores(
     """
     scheme = validate_store_url(url)
     if scheme in ("redis", "rediss"):
-        from core.stores.redis import (
-            RedisBreakerStore,
-            RedisGate,
-            RedisRateLimitStore,
-            RedisScripts,
-            RedisSessionStore,
-            redis_client,
-        )
+        from core.stores.redis import redis_client, redis_stores
 
-        scripts = RedisScripts(redis_client(url, timeout=timeout), prefix, timeout=timeout)
-        sessions = RedisSessionStore(scripts, ttl_seconds=session_ttl_seconds, clock=clock)
-        rate_limits = RedisRateLimitStore(scripts, clock=clock)
-        breakers = RedisBreakerStore(scripts, clock=clock)
-        return Stores(sessions, rate_limits, breakers, RedisGate(sessions, rate_limits, breakers))
+        client = redis_client(url, timeout=timeout)
+        return redis_stores(
+            client, prefix=prefix, session_ttl_seconds=session_ttl_seconds, timeout=timeout, clock=clock
+        )
     from core.stores.memory import MemoryBreakerStore, MemoryRateLimitStore, MemorySessionStore
 
     return Stores(

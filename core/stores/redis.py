@@ -27,6 +27,7 @@ from core.resilience.breaker import Admission, BreakerPolicy, CircuitState
 from core.resilience.limiter import Decision, RateLimit
 from core.stores import redis_scripts
 from core.stores.base import CallAdmission, CallChecks, SessionExistsError, SessionRecord
+from core.stores.factory import Stores
 
 GRACE_SECONDS = 60.0
 Clock = Callable[[], float]
@@ -252,3 +253,14 @@ class RedisGate:
     @property
     def scripts(self) -> RedisScripts:
         return self.sessions.scripts
+
+
+def redis_stores(
+    client: Any, *, prefix: str, session_ttl_seconds: float, timeout: float, clock: Clock = time.time
+) -> Stores:
+    """Every store over one Redis client (and its connection pool)."""
+    scripts = RedisScripts(client, prefix, timeout=timeout)
+    sessions = RedisSessionStore(scripts, ttl_seconds=session_ttl_seconds, clock=clock)
+    rate_limits = RedisRateLimitStore(scripts, clock=clock)
+    breakers = RedisBreakerStore(scripts, clock=clock)
+    return Stores(sessions, rate_limits, breakers, RedisGate(sessions, rate_limits, breakers), client.aclose)

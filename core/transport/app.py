@@ -58,4 +58,4 @@ def build_app(
         metadata = ProtectedResourceMetadata(resource.metadata())
         routes[WELL_KNOWN] = metadata
         routes[WELL_KNOWN + settings.mcp_path] = metadata
-    return Router(routes)
+    return Router(routes, on_shutdown=stores.aclose)

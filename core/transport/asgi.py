@@ -38,12 +38,20 @@ async def send_response(send: Send, status: int, body: bytes, headers: Mapping[s
 class Router:
     """Routes HTTP requests by exact path (a trailing slash ignored), answers 404 elsewhere, and lifespan events."""
 
-    def __init__(self, routes: Mapping[str, ASGIApp]) -> None:
+    def __init__(
+        self, routes: Mapping[str, ASGIApp], *, on_shutdown: Callable[[], Awaitable[None]] | None = None
+    ) -> None:
         self.routes = {path.rstrip("/") or "/": app for path, app in routes.items()}
+        self.on_shutdown = on_shutdown
+
+    async def shutdown(self) -> None:
+        """Release what the app holds (store connections); run by the ASGI lifespan's shutdown."""
+        if self.on_shutdown is not None:
+            await self.on_shutdown()
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] == "lifespan":
-            await _lifespan(receive, send)
+            await self._lifespan(receive, send)
             return
         if scope["type"] != "http":
             return
@@ -54,13 +62,13 @@ class Router:
             return
         await route(scope, receive, send)
 
-
-async def _lifespan(receive: Receive, send: Send) -> None:
-    # Nothing to start or stop: stores are built with the app, once per process.
-    while True:
-        message = await receive()
-        if message["type"] == "lifespan.startup":
-            await send({"type": "lifespan.startup.complete"})
-        elif message["type"] == "lifespan.shutdown":
-            await send({"type": "lifespan.shutdown.complete"})
-            return
+    async def _lifespan(self, receive: Receive, send: Send) -> None:
+        # Stores are built with the app, once per process; shutdown releases their connections.
+        while True:
+            message = await receive()
+            if message["type"] == "lifespan.startup":
+                await send({"type": "lifespan.startup.complete"})
+            elif message["type"] == "lifespan.shutdown":
+                await self.shutdown()
+                await send({"type": "lifespan.shutdown.complete"})
+                return

@@ -1,0 +1,195 @@
+"""What the Redis backend promises beyond the shared contract: one round trip on the hot path of a legacy
+tools/call, and bounded, documented failures when Redis is gone."""
+
+from __future__ import annotations
+
+import secrets
+import shutil
+import socket
+import subprocess
+from collections.abc import AsyncIterator, Iterator
+from typing import Any
+
+import anyio
+import pytest
+from redis.asyncio import Connection, Redis
+
+from core import McpServer, Settings
+from core.pipeline.metrics import LocalMetrics
+from core.resilience.breaker import BreakerPolicy
+from core.resilience.limiter import RateLimit
+from core.stores.redis import redis_client, redis_stores
+from core.transport.app import build_app
+from tests.core.stores.conftest import REDIS_URL
+from tests.wire import McpHttp
+
+pytestmark = pytest.mark.anyio
+
+
+class CountingConnection(Connection):
+    """A real redis-py connection that counts the writes it sends: one write is one round trip."""
+
+    writes = 0
+
+    async def send_packed_command(self, command: Any, check_health: bool = True) -> None:
+        CountingConnection.writes += 1
+        await super().send_packed_command(command, check_health)
+
+
+def limited_server() -> McpServer:
+    server = McpServer("redis-limits", breaker=BreakerPolicy())
+
+    @server.tool(rate_limit=RateLimit(rate=100, burst=100))
+    def add(a: int, b: int) -> int:
+        """Add."""
+        return a + b
+
+    return server
+
+
+@pytest.fixture
+async def counted() -> AsyncIterator[McpHttp]:
+    import httpx
+
+    client = Redis.from_url(REDIS_URL, connection_class=CountingConnection)
+    prefix = f"stratus-test-{secrets.token_hex(4)}"
+    stores = redis_stores(client, prefix=prefix, session_ttl_seconds=600, timeout=2.0)
+    app = build_app(limited_server(), Settings(), stores=stores)
+    async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://localhost") as http:
+        yield McpHttp(http)
+    keys = [key async for key in client.scan_iter(match=f"{prefix}:*")]
+    if keys:
+        await client.delete(*keys)
+    await client.aclose()
+
+
+async def test_a_legacy_tools_call_with_session_limit_and_breaker_is_one_round_trip(counted: McpHttp) -> None:
+    session = await counted.initialize()
+    await session.request("tools/call", {"name": "add", "arguments": {"a": 1, "b": 2}})  # loads the scripts once
+    CountingConnection.writes = 0
+    response = await session.request("tools/call", {"name": "add", "arguments": {"a": 2, "b": 3}})
+    assert response.json()["result"]["structuredContent"] == {"result": 5}
+    assert CountingConnection.writes == 1
+
+
+async def test_a_modern_tools_call_with_a_limit_and_a_breaker_is_one_round_trip(counted: McpHttp) -> None:
+    await counted.modern("tools/call", {"name": "add", "arguments": {"a": 1, "b": 2}})
+    CountingConnection.writes = 0
+    response = await counted.modern("tools/call", {"name": "add", "arguments": {"a": 1, "b": 2}})
+    assert response.status_code == 200 and CountingConnection.writes == 1
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+class OwnRedis:
+    """A redis-server this test starts on its own port, and stops and restarts at will."""
+
+    def __init__(self) -> None:
+        self.port = free_port()
+        self.process: subprocess.Popen[bytes] | None = None
+
+    @property
+    def url(self) -> str:
+        return f"redis://127.0.0.1:{self.port}/0"
+
+    def start(self) -> None:
+        binary = shutil.which("redis-server")
+        assert binary, "redis-server is not installed (.ci/run installs it)"
+        self.process = subprocess.Popen(
+            [binary, "--port", str(self.port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"],
+            stdout=subprocess.DEVNULL,
+        )
+        with anyio.from_thread.start_blocking_portal() as portal:
+            portal.call(self._wait_until_up)
+
+    async def _wait_until_up(self) -> None:
+        with anyio.fail_after(10):
+            while True:
+                try:
+                    stream = await anyio.connect_tcp("127.0.0.1", self.port)
+                    await stream.aclose()
+                    return
+                except OSError:
+                    await anyio.sleep(0.02)  # polling a process start-up, bounded by fail_after above
+
+    def stop(self) -> None:
+        if self.process is not None:
+            self.process.terminate()
+            self.process.wait(timeout=10)
+            self.process = None
+
+
+@pytest.fixture
+def own_redis() -> Iterator[OwnRedis]:
+    server = OwnRedis()
+    server.start()
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+def fault_server() -> McpServer:
+    server = McpServer("faults")
+
+    @server.tool(rate_limit=RateLimit(rate=10, burst=10))
+    def ping() -> str:
+        """Ping."""
+        return "pong"
+
+    return server
+
+
+async def test_redis_stopped_mid_run_gives_bounded_503s_then_recovers(own_redis: OwnRedis) -> None:
+    import httpx
+
+    metrics = LocalMetrics()
+    settings = Settings(store=own_redis.url, secret_key="test-key", store_timeout_seconds=1.0)
+    app = build_app(fault_server(), settings, metrics=metrics)
+    async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://localhost") as http:
+        mcp = McpHttp(http)
+        session = await mcp.initialize()
+        assert (await session.request("tools/call", {"name": "ping"})).status_code == 200
+
+        own_redis.stop()
+        with anyio.fail_after(5):  # bounded: socket timeouts and one retry, never a hang
+            down = await session.request("tools/call", {"name": "ping"})
+        assert down.status_code == 503 and down.headers["retry-after"] == "1"
+        assert down.json()["error"]["code"] == -31502
+        with anyio.fail_after(5):
+            modern = await mcp.modern("tools/call", {"name": "ping"})
+        assert modern.status_code == 200  # rate limits fail open by default, counted and logged
+        assert metrics.total("store_unavailable", item="ping") == 1
+
+        own_redis.start()  # an empty Redis: the old session is gone, the app recovers without a restart
+        with anyio.fail_after(5):
+            assert (await session.request("tools/call", {"name": "ping"})).status_code == 404
+            again = await mcp.initialize()
+            assert (await again.request("tools/call", {"name": "ping"})).status_code == 200
+    await app.shutdown()
+
+
+async def test_limits_can_fail_closed_instead(own_redis: OwnRedis) -> None:
+    import httpx
+
+    settings = Settings(
+        store=own_redis.url, secret_key="k", store_timeout_seconds=1.0, limits_on_store_failure="closed"
+    )
+    app = build_app(fault_server(), settings)
+    async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://localhost") as http:
+        own_redis.stop()
+        with anyio.fail_after(5):
+            response = await McpHttp(http).modern("tools/call", {"name": "ping"})
+    await app.shutdown()
+    assert response.status_code == 503
+
+
+async def test_the_client_bounds_its_sockets() -> None:
+    client = redis_client(REDIS_URL, timeout=0.5)
+    kwargs = client.connection_pool.connection_kwargs
+    assert (kwargs["socket_connect_timeout"], kwargs["socket_timeout"]) == (0.5, 0.5)
+    await client.aclose()
