@@ -31,10 +31,13 @@ def test_variables_are_parsed_and_overrides_win() -> None:
         {"STRATUS_MAX_BODY_BYTES": "-1"},
         {"STRATUS_MAX_BODY_BYTES": "lots"},
         {"STRATUS_STORE": "postgres://db"},
-        {"STRATUS_STORE": "redis://127.0.0.1:6379"},
         {"STRATUS_MCP_PATH": "mcp"},
         {"STRATUS_APP": "no-colon"},
         {"STRATUS_AUTH_MODE": "basic"},
+        {"STRATUS_STORE": "redis://127.0.0.1:6379/0"},
+        {"STRATUS_STORE": "redis://"},
+        {"STRATUS_STORE": "dynamodb://table", "STRATUS_SECRET_KEY": "k"},
+        {"STRATUS_LIMITS_ON_STORE_FAILURE": "maybe"},
         {"STRATUS_AUTH_MODE": "jwt", "STRATUS_AUTH_ISSUER": "https://auth.example.com/"},
         {
             "STRATUS_AUTH_MODE": "jwt",
@@ -61,3 +64,11 @@ def test_jwt_mode_reads_its_settings() -> None:
         }
     )
     assert settings.auth_scopes == ("tools:read", "tools:write")
+
+
+def test_a_shared_store_needs_the_shared_secret() -> None:
+    with pytest.raises(SettingsError) as refused:
+        Settings.from_env({"STRATUS_STORE": "rediss://cache.example.com:6379"})
+    assert "STRATUS_SECRET_KEY" in str(refused.value)
+    settings = Settings.from_env({"STRATUS_STORE": "rediss://cache.example.com:6379", "STRATUS_SECRET_KEY": "k"})
+    assert settings.store == "rediss://cache.example.com:6379"

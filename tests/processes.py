@@ -1,0 +1,92 @@
+"""Real server processes for tests: `stratus serve` in a subprocess, and a round-robin proxy in front of several."""
+
+from __future__ import annotations
+
+import itertools
+import os
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator, Sequence
+from contextlib import ExitStack, contextmanager
+
+import httpx
+import pytest
+
+from core.transport.asgi import Receive, Scope, Send, send_response
+
+START_TIMEOUT_SECONDS = 20.0
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+@contextmanager
+def stratus_process(app: str, environment: dict[str, str]) -> Iterator[str]:
+    """`stratus serve --app APP` in its own process on a free port; yields its base URL, ends it by PID."""
+    port = free_port()
+    env = {**{k: v for k, v in os.environ.items() if not k.startswith("STRATUS_")}, **environment}
+    command = [sys.executable, "-m", "handlers.cli", "serve", "--app", app, "--port", str(port)]
+    process = subprocess.Popen(command, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    try:
+        deadline = time.monotonic() + START_TIMEOUT_SECONDS
+        while True:
+            if process.poll() is not None:
+                pytest.fail(f"stratus serve exited: {process.stderr.read().decode() if process.stderr else ''}")
+            try:
+                with socket.create_connection(("127.0.0.1", port), timeout=0.2):
+                    break
+            except OSError:
+                if time.monotonic() > deadline:
+                    pytest.fail(f"stratus serve did not listen within {START_TIMEOUT_SECONDS} s")
+                time.sleep(0.05)  # polling a process start-up, bounded by the deadline
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        process.terminate()
+        try:
+            process.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait(timeout=10)
+        if process.stderr:
+            process.stderr.close()
+
+
+@contextmanager
+def stratus_processes(count: int, app: str, environment: dict[str, str]) -> Iterator[list[str]]:
+    with ExitStack() as stack:
+        yield [stack.enter_context(stratus_process(app, environment)) for _ in range(count)]
+
+
+class RoundRobinProxy:
+    """An ASGI app forwarding each request to the next backend in turn: no two consecutive requests of a client
+    reach the same process."""
+
+    def __init__(self, backends: Sequence[str]) -> None:
+        self._next = itertools.cycle(backends)
+        self.forwarded: list[str] = []
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            return
+        body = b""
+        while True:
+            message = await receive()
+            body += message.get("body", b"")
+            if not message.get("more_body"):
+                break
+        backend = next(self._next)
+        self.forwarded.append(backend)
+        headers = [
+            (k.decode(), v.decode()) for k, v in scope["headers"] if k.lower() not in (b"host", b"content-length")
+        ]
+        query = scope.get("query_string", b"").decode()
+        url = f"{backend}{scope['path']}" + (f"?{query}" if query else "")
+        async with httpx.AsyncClient(timeout=10) as client:  # one per request: the proxy runs on uvicorn's loop
+            upstream = await client.request(scope["method"], url, content=body, headers=headers)
+        passed = {k: v for k, v in upstream.headers.items() if k.lower() not in ("content-length", "transfer-encoding")}
+        await send_response(send, upstream.status_code, upstream.content, passed)

@@ -1,0 +1,98 @@
+"""Two `stratus serve` processes sharing one Redis behave as one server."""
+
+from __future__ import annotations
+
+import secrets
+from collections.abc import Iterator
+
+import anyio
+import httpx
+import pytest
+from mcp import Client
+
+from tests.apps import LIMIT
+from tests.processes import RoundRobinProxy, stratus_processes
+from tests.servers import uvicorn_serving
+from tests.wire import McpHttp
+
+pytestmark = [pytest.mark.anyio, pytest.mark.uvicorn]
+
+
+@pytest.fixture(scope="module")
+def anyio_backend() -> str:
+    return "asyncio"
+
+
+@pytest.fixture(scope="module")
+def two_processes() -> Iterator[list[str]]:
+    environment = {
+        "STRATUS_STORE": "redis://127.0.0.1:6379/0",
+        "STRATUS_STORE_PREFIX": f"stratus-multi-{secrets.token_hex(4)}",
+        "STRATUS_SECRET_KEY": "shared-test-key",
+    }
+    with stratus_processes(2, "tests.apps:shared", environment) as urls:
+        yield urls
+
+
+def client_of(url: str) -> McpHttp:
+    return McpHttp(httpx.AsyncClient(base_url=url, timeout=10))
+
+
+async def test_a_session_opened_on_one_process_is_used_and_ended_on_the_other(two_processes: list[str]) -> None:
+    first, second = client_of(two_processes[0]), client_of(two_processes[1])
+    with anyio.fail_after(20):
+        session = await first.initialize()
+        session.client = second
+        result = (await session.request("tools/call", {"name": "add", "arguments": {"a": 2, "b": 3}})).json()
+        assert result["result"]["structuredContent"] == {"result": 5}
+        assert (await second.http.delete("/mcp", headers=session.headers)).status_code == 200
+        session.client = first
+        assert (await session.request("tools/list")).status_code == 404
+    await first.http.aclose()
+    await second.http.aclose()
+
+
+async def test_a_rate_limit_admits_exactly_its_burst_across_both_processes(two_processes: list[str]) -> None:
+    clients = [client_of(url) for url in two_processes]
+    outcomes: list[int] = []
+
+    async def call(mcp: McpHttp) -> None:
+        response = await mcp.modern("tools/call", {"name": "limited"})
+        body = response.json()
+        outcomes.append(1 if "result" in body else body["error"]["code"])
+
+    with anyio.fail_after(30):
+        async with anyio.create_task_group() as group:
+            for index in range(3 * LIMIT):
+                group.start_soon(call, clients[index % 2])
+    assert outcomes.count(1) == LIMIT
+    assert outcomes.count(-31429) == 2 * LIMIT
+    for mcp in clients:
+        await mcp.http.aclose()
+
+
+async def test_a_breaker_opened_by_failures_on_one_process_is_open_on_the_other(two_processes: list[str]) -> None:
+    first, second = client_of(two_processes[0]), client_of(two_processes[1])
+    with anyio.fail_after(20):
+        for _ in range(3):
+            assert (await first.modern("tools/call", {"name": "flaky"})).json()["result"]["isError"] is True
+        refused = (await second.modern("tools/call", {"name": "flaky"})).json()
+    assert refused["error"]["code"] == -31503
+    await first.http.aclose()
+    await second.http.aclose()
+
+
+@pytest.mark.parametrize("mode", ["auto", "legacy"])
+async def test_the_official_sdk_works_with_requests_alternating_between_processes(
+    two_processes: list[str], mode: str
+) -> None:
+    proxy = RoundRobinProxy(two_processes)
+    with uvicorn_serving(proxy) as proxy_url:
+        with anyio.fail_after(30):
+            async with Client(f"{proxy_url}/mcp", mode=mode) as client:
+                tools = await client.list_tools()
+                assert "add" in [tool.name for tool in tools.tools]
+                for a in range(4):
+                    result = await client.call_tool("add", {"a": a, "b": 1})
+                    assert result.structured_content == {"result": a + 1}
+    assert set(proxy.forwarded) == set(two_processes)
