@@ -80,6 +80,17 @@ def build_stores(
         return redis_stores(
             client, prefix=prefix, session_ttl_seconds=session_ttl_seconds, timeout=timeout, clock=clock
         )
+    if scheme == "dynamodb":
+        from core.stores.dynamodb import dynamodb_client, dynamodb_stores
+
+        return dynamodb_stores(
+            dynamodb_client(timeout=timeout),
+            urlsplit(url).netloc,
+            prefix=prefix,
+            session_ttl_seconds=session_ttl_seconds,
+            timeout=timeout,
+            clock=clock,
+        )
     from core.stores.memory import MemoryBreakerStore, MemoryRateLimitStore, MemorySessionStore
 
     return Stores(

@@ -3,12 +3,16 @@
 from __future__ import annotations
 
 import secrets
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
 import pytest
+from moto import mock_aws
+from moto.server import ThreadedMotoServer
 
+from core.stores.dynamodb import create_table, dynamodb_client, dynamodb_stores
 from core.stores.factory import Stores, build_stores
 from core.stores.memory import MemoryBreakerStore, MemoryRateLimitStore, MemorySessionStore
 from tests.core.pipeline.conftest import FakeClock
@@ -24,11 +28,62 @@ class Backend:
     clock: FakeClock
     redis: Any = None
     prefix: str = ""
+    dynamo: Any = None
+    table: str = ""
 
 
-@pytest.fixture(params=["memory", "redis"])
-async def backend(request: pytest.FixtureRequest) -> AsyncIterator[Backend]:
+@pytest.fixture
+def aws_credentials(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Fake credentials and a region for boto3: the tests talk only to moto."""
+    for name, value in {
+        "AWS_ACCESS_KEY_ID": "testing",
+        "AWS_SECRET_ACCESS_KEY": "testing",
+        "AWS_SESSION_TOKEN": "testing",
+        "AWS_DEFAULT_REGION": "us-east-1",
+    }.items():
+        monkeypatch.setenv(name, value)
+    monkeypatch.delenv("AWS_ENDPOINT_URL_DYNAMODB", raising=False)
+    monkeypatch.delenv("AWS_PROFILE", raising=False)
+
+
+@pytest.fixture(scope="session")
+def moto_server() -> Iterator[str]:
+    """moto's threaded server: DynamoDB as a real HTTP endpoint on 127.0.0.1."""
+    server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
+    server.start()
+    host, port = server.get_host_and_port()
+    try:
+        yield f"http://{host}:{port}"
+    finally:
+        server.stop()
+
+
+@contextmanager
+def dynamodb_backend(endpoint: str | None, monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    """moto in-process when `endpoint` is None, else the threaded server at `endpoint`."""
+    if endpoint is None:
+        with mock_aws():
+            yield
+    else:
+        monkeypatch.setenv("AWS_ENDPOINT_URL_DYNAMODB", endpoint)
+        yield
+
+
+@pytest.fixture(params=["memory", "redis", "dynamodb", "dynamodb-server"])
+async def backend(request: pytest.FixtureRequest, aws_credentials: None) -> AsyncIterator[Backend]:
     clock = FakeClock()
+    if request.param.startswith("dynamodb"):
+        endpoint = request.getfixturevalue("moto_server") if request.param == "dynamodb-server" else None
+        with dynamodb_backend(endpoint, request.getfixturevalue("monkeypatch")):
+            client = dynamodb_client(timeout=2.0)
+            table = f"stratus-test-{secrets.token_hex(4)}"
+            create_table(client, table)
+            stores = dynamodb_stores(client, table, prefix="t", session_ttl_seconds=TTL, timeout=2.0, clock=clock)
+            try:
+                yield Backend(request.param, stores, clock, dynamo=client, table=table)
+            finally:
+                client.delete_table(TableName=table)
+        return
     if request.param == "memory":
         stores = Stores(
             sessions=MemorySessionStore(ttl_seconds=TTL, clock=clock),

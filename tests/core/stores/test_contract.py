@@ -61,6 +61,9 @@ async def test_an_expired_session_is_absent_even_before_the_backend_deletes_it(b
     backend.clock.advance(TTL + 1)
     if backend.redis is not None:
         assert await backend.redis.exists(f"{backend.prefix}:{{s:s-1}}") == 1  # still stored: only expired
+    if backend.dynamo is not None:
+        key = {"PK": {"S": "t#session#s-1"}, "SK": {"S": "session"}}
+        assert "Item" in backend.dynamo.get_item(TableName=backend.table, Key=key)  # TTL deletion has not run
     assert await backend.stores.sessions.load("s-1") is None
 
 

@@ -1,0 +1,478 @@
+"""DynamoDB stores (boto3, imported only when `STRATUS_STORE=dynamodb://TABLE`): one table for all state.
+
+Key design (string keys; `expires` is both a field every read compares and the table's TTL attribute, since TTL
+deletion is lazy):
+
+    PK                                   SK        attributes
+    {prefix}#session#<session id>        session   data (JSON), created, active, expires, v
+    {prefix}#bucket#<bucket key>         bucket    tokens, ts, expires, v
+    {prefix}#breaker#<breaker key>       breaker   state, opened_at, trial_at, failures, expires, v
+
+Every change is a conditional write on the item's version `v` (optimistic concurrency): the state machines of
+`core.resilience` run here, and a write that lost a race is retried from a fresh read. A tools/call's checks take
+two requests: one strongly consistent `BatchGetItem`, one `TransactWriteItems` for what changed. Sessions slide
+their expiry at most once a minute (`TOUCH_INTERVAL`), so most session reads write nothing. boto3 calls run in a
+worker thread, with botocore's timeouts and retry mode set explicitly; `ConditionalCheckFailed` and every
+transport error are mapped to domain errors in `_call`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from core.errors import StoreUnavailableError
+from core.resilience import breaker as breaker_machine
+from core.resilience import limiter
+from core.resilience.backoff import full_jitter
+from core.resilience.breaker import Admission, BreakerPolicy, BreakerState, CircuitState
+from core.resilience.limiter import Bucket, Decision, RateLimit
+from core.stores.base import CallAdmission, CallChecks, SessionExistsError, SessionRecord
+from core.stores.factory import Stores
+
+Clock = Callable[[], float]
+Item = dict[str, Any]
+GRACE_SECONDS = 60.0
+TOUCH_INTERVAL = 60.0
+ATTEMPTS = 8
+BACKOFF_SECONDS = 0.005
+THROTTLED = frozenset(
+    {"ProvisionedThroughputExceededException", "ThrottlingException", "RequestLimitExceeded", "InternalServerError"}
+)
+
+
+class ConditionFailedError(Exception):
+    """A conditional write found the item changed (or present, or absent) since it was read."""
+
+
+def _n(value: float) -> dict[str, str]:
+    return {"N": repr(float(value))}
+
+
+def _num(item: Item, name: str, default: float = 0.0) -> float:
+    value = item.get(name)
+    return float(value["N"]) if value else default
+
+
+def table_definition(table: str) -> dict[str, Any]:
+    """The table: `PK` + `SK` strings, on-demand capacity (template.yaml declares the same)."""
+    return {
+        "TableName": table,
+        "AttributeDefinitions": [
+            {"AttributeName": "PK", "AttributeType": "S"},
+            {"AttributeName": "SK", "AttributeType": "S"},
+        ],
+        "KeySchema": [{"AttributeName": "PK", "KeyType": "HASH"}, {"AttributeName": "SK", "KeyType": "RANGE"}],
+        "BillingMode": "PAY_PER_REQUEST",
+    }
+
+
+def create_table(client: Any, table: str) -> None:
+    """Create the table with its key schema and the `expires` TTL attribute, and wait until it is active."""
+    client.create_table(**table_definition(table))
+    client.get_waiter("table_exists").wait(TableName=table, WaiterConfig={"Delay": 1, "MaxAttempts": 60})
+    client.update_time_to_live(TableName=table, TimeToLiveSpecification={"Enabled": True, "AttributeName": "expires"})
+
+
+def dynamodb_client(*, timeout: float) -> Any:
+    """A boto3 DynamoDB client (region, credentials and `AWS_ENDPOINT_URL_DYNAMODB` from the environment)."""
+    import boto3
+    from botocore.config import Config
+
+    config = Config(
+        connect_timeout=timeout,
+        read_timeout=timeout,
+        retries={"mode": "standard", "max_attempts": 2},
+        tcp_keepalive=True,
+    )
+    return boto3.client("dynamodb", config=config)
+
+
+class DynamoTable:
+    """The one table: keys, item codecs, and every call, with errors mapped to domain errors in one place."""
+
+    def __init__(self, client: Any, table: str, prefix: str, *, timeout: float, clock: Clock = time.time) -> None:
+        from botocore.exceptions import BotoCoreError, ClientError
+
+        self.client = client
+        self.table = table
+        self.prefix = prefix
+        self.timeout = timeout
+        self.clock = clock
+        self._client_error = ClientError
+        self._transport_error = BotoCoreError
+        self.requests = 0
+        """How many requests this table has sent (the benchmark reports it per request kind)."""
+
+    def key(self, kind: str, ident: str) -> Item:
+        return {"PK": {"S": f"{self.prefix}#{kind}#{ident}"}, "SK": {"S": kind}}
+
+    async def _call(self, operation: str, **params: Any) -> Any:
+        """Run one DynamoDB operation in a worker thread, bounded in time.
+
+        Raises:
+            ConditionFailedError: a condition did not hold (for a transaction: any of them).
+            StoreUnavailableError: DynamoDB throttled, failed or did not answer.
+        """
+        self.requests += 1
+        try:
+            async with asyncio.timeout(self.timeout * 2 + 1):
+                return await asyncio.to_thread(getattr(self.client, operation), TableName=self.table, **params)
+        except self._client_error as error:
+            code = error.response.get("Error", {}).get("Code", "")
+            if code == "ConditionalCheckFailedException":
+                raise ConditionFailedError from None
+            if code == "TransactionCanceledException":
+                reasons = [reason.get("Code") for reason in error.response.get("CancellationReasons", [])]
+                if any(reason == "ConditionalCheckFailed" for reason in reasons):
+                    raise ConditionFailedError from None
+            raise StoreUnavailableError("The state store failed the request; retry shortly") from error
+        except (self._transport_error, TimeoutError, OSError) as error:
+            raise StoreUnavailableError("The state store is unavailable; retry shortly") from error
+
+    async def get(self, key: Item) -> Item | None:
+        response = await self._call("get_item", Key=key, ConsistentRead=True)
+        item: Item | None = response.get("Item")
+        return item
+
+    async def get_many(self, keys: Sequence[Item]) -> list[Item | None]:
+        """Strongly consistent reads of several items in one request (more only if DynamoDB leaves some out)."""
+        found: dict[tuple[str, str], Item] = {}
+        pending = list(keys)
+        for _ in range(ATTEMPTS):
+            if not pending:
+                break
+            request = {self.table: {"Keys": pending, "ConsistentRead": True}}
+            self.requests += 1
+            try:
+                async with asyncio.timeout(self.timeout * 2 + 1):
+                    response = await asyncio.to_thread(self.client.batch_get_item, RequestItems=request)
+            except (self._client_error, self._transport_error, TimeoutError, OSError) as error:
+                raise StoreUnavailableError("The state store is unavailable; retry shortly") from error
+            for item in response.get("Responses", {}).get(self.table, []):
+                found[(item["PK"]["S"], item["SK"]["S"])] = item
+            pending = response.get("UnprocessedKeys", {}).get(self.table, {}).get("Keys", [])
+        if pending:
+            raise StoreUnavailableError("The state store throttled the request; retry shortly")
+        return [found.get((key["PK"]["S"], key["SK"]["S"])) for key in keys]
+
+    def versioned_put(self, item: Item, version: float | None) -> Item:
+        """A Put that succeeds only if the item is still at `version` (absent when None)."""
+        condition = "attribute_not_exists(PK)" if version is None else "v = :v"
+        put: Item = {
+            "TableName": self.table,
+            "Item": {**item, "v": _n((version or 0) + 1)},
+            "ConditionExpression": condition,
+        }
+        if version is not None:
+            put["ExpressionAttributeValues"] = {":v": _n(version)}
+        return {"Put": put}
+
+    async def write(self, operations: Sequence[Item]) -> None:
+        """Apply conditional writes: alone, or all-or-nothing in one transaction."""
+        if len(operations) == 1:
+            ((kind, operation),) = operations[0].items()
+            params = {key: value for key, value in operation.items() if key != "TableName"}
+            await self._call("put_item" if kind == "Put" else "update_item", **params)
+            return
+        await self._call_transaction(operations)
+
+    async def _call_transaction(self, operations: Sequence[Item]) -> None:
+        # TransactWriteItems names the table in each operation, not at the top level.
+        self.requests += 1
+        try:
+            async with asyncio.timeout(self.timeout * 2 + 1):
+                await asyncio.to_thread(self.client.transact_write_items, TransactItems=list(operations))
+        except self._client_error as error:
+            reasons = [reason.get("Code") for reason in error.response.get("CancellationReasons", [])]
+            if "ConditionalCheckFailed" in reasons:
+                raise ConditionFailedError from None
+            raise StoreUnavailableError("The state store failed the request; retry shortly") from error
+        except (self._transport_error, TimeoutError, OSError) as error:
+            raise StoreUnavailableError("The state store is unavailable; retry shortly") from error
+
+
+async def _back_off(attempt: int) -> None:
+    """A short full-jitter pause before re-reading an item another writer changed (bounded: ATTEMPTS tries)."""
+    await asyncio.sleep(full_jitter(attempt, base=BACKOFF_SECONDS, cap=0.1))
+
+
+def _version(item: Item | None) -> float | None:
+    return None if item is None else _num(item, "v")
+
+
+class DynamoSessionStore:
+    """Legacy sessions, one item each."""
+
+    def __init__(self, table: DynamoTable, *, ttl_seconds: float) -> None:
+        self.table = table
+        self.ttl = ttl_seconds
+
+    def key(self, session_id: str) -> Item:
+        return self.table.key("session", session_id)
+
+    def _item(self, record: SessionRecord, now: float) -> Item:
+        data = {
+            "version": record.protocol_version,
+            "capabilities": record.client_capabilities,
+            "client": record.client_info,
+            "principal": record.principal,
+            "log_level": record.log_level,
+            "subscriptions": record.subscriptions,
+            "initialized": record.initialized,
+        }
+        return {
+            **self.key(record.session_id),
+            "data": {"S": json.dumps(data, separators=(",", ":"))},
+            "created": _n(now),
+            "active": _n(now),
+            "expires": _n(now + self.ttl),
+        }
+
+    def live(self, session_id: str, item: Item | None, now: float) -> SessionRecord | None:
+        """The record in `item`, or None when it is absent or expired (TTL deletion lags)."""
+        if item is None or _num(item, "expires") <= now:
+            return None
+        data = json.loads(item["data"]["S"])
+        return SessionRecord(
+            session_id=session_id,
+            protocol_version=data["version"],
+            client_capabilities=data["capabilities"],
+            client_info=data["client"],
+            principal=data["principal"],
+            log_level=data["log_level"],
+            subscriptions=data["subscriptions"],
+            initialized=data["initialized"],
+            created_at=_num(item, "created"),
+            last_active_at=_num(item, "active"),
+            expires_at=_num(item, "expires"),
+        )
+
+    def touch(self, record: SessionRecord, now: float) -> Item | None:
+        """The update that slides the expiry, when the last one is older than TOUCH_INTERVAL (else None)."""
+        if now - record.last_active_at < min(TOUCH_INTERVAL, self.ttl / 10):
+            return None
+        record.last_active_at, record.expires_at = now, now + self.ttl
+        return {
+            "Update": {
+                "TableName": self.table.table,
+                "Key": self.key(record.session_id),
+                "UpdateExpression": "SET active = :now, expires = :expires",
+                "ConditionExpression": "expires > :now",
+                "ExpressionAttributeValues": {":now": _n(now), ":expires": _n(now + self.ttl)},
+            }
+        }
+
+    async def create(self, record: SessionRecord) -> None:
+        now = self.table.clock()
+        try:
+            await self.table._call(
+                "put_item",
+                Item=self._item(record, now),
+                ConditionExpression="attribute_not_exists(PK) OR expires <= :now",
+                ExpressionAttributeValues={":now": _n(now)},
+            )
+        except ConditionFailedError:
+            raise SessionExistsError(record.session_id) from None
+
+    async def load(self, session_id: str) -> SessionRecord | None:
+        now = self.table.clock()
+        record = self.live(session_id, await self.table.get(self.key(session_id)), now)
+        if record is not None:
+            touch = self.touch(record, now)
+            if touch is not None:
+                try:
+                    await self.table.write([touch])
+                except ConditionFailedError:
+                    return None  # it expired or ended between the read and the touch
+        return record
+
+    async def save(self, record: SessionRecord) -> None:
+        now = self.table.clock()
+        data = self._item(record, now)["data"]
+        try:
+            await self.table._call(
+                "update_item",
+                Key=self.key(record.session_id),
+                UpdateExpression="SET #data = :data",
+                ConditionExpression="expires > :now",
+                ExpressionAttributeNames={"#data": "data"},
+                ExpressionAttributeValues={":data": data, ":now": _n(now)},
+            )
+        except ConditionFailedError:
+            return  # a save never revives an ended session
+
+    async def delete(self, session_id: str) -> bool:
+        response = await self.table._call("delete_item", Key=self.key(session_id), ReturnValues="ALL_OLD")
+        old = response.get("Attributes")
+        return old is not None and _num(old, "expires") > self.table.clock()
+
+
+class DynamoRateLimitStore:
+    """Token buckets: read, refill and take with `core.resilience.limiter`, write back on the version read."""
+
+    def __init__(self, table: DynamoTable) -> None:
+        self.table = table
+
+    def key(self, bucket_key: str) -> Item:
+        return self.table.key("bucket", bucket_key)
+
+    def take(
+        self, bucket_key: str, item: Item | None, limit: RateLimit, cost: float, now: float
+    ) -> tuple[Decision, Item | None]:
+        """The decision, and the write it needs (none when refused: a refusal changes nothing worth storing)."""
+        current = None
+        if item is not None and _num(item, "expires") > now:
+            current = Bucket(_num(item, "tokens"), _num(item, "ts"))
+        decision, bucket = limiter.take(current, limit, now, cost)
+        if not decision.allowed:
+            return decision, None
+        fresh = {
+            **self.key(bucket_key),
+            "tokens": _n(bucket.tokens),
+            "ts": _n(bucket.updated_at),
+            "expires": _n(now + limiter.idle_seconds(limit) + GRACE_SECONDS),
+        }
+        return decision, self.table.versioned_put(fresh, _version(item))
+
+    async def acquire(self, key: str, limit: RateLimit, cost: float = 1.0) -> Decision:
+        for attempt in range(ATTEMPTS):
+            item = await self.table.get(self.key(key))
+            decision, write = self.take(key, item, limit, cost, self.table.clock())
+            if write is None:
+                return decision
+            try:
+                await self.table.write([write])
+                return decision
+            except ConditionFailedError:
+                await _back_off(attempt)  # another container took from the bucket meanwhile: decide again
+        raise StoreUnavailableError("The rate limit is too contended to decide; retry shortly")
+
+
+def _breaker_state(item: Item | None, now: float) -> BreakerState:
+    if item is None or _num(item, "expires") <= now:
+        return BreakerState()
+    failures = tuple(float(value["N"]) for value in item.get("failures", {}).get("L", []))
+    trial = item.get("trial_at")
+    return BreakerState(
+        CircuitState(item["state"]["S"]), failures, _num(item, "opened_at"), float(trial["N"]) if trial else None
+    )
+
+
+class DynamoBreakerStore:
+    """Circuit breakers: the state machine of `core.resilience.breaker`, written back on the version read."""
+
+    def __init__(self, table: DynamoTable) -> None:
+        self.table = table
+
+    def key(self, breaker_key: str) -> Item:
+        return self.table.key("breaker", breaker_key)
+
+    def put(self, breaker_key: str, item: Item | None, state: BreakerState, policy: BreakerPolicy, now: float) -> Item:
+        fresh: Item = {
+            **self.key(breaker_key),
+            "state": {"S": state.state.value},
+            "opened_at": _n(state.opened_at),
+            "failures": {"L": [_n(at) for at in state.failures]},
+            "expires": _n(now + policy.window_seconds + policy.cooldown_seconds + GRACE_SECONDS),
+        }
+        if state.trial_started_at is not None:
+            fresh["trial_at"] = _n(state.trial_started_at)
+        return self.table.versioned_put(fresh, _version(item))
+
+    def admit_from(
+        self, breaker_key: str, item: Item | None, policy: BreakerPolicy, now: float
+    ) -> tuple[Admission, Item | None]:
+        current = _breaker_state(item, now)
+        admission, after = breaker_machine.admit(current, policy, now)
+        return admission, (None if after == current else self.put(breaker_key, item, after, policy, now))
+
+    async def admit(self, key: str, policy: BreakerPolicy) -> Admission:
+        for attempt in range(ATTEMPTS):
+            item = await self.table.get(self.key(key))
+            admission, write = self.admit_from(key, item, policy, self.table.clock())
+            if write is None:
+                return admission
+            try:
+                await self.table.write([write])
+                return admission
+            except ConditionFailedError:
+                await _back_off(attempt)
+        raise StoreUnavailableError("The circuit breaker is too contended to decide; retry shortly")
+
+    async def record(self, key: str, policy: BreakerPolicy, *, success: bool) -> tuple[CircuitState, CircuitState]:
+        for attempt in range(ATTEMPTS):
+            item = await self.table.get(self.key(key))
+            now = self.table.clock()
+            before = _breaker_state(item, now)
+            after = breaker_machine.record(before, policy, now, success=success)
+            if after == before:
+                return before.state, after.state
+            try:
+                await self.table.write([self.put(key, item, after, policy, now)])
+                return before.state, after.state
+            except ConditionFailedError:
+                await _back_off(attempt)
+        raise StoreUnavailableError("The circuit breaker is too contended to record; retry shortly")
+
+
+class DynamoGate:
+    """A call's checks in two requests: one consistent BatchGetItem, one TransactWriteItems of what changed."""
+
+    def __init__(
+        self, sessions: DynamoSessionStore, rate_limits: DynamoRateLimitStore, breakers: DynamoBreakerStore
+    ) -> None:
+        self.sessions = sessions
+        self.rate_limits = rate_limits
+        self.breakers = breakers
+        self.table = sessions.table
+
+    async def admit(self, checks: CallChecks) -> CallAdmission:
+        for attempt in range(ATTEMPTS):
+            keys: list[Item] = []
+            if checks.session_id:
+                keys.append(self.sessions.key(checks.session_id))
+            keys += [self.rate_limits.key(key) for key, _ in checks.limits]
+            if checks.breaker:
+                keys.append(self.breakers.key(checks.breaker[0]))
+            items = iter(await self.table.get_many(keys))
+            now = self.table.clock()
+            writes: list[Item] = []
+            session = None
+            if checks.session_id:
+                session = self.sessions.live(checks.session_id, next(items), now)
+                touch = self.sessions.touch(session, now) if session else None
+                if touch:
+                    writes.append(touch)
+            decisions = []
+            for key, limit in checks.limits:
+                decision, write = self.rate_limits.take(key, next(items), limit, 1.0, now)
+                decisions.append(decision)
+                if write:
+                    writes.append(write)
+            admission = None
+            if checks.breaker:
+                admission, write = self.breakers.admit_from(checks.breaker[0], next(items), checks.breaker[1], now)
+                if write:
+                    writes.append(write)
+            try:
+                if writes:
+                    await self.table.write(writes)
+            except ConditionFailedError:
+                await _back_off(attempt)  # another container changed one of these items: decide again
+            return CallAdmission(session, tuple(decisions), admission)
+        raise StoreUnavailableError("The call's checks are too contended to decide; retry shortly")
+
+
+def dynamodb_stores(
+    client: Any, table: str, *, prefix: str, session_ttl_seconds: float, timeout: float, clock: Clock = time.time
+) -> Stores:
+    """Every store over one table."""
+    dynamo = DynamoTable(client, table, prefix, timeout=timeout, clock=clock)
+    sessions = DynamoSessionStore(dynamo, ttl_seconds=session_ttl_seconds)
+    rate_limits = DynamoRateLimitStore(dynamo)
+    breakers = DynamoBreakerStore(dynamo)
+    return Stores(sessions, rate_limits, breakers, DynamoGate(sessions, rate_limits, breakers))
