@@ -1,6 +1,7 @@
 """The `stratus` command line.
 
     stratus serve [--app MODULE:ATTR] [--host HOST] [--port PORT] [--store URL]
+    stratus store create --store dynamodb://TABLE
 
 Flags override the matching `STRATUS_*` variables; the defaults serve the demo server on 127.0.0.1:8000 with the
 in-memory store.
@@ -25,12 +26,41 @@ def _parser() -> argparse.ArgumentParser:
     serve.add_argument("--host", default="127.0.0.1", help="interface to bind (default: 127.0.0.1)")
     serve.add_argument("--port", type=int, default=8000, help="port to bind (default: 8000)")
     serve.add_argument("--store", help="state store URL (default: memory://, or STRATUS_STORE)")
+    store = commands.add_parser("store", help="manage the state store")
+    store_commands = store.add_subparsers(dest="store_command", required=True)
+    create = store_commands.add_parser(
+        "create", help="create the DynamoDB table (key schema and TTL) a store URL names"
+    )
+    create.add_argument("--store", required=True, help="dynamodb://TABLE")
     return parser
+
+
+def _create_store(url: str) -> int:
+    from urllib.parse import urlsplit
+
+    from core.stores.factory import StoreConfigError, validate_store_url
+
+    try:
+        scheme = validate_store_url(url)
+    except StoreConfigError as exc:
+        print(f"stratus: {exc}", file=sys.stderr)
+        return 2
+    if scheme != "dynamodb":
+        print(f"stratus: {scheme} needs no set-up; only dynamodb:// stores are created", file=sys.stderr)
+        return 2
+    from core.stores.dynamodb import create_table, dynamodb_client
+
+    table = urlsplit(url).netloc
+    create_table(dynamodb_client(timeout=5.0), table)
+    print(f"Created DynamoDB table {table} (PK/SK, on demand, TTL on 'expires')")
+    return 0
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line; returns the process exit status."""
     args = _parser().parse_args(argv)
+    if args.command == "store":
+        return _create_store(args.store)
     try:
         settings = Settings.from_env(app=args.app, store=args.store)
         server = load_server(settings.app)

@@ -48,9 +48,9 @@ def validate_store_url(url: str) -> str:
             raise StoreConfigError(f"store {url!r}: a Redis URL needs a host, e.g. redis://127.0.0.1:6379/0")
         return parts.scheme
     if parts.scheme == "dynamodb":
-        raise StoreConfigError(
-            f"store {url!r}: the DynamoDB backend is not part of this build yet; use redis:// or memory://"
-        )
+        if not parts.netloc or parts.path not in ("", "/"):
+            raise StoreConfigError(f"store {url!r}: name the table, e.g. dynamodb://stratus-state")
+        return parts.scheme
     raise StoreConfigError(f"store {url!r}: expected memory://, redis://HOST, rediss://HOST or dynamodb://TABLE")
 
 

@@ -36,7 +36,7 @@ def test_variables_are_parsed_and_overrides_win() -> None:
         {"STRATUS_AUTH_MODE": "basic"},
         {"STRATUS_STORE": "redis://127.0.0.1:6379/0"},
         {"STRATUS_STORE": "redis://"},
-        {"STRATUS_STORE": "dynamodb://table", "STRATUS_SECRET_KEY": "k"},
+        {"STRATUS_STORE": "dynamodb://", "STRATUS_SECRET_KEY": "k"},
         {"STRATUS_LIMITS_ON_STORE_FAILURE": "maybe"},
         {"STRATUS_AUTH_MODE": "jwt", "STRATUS_AUTH_ISSUER": "https://auth.example.com/"},
         {

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from core.stores.dynamodb import dynamodb_client
 from handlers.cli import main
 
 
@@ -15,3 +16,22 @@ def test_an_unusable_store_exits_2_with_a_clear_message(capsys: pytest.CaptureFi
 def test_an_app_that_is_not_a_server_exits_2(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["serve", "--app", "examples.demo:Unit"]) == 2
     assert "is not an McpServer" in capsys.readouterr().err
+
+
+def test_store_create_makes_the_table_with_its_ttl(
+    aws_credentials: None, moto_server: str, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setenv("AWS_ENDPOINT_URL_DYNAMODB", moto_server)
+    assert main(["store", "create", "--store", "dynamodb://cli-created"]) == 0
+    assert "Created DynamoDB table cli-created" in capsys.readouterr().out
+    client = dynamodb_client(timeout=2.0)
+    description = client.describe_table(TableName="cli-created")["Table"]
+    assert [key["AttributeName"] for key in description["KeySchema"]] == ["PK", "SK"]
+    ttl = client.describe_time_to_live(TableName="cli-created")["TimeToLiveDescription"]
+    assert ttl["AttributeName"] == "expires"
+    client.delete_table(TableName="cli-created")
+
+
+def test_store_create_refuses_other_stores(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["store", "create", "--store", "memory://"]) == 2
+    assert "only dynamodb://" in capsys.readouterr().err

@@ -10,7 +10,6 @@ from typing import Any
 
 import pytest
 from moto import mock_aws
-from moto.server import ThreadedMotoServer
 
 from core.stores.dynamodb import create_table, dynamodb_client, dynamodb_stores
 from core.stores.factory import Stores, build_stores
@@ -30,32 +29,6 @@ class Backend:
     prefix: str = ""
     dynamo: Any = None
     table: str = ""
-
-
-@pytest.fixture
-def aws_credentials(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Fake credentials and a region for boto3: the tests talk only to moto."""
-    for name, value in {
-        "AWS_ACCESS_KEY_ID": "testing",
-        "AWS_SECRET_ACCESS_KEY": "testing",
-        "AWS_SESSION_TOKEN": "testing",
-        "AWS_DEFAULT_REGION": "us-east-1",
-    }.items():
-        monkeypatch.setenv(name, value)
-    monkeypatch.delenv("AWS_ENDPOINT_URL_DYNAMODB", raising=False)
-    monkeypatch.delenv("AWS_PROFILE", raising=False)
-
-
-@pytest.fixture(scope="session")
-def moto_server() -> Iterator[str]:
-    """moto's threaded server: DynamoDB as a real HTTP endpoint on 127.0.0.1."""
-    server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
-    server.start()
-    host, port = server.get_host_and_port()
-    try:
-        yield f"http://{host}:{port}"
-    finally:
-        server.stop()
 
 
 @contextmanager
