@@ -181,6 +181,11 @@ class StoreUnavailableError(McpError):
         self.headers = {"retry-after": str(self.retry_after_seconds)}
 
 
+class StoreBusyError(StoreUnavailableError):
+    """The store answered, but every attempt lost a race with other writers of the same item. Unlike an outage,
+    this is never let through by a fail-open policy: letting it through would spend a limit twice."""
+
+
 class HttpError(McpError):
     """A request refused at the HTTP layer, before its JSON-RPC message is read."""
 

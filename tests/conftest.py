@@ -4,11 +4,11 @@ from collections.abc import AsyncIterator, Iterator
 
 import httpx
 import pytest
-from moto.server import ThreadedMotoServer
 
 from core import McpServer, Settings, build_app
 from core.pipeline.metrics import LocalMetrics
 from examples.demo import server as demo_server
+from tests.moto_server import SerialMotoServer
 from tests.wire import McpHttp
 
 
@@ -48,10 +48,8 @@ def aws_credentials(monkeypatch: pytest.MonkeyPatch) -> None:
 @pytest.fixture(scope="session")
 def moto_server() -> Iterator[str]:
     """moto's threaded server: DynamoDB as a real HTTP endpoint on 127.0.0.1."""
-    server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
-    server.start()
-    host, port = server.get_host_and_port()
+    server = SerialMotoServer()
     try:
-        yield f"http://{host}:{port}"
+        yield server.start()
     finally:
         server.stop()

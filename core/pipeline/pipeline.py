@@ -32,6 +32,7 @@ from core.errors import (
     McpError,
     RateLimitedError,
     RequestTimeoutError,
+    StoreBusyError,
     StoreUnavailableError,
     UnauthorizedError,
 )
@@ -228,8 +229,8 @@ class Pipeline:
     async def _admit(self, checks: CallChecks, tool: Tool) -> CallAdmission:
         try:
             return await self.stores.call_gate().admit(checks)
-        except StoreUnavailableError:
-            if not self.fail_open:
+        except StoreUnavailableError as error:
+            if not self.fail_open or isinstance(error, StoreBusyError):
                 raise
             self.metrics.count("store_unavailable", item=tool.name, stage="admission")
             logger.warning("store unavailable: rate limits and breaker skipped (fail open)", extra={"tool": tool.name})

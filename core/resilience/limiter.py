@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import NamedTuple
 
@@ -53,3 +54,14 @@ def take(bucket: Bucket | None, limit: RateLimit, now: float, cost: float = 1.0)
 def idle_seconds(limit: RateLimit) -> float:
     """How long until an untouched bucket is full again, i.e. how long its state is worth keeping."""
     return limit.burst / limit.rate
+
+
+def window(limit: RateLimit, now: float) -> tuple[int, float]:
+    """The fixed window `now` falls in and when it ends: at most `burst` calls per `burst / rate` seconds.
+
+    Stores that cannot refill a bucket atomically (DynamoDB) count calls per window with an atomic counter
+    instead: never more than the limit, however many writers race, at the cost of bursts at window edges.
+    """
+    length = limit.burst / limit.rate
+    index = math.floor(now / length)
+    return index, (index + 1) * length

@@ -5,15 +5,17 @@ deletion is lazy):
 
     PK                                   SK        attributes
     {prefix}#session#<session id>        session   data (JSON), created, active, expires, v
-    {prefix}#bucket#<bucket key>         bucket    tokens, ts, expires, v
+    {prefix}#window#<bucket key>#<n>     window    count, expires (calls counted in fixed window n)
     {prefix}#breaker#<breaker key>       breaker   state, opened_at, trial_at, failures, expires, v
 
-Every change is a conditional write on the item's version `v` (optimistic concurrency): the state machines of
-`core.resilience` run here, and a write that lost a race is retried from a fresh read. A tools/call's checks take
-two requests: one strongly consistent `BatchGetItem`, one `TransactWriteItems` for what changed. Sessions slide
-their expiry at most once a minute (`TOUCH_INTERVAL`), so most session reads write nothing. boto3 calls run in a
-worker thread, with botocore's timeouts and retry mode set explicitly; `ConditionalCheckFailed` and every
-transport error are mapped to domain errors in `_call`.
+Sessions and breakers change by conditional writes on the item's version `v` (optimistic concurrency): the
+state machines of `core.resilience` run here, and a write that lost a race is retried from a fresh read. Rate
+limits are atomic counters per fixed window, which never need a retry however many containers race. A
+tools/call's checks take at most two requests: one strongly consistent `BatchGetItem`, one write (a transaction
+when several) for what changed. Sessions slide their expiry at most once a minute (`TOUCH_INTERVAL`), so most
+session reads write nothing. boto3 calls run in a worker thread, with botocore's timeouts and retry mode set
+explicitly; `ConditionalCheckFailed` and every transport error are mapped to domain errors where the call is
+made (`DynamoTable`).
 """
 
 from __future__ import annotations
@@ -24,12 +26,12 @@ import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from core.errors import StoreUnavailableError
+from core.errors import StoreBusyError, StoreUnavailableError
 from core.resilience import breaker as breaker_machine
 from core.resilience import limiter
 from core.resilience.backoff import full_jitter
 from core.resilience.breaker import Admission, BreakerPolicy, BreakerState, CircuitState
-from core.resilience.limiter import Bucket, Decision, RateLimit
+from core.resilience.limiter import Decision, RateLimit
 from core.stores.base import CallAdmission, CallChecks, SessionExistsError, SessionRecord
 from core.stores.factory import Stores
 
@@ -45,7 +47,14 @@ THROTTLED = frozenset(
 
 
 class ConditionFailedError(Exception):
-    """A conditional write found the item changed (or present, or absent) since it was read."""
+    """A conditional write found the item changed (or present, or absent) since it was read.
+
+    `failed` holds the positions, within a transaction, of the writes whose condition failed.
+    """
+
+    def __init__(self, failed: Sequence[int] = (0,)) -> None:
+        super().__init__(f"condition failed at {list(failed)}")
+        self.failed = tuple(failed)
 
 
 def _n(value: float) -> dict[str, str]:
@@ -125,10 +134,7 @@ class DynamoTable:
             code = error.response.get("Error", {}).get("Code", "")
             if code == "ConditionalCheckFailedException":
                 raise ConditionFailedError from None
-            if code == "TransactionCanceledException":
-                reasons = [reason.get("Code") for reason in error.response.get("CancellationReasons", [])]
-                if any(reason == "ConditionalCheckFailed" for reason in reasons):
-                    raise ConditionFailedError from None
+
             raise StoreUnavailableError("The state store failed the request; retry shortly") from error
         except (self._transport_error, TimeoutError, OSError) as error:
             raise StoreUnavailableError("The state store is unavailable; retry shortly") from error
@@ -188,8 +194,9 @@ class DynamoTable:
                 await asyncio.to_thread(self.client.transact_write_items, TransactItems=list(operations))
         except self._client_error as error:
             reasons = [reason.get("Code") for reason in error.response.get("CancellationReasons", [])]
-            if "ConditionalCheckFailed" in reasons:
-                raise ConditionFailedError from None
+            failed = [index for index, reason in enumerate(reasons) if reason == "ConditionalCheckFailed"]
+            if failed:
+                raise ConditionFailedError(failed) from None
             raise StoreUnavailableError("The state store failed the request; retry shortly") from error
         except (self._transport_error, TimeoutError, OSError) as error:
             raise StoreUnavailableError("The state store is unavailable; retry shortly") from error
@@ -312,44 +319,39 @@ class DynamoSessionStore:
 
 
 class DynamoRateLimitStore:
-    """Token buckets: read, refill and take with `core.resilience.limiter`, write back on the version read."""
+    """Rate limits as atomic counters per fixed window (`core.resilience.limiter.window`): one conditional
+    `ADD` each, so racing containers never admit more than the limit and never have to retry."""
 
     def __init__(self, table: DynamoTable) -> None:
         self.table = table
 
-    def key(self, bucket_key: str) -> Item:
-        return self.table.key("bucket", bucket_key)
-
-    def take(
-        self, bucket_key: str, item: Item | None, limit: RateLimit, cost: float, now: float
-    ) -> tuple[Decision, Item | None]:
-        """The decision, and the write it needs (none when refused: a refusal changes nothing worth storing)."""
-        current = None
-        if item is not None and _num(item, "expires") > now:
-            current = Bucket(_num(item, "tokens"), _num(item, "ts"))
-        decision, bucket = limiter.take(current, limit, now, cost)
-        if not decision.allowed:
-            return decision, None
-        fresh = {
-            **self.key(bucket_key),
-            "tokens": _n(bucket.tokens),
-            "ts": _n(bucket.updated_at),
-            "expires": _n(now + limiter.idle_seconds(limit) + GRACE_SECONDS),
+    def count(self, bucket_key: str, limit: RateLimit, cost: float, now: float) -> tuple[Item, float]:
+        """The update counting one call in the current window, and when that window ends."""
+        index, ends = limiter.window(limit, now)
+        update = {
+            "Update": {
+                "TableName": self.table.table,
+                "Key": self.table.key("window", f"{bucket_key}#{index}"),
+                "UpdateExpression": "ADD #count :cost SET expires = :expires",
+                "ConditionExpression": "attribute_not_exists(#count) OR #count <= :room",
+                "ExpressionAttributeNames": {"#count": "count"},
+                "ExpressionAttributeValues": {
+                    ":cost": _n(cost),
+                    ":room": _n(limit.burst - cost),
+                    ":expires": _n(ends + GRACE_SECONDS),
+                },
+            }
         }
-        return decision, self.table.versioned_put(fresh, _version(item))
+        return update, ends
 
     async def acquire(self, key: str, limit: RateLimit, cost: float = 1.0) -> Decision:
-        for attempt in range(ATTEMPTS):
-            item = await self.table.get(self.key(key))
-            decision, write = self.take(key, item, limit, cost, self.table.clock())
-            if write is None:
-                return decision
-            try:
-                await self.table.write([write])
-                return decision
-            except ConditionFailedError:
-                await _back_off(attempt)  # another container took from the bucket meanwhile: decide again
-        raise StoreUnavailableError("The rate limit is too contended to decide; retry shortly")
+        now = self.table.clock()
+        update, ends = self.count(key, limit, cost, now)
+        try:
+            await self.table.write([update])
+        except ConditionFailedError:
+            return Decision(False, ends - now)
+        return Decision(True)
 
 
 def _breaker_state(item: Item | None, now: float) -> BreakerState:
@@ -401,7 +403,7 @@ class DynamoBreakerStore:
                 return admission
             except ConditionFailedError:
                 await _back_off(attempt)
-        raise StoreUnavailableError("The circuit breaker is too contended to decide; retry shortly")
+        raise StoreBusyError("The circuit breaker is too contended to decide; retry shortly")
 
     async def record(self, key: str, policy: BreakerPolicy, *, success: bool) -> tuple[CircuitState, CircuitState]:
         for attempt in range(ATTEMPTS):
@@ -416,11 +418,12 @@ class DynamoBreakerStore:
                 return before.state, after.state
             except ConditionFailedError:
                 await _back_off(attempt)
-        raise StoreUnavailableError("The circuit breaker is too contended to record; retry shortly")
+        raise StoreBusyError("The circuit breaker is too contended to record; retry shortly")
 
 
 class DynamoGate:
-    """A call's checks in two requests: one consistent BatchGetItem, one TransactWriteItems of what changed."""
+    """A call's checks in at most two requests: a consistent BatchGetItem of the session and the breaker, then
+    one write (a transaction when several) of the window counters and whatever else changed."""
 
     def __init__(
         self, sessions: DynamoSessionStore, rate_limits: DynamoRateLimitStore, breakers: DynamoBreakerStore
@@ -435,10 +438,9 @@ class DynamoGate:
             keys: list[Item] = []
             if checks.session_id:
                 keys.append(self.sessions.key(checks.session_id))
-            keys += [self.rate_limits.key(key) for key, _ in checks.limits]
             if checks.breaker:
                 keys.append(self.breakers.key(checks.breaker[0]))
-            items = iter(await self.table.get_many(keys))
+            items = iter(await self.table.get_many(keys) if keys else [])
             now = self.table.clock()
             writes: list[Item] = []
             session = None
@@ -447,12 +449,12 @@ class DynamoGate:
                 touch = self.sessions.touch(session, now) if session else None
                 if touch:
                     writes.append(touch)
-            decisions = []
+            first_limit = len(writes)
+            window_ends = []
             for key, limit in checks.limits:
-                decision, write = self.rate_limits.take(key, next(items), limit, 1.0, now)
-                decisions.append(decision)
-                if write:
-                    writes.append(write)
+                update, ends = self.rate_limits.count(key, limit, 1.0, now)
+                writes.append(update)
+                window_ends.append(ends)
             admission = None
             if checks.breaker:
                 admission, write = self.breakers.admit_from(checks.breaker[0], next(items), checks.breaker[1], now)
@@ -461,10 +463,20 @@ class DynamoGate:
             try:
                 if writes:
                     await self.table.write(writes)
-            except ConditionFailedError:
-                await _back_off(attempt)  # another container changed one of these items: decide again
-            return CallAdmission(session, tuple(decisions), admission)
-        raise StoreUnavailableError("The call's checks are too contended to decide; retry shortly")
+            except ConditionFailedError as failure:
+                refused = [
+                    index - first_limit for index in failure.failed if 0 <= index - first_limit < len(window_ends)
+                ]
+                if refused:  # over a limit: the whole write was cancelled, nothing is counted or changed
+                    decisions = tuple(
+                        Decision(False, window_ends[i] - now) if i in refused else Decision(True)
+                        for i in range(len(window_ends))
+                    )
+                    return CallAdmission(session, decisions, admission)
+                await _back_off(attempt)  # another container changed the session or breaker: decide again
+                continue
+            return CallAdmission(session, tuple(Decision(True) for _ in window_ends), admission)
+        raise StoreBusyError("The call's checks are too contended to decide; retry shortly")
 
 
 def dynamodb_stores(

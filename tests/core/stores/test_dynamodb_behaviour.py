@@ -1,0 +1,92 @@
+"""What the DynamoDB backend promises beyond the shared contract: at most two requests for a tools/call's checks,
+and throttling or lost races ending in the documented errors."""
+
+from __future__ import annotations
+
+import secrets
+from collections.abc import Iterator
+from typing import Any
+
+import httpx
+import pytest
+from botocore.stub import Stubber
+from moto import mock_aws
+
+from core import McpServer, Settings
+from core.errors import StoreBusyError, StoreUnavailableError
+from core.resilience.breaker import BreakerPolicy
+from core.resilience.limiter import RateLimit
+from core.stores.dynamodb import ATTEMPTS, create_table, dynamodb_client, dynamodb_stores
+from core.transport.app import build_app
+from tests.wire import McpHttp
+
+pytestmark = pytest.mark.anyio
+
+
+@pytest.fixture
+def table(aws_credentials: None) -> Iterator[tuple[Any, str]]:
+    with mock_aws():
+        client = dynamodb_client(timeout=2.0)
+        name = f"stratus-{secrets.token_hex(4)}"
+        create_table(client, name)
+        yield client, name
+
+
+def limited_server() -> McpServer:
+    server = McpServer("dynamo-limits", breaker=BreakerPolicy())
+
+    @server.tool(rate_limit=RateLimit(rate=100, burst=100))
+    def add(a: int, b: int) -> int:
+        """Add."""
+        return a + b
+
+    return server
+
+
+async def test_a_legacy_tools_call_with_session_limit_and_breaker_takes_two_requests(table: tuple[Any, str]) -> None:
+    client, name = table
+    stores = dynamodb_stores(client, name, prefix="t", session_ttl_seconds=600, timeout=2.0)
+    app = build_app(limited_server(), Settings(), stores=stores)
+    async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://localhost") as http:
+        session = await McpHttp(http).initialize()
+        counter = stores.sessions.table  # type: ignore[attr-defined]
+        before = counter.requests
+        response = await session.request("tools/call", {"name": "add", "arguments": {"a": 2, "b": 3}})
+        assert response.json()["result"]["structuredContent"] == {"result": 5}
+        assert counter.requests - before == 2  # BatchGetItem (session, bucket, breaker) + one write
+
+
+async def test_throttling_becomes_store_unavailable(table: tuple[Any, str]) -> None:
+    client, name = table
+    stores = dynamodb_stores(client, name, prefix="t", session_ttl_seconds=600, timeout=2.0)
+    with Stubber(client) as stub:
+        for _ in range(2):  # botocore's standard mode tries twice, as configured
+            stub.add_client_error("get_item", "ProvisionedThroughputExceededException", http_status_code=400)
+        with pytest.raises(StoreUnavailableError) as refused:
+            await stores.sessions.load("s-1")
+    assert refused.value.http_status == 503 and refused.value.headers == {"retry-after": "1"}
+
+
+async def test_a_breaker_that_keeps_losing_races_gives_up_busy_instead_of_guessing(table: tuple[Any, str]) -> None:
+    client, name = table
+    stores = dynamodb_stores(client, name, prefix="t", session_ttl_seconds=600, timeout=2.0)
+    with Stubber(client) as stub:
+        for _ in range(ATTEMPTS):
+            stub.add_response("get_item", {})
+            stub.add_client_error("put_item", "ConditionalCheckFailedException", http_status_code=400)
+        with pytest.raises(StoreBusyError) as busy:
+            await stores.breakers.record("tool:x", BreakerPolicy(), success=False)
+        stub.assert_no_pending_responses()
+    assert busy.value.http_status == 503
+
+
+async def test_a_full_window_refuses_with_the_time_until_the_next(table: tuple[Any, str]) -> None:
+    client, name = table
+    now = [1_000.0]
+    stores = dynamodb_stores(client, name, prefix="t", session_ttl_seconds=600, timeout=2.0, clock=lambda: now[0])
+    limit = RateLimit(rate=1, burst=2)  # windows of 2 s: [1000, 1002)
+    assert [(await stores.rate_limits.acquire("tool:x", limit)).allowed for _ in range(3)] == [True, True, False]
+    now[0] = 1_001.5
+    refused = await stores.rate_limits.acquire("tool:x", limit)
+    assert not refused.allowed
+    assert refused.retry_after == pytest.approx(0.5)
