@@ -10,6 +10,7 @@ from __future__ import annotations
 from core import Settings
 from handlers.adapter import make_handler
 from handlers.loading import load_server
+from handlers.secrets import with_resolved_secrets
 
-_settings = Settings.from_env()
+_settings = with_resolved_secrets(Settings.from_env())
 handler = make_handler(load_server(_settings.app), _settings)

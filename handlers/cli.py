@@ -16,6 +16,7 @@ from collections.abc import Sequence
 from core import Settings, build_app
 from core.config import SettingsError
 from handlers.loading import load_server
+from handlers.secrets import with_resolved_secrets
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -62,7 +63,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.command == "store":
         return _create_store(args.store)
     try:
-        settings = Settings.from_env(app=args.app, store=args.store)
+        settings = with_resolved_secrets(Settings.from_env(app=args.app, store=args.store))
         server = load_server(settings.app)
     except (SettingsError, ValueError, ImportError) as exc:
         print(f"stratus: {exc}", file=sys.stderr)

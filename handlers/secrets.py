@@ -1,0 +1,47 @@
+"""Secrets named by reference in settings, resolved once per cold start.
+
+`STRATUS_SECRET_KEY` (the key every container signs cursors and request state with) may be the key itself, or
+`ssm:<parameter name>` (an SSM SecureString, decrypted) or `secretsmanager:<secret id or ARN>`. boto3 is imported
+only when a reference is used.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from core import Settings
+from core.config import SettingsError
+
+SSM_PREFIX = "ssm:"
+SECRETS_MANAGER_PREFIX = "secretsmanager:"
+
+
+def resolve_secret(value: str) -> str:
+    """The secret a reference names, or `value` itself when it is no reference.
+
+    Raises:
+        SettingsError: the reference cannot be read (missing, no permission, empty).
+    """
+    if not value.startswith((SSM_PREFIX, SECRETS_MANAGER_PREFIX)):
+        return value
+    import boto3
+    from botocore.exceptions import BotoCoreError, ClientError
+
+    try:
+        if value.startswith(SSM_PREFIX):
+            name = value.removeprefix(SSM_PREFIX)
+            secret = boto3.client("ssm").get_parameter(Name=name, WithDecryption=True)["Parameter"]["Value"]
+        else:
+            name = value.removeprefix(SECRETS_MANAGER_PREFIX)
+            secret = boto3.client("secretsmanager").get_secret_value(SecretId=name)["SecretString"]
+    except (ClientError, BotoCoreError, KeyError) as error:
+        raise SettingsError(f"cannot read the secret {value!r}: {type(error).__name__}") from None
+    if not secret:
+        raise SettingsError(f"the secret {value!r} is empty")
+    return str(secret)
+
+
+def with_resolved_secrets(settings: Settings) -> Settings:
+    """`settings` with every secret reference replaced by the secret it names."""
+    if settings.secret_key is None:
+        return settings
+    return dataclasses.replace(settings, secret_key=resolve_secret(settings.secret_key))
