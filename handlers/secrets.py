@@ -8,6 +8,7 @@ only when a reference is used.
 from __future__ import annotations
 
 import dataclasses
+
 from core import Settings
 from core.config import SettingsError
 
