@@ -26,8 +26,10 @@ check: $(VENV)/.installed  ## lint and type-check
 unit: $(VENV)/.installed  ## the pytest suite
 	$(BIN)/python -m pytest
 
-conformance: $(VENV)/.installed  ## the official MCP conformance suite against examples/everything.py
+conformance: $(VENV)/.installed  ## the official MCP conformance suite: one process, then two sharing Redis / DynamoDB
 	bash scripts/conformance
+	CONFORMANCE_TARGET=shared-redis bash scripts/conformance
+	CONFORMANCE_TARGET=shared-dynamodb bash scripts/conformance
 
 test: check conformance unit  ## everything CI runs (pytest last: its summary is the closing line)
 
