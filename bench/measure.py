@@ -7,6 +7,7 @@ import os
 import re
 import shutil
 import subprocess
+import sys
 import tempfile
 import time
 from dataclasses import dataclass
@@ -84,6 +85,15 @@ def pipeline(python: Path, calls: int, env: dict[str, str]) -> dict[str, float]:
     """Medians of a warm tools/call without the pipeline, through it, and through it with limits (bench/pipeline.py)."""
     done = spawn([str(python), str(BENCH / "pipeline.py"), str(calls)], env)
     figures: dict[str, float] = ast.literal_eval(done.stdout.strip().splitlines()[-1])
+    return figures
+
+
+def stores(calls: int) -> dict[str, Any]:
+    """Round trips, latency per backend and Redis memory per session (bench/stores.py, in the project's venv:
+    the store clients and moto are the project's dev dependencies, not the anchors')."""
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    done = spawn([sys.executable, str(BENCH / "stores.py"), str(calls)], env)
+    figures: dict[str, Any] = ast.literal_eval(done.stdout.strip().splitlines()[-1])
     return figures
 
 

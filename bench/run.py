@@ -36,6 +36,7 @@ COLD_AWSLABS_TARGET = 1.0
 WARM_TARGET_US = 100.0
 PIPELINE_TARGET_US = 15.0
 LIMITED_PIPELINE_TARGET_US = 40.0
+SESSION_BYTES_TARGET = 1024
 FORBIDDEN = ("boto3", "botocore", "redis", "aws_lambda_powertools.tracing", "aws_xray_sdk")
 WARM_SUBJECTS = ("stratus", "stratus-legacy", "floor", "awslabs")
 
@@ -120,6 +121,7 @@ def build_rows(
     ir: dict[str, int] | None,
     warm: dict[str, dict[str, float]],
     pipeline: dict[str, float],
+    stores: dict[str, Any],
 ) -> tuple[list[Row], list[str]]:
     """The table's rows, and the notes under it."""
 
@@ -197,6 +199,35 @@ def build_rows(
             verdict=verdict(added_limited <= LIMITED_PIPELINE_TARGET_US),
         ),
     ]
+    redis_trips = stores["redis"]["round_trips"]["legacy tools/call"]
+    dynamo_trips = stores["dynamodb (moto)"]["round_trips"]["legacy tools/call"]
+    session_bytes = stores["redis"]["memory_per_session_bytes"]
+    rows += [
+        Row(
+            "stores: Redis round trips, legacy tools/call",
+            {"stratus": float(redis_trips)},
+            digits=0,
+            ratios=False,
+            target="= 1 (session + limit + breaker)",
+            verdict=verdict(redis_trips == 1),
+        ),
+        Row(
+            "stores: DynamoDB requests, legacy tools/call",
+            {"stratus": float(dynamo_trips)},
+            digits=0,
+            ratios=False,
+            target="<= 2",
+            verdict=verdict(dynamo_trips <= 2),
+        ),
+        Row(
+            "stores: Redis memory per idle session, bytes",
+            {"stratus": session_bytes},
+            digits=0,
+            ratios=False,
+            target=f"<= {SESSION_BYTES_TARGET}",
+            verdict=verdict(session_bytes <= SESSION_BYTES_TARGET),
+        ),
+    ]
     watched = {
         subject: sorted({name for run in cold[subject] for name in run["watched"]}) or ["none"] for subject in SUBJECTS
     }
@@ -209,6 +240,17 @@ def build_rows(
         "modules of note: " + "; ".join(f"{subject}: {', '.join(names)}" for subject, names in watched.items()),
         f"Stratus legacy (2025-11-25, in a session, memory store) warm tools/call: "
         f"median {legacy['median_us']:.1f} us, p99 {legacy['p99_us']:.1f} us",
+        "stores (bench/stores.py; legacy tools/call with session + rate limit + breaker through the Lambda handler): "
+        + "; ".join(
+            f"{name} median {figures['median_us']:.0f} us, p99 {figures['p99_us']:.0f} us"
+            for name, figures in stores.items()
+        )
+        + " (moto answers in-process: its figure says nothing of DynamoDB's own latency)",
+        "store round trips per request kind: "
+        + "; ".join(
+            f"{name}: " + ", ".join(f"{kind} {count}" for kind, count in figures["round_trips"].items())
+            for name, figures in stores.items()
+        ),
         f"pipeline (bench/pipeline.py, in-process medians): tool alone {pipeline['direct_us']:.1f} us, through the "
         f"pipeline {pipeline['pipeline_us']:.1f} us, with a rate limit and a breaker {pipeline['limited_us']:.1f} us",
     ]
@@ -333,6 +375,8 @@ def main(argv: Sequence[str] | None = None) -> None:
         warm = run_warm(python, calls, 3, env)
         _log("pipeline overhead")
         pipeline = run_pipeline(python, calls * 4, 3, env)
+        _log("stores")
+        stores = measure.stores(calls)
     except RuntimeError:
         if not python.exists():
             raise SystemExit(
@@ -340,7 +384,7 @@ def main(argv: Sequence[str] | None = None) -> None:
             ) from None
         raise
 
-    rows, notes = build_rows(cold, bare_cpu, ir, warm, pipeline)
+    rows, notes = build_rows(cold, bare_cpu, ir, warm, pipeline, stores)
     if ir is None and not args.quick and not args.no_callgrind:
         notes.append("instruction counts skipped: valgrind is not installed")
     machine = machine_note(python)
