@@ -57,11 +57,13 @@ class ConditionFailedError(Exception):
         self.failed = tuple(failed)
 
 
-def _n(value: float) -> dict[str, str]:
+def number(value: float) -> dict[str, str]:
+    """A DynamoDB number attribute."""
     return {"N": repr(float(value))}
 
 
-def _num(item: Item, name: str, default: float = 0.0) -> float:
+def number_of(item: Item, name: str, default: float = 0.0) -> float:
+    """A number attribute of `item`, or `default` when absent."""
     value = item.get(name)
     return float(value["N"]) if value else default
 
@@ -170,11 +172,11 @@ class DynamoTable:
         condition = "attribute_not_exists(PK)" if version is None else "v = :v"
         put: Item = {
             "TableName": self.table,
-            "Item": {**item, "v": _n((version or 0) + 1)},
+            "Item": {**item, "v": number((version or 0) + 1)},
             "ConditionExpression": condition,
         }
         if version is not None:
-            put["ExpressionAttributeValues"] = {":v": _n(version)}
+            put["ExpressionAttributeValues"] = {":v": number(version)}
         return {"Put": put}
 
     async def write(self, operations: Sequence[Item]) -> None:
@@ -208,7 +210,7 @@ async def _back_off(attempt: int) -> None:
 
 
 def _version(item: Item | None) -> float | None:
-    return None if item is None else _num(item, "v")
+    return None if item is None else number_of(item, "v")
 
 
 class DynamoSessionStore:
@@ -234,14 +236,14 @@ class DynamoSessionStore:
         return {
             **self.key(record.session_id),
             "data": {"S": json.dumps(data, separators=(",", ":"))},
-            "created": _n(now),
-            "active": _n(now),
-            "expires": _n(now + self.ttl),
+            "created": number(now),
+            "active": number(now),
+            "expires": number(now + self.ttl),
         }
 
     def live(self, session_id: str, item: Item | None, now: float) -> SessionRecord | None:
         """The record in `item`, or None when it is absent or expired (TTL deletion lags)."""
-        if item is None or _num(item, "expires") <= now:
+        if item is None or number_of(item, "expires") <= now:
             return None
         data = json.loads(item["data"]["S"])
         return SessionRecord(
@@ -253,9 +255,9 @@ class DynamoSessionStore:
             log_level=data["log_level"],
             subscriptions=data["subscriptions"],
             initialized=data["initialized"],
-            created_at=_num(item, "created"),
-            last_active_at=_num(item, "active"),
-            expires_at=_num(item, "expires"),
+            created_at=number_of(item, "created"),
+            last_active_at=number_of(item, "active"),
+            expires_at=number_of(item, "expires"),
         )
 
     def touch(self, record: SessionRecord, now: float) -> Item | None:
@@ -269,7 +271,7 @@ class DynamoSessionStore:
                 "Key": self.key(record.session_id),
                 "UpdateExpression": "SET active = :now, expires = :expires",
                 "ConditionExpression": "expires > :now",
-                "ExpressionAttributeValues": {":now": _n(now), ":expires": _n(now + self.ttl)},
+                "ExpressionAttributeValues": {":now": number(now), ":expires": number(now + self.ttl)},
             }
         }
 
@@ -280,7 +282,7 @@ class DynamoSessionStore:
                 "put_item",
                 Item=self._item(record, now),
                 ConditionExpression="attribute_not_exists(PK) OR expires <= :now",
-                ExpressionAttributeValues={":now": _n(now)},
+                ExpressionAttributeValues={":now": number(now)},
             )
         except ConditionFailedError:
             raise SessionExistsError(record.session_id) from None
@@ -307,7 +309,7 @@ class DynamoSessionStore:
                 UpdateExpression="SET #data = :data",
                 ConditionExpression="expires > :now",
                 ExpressionAttributeNames={"#data": "data"},
-                ExpressionAttributeValues={":data": data, ":now": _n(now)},
+                ExpressionAttributeValues={":data": data, ":now": number(now)},
             )
         except ConditionFailedError:
             return  # a save never revives an ended session
@@ -315,7 +317,7 @@ class DynamoSessionStore:
     async def delete(self, session_id: str) -> bool:
         response = await self.table._call("delete_item", Key=self.key(session_id), ReturnValues="ALL_OLD")
         old = response.get("Attributes")
-        return old is not None and _num(old, "expires") > self.table.clock()
+        return old is not None and number_of(old, "expires") > self.table.clock()
 
 
 class DynamoRateLimitStore:
@@ -336,9 +338,9 @@ class DynamoRateLimitStore:
                 "ConditionExpression": "attribute_not_exists(#count) OR #count <= :room",
                 "ExpressionAttributeNames": {"#count": "count"},
                 "ExpressionAttributeValues": {
-                    ":cost": _n(cost),
-                    ":room": _n(limit.burst - cost),
-                    ":expires": _n(ends + GRACE_SECONDS),
+                    ":cost": number(cost),
+                    ":room": number(limit.burst - cost),
+                    ":expires": number(ends + GRACE_SECONDS),
                 },
             }
         }
@@ -355,12 +357,12 @@ class DynamoRateLimitStore:
 
 
 def _breaker_state(item: Item | None, now: float) -> BreakerState:
-    if item is None or _num(item, "expires") <= now:
+    if item is None or number_of(item, "expires") <= now:
         return BreakerState()
     failures = tuple(float(value["N"]) for value in item.get("failures", {}).get("L", []))
     trial = item.get("trial_at")
     return BreakerState(
-        CircuitState(item["state"]["S"]), failures, _num(item, "opened_at"), float(trial["N"]) if trial else None
+        CircuitState(item["state"]["S"]), failures, number_of(item, "opened_at"), float(trial["N"]) if trial else None
     )
 
 
@@ -377,12 +379,12 @@ class DynamoBreakerStore:
         fresh: Item = {
             **self.key(breaker_key),
             "state": {"S": state.state.value},
-            "opened_at": _n(state.opened_at),
-            "failures": {"L": [_n(at) for at in state.failures]},
-            "expires": _n(now + policy.window_seconds + policy.cooldown_seconds + GRACE_SECONDS),
+            "opened_at": number(state.opened_at),
+            "failures": {"L": [number(at) for at in state.failures]},
+            "expires": number(now + policy.window_seconds + policy.cooldown_seconds + GRACE_SECONDS),
         }
         if state.trial_started_at is not None:
-            fresh["trial_at"] = _n(state.trial_started_at)
+            fresh["trial_at"] = number(state.trial_started_at)
         return self.table.versioned_put(fresh, _version(item))
 
     def admit_from(
@@ -487,4 +489,20 @@ def dynamodb_stores(
     sessions = DynamoSessionStore(dynamo, ttl_seconds=session_ttl_seconds)
     rate_limits = DynamoRateLimitStore(dynamo)
     breakers = DynamoBreakerStore(dynamo)
-    return Stores(sessions, rate_limits, breakers, DynamoGate(sessions, rate_limits, breakers))
+    from core.stores.dynamodb_extra import (
+        DynamoCacheStore,
+        DynamoEventLogStore,
+        DynamoPendingRequestStore,
+        DynamoTaskStore,
+    )
+
+    return Stores(
+        sessions,
+        rate_limits,
+        breakers,
+        events=DynamoEventLogStore(dynamo, ttl_seconds=session_ttl_seconds),
+        pending=DynamoPendingRequestStore(dynamo),
+        tasks=DynamoTaskStore(dynamo),
+        cache=DynamoCacheStore(dynamo),
+        gate=DynamoGate(sessions, rate_limits, breakers),
+    )

@@ -4,10 +4,21 @@ from __future__ import annotations
 
 import time
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from urllib.parse import urlsplit
 
-from core.stores.base import BreakerStore, CallGate, RateLimitStore, SequentialGate, SessionStore
+from core.stores.base import (
+    BreakerStore,
+    CacheStore,
+    CallGate,
+    EventLogStore,
+    PendingRequestStore,
+    RateLimitStore,
+    SequentialGate,
+    SessionStore,
+    TaskStore,
+)
+from core.stores.memory_extra import MemoryCacheStore, MemoryEventLogStore, MemoryPendingRequestStore, MemoryTaskStore
 
 
 class StoreConfigError(ValueError):
@@ -21,6 +32,10 @@ class Stores:
     sessions: SessionStore
     rate_limits: RateLimitStore
     breakers: BreakerStore
+    events: EventLogStore = field(default_factory=MemoryEventLogStore)
+    pending: PendingRequestStore = field(default_factory=MemoryPendingRequestStore)
+    tasks: TaskStore = field(default_factory=MemoryTaskStore)
+    cache: CacheStore = field(default_factory=MemoryCacheStore)
     gate: CallGate | None = None
     """Answers a call's store checks together; without one they run one after another."""
     close: Callable[[], Awaitable[None]] | None = None
@@ -94,7 +109,11 @@ def build_stores(
     from core.stores.memory import MemoryBreakerStore, MemoryRateLimitStore, MemorySessionStore
 
     return Stores(
-        sessions=MemorySessionStore(ttl_seconds=session_ttl_seconds),
-        rate_limits=MemoryRateLimitStore(),
-        breakers=MemoryBreakerStore(),
+        sessions=MemorySessionStore(ttl_seconds=session_ttl_seconds, clock=clock),
+        rate_limits=MemoryRateLimitStore(clock=clock),
+        breakers=MemoryBreakerStore(clock=clock),
+        events=MemoryEventLogStore(ttl_seconds=session_ttl_seconds, clock=clock),
+        pending=MemoryPendingRequestStore(clock=clock),
+        tasks=MemoryTaskStore(clock=clock),
+        cache=MemoryCacheStore(clock=clock),
     )

@@ -77,13 +77,22 @@ class RedisScripts:
                 raise StoreUnavailableError("The state store failed the request; retry shortly") from result
         return results
 
-    async def delete(self, key: str) -> bool:
-        """Delete one key; whether it existed."""
+    async def command(self, name: str, *args: Any, blocking: bool = False, **kwargs: Any) -> Any:
+        """One plain Redis command, bounded like the scripts (a blocking one by its own timeout argument).
+
+        Raises:
+            StoreUnavailableError: Redis did not answer within the timeout or refused the connection.
+        """
+        limit = self.timeout + (float(kwargs.get("timeout", 0)) if blocking else 0)
         try:
-            async with asyncio.timeout(self.timeout):
-                return bool(await self.client.delete(key))
+            async with asyncio.timeout(limit):
+                return await getattr(self.client, name)(*args, **kwargs)
         except self._errors as error:
             raise StoreUnavailableError("The state store is unavailable; retry shortly") from error
+
+    async def delete(self, key: str) -> bool:
+        """Delete one key; whether it existed."""
+        return bool(await self.command("delete", key))
 
     async def _pipeline(self, calls: Sequence[Call]) -> list[Any]:
         async with self.client.pipeline(transaction=False) as pipe:
@@ -263,4 +272,16 @@ def redis_stores(
     sessions = RedisSessionStore(scripts, ttl_seconds=session_ttl_seconds, clock=clock)
     rate_limits = RedisRateLimitStore(scripts, clock=clock)
     breakers = RedisBreakerStore(scripts, clock=clock)
-    return Stores(sessions, rate_limits, breakers, RedisGate(sessions, rate_limits, breakers), client.aclose)
+    from core.stores.redis_extra import RedisCacheStore, RedisEventLogStore, RedisPendingRequestStore, RedisTaskStore
+
+    return Stores(
+        sessions,
+        rate_limits,
+        breakers,
+        events=RedisEventLogStore(scripts, ttl_seconds=session_ttl_seconds, clock=clock),
+        pending=RedisPendingRequestStore(scripts, clock=clock),
+        tasks=RedisTaskStore(scripts, clock=clock),
+        cache=RedisCacheStore(scripts, clock=clock),
+        gate=RedisGate(sessions, rate_limits, breakers),
+        close=client.aclose,
+    )

@@ -112,6 +112,62 @@ redis.call('PEXPIRE', KEYS[2], keep)
 return {before, before}
 """
 
+# KEYS[1] counter hash (seq, expires), KEYS[2] events list. ARGV: data, max events, ttl, now, grace.
+# -> the event's sequence number. A stream past its expiry starts again from 1.
+EVENT_APPEND = """
+local now, ttl = tonumber(ARGV[4]), tonumber(ARGV[3])
+local expires = redis.call('HGET', KEYS[1], 'expires')
+if expires and tonumber(expires) <= now then redis.call('DEL', KEYS[1], KEYS[2]) end
+local seq = redis.call('HINCRBY', KEYS[1], 'seq', 1)
+redis.call('HSET', KEYS[1], 'expires', string.format('%.17g', now + ttl))
+redis.call('RPUSH', KEYS[2], seq .. '|' .. ARGV[1])
+redis.call('LTRIM', KEYS[2], -tonumber(ARGV[2]), -1)
+local keep = math.ceil((ttl + tonumber(ARGV[5])) * 1000)
+redis.call('PEXPIRE', KEYS[1], keep)
+redis.call('PEXPIRE', KEYS[2], keep)
+return seq
+"""
+
+# KEYS[1] counter hash, KEYS[2] events list. ARGV: now. -> the kept events ("seq|data"), none once expired.
+EVENT_READ = """
+local expires = redis.call('HGET', KEYS[1], 'expires')
+if not expires or tonumber(expires) <= tonumber(ARGV[1]) then return {} end
+return redis.call('LRANGE', KEYS[2], 0, -1)
+"""
+
+# KEYS[1] open marker, KEYS[2] reply list. ARGV: reply. -> 1 delivered, 0 nobody waits (or already answered).
+PENDING_DELIVER = """
+local ttl = redis.call('PTTL', KEYS[1])
+if redis.call('DEL', KEYS[1]) == 0 then return 0 end
+redis.call('RPUSH', KEYS[2], ARGV[1])
+redis.call('PEXPIRE', KEYS[2], math.max(ttl, 1000))
+return 1
+"""
+
+# KEYS[1] task hash. ARGV: now, ttl, grace, principal, status. -> 1 created, 0 taken.
+TASK_CREATE = """
+local expires = redis.call('HGET', KEYS[1], 'expires')
+if expires and tonumber(expires) > tonumber(ARGV[1]) then return 0 end
+redis.call('DEL', KEYS[1])
+local until_ = tonumber(ARGV[1]) + tonumber(ARGV[2])
+redis.call('HSET', KEYS[1], 'principal', ARGV[4], 'status', ARGV[5], 'created', ARGV[1], 'updated', ARGV[1],
+  'expires', string.format('%.17g', until_))
+redis.call('PEXPIRE', KEYS[1], math.ceil((tonumber(ARGV[2]) + tonumber(ARGV[3])) * 1000))
+return 1
+"""
+
+# KEYS[1] task hash. ARGV: now, status, has result 0/1, result, expected statuses... -> 1 moved, 0 not.
+TASK_UPDATE = """
+local row = redis.call('HMGET', KEYS[1], 'status', 'expires')
+if not row[1] or tonumber(row[2]) <= tonumber(ARGV[1]) then return 0 end
+local allowed = false
+for i = 5, #ARGV do if ARGV[i] == row[1] then allowed = true end end
+if not allowed then return 0 end
+redis.call('HSET', KEYS[1], 'status', ARGV[2], 'updated', ARGV[1])
+if ARGV[3] == '1' then redis.call('HSET', KEYS[1], 'result', ARGV[4]) end
+return 1
+"""
+
 ALL = {
     "session_load": SESSION_LOAD,
     "session_create": SESSION_CREATE,
@@ -119,4 +175,9 @@ ALL = {
     "bucket_take": BUCKET_TAKE,
     "breaker_admit": BREAKER_ADMIT,
     "breaker_record": BREAKER_RECORD,
+    "event_append": EVENT_APPEND,
+    "event_read": EVENT_READ,
+    "pending_deliver": PENDING_DELIVER,
+    "task_create": TASK_CREATE,
+    "task_update": TASK_UPDATE,
 }

@@ -14,10 +14,12 @@ from moto import mock_aws
 from core.stores.dynamodb import create_table, dynamodb_client, dynamodb_stores
 from core.stores.factory import Stores, build_stores
 from core.stores.memory import MemoryBreakerStore, MemoryRateLimitStore, MemorySessionStore
+from core.stores.memory_extra import MemoryCacheStore, MemoryEventLogStore, MemoryPendingRequestStore, MemoryTaskStore
 from tests.core.pipeline.conftest import FakeClock
 
 REDIS_URL = "redis://127.0.0.1:6379/0"
 TTL = 600.0
+MAX_EVENTS = 5
 
 
 @dataclass
@@ -52,6 +54,7 @@ async def backend(request: pytest.FixtureRequest, aws_credentials: None) -> Asyn
             table = f"stratus-test-{secrets.token_hex(4)}"
             create_table(client, table)
             stores = dynamodb_stores(client, table, prefix="t", session_ttl_seconds=TTL, timeout=2.0, clock=clock)
+            stores.events.max_events = MAX_EVENTS  # type: ignore[attr-defined]
             try:
                 yield Backend(request.param, stores, clock, dynamo=client, table=table)
             finally:
@@ -62,11 +65,16 @@ async def backend(request: pytest.FixtureRequest, aws_credentials: None) -> Asyn
             sessions=MemorySessionStore(ttl_seconds=TTL, clock=clock),
             rate_limits=MemoryRateLimitStore(clock=clock),
             breakers=MemoryBreakerStore(clock=clock),
+            events=MemoryEventLogStore(max_events=MAX_EVENTS, ttl_seconds=TTL, clock=clock),
+            pending=MemoryPendingRequestStore(clock=clock),
+            tasks=MemoryTaskStore(clock=clock),
+            cache=MemoryCacheStore(clock=clock),
         )
         yield Backend("memory", stores, clock)
         return
     prefix = f"stratus-test-{secrets.token_hex(4)}"
     stores = build_stores(REDIS_URL, session_ttl_seconds=TTL, prefix=prefix, clock=clock)
+    stores.events.max_events = MAX_EVENTS  # type: ignore[attr-defined]
     client = stores.sessions.scripts.client  # type: ignore[attr-defined]
     try:
         yield Backend("redis", stores, clock, client, prefix)

@@ -1,0 +1,201 @@
+"""DynamoDB event logs, pending server-to-client requests, tasks and caches, in the same table.
+
+    PK                                   SK                 attributes
+    {prefix}#stream#<stream>             seq                seq (counter), expires
+    {prefix}#stream#<stream>             event#<seq, 12d>   data, expires
+    {prefix}#pending#<request>           pending            state (open / answered), reply, expires
+    {prefix}#task#<task id>              task               principal, status, result, created, updated, expires
+    {prefix}#cache#<key>                 cache              value, expires
+
+DynamoDB cannot push, so a waiter polls its pending item with a growing interval (10 ms up to 250 ms).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+
+from core.stores.base import StreamEvent, TaskExistsError, TaskRecord
+from core.stores.dynamodb import ConditionFailedError, DynamoTable, Item, number, number_of
+
+Clock = Callable[[], float]
+POLL_FIRST_SECONDS = 0.01
+POLL_MAX_SECONDS = 0.25
+
+
+class DynamoEventLogStore:
+    """Events as items under their stream's key, numbered by an atomic counter item."""
+
+    def __init__(self, table: DynamoTable, *, max_events: int = 1000, ttl_seconds: float = 3600.0) -> None:
+        self.table = table
+        self.max_events = max_events
+        self.ttl = ttl_seconds
+
+    async def append(self, stream: str, data: str) -> int:
+        key = self.table.key("stream", stream)
+        expires = number(self.table.clock() + self.ttl)
+        counted = await self.table._call(
+            "update_item",
+            Key={**key, "SK": {"S": "seq"}},
+            UpdateExpression="ADD seq :one SET expires = :expires",
+            ExpressionAttributeValues={":one": {"N": "1"}, ":expires": expires},
+            ReturnValues="UPDATED_NEW",
+        )
+        seq = int(float(counted["Attributes"]["seq"]["N"]))
+        item = {**key, "SK": {"S": f"event#{seq:012d}"}, "data": {"S": data}, "expires": expires}
+        await self.table._call("put_item", Item=item)
+        return seq
+
+    async def read_after(self, stream: str, seq: int) -> list[StreamEvent]:
+        key = self.table.key("stream", stream)["PK"]
+        response = await self.table._call(
+            "query",
+            KeyConditionExpression="PK = :pk AND SK BETWEEN :after AND :last",
+            ExpressionAttributeValues={":pk": key, ":after": {"S": f"event#{seq + 1:012d}"}, ":last": {"S": "event#~"}},
+            ConsistentRead=True,
+        )
+        now = self.table.clock()
+        events = [
+            StreamEvent(int(item["SK"]["S"].removeprefix("event#")), item["data"]["S"])
+            for item in response.get("Items", [])
+            if number_of(item, "expires") > now
+        ]
+        return events[-self.max_events :]
+
+
+class DynamoPendingRequestStore:
+    """An item per awaited reply; the reply is written by a conditional update, the waiter polls for it."""
+
+    def __init__(self, table: DynamoTable) -> None:
+        self.table = table
+
+    def _key(self, request_key: str) -> Item:
+        return self.table.key("pending", request_key)
+
+    async def open(self, request_key: str, ttl_seconds: float) -> None:
+        expires = number(self.table.clock() + ttl_seconds)
+        await self.table._call("put_item", Item={**self._key(request_key), "state": {"S": "open"}, "expires": expires})
+
+    async def deliver(self, request_key: str, reply: str) -> bool:
+        try:
+            await self.table._call(
+                "update_item",
+                Key=self._key(request_key),
+                UpdateExpression="SET #state = :answered, reply = :reply",
+                ConditionExpression="#state = :open AND expires > :now",
+                ExpressionAttributeNames={"#state": "state"},
+                ExpressionAttributeValues={
+                    ":answered": {"S": "answered"},
+                    ":open": {"S": "open"},
+                    ":reply": {"S": reply},
+                    ":now": number(self.table.clock()),
+                },
+            )
+        except ConditionFailedError:
+            return False
+        return True
+
+    async def wait(self, request_key: str, within: float) -> str | None:
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + within
+        interval = POLL_FIRST_SECONDS
+        while True:
+            item = await self.table.get(self._key(request_key))
+            if item is not None and "reply" in item:
+                await self.table._call("delete_item", Key=self._key(request_key))
+                return str(item["reply"]["S"])
+            left = deadline - loop.time()
+            if left <= 0 or item is None:
+                return None
+            await asyncio.sleep(min(interval, left))
+            interval = min(POLL_MAX_SECONDS, interval * 2)
+
+
+class DynamoTaskStore:
+    """Tasks as items; creation and status moves are conditional writes."""
+
+    def __init__(self, table: DynamoTable) -> None:
+        self.table = table
+
+    def _key(self, task_id: str) -> Item:
+        return self.table.key("task", task_id)
+
+    async def create(self, record: TaskRecord, ttl_seconds: float) -> None:
+        now = self.table.clock()
+        item = {
+            **self._key(record.task_id),
+            "principal": {"S": record.principal or ""},
+            "status": {"S": record.status},
+            "created": number(now),
+            "updated": number(now),
+            "expires": number(now + ttl_seconds),
+        }
+        try:
+            await self.table._call(
+                "put_item",
+                Item=item,
+                ConditionExpression="attribute_not_exists(PK) OR expires <= :now",
+                ExpressionAttributeValues={":now": number(now)},
+            )
+        except ConditionFailedError:
+            raise TaskExistsError(record.task_id) from None
+
+    async def get(self, task_id: str) -> TaskRecord | None:
+        item = await self.table.get(self._key(task_id))
+        if item is None or number_of(item, "expires") <= self.table.clock():
+            return None
+        return TaskRecord(
+            task_id=task_id,
+            principal=item["principal"]["S"] or None,
+            status=item["status"]["S"],
+            result=item["result"]["S"] if "result" in item else None,
+            created_at=number_of(item, "created"),
+            updated_at=number_of(item, "updated"),
+            expires_at=number_of(item, "expires"),
+        )
+
+    async def update(self, task_id: str, *, status: str, result: str | None, expect: tuple[str, ...]) -> bool:
+        now = self.table.clock()
+        names = {f":expect{index}": {"S": value} for index, value in enumerate(expect)}
+        values = {":status": {"S": status}, ":now": number(now), **names}
+        update = "SET #status = :status, updated = :now"
+        if result is not None:
+            update += ", #result = :result"
+            values[":result"] = {"S": result}
+        try:
+            await self.table._call(
+                "update_item",
+                Key=self._key(task_id),
+                UpdateExpression=update,
+                ConditionExpression=f"expires > :now AND #status IN ({', '.join(names)})",
+                ExpressionAttributeNames={"#status": "status", "#result": "result"}
+                if result is not None
+                else {"#status": "status"},
+                ExpressionAttributeValues=values,
+            )
+        except ConditionFailedError:
+            return False
+        return True
+
+
+class DynamoCacheStore:
+    """Values as items with their expiry (checked on read, collected by the table's TTL)."""
+
+    def __init__(self, table: DynamoTable) -> None:
+        self.table = table
+
+    def _key(self, key: str) -> Item:
+        return self.table.key("cache", key)
+
+    async def get(self, key: str) -> str | None:
+        item = await self.table.get(self._key(key))
+        if item is None or number_of(item, "expires") <= self.table.clock():
+            return None
+        return str(item["value"]["S"])
+
+    async def set(self, key: str, value: str, ttl_seconds: float) -> None:
+        expires = number(self.table.clock() + ttl_seconds)
+        await self.table._call("put_item", Item={**self._key(key), "value": {"S": value}, "expires": expires})
+
+    async def delete(self, key: str) -> None:
+        await self.table._call("delete_item", Key=self._key(key))

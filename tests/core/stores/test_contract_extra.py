@@ -1,0 +1,99 @@
+"""The contract of event logs, pending requests, tasks and caches, for every backend."""
+
+from __future__ import annotations
+
+import anyio
+import pytest
+
+from core.stores.base import TaskExistsError, TaskRecord
+from tests.core.stores.conftest import MAX_EVENTS, TTL, Backend
+
+pytestmark = pytest.mark.anyio
+
+
+async def test_events_are_numbered_per_stream_and_read_after_a_given_one(backend: Backend) -> None:
+    events = backend.stores.events
+    assert [await events.append("session-1/get", f"e{n}") for n in range(3)] == [1, 2, 3]
+    assert await events.append("session-1/post-7", "other") == 1
+    assert [(event.seq, event.data) for event in await events.read_after("session-1/get", 1)] == [(2, "e1"), (3, "e2")]
+    assert await events.read_after("session-1/get", 3) == []
+    assert [event.data for event in await events.read_after("session-1/post-7", 0)] == ["other"]
+
+
+async def test_a_stream_keeps_its_newest_events(backend: Backend) -> None:
+    for n in range(MAX_EVENTS + 3):
+        await backend.stores.events.append("s", f"e{n}")
+    kept = await backend.stores.events.read_after("s", 0)
+    assert [event.seq for event in kept] == list(range(4, MAX_EVENTS + 4))
+
+
+async def test_events_are_forgotten_after_the_ttl(backend: Backend) -> None:
+    await backend.stores.events.append("s", "old")
+    backend.clock.advance(TTL + 1)
+    assert await backend.stores.events.read_after("s", 0) == []
+
+
+async def test_a_reply_delivered_once_reaches_the_waiter(backend: Backend) -> None:
+    pending = backend.stores.pending
+    await pending.open("session-1/req-9", ttl_seconds=30)
+    assert await pending.deliver("session-1/req-9", '{"result": 1}') is True
+    assert await pending.deliver("session-1/req-9", '{"result": 2}') is False  # the first reply wins
+    with anyio.fail_after(5):
+        assert await pending.wait("session-1/req-9", within=5) == '{"result": 1}'
+
+
+async def test_a_reply_nobody_waits_for_is_refused(backend: Backend) -> None:
+    assert await backend.stores.pending.deliver("session-1/never-sent", "{}") is False
+
+
+async def test_a_waiter_is_woken_by_a_reply_sent_while_it_waits(backend: Backend) -> None:
+    pending = backend.stores.pending
+    await pending.open("r", ttl_seconds=30)
+    replies: list[str | None] = []
+
+    async def wait() -> None:
+        replies.append(await pending.wait("r", within=5))
+
+    with anyio.fail_after(5):
+        async with anyio.create_task_group() as group:
+            group.start_soon(wait)
+            await anyio.wait_all_tasks_blocked()
+            assert await pending.deliver("r", "answer") is True
+    assert replies == ["answer"]
+
+
+async def test_waiting_for_a_reply_that_never_comes_ends_at_the_deadline(backend: Backend) -> None:
+    await backend.stores.pending.open("silent", ttl_seconds=30)
+    with anyio.fail_after(5):
+        assert await backend.stores.pending.wait("silent", within=0.05) is None
+
+
+async def test_tasks_move_only_from_the_expected_states(backend: Backend) -> None:
+    tasks = backend.stores.tasks
+    await tasks.create(TaskRecord(task_id="t-1", principal="alice", status="working"), ttl_seconds=TTL)
+    with pytest.raises(TaskExistsError):
+        await tasks.create(TaskRecord(task_id="t-1", principal="bob", status="working"), ttl_seconds=TTL)
+    assert await tasks.update("t-1", status="completed", result='{"ok":true}', expect=("working",)) is True
+    assert await tasks.update("t-1", status="cancelled", result=None, expect=("working",)) is False
+    task = await tasks.get("t-1")
+    assert task is not None
+    assert (task.principal, task.status, task.result) == ("alice", "completed", '{"ok":true}')
+    assert await tasks.get("t-2") is None
+
+
+async def test_an_expired_task_is_gone(backend: Backend) -> None:
+    await backend.stores.tasks.create(TaskRecord(task_id="t", principal=None, status="working"), ttl_seconds=10)
+    backend.clock.advance(11)
+    assert await backend.stores.tasks.get("t") is None
+    assert await backend.stores.tasks.update("t", status="completed", result=None, expect=("working",)) is False
+
+
+async def test_cached_values_live_for_their_ttl(backend: Backend) -> None:
+    cache = backend.stores.cache
+    await cache.set("tools:upstream-a", '["x"]', ttl_seconds=300)
+    assert await cache.get("tools:upstream-a") == '["x"]'
+    backend.clock.advance(301)
+    assert await cache.get("tools:upstream-a") is None
+    await cache.set("k", "v", ttl_seconds=300)
+    await cache.delete("k")
+    assert await cache.get("k") is None
