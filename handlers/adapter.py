@@ -45,7 +45,8 @@ def make_handler(server: McpServer, settings: Settings | None = None) -> LambdaH
     settings = settings or Settings()
     _ensure_event_loop()
     metrics, flush = build_telemetry(settings, server.name)
-    asgi = Mangum(build_app(server, settings, metrics=metrics), lifespan="off")
+    app = build_app(server, settings, metrics=metrics)
+    asgi = Mangum(app, lifespan="off")
     cold = [True]
 
     def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
@@ -59,4 +60,9 @@ def make_handler(server: McpServer, settings: Settings | None = None) -> LambdaH
             flush()
             lambda_request_id.reset(token)
 
+    def close() -> None:
+        """Release the app's store connections (tests; a snapshot restore that must not share sockets)."""
+        asyncio.get_event_loop().run_until_complete(app.shutdown())
+
+    handler.close = close  # type: ignore[attr-defined]
     return handler

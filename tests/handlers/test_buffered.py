@@ -156,3 +156,24 @@ def test_the_module_handler_serves_the_app_named_by_stratus_app(
     response = module.handler(event("http_api_v2", body, headers), LambdaContext())
     tools = json.loads(response["body"])["result"]["tools"]
     assert [tool["name"] for tool in tools] == ["add"]
+
+
+def test_one_redis_client_serves_every_warm_invocation_on_the_container_loop(
+    container_loop: asyncio.AbstractEventLoop,
+) -> None:
+    redis_handler = make_handler(
+        server, Settings(store="redis://127.0.0.1:6379/0", secret_key="k", store_prefix="handler-test")
+    )
+    init = {
+        "jsonrpc": "2.0",
+        "id": 1,
+        "method": "initialize",
+        "params": {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}},
+    }
+    opened = invoke(redis_handler, "http_api_v2", init, {})
+    session = {"mcp-session-id": _headers(opened)["mcp-session-id"], "mcp-protocol-version": "2025-11-25"}
+    call = {"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "add", "arguments": {"a": 1, "b": 1}}}
+    for _ in range(3):  # each invocation reuses the pooled connection made on the first
+        response = invoke(redis_handler, "http_api_v2", call, session)
+        assert json.loads(response["body"])["result"]["structuredContent"] == {"result": 2}
+    redis_handler.close()
