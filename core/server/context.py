@@ -11,7 +11,7 @@ import asyncio
 import logging
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
 from core.errors import McpError, MissingCapabilityError
 from core.resilience.deadline import Deadline
@@ -75,8 +75,7 @@ def _nothing() -> None:
     pass
 
 
-@dataclass(frozen=True, slots=True)
-class HttpRequest:
+class HttpRequest(NamedTuple):
     """The HTTP request a call arrived in. Handlers may read headers; never log them (they carry credentials)."""
 
     method: str

@@ -1,13 +1,14 @@
 """What a server or a single tool declares about how its calls run: access, limits, resilience, middleware.
 
-These are declarations only; `core.pipeline` carries them out.
+These are declarations only; `core.pipeline` carries them out. Immutable records are `NamedTuple`s, which cost a
+fraction of a dataclass to define at cold start; build them with keyword arguments.
 """
 
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, NamedTuple, Protocol
 
 from core.resilience.breaker import BreakerPolicy
 from core.resilience.limiter import RateLimit
@@ -38,8 +39,7 @@ class Guard(Protocol):
     async def __call__(self, ctx: Context, /) -> bool: ...
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
-class Access:
+class Access(NamedTuple):
     """Who may use an item. Public skips every check; otherwise all scopes, at least one role, every guard."""
 
     public: bool = False
@@ -65,8 +65,7 @@ class RetryPolicy:
             raise ValueError("a retry policy needs attempts >= 1 and non-negative delays")
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
-class RateLimits:
+class RateLimits(NamedTuple):
     """Server-wide limits: each tool, each principal, each session, and all calls together."""
 
     per_tool: RateLimit | None = None
@@ -75,8 +74,7 @@ class RateLimits:
     overall: RateLimit | None = None
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
-class ToolPolicy:
+class ToolPolicy(NamedTuple):
     """What one tool declares beside its function."""
 
     access: Access = Access()
@@ -87,8 +85,7 @@ class ToolPolicy:
     middleware: Sequence[Middleware] = ()
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
-class ServerPolicy:
+class ServerPolicy(NamedTuple):
     """What applies to every call of a server."""
 
     authenticators: Sequence[Authenticator] = ()

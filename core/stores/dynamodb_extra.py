@@ -15,8 +15,8 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Callable
 
-from core.stores.base import StreamEvent, TaskExistsError, TaskRecord
 from core.stores.dynamodb import ConditionFailedError, DynamoTable, Item, number, number_of
+from core.stores.extras import StreamEvent, TaskExistsError, TaskRecord
 
 Clock = Callable[[], float]
 POLL_FIRST_SECONDS = 0.01

@@ -5,20 +5,37 @@ from __future__ import annotations
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
-from core.stores.base import (
-    BreakerStore,
-    CacheStore,
-    CallGate,
-    EventLogStore,
-    PendingRequestStore,
-    RateLimitStore,
-    SequentialGate,
-    SessionStore,
-    TaskStore,
-)
-from core.stores.memory_extra import MemoryCacheStore, MemoryEventLogStore, MemoryPendingRequestStore, MemoryTaskStore
+from core.stores.base import BreakerStore, CallGate, RateLimitStore, SequentialGate, SessionStore
+
+if TYPE_CHECKING:
+    from core.stores.extras import CacheStore, EventLogStore, PendingRequestStore, TaskStore
+
+
+def _memory_events() -> EventLogStore:
+    from core.stores.memory_extra import MemoryEventLogStore
+
+    return MemoryEventLogStore()
+
+
+def _memory_pending() -> PendingRequestStore:
+    from core.stores.memory_extra import MemoryPendingRequestStore
+
+    return MemoryPendingRequestStore()
+
+
+def _memory_tasks() -> TaskStore:
+    from core.stores.memory_extra import MemoryTaskStore
+
+    return MemoryTaskStore()
+
+
+def _memory_cache() -> CacheStore:
+    from core.stores.memory_extra import MemoryCacheStore
+
+    return MemoryCacheStore()
 
 
 class StoreConfigError(ValueError):
@@ -32,10 +49,10 @@ class Stores:
     sessions: SessionStore
     rate_limits: RateLimitStore
     breakers: BreakerStore
-    events: EventLogStore = field(default_factory=MemoryEventLogStore)
-    pending: PendingRequestStore = field(default_factory=MemoryPendingRequestStore)
-    tasks: TaskStore = field(default_factory=MemoryTaskStore)
-    cache: CacheStore = field(default_factory=MemoryCacheStore)
+    events: EventLogStore = field(default_factory=_memory_events)
+    pending: PendingRequestStore = field(default_factory=_memory_pending)
+    tasks: TaskStore = field(default_factory=_memory_tasks)
+    cache: CacheStore = field(default_factory=_memory_cache)
     gate: CallGate | None = None
     """Answers a call's store checks together; without one they run one after another."""
     close: Callable[[], Awaitable[None]] | None = None
@@ -107,6 +124,12 @@ def build_stores(
             clock=clock,
         )
     from core.stores.memory import MemoryBreakerStore, MemoryRateLimitStore, MemorySessionStore
+    from core.stores.memory_extra import (
+        MemoryCacheStore,
+        MemoryEventLogStore,
+        MemoryPendingRequestStore,
+        MemoryTaskStore,
+    )
 
     return Stores(
         sessions=MemorySessionStore(ttl_seconds=session_ttl_seconds, clock=clock),

@@ -8,7 +8,7 @@ import time
 from collections import deque
 from collections.abc import Callable
 
-from core.stores.base import StreamEvent, TaskExistsError, TaskRecord
+from core.stores.extras import StreamEvent, TaskExistsError, TaskRecord
 
 Clock = Callable[[], float]
 

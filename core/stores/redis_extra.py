@@ -16,7 +16,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from core.stores.base import StreamEvent, TaskExistsError, TaskRecord
+from core.stores.extras import StreamEvent, TaskExistsError, TaskRecord
 from core.stores.redis import GRACE_SECONDS, RedisScripts
 
 Clock = Callable[[], float]
