@@ -148,6 +148,17 @@ class Pipeline:
             breaker=(f"tool:{tool.name}", breaker) if breaker else None,
         )
 
+    async def admit_with_session(
+        self, tool: Tool, principal: Principal | None, session_id: str
+    ) -> CallAdmission | None:
+        """Load a legacy session together with the tool's limits and breaker (one store round trip); None when
+        the tool asks the store nothing, so the session is loaded on its own. Sessions fail closed: a store
+        outage raises StoreUnavailableError whatever the limits' policy."""
+        checks = self.checks_for(tool, principal, session_id)
+        if not checks.limits and checks.breaker is None:
+            return None
+        return await self.stores.call_gate().admit(checks._replace(session_id=session_id))
+
     async def call_tool(
         self, tool: Tool, arguments: JsonObject, context: Context, admitted: CallAdmission | None = None
     ) -> JsonObject:

@@ -81,11 +81,7 @@ class LegacyHandler:
         tool = self.dispatcher.server.tools.get(message.params.get("name"))  # type: ignore[arg-type]
         if tool is None:
             return None
-        session_id = _session_id(headers)
-        checks = self.dispatcher.pipeline.checks_for(tool, principal, session_id)
-        if not checks.limits and checks.breaker is None:
-            return None
-        return await self.dispatcher.pipeline.stores.call_gate().admit(checks._replace(session_id=session_id))
+        return await self.dispatcher.pipeline.admit_with_session(tool, principal, _session_id(headers))
 
     async def delete(self, headers: Headers, principal: Principal | None) -> Reply:
         try:
