@@ -2,18 +2,18 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from typing import Any
+from collections.abc import Mapping
+from types import MappingProxyType
+from typing import Any, NamedTuple
 
 
-@dataclass(frozen=True, slots=True)
-class Principal:
+class Principal(NamedTuple):
     """An authenticated caller: a stable subject, what it may do, and the claims it was established from."""
 
     subject: str
     scopes: frozenset[str] = frozenset()
     roles: frozenset[str] = frozenset()
-    claims: dict[str, Any] = field(default_factory=dict, compare=False)
+    claims: Mapping[str, Any] = MappingProxyType({})
 
     @property
     def key(self) -> str:

@@ -4,8 +4,7 @@ from __future__ import annotations
 
 import inspect
 from collections.abc import Callable
-from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any, Literal, NamedTuple
 
 from core.server.content import CONTENT_TYPES, Content, is_sequence, to_content_block
 from core.server.context import Context
@@ -15,8 +14,7 @@ from core.server.signature import Signature
 JsonObject = dict[str, Any]
 
 
-@dataclass(frozen=True, slots=True)
-class Message:
+class Message(NamedTuple):
     """One message of a prompt."""
 
     role: Literal["user", "assistant"]
