@@ -29,3 +29,15 @@ def test_core_exports_exactly_its_dunder_all() -> None:
         name for name, value in vars(core).items() if not name.startswith("_") and not isinstance(value, type(core))
     }
     assert sorted(names) == sorted(core.__all__)
+
+
+def test_a_tool_with_plain_parameters_is_served_without_importing_pydantic() -> None:
+    probe = (
+        "import json, sys; sys.path.insert(0, 'bench'); import wire, examples.add; "
+        "response = examples.add.handler(wire.MODERN_CALL_EVENT, None); "
+        "print(json.dumps([response['statusCode'], 'pydantic' in sys.modules, 'pydantic_core' in sys.modules]))"
+    )
+    completed = subprocess.run(
+        [sys.executable, "-c", probe], capture_output=True, text=True, timeout=60, check=True, env={"PATH": ""}
+    )
+    assert json.loads(completed.stdout) == [200, False, False]

@@ -9,8 +9,6 @@ import base64
 from collections.abc import Sequence
 from typing import Any, NamedTuple
 
-from pydantic_core import to_json
-
 JsonObject = dict[str, Any]
 
 
@@ -127,6 +125,8 @@ def to_content_block(value: Any) -> JsonObject:
         return value.to_wire()
     if isinstance(value, str):
         return {"type": "text", "text": value}
+    from pydantic_core import to_json  # any other value: pydantic's encoder knows models, dates, enums ...
+
     return {"type": "text", "text": to_json(value).decode()}
 
 

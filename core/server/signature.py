@@ -7,12 +7,13 @@ import inspect
 import re
 import typing
 from collections.abc import Callable
-from typing import Any, NamedTuple, get_args, get_origin
+from typing import TYPE_CHECKING, Any, NamedTuple, get_args, get_origin
 
-from pydantic import BaseModel, ConfigDict, ValidationError, create_model
-from pydantic.fields import FieldInfo
-
+from core.server import plain
 from core.server.context import Context
+
+if TYPE_CHECKING:
+    from pydantic import BaseModel
 
 _ARGS_HEADER = re.compile(r"^\s*(Args|Arguments|Parameters):\s*$")
 _ARG_LINE = re.compile(r"^\s+(\*{0,2}\w+)(?:\s*\([^)]*\))?:\s*(.*)$")
@@ -66,6 +67,7 @@ class Parameter(NamedTuple):
     annotation: Any
     required: bool
     description: str | None
+    default: Any = None
 
 
 class ArgumentsError(Exception):
@@ -94,22 +96,30 @@ class Signature:
             if annotation is Context:
                 self.context_parameter = name
                 continue
+            required = param.default is inspect.Parameter.empty
             self.parameters.append(
                 Parameter(
-                    name, annotation, param.default is inspect.Parameter.empty, self.docstring.arguments.get(name)
+                    name, annotation, required, self.docstring.arguments.get(name), None if required else param.default
                 )
             )
         self.return_annotation: Any = hints.get("return", inspect.Signature.empty)
+        self.plain = all(
+            plain.is_plain(parameter.annotation, parameter.default, not parameter.required)
+            for parameter in self.parameters
+        )
+        """Whether every parameter is a plain JSON scalar: then checking and describing them needs no pydantic."""
 
     @property
     def model(self) -> type[BaseModel]:
         """The pydantic model of the client-supplied arguments, built on first use (cold start pays nothing)."""
         if self._model is None:
-            defaults = inspect.signature(self._fn).parameters
+            from pydantic import ConfigDict, create_model
+            from pydantic.fields import FieldInfo
+
             fields: dict[str, Any] = {}
             for parameter in self.parameters:
-                default = defaults[parameter.name].default
-                info = FieldInfo.from_annotated_attribute(parameter.annotation, ... if parameter.required else default)
+                default = ... if parameter.required else parameter.default
+                info = FieldInfo.from_annotated_attribute(parameter.annotation, default)
                 if parameter.description and not info.description:
                     info.description = parameter.description
                 fields[parameter.name] = (info.annotation, info)
@@ -120,6 +130,8 @@ class Signature:
 
     def schema_extras(self, key: str) -> dict[str, Any]:
         """Parameters whose `json_schema_extra` sets `key`, with its value (e.g. `x-mcp-header`)."""
+        if self.plain:
+            return {}  # plain parameters carry no schema extras
         found: dict[str, Any] = {}
         for name, info in self.model.model_fields.items():
             extra = info.json_schema_extra
@@ -129,9 +141,29 @@ class Signature:
 
     def json_schema(self) -> dict[str, Any]:
         """The JSON Schema of the arguments, as a tool's `inputSchema`."""
+        if self.plain:
+            return self._plain_schema()
         schema = self.model.model_json_schema()
         schema.pop("title", None)
         schema.setdefault("properties", {})
+        schema["type"] = "object"
+        return schema
+
+    def _plain_schema(self) -> dict[str, Any]:
+        properties = {
+            parameter.name: plain.property_schema(
+                parameter.name,
+                parameter.annotation,
+                default=parameter.default,
+                has_default=not parameter.required,
+                description=parameter.description,
+            )
+            for parameter in self.parameters
+        }
+        schema: dict[str, Any] = {"properties": properties}
+        required = [parameter.name for parameter in self.parameters if parameter.required]
+        if required:
+            schema["required"] = required
         schema["type"] = "object"
         return schema
 
@@ -141,6 +173,12 @@ class Signature:
         Raises:
             ArgumentsError: a field is missing or has the wrong type.
         """
+        if self.plain:
+            kwargs = self._plain_arguments(arguments)
+            if kwargs is not None:
+                return kwargs
+        from pydantic import ValidationError
+
         try:
             instance = self.model.model_validate(arguments)
         except ValidationError as exc:
@@ -150,6 +188,22 @@ class Signature:
                 problems.append(f"{where}: {error['msg']}")
             raise ArgumentsError(problems) from None
         return {parameter.name: getattr(instance, parameter.name) for parameter in self.parameters}
+
+    def _plain_arguments(self, arguments: dict[str, Any]) -> dict[str, Any] | None:
+        """The arguments when each is exactly of its plain type (or absent with a default); None sends them to
+        pydantic, which converts what it can and explains the rest."""
+        kwargs: dict[str, Any] = {}
+        for parameter in self.parameters:
+            if parameter.name not in arguments:
+                if parameter.required:
+                    return None
+                kwargs[parameter.name] = parameter.default
+                continue
+            ok, value = plain.accept(parameter.annotation, arguments[parameter.name])
+            if not ok:
+                return None
+            kwargs[parameter.name] = value
+        return kwargs
 
 
 def enum_values(annotation: Any) -> list[str] | None:

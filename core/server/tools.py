@@ -5,20 +5,23 @@ from __future__ import annotations
 import collections.abc
 import dataclasses
 import inspect
+import json
 import logging
 import secrets
+import sys
 import types
 import typing
 from collections.abc import Callable
-from typing import Any, get_args, get_origin
+from typing import TYPE_CHECKING, Any, get_args, get_origin
 
-from pydantic import BaseModel, TypeAdapter
-from pydantic_core import to_json
-
+from core.server import plain
 from core.server.content import CONTENT_TYPES, ToolResult, to_content_list
 from core.server.context import Context
 from core.server.policy import ToolPolicy
 from core.server.signature import Signature
+
+if TYPE_CHECKING:
+    from pydantic import TypeAdapter
 
 logger = logging.getLogger("stratus.tool")
 
@@ -62,7 +65,10 @@ def _is_object_type(annotation: Any) -> bool:
         return True
     if not inspect.isclass(annotation):
         return False
-    return issubclass(annotation, BaseModel) or dataclasses.is_dataclass(annotation) or typing.is_typeddict(annotation)
+    # A pydantic model class exists only once pydantic is imported: no need to import it to ask.
+    base_model = getattr(sys.modules.get("pydantic"), "BaseModel", None)
+    is_model = base_model is not None and issubclass(annotation, base_model)
+    return is_model or dataclasses.is_dataclass(annotation) or typing.is_typeddict(annotation)
 
 
 class Tool:
@@ -96,17 +102,23 @@ class Tool:
         self._return_annotation = Any if returns is inspect.Signature.empty else returns
         self._wrapped = not _is_object_type(self._return_annotation)
         self._output_adapter: TypeAdapter[Any] | None = None
+        self._plain_return = self._return_annotation in plain.JSON_TYPES
         self._header_parameters: dict[str, str] | None = None
         self._definition: JsonObject | None = None
 
     def _adapter(self) -> TypeAdapter[Any]:
         if self._output_adapter is None:
+            from pydantic import TypeAdapter
+
             self._output_adapter = TypeAdapter(self._return_annotation)
         return self._output_adapter
 
     def output_schema(self) -> JsonObject:
         """The `outputSchema`: the return type's schema, wrapped under `result` when it is not an object."""
-        schema = self._adapter().json_schema(mode="serialization")
+        if self._plain_return:
+            schema: JsonObject = {"type": plain.JSON_TYPES[self._return_annotation]}
+        else:
+            schema = self._adapter().json_schema(mode="serialization")
         if self._wrapped:
             return {"type": "object", "properties": {"result": schema}, "required": ["result"]}
         schema.pop("title", None)
@@ -178,10 +190,13 @@ class Tool:
             return value.to_wire()
         if not self._structured:
             return {"content": to_content_list(value)}
-        structured = self._adapter().dump_python(value, mode="json")
+        exact, structured = plain.accept(self._return_annotation, value) if self._plain_return else (False, None)
+        if not exact:
+            structured = self._adapter().dump_python(value, mode="json")
         if self._wrapped:
             structured = {"result": structured}
-        return {"content": [{"type": "text", "text": to_json(structured).decode()}], "structuredContent": structured}
+        text = json.dumps(structured, separators=(",", ":"), ensure_ascii=False)
+        return {"content": [{"type": "text", "text": text}], "structuredContent": structured}
 
 
 def error_result(message: str) -> JsonObject:
