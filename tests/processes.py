@@ -14,7 +14,7 @@ from contextlib import ExitStack, contextmanager
 import httpx
 import pytest
 
-from core.transport.asgi import Receive, Scope, Send, send_response
+from core.transport.asgi import Receive, Scope, Send
 
 START_TIMEOUT_SECONDS = 20.0
 
@@ -86,7 +86,18 @@ class RoundRobinProxy:
         ]
         query = scope.get("query_string", b"").decode()
         url = f"{backend}{scope['path']}" + (f"?{query}" if query else "")
-        async with httpx.AsyncClient(timeout=10) as client:  # one per request: the proxy runs on uvicorn's loop
-            upstream = await client.request(scope["method"], url, content=body, headers=headers)
-        passed = {k: v for k, v in upstream.headers.items() if k.lower() not in ("content-length", "transfer-encoding")}
-        await send_response(send, upstream.status_code, upstream.content, passed)
+        # One client per request (the proxy runs on uvicorn's loop); the response is relayed as it arrives, so
+        # an SSE stream whose call waits for the client's reply (sent as another request) flows through.
+        async with (
+            httpx.AsyncClient(timeout=httpx.Timeout(60, connect=5)) as client,
+            client.stream(scope["method"], url, content=body, headers=headers) as upstream,
+        ):
+            passed = [
+                (name.encode(), value.encode())
+                for name, value in upstream.headers.multi_items()
+                if name.lower() not in ("content-length", "transfer-encoding")
+            ]
+            await send({"type": "http.response.start", "status": upstream.status_code, "headers": passed})
+            async for chunk in upstream.aiter_raw():
+                await send({"type": "http.response.body", "body": chunk, "more_body": True})
+            await send({"type": "http.response.body", "body": b"", "more_body": False})

@@ -70,7 +70,15 @@ class Call:
             user=self.principal,
             item=item,
             deadline=deadline,
+            log_level=self._log_level(meta),
+            log_opted_in=not self.modern or (isinstance(meta, dict) and versions.LOG_LEVEL_META in meta),
         )
+
+    def _log_level(self, meta: object) -> str | None:
+        if self.modern:
+            level = meta.get(versions.LOG_LEVEL_META) if isinstance(meta, dict) else None
+            return level if isinstance(level, str) else None
+        return self.session.log_level if self.session else None
 
 
 Handler = Callable[[Call], Awaitable[JsonObject]]

@@ -15,6 +15,7 @@ from typing import Any, NamedTuple
 
 from core.errors import McpError, MissingCapabilityError
 from core.resilience.deadline import Deadline
+from core.server.outbound import Outbound, level_allows
 from core.server.principal import Principal
 
 logger = logging.getLogger("stratus.tool")
@@ -84,6 +85,8 @@ class HttpRequest(NamedTuple):
     lambda_context: Any = None
     disconnected: CancellationSignal | None = None
     """Cancelled when the client goes away before the answer is sent (not observable behind Mangum)."""
+    outbound: Outbound | None = None
+    """The call's response stream, when the response can stream (SSE); None for a single JSON answer."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -108,6 +111,10 @@ class Context:
     deadline: Deadline | None = None
     item: str | None = None
     """The tool name, resource URI or prompt name being served."""
+    log_level: str | None = None
+    """The client's threshold for log messages (legacy `logging/setLevel`, modern `_meta` logLevel)."""
+    log_opted_in: bool = True
+    """Whether the client wants log messages at all (at 2026-07-28 only when its `_meta` sets a level)."""
 
     @property
     def progress_token(self) -> str | int | None:
@@ -115,8 +122,22 @@ class Context:
         token = self.meta.get("progressToken")
         return token if isinstance(token, str | int) else None
 
+    @property
+    def outbound(self) -> Outbound | None:
+        return self.request.outbound if self.request is not None else None
+
     async def report_progress(self, progress: float, total: float | None = None, message: str | None = None) -> None:
-        """Report progress; a no-op when the response is a single JSON object (nothing can carry it)."""
+        """Report progress to a client that asked for it (a `progressToken`), on the call's stream; a no-op on a
+        single JSON response, which cannot carry it."""
+        token = self.progress_token
+        if self.outbound is None or token is None:
+            return
+        params: dict[str, Any] = {"progressToken": token, "progress": progress}
+        if total is not None:
+            params["total"] = total
+        if message is not None:
+            params["message"] = message
+        await self.outbound.notify("notifications/progress", params)
 
     async def stream_content(self, content: Any) -> None:
         """Send partial output ahead of the result; a no-op on a single JSON response (the result still carries
@@ -127,8 +148,13 @@ class Context:
         stream (the legacy GET stream or subscriptions/listen), so on a JSON-only deployment this is a no-op."""
 
     async def log(self, level: str, message: str, **fields: Any) -> None:
-        """Log through the server's logger; reaching the client needs a streamed response."""
+        """Log through the server's logger, and to the client at its level when the response streams."""
         logger.log(_LEVELS.get(level, logging.INFO), message, extra={"tool_log": fields} if fields else None)
+        if self.outbound is not None and self.log_opted_in and level_allows(level, self.log_level):
+            data: Any = {"message": message, **fields} if fields else message
+            await self.outbound.notify(
+                "notifications/message", {"level": level, "logger": self.item or "", "data": data}
+            )
 
     async def debug(self, message: str, **fields: Any) -> None:
         await self.log("debug", message, **fields)
@@ -159,7 +185,8 @@ class Context:
             StreamRequiredError: on a JSON-only response.
         """
         self.require_capability("elicitation")
-        raise StreamRequiredError("Elicitation needs a streamed (SSE) response, which this deployment does not serve")
+        params = {"message": message, "requestedSchema": requested_schema}
+        return await self._ask("elicitation/create", params, "Elicitation")
 
     async def create_message(self, messages: list[dict[str, Any]], max_tokens: int, **params: Any) -> dict[str, Any]:
         """Ask the client's model for a completion. Needs the client's `sampling` capability and a streamed response.
@@ -169,8 +196,30 @@ class Context:
             StreamRequiredError: on a JSON-only response.
         """
         self.require_capability("sampling")
-        raise StreamRequiredError("Sampling needs a streamed (SSE) response, which this deployment does not serve")
+        return await self._ask(
+            "sampling/createMessage", {"messages": messages, "maxTokens": max_tokens, **params}, "Sampling"
+        )
 
+    async def list_roots(self) -> dict[str, Any]:
+        """The client's roots. Needs the client's `roots` capability and a streamed response.
+
+        Raises:
+            MissingCapabilityError: the client did not declare roots.
+            StreamRequiredError: on a JSON-only response.
+        """
+        self.require_capability("roots")
+        return await self._ask("roots/list", {}, "Listing roots")
+
+    async def _ask(self, method: str, params: dict[str, Any], what: str) -> dict[str, Any]:
+        outbound = self.outbound
+        if outbound is None or not outbound.can_request:
+            raise StreamRequiredError(f"{what} needs a streamed (SSE) response, which this request does not have")
+        within = self.deadline.remaining() if self.deadline is not None else ASK_TIMEOUT_SECONDS
+        return await outbound.request(method, params, within=min(within, ASK_TIMEOUT_SECONDS))
+
+
+ASK_TIMEOUT_SECONDS = 300.0
+"""The longest a call waits for the client to answer a request it sent mid-call (the deadline may cut it)."""
 
 _LEVELS = {
     "debug": logging.DEBUG,

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import secrets
+from collections.abc import Awaitable
 from typing import TYPE_CHECKING, Any
 
 from core.errors import HttpError, InternalError, McpError
@@ -12,12 +13,14 @@ from core.protocol import versions
 from core.protocol.dispatch import Dispatcher
 from core.protocol.jsonrpc import decode, encode
 from core.server.context import CancellationSignal, HttpRequest
+from core.server.outbound import Outbound
 from core.server.principal import Principal
 from core.transport.asgi import Headers, Receive, Scope, Send, request_headers, send_response
 from core.transport.guards import HostOriginGuard, check_accepts_json, check_json_body
 from core.transport.legacy import SESSION_HEADER, LegacyHandler
 from core.transport.modern import handle_modern, request_meta_version
 from core.transport.reply import Reply, error_reply
+from core.transport.sse import KEEPALIVE_SECONDS, SseWriter, accepts_event_stream
 
 if TYPE_CHECKING:
     from core.auth.setup import RequestAuthenticator
@@ -48,7 +51,9 @@ class McpEndpoint:
         headers = request_headers(scope)
         try:
             self.guard.check(scope, headers)
-            reply = await self._route(scope, receive, headers)
+            reply = await self._route(scope, receive, send, headers)
+            if reply is None:
+                return  # streamed: already sent
         except McpError as refused:  # refused before a JSON-RPC message was read: no id to echo
             reply = error_reply(None, refused)
         except Exception:
@@ -57,30 +62,76 @@ class McpEndpoint:
             reply = error_reply(None, InternalError(f"Internal error (reference {reference})"))
         await _send(reply, send)
 
-    async def _route(self, scope: Scope, receive: Receive, headers: Headers) -> Reply:
+    async def _route(self, scope: Scope, receive: Receive, send: Send, headers: Headers) -> Reply | None:
         method = scope["method"]
         if method not in ("POST", "DELETE") or (method == "DELETE" and not headers.get(SESSION_HEADER)):
             raise HttpError(405, "Method Not Allowed: send JSON-RPC messages with POST", headers=_ALLOW_POST)
         principal = await self.authenticator.authenticate(headers, scope) if self.authenticator else None
         if method == "POST":
-            if "aws.event" in scope:  # behind Mangum nothing can report a client leaving mid-request
+            if "aws.event" in scope:  # behind Mangum: one buffered JSON answer, no client-gone signal
                 http = HttpRequest(method, scope.get("path", ""), headers, scope.get("aws.context"))
                 return await self._post(receive, headers, http, principal)
             http = HttpRequest(method, scope.get("path", ""), headers, None, CancellationSignal())
-            return await self._post(receive, headers, http, principal)
+            if accepts_event_stream(headers.get("accept")):
+                http = http._replace(outbound=Outbound())
+            return await self._post(receive, headers, http, principal, send)
         return await self.legacy.delete(headers, principal)
 
-    async def _post(self, receive: Receive, headers: Headers, http: HttpRequest, principal: Principal | None) -> Reply:
+    async def _post(
+        self,
+        receive: Receive,
+        headers: Headers,
+        http: HttpRequest,
+        principal: Principal | None,
+        send: Send | None = None,
+    ) -> Reply | None:
         check_json_body(headers)
         check_accepts_json(headers)
         body = decode(await self._read_body(receive, headers))
-        if http.disconnected is not None:
-            watcher = asyncio.ensure_future(_cancel_on_disconnect(receive, http.disconnected))
-            try:
-                return await self._answer(body, headers, http, principal)
-            finally:
-                watcher.cancel()
-        return await self._answer(body, headers, http, principal)
+        if http.disconnected is None:
+            return await self._answer(body, headers, http, principal)
+        watcher = asyncio.ensure_future(_cancel_on_disconnect(receive, http.disconnected))
+        try:
+            if http.outbound is not None and send is not None and not isinstance(body, list):
+                return await self._stream(self._answer(body, headers, http, principal), http.outbound, send)
+            return await self._answer(body, headers, http, principal)
+        finally:
+            watcher.cancel()
+
+    async def _stream(self, answer: Awaitable[Reply], outbound: Outbound, send: Send) -> Reply | None:
+        """Run the call while relaying what it sends before its result; None once the answer went out as SSE.
+
+        Until the call first sends something, nothing is written: a call that sends nothing answers with its
+        plain JSON reply (and HTTP status) as usual.
+        """
+        work = asyncio.ensure_future(answer)
+        writer: SseWriter | None = None
+        try:
+            while True:
+                next_message = asyncio.ensure_future(outbound.messages.get())
+                done, _ = await asyncio.wait(
+                    {work, next_message}, timeout=KEEPALIVE_SECONDS, return_when=asyncio.FIRST_COMPLETED
+                )
+                if next_message in done:
+                    writer = writer or await SseWriter.start(send)
+                    await writer.event(next_message.result())
+                    continue
+                next_message.cancel()
+                if work in done:
+                    reply = work.result()
+                    if writer is None:
+                        return reply
+                    while not outbound.messages.empty():
+                        await writer.event(outbound.messages.get_nowait())
+                    if reply.payload is not None:
+                        await writer.event(reply.payload)
+                    await writer.close()
+                    return None
+                if writer is not None:
+                    await writer.comment("keep-alive")
+        finally:
+            if not work.done():
+                work.cancel()
 
     async def _answer(self, body: Any, headers: Headers, http: HttpRequest, principal: Principal | None) -> Reply:
         if request_meta_version(body) is not None or headers.get("mcp-protocol-version") in versions.MODERN_VERSIONS:

@@ -5,8 +5,9 @@ Sessions live in the injected `SessionStore`, so any container can serve any req
 
 from __future__ import annotations
 
+import json
 import secrets
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from core.errors import InvalidParamsError, InvalidRequestError, McpError
 from core.protocol import versions
@@ -26,6 +27,9 @@ from core.stores.base import CallAdmission, SessionRecord
 from core.transport.asgi import Headers
 from core.transport.reply import ACCEPTED, Reply, error_reply
 
+if TYPE_CHECKING:
+    from core.stores.extras import PendingRequestStore
+
 SESSION_HEADER = "mcp-session-id"
 
 
@@ -43,12 +47,27 @@ def _session_id(headers: Headers) -> str:
     return session_id
 
 
+class SessionReplies:
+    """The replies of one session's client, by request id, through the shared pending-request store."""
+
+    def __init__(self, pending: PendingRequestStore, session_id: str) -> None:
+        self.pending = pending
+        self.session_id = session_id
+
+    async def open(self, request_id: str, ttl_seconds: float) -> None:
+        await self.pending.open(f"{self.session_id}/{request_id}", ttl_seconds)
+
+    async def wait(self, request_id: str, within: float) -> str | None:
+        return await self.pending.wait(f"{self.session_id}/{request_id}", within)
+
+
 class LegacyHandler:
     """Answers legacy POST bodies and session DELETEs."""
 
     def __init__(self, dispatcher: Dispatcher) -> None:
         self.dispatcher = dispatcher
         self.sessions = dispatcher.sessions
+        self.pending = dispatcher.pipeline.stores.pending
 
     async def post(self, body: Any, headers: Headers, http: HttpRequest, principal: Principal | None) -> Reply:
         header_version = headers.get("mcp-protocol-version")
@@ -142,9 +161,14 @@ class LegacyHandler:
                 )
             return None
         if isinstance(message, ClientResponse):
-            return None  # replies to server requests are routed once the server sends requests (streaming)
+            reply = {"result": message.result} if message.error is None else {"error": message.error}
+            if not await self.pending.deliver(f"{session.session_id}/{message.id}", json.dumps(reply)):
+                raise InvalidRequestError(f"Invalid request: no request {message.id!r} of this session awaits a reply")
+            return None
         if message.method == "initialize":
             raise InvalidRequestError("Invalid request: initialize cannot be sent inside a session or a batch")
+        if http.outbound is not None:
+            http.outbound.replies = SessionReplies(self.pending, session.session_id)
         call = Call(
             request=message,
             version=session.protocol_version,

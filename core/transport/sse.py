@@ -1,0 +1,53 @@
+"""Server-Sent Events on an ASGI response: the stream a call's notifications and requests travel on.
+
+The stream starts only when a call first has something to say before its result; a call that has nothing to
+say answers with plain JSON, so errors keep their HTTP status.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from core.transport.asgi import Send
+
+KEEPALIVE_SECONDS = 15.0
+SSE_HEADERS = [
+    (b"content-type", b"text/event-stream"),
+    (b"cache-control", b"no-cache"),
+    (b"x-accel-buffering", b"no"),
+]
+
+
+def accepts_event_stream(accept: str | None) -> bool:
+    """Whether the client listed `text/event-stream` in Accept."""
+    return accept is not None and any(
+        part.split(";", 1)[0].strip().lower() == "text/event-stream" for part in accept.split(",")
+    )
+
+
+class SseWriter:
+    """Writes events and keep-alive comments to an open SSE response."""
+
+    def __init__(self, send: Send) -> None:
+        self._send = send
+
+    @classmethod
+    async def start(cls, send: Send, headers: dict[str, str] | None = None) -> SseWriter:
+        extra = [(name.encode("latin-1"), value.encode("latin-1")) for name, value in (headers or {}).items()]
+        await send({"type": "http.response.start", "status": 200, "headers": [*SSE_HEADERS, *extra]})
+        return cls(send)
+
+    async def event(self, message: Any, *, event_id: str | None = None) -> None:
+        lines = f"id: {event_id}\n" if event_id else ""
+        data = json.dumps(message, separators=(",", ":"), ensure_ascii=False)
+        await self._write(f"{lines}event: message\ndata: {data}\n\n")
+
+    async def comment(self, text: str) -> None:
+        await self._write(f": {text}\n\n")
+
+    async def close(self) -> None:
+        await self._send({"type": "http.response.body", "body": b"", "more_body": False})
+
+    async def _write(self, chunk: str) -> None:
+        await self._send({"type": "http.response.body", "body": chunk.encode(), "more_body": True})
