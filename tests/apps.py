@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from core import McpServer, ToolError
+from core import Context, McpServer, ToolError
 from core.resilience.breaker import BreakerPolicy
 from core.resilience.limiter import RateLimit
 
@@ -27,3 +27,27 @@ def limited() -> str:
 def flaky() -> str:
     """Always fails, as a transient error: three failures open its breaker everywhere."""
     raise ToolError("upstream unavailable", retryable=True)
+
+
+@shared.tool()
+async def ask_model(question: str, ctx: Context) -> str:
+    """Ask the client's model (sampling), wherever its reply lands."""
+    answer = await ctx.create_message([{"role": "user", "content": {"type": "text", "text": question}}], max_tokens=20)
+    return f"model said: {answer['content']['text']}"
+
+
+@shared.tool()
+async def ask_user(ctx: Context) -> str:
+    """Ask the user for a name (elicitation)."""
+    schema = {"type": "object", "properties": {"name": {"type": "string"}}, "required": ["name"]}
+    answer = await ctx.elicit("What is your name?", schema)
+    return f"hello {answer.get('content', {}).get('name')} ({answer.get('action')})"
+
+
+@shared.tool()
+async def count_to_three(ctx: Context) -> str:
+    """Report progress three times and log once before answering."""
+    await ctx.info("counting")
+    for step in (1, 2, 3):
+        await ctx.report_progress(step, 3, f"step {step}")
+    return "done"

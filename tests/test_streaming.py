@@ -1,0 +1,133 @@
+"""SSE responses under a real HTTP server: progress, log messages and server-to-client requests reach the client
+before the result, and a reply posted to another process reaches the waiting call."""
+
+from __future__ import annotations
+
+import json
+import secrets
+from collections.abc import Iterator
+from typing import Any
+
+import anyio
+import httpx
+import mcp_types as types
+import pytest
+from mcp import Client
+
+from core import Settings, build_app
+from tests.apps import shared
+from tests.processes import RoundRobinProxy, stratus_processes
+from tests.servers import uvicorn_serving
+from tests.wire import BASE_HEADERS, McpHttp
+
+pytestmark = [pytest.mark.anyio, pytest.mark.uvicorn]
+
+
+@pytest.fixture(scope="module")
+def anyio_backend() -> str:
+    return "asyncio"
+
+
+@pytest.fixture(scope="module")
+def one_process() -> Iterator[str]:
+    with uvicorn_serving(build_app(shared, Settings())) as url:
+        yield url
+
+
+def sse_events(text: str) -> list[dict[str, Any]]:
+    return [json.loads(line[len("data: ") :]) for line in text.splitlines() if line.startswith("data: ")]
+
+
+async def test_progress_and_logs_stream_before_the_result(one_process: str) -> None:
+    async with httpx.AsyncClient(base_url=one_process, timeout=10) as http:
+        session = await McpHttp(http).initialize()
+        body = {
+            "jsonrpc": "2.0",
+            "id": 5,
+            "method": "tools/call",
+            "params": {"name": "count_to_three", "_meta": {"progressToken": "p-1"}},
+        }
+        with anyio.fail_after(10):
+            response = await http.post("/mcp", json=body, headers={**BASE_HEADERS, **session.headers})
+    assert response.headers["content-type"] == "text/event-stream"
+    assert response.headers["x-accel-buffering"] == "no"
+    events = sse_events(response.text)
+    assert [event.get("method") for event in events] == [
+        "notifications/message",
+        "notifications/progress",
+        "notifications/progress",
+        "notifications/progress",
+        None,
+    ]
+    assert events[0]["params"] == {"level": "info", "logger": "count_to_three", "data": "counting"}
+    assert [event["params"]["progress"] for event in events[1:4]] == [1, 2, 3]
+    assert events[-1] == {"jsonrpc": "2.0", "id": 5, "result": {"content": [{"type": "text", "text": "done"}]}}
+
+
+async def test_a_call_with_nothing_to_stream_answers_plain_json(one_process: str) -> None:
+    async with httpx.AsyncClient(base_url=one_process, timeout=10) as http:
+        session = await McpHttp(http).initialize()
+        response = await session.request("tools/call", {"name": "add", "arguments": {"a": 1, "b": 2}})
+    assert response.headers["content-type"] == "application/json"
+
+
+async def test_a_reply_to_a_request_nobody_sent_is_refused(one_process: str) -> None:
+    async with httpx.AsyncClient(base_url=one_process, timeout=10) as http:
+        session = await McpHttp(http).initialize()
+        reply = {"jsonrpc": "2.0", "id": "stratus-never-sent", "result": {}}
+        response = await http.post("/mcp", json=reply, headers={**BASE_HEADERS, **session.headers})
+    assert response.status_code == 400
+    assert response.json()["error"]["code"] == -32600
+
+
+async def answer_sampling(context: Any, params: types.CreateMessageRequestParams) -> types.CreateMessageResult:
+    question = params.messages[0].content
+    text = question.text if isinstance(question, types.TextContent) else "?"
+    return types.CreateMessageResult(
+        role="assistant", content=types.TextContent(type="text", text=f"an answer to {text}"), model="test-model"
+    )
+
+
+async def answer_elicitation(context: Any, params: types.ElicitRequestParams) -> types.ElicitResult:
+    return types.ElicitResult(action="accept", content={"name": "Ada"})
+
+
+@pytest.mark.parametrize("store", ["redis", "dynamodb"])
+async def test_the_sdk_samples_and_elicits_with_replies_landing_on_the_other_process(
+    store: str, request: pytest.FixtureRequest
+) -> None:
+    environment = {"STRATUS_SECRET_KEY": "k", "STRATUS_STORE_PREFIX": f"stream-{secrets.token_hex(4)}"}
+    if store == "redis":
+        environment["STRATUS_STORE"] = "redis://127.0.0.1:6379/0"
+    else:
+        import boto3
+
+        from core.stores.dynamodb import create_table
+        from tests.test_multi_instance import AWS, _keys
+
+        endpoint = request.getfixturevalue("moto_server")
+        table = f"stream-{secrets.token_hex(4)}"
+        create_table(boto3.client("dynamodb", endpoint_url=endpoint, region_name="us-east-1", **_keys()), table)
+        environment.update(AWS, STRATUS_STORE=f"dynamodb://{table}", AWS_ENDPOINT_URL_DYNAMODB=endpoint)
+    with stratus_processes(2, "tests.apps:shared", environment) as backends:
+        proxy = RoundRobinProxy(backends)
+        with uvicorn_serving(proxy) as url:
+            seen: list[float] = []
+
+            async def on_progress(progress: float, total: float | None, message: str | None) -> None:
+                seen.append(progress)
+
+            with anyio.fail_after(30):
+                async with Client(
+                    f"{url}/mcp",
+                    mode="legacy",
+                    sampling_callback=answer_sampling,
+                    elicitation_callback=answer_elicitation,
+                ) as client:
+                    sampled = await client.call_tool("ask_model", {"question": "2+2?"})
+                    elicited = await client.call_tool("ask_user", {})
+                    counted = await client.call_tool("count_to_three", {}, progress_callback=on_progress)
+    assert sampled.content[0].text == "model said: an answer to 2+2?"  # type: ignore[union-attr]
+    assert elicited.content[0].text == "hello Ada (accept)"  # type: ignore[union-attr]
+    assert counted.content[0].text == "done" and seen == [1, 2, 3]  # type: ignore[union-attr]
+    assert set(proxy.forwarded) == set(backends)
