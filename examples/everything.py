@@ -34,7 +34,6 @@ from core import (
     ToolError,
     user,
 )
-from core.server.context import StreamRequiredError
 
 server = McpServer(
     "stratus-everything",
@@ -303,8 +302,8 @@ def json_schema_2020_12_tool(name: str | None = None, address: Address | None = 
 
 
 # -- 2026-07-28: multi-round requests (input_required) --------------------------------------------------------
-# Each fixture asks through `Context` as it would on a streamed 2025-era call; at 2026-07-28 the transport
-# turns an ask into an `input_required` result and re-runs the handler with the answers.
+# Each fixture asks through `Context` as it would on a streamed 2025-era call; at 2026-07-28 the dispatcher turns
+# an ask into an `input_required` result and re-runs the handler with the answers. Keys are the conformance suite's.
 
 _NAME_FORM = _form({"name": {"type": "string"}}, ["name"])
 _CONFIRM_FORM = _form({"ok": {"type": "boolean"}}, ["ok"])
@@ -319,20 +318,23 @@ def _accepted(answer: dict[str, Any], field: str) -> Any:
 
 async def _client_roots(ctx: Context) -> list[dict[str, Any]]:
     """The client's roots (`roots/list`)."""
-    raise ToolError("roots/list cannot be requested yet: Context has no way to ask the client for its roots")
+    roots = (await ctx.list_roots(key="client_roots")).get("roots")
+    return [root for root in roots if isinstance(root, dict)] if isinstance(roots, list) else []
 
 
 @server.tool()
 async def test_input_required_result_elicitation(ctx: Context) -> str:
     """Asks the user's name through elicitation, then greets them (SEP-2322 multi-round request)."""
-    name = _accepted(await ctx.elicit("What is your name?", _NAME_FORM), "name")
+    name = _accepted(await ctx.elicit("What is your name?", _NAME_FORM, key="user_name"), "name")
     return f"Hello, {name}!"
 
 
 @server.tool()
 async def test_input_required_result_sampling(ctx: Context) -> str:
     """Asks the client's model a question through sampling, then reports the answer (SEP-2322)."""
-    sampled = await ctx.create_message(_ask_user("What is the capital of France?"), max_tokens=100)
+    sampled = await ctx.create_message(
+        _ask_user("What is the capital of France?"), max_tokens=100, key="capital_question"
+    )
     return f"Model said: {_text_of(sampled)}"
 
 
@@ -346,32 +348,35 @@ async def test_input_required_result_list_roots(ctx: Context) -> str:
 @server.tool()
 async def test_input_required_result_request_state(ctx: Context) -> str:
     """Asks for a confirmation and carries requestState between rounds (SEP-2322)."""
-    ok = _accepted(await ctx.elicit("Please confirm", _CONFIRM_FORM), "ok")
+    ok = _accepted(await ctx.elicit("Please confirm", _CONFIRM_FORM, key="confirm"), "ok")
     return f"state-ok: confirmed={ok}"
 
 
 @server.tool()
 async def test_input_required_result_multiple_inputs(ctx: Context) -> str:
     """Asks for a name (elicitation), a greeting (sampling) and the client's roots (SEP-2322)."""
-    name = _accepted(await ctx.elicit("What is your name?", _NAME_FORM), "name")
-    greeting = _text_of(await ctx.create_message(_ask_user("Generate a greeting"), max_tokens=50))
-    roots = await _client_roots(ctx)
-    return f"{greeting}, {name}! You have {len(roots)} root(s)."
+    # Asked together, so the client gets all three in one round.
+    asked, sampled, roots = await asyncio.gather(
+        ctx.elicit("What is your name?", _NAME_FORM, key="user_name"),
+        ctx.create_message(_ask_user("Generate a greeting"), max_tokens=50, key="greeting"),
+        _client_roots(ctx),
+    )
+    return f"{_text_of(sampled)}, {_accepted(asked, 'name')}! You have {len(roots)} root(s)."
 
 
 @server.tool()
 async def test_input_required_result_multi_round(ctx: Context) -> str:
     """Asks two questions in two rounds, each with its own requestState (SEP-2322)."""
-    name = _accepted(await ctx.elicit("Step 1: What is your name?", _NAME_FORM), "name")
+    name = _accepted(await ctx.elicit("Step 1: What is your name?", _NAME_FORM, key="step1"), "name")
     color_form = _form({"color": {"type": "string"}}, ["color"])
-    color = _accepted(await ctx.elicit("Step 2: What is your favorite color?", color_form), "color")
+    color = _accepted(await ctx.elicit("Step 2: What is your favorite color?", color_form, key="step2"), "color")
     return f"{name} likes {color}."
 
 
 @server.tool()
 async def test_input_required_result_tampered_state(ctx: Context) -> str:
     """Asks for a confirmation; a tampered requestState on the retry must be refused (SEP-2322)."""
-    ok = _accepted(await ctx.elicit("Please confirm", _CONFIRM_FORM), "ok")
+    ok = _accepted(await ctx.elicit("Please confirm", _CONFIRM_FORM, key="confirm"), "ok")
     return f"Confirmed: {ok}"
 
 
@@ -380,10 +385,10 @@ async def test_input_required_result_capabilities(ctx: Context) -> str:
     """Asks only through what the client declared: sampling if `sampling`, elicitation if `elicitation`."""
     parts = []
     if "sampling" in ctx.client_capabilities:
-        sampled = await ctx.create_message(_ask_user("Say something"), max_tokens=50)
+        sampled = await ctx.create_message(_ask_user("Say something"), max_tokens=50, key="sample")
         parts.append(f"sampled: {_text_of(sampled)}")
     if "elicitation" in ctx.client_capabilities:
-        answer = await ctx.elicit("Please confirm", _CONFIRM_FORM)
+        answer = await ctx.elicit("Please confirm", _CONFIRM_FORM, key="ask")
         parts.append(f"confirmed: {_accepted(answer, 'ok')}")
     return "; ".join(parts) or "The client declared neither sampling nor elicitation"
 
@@ -398,12 +403,7 @@ def test_missing_capability(ctx: Context) -> str:
 @server.tool()
 async def test_streaming_elicitation(ctx: Context) -> str:
     """Asks for a confirmation; at 2026-07-28 that is an input_required result, never a request on the stream."""
-    # server-stateless probes this tool only to see that no elicitation/create request appears on the response, so
-    # report "cannot ask here" as a tool error (as the reference servers do) rather than failing the whole request.
-    try:
-        answer = await ctx.elicit("Please confirm", _CONFIRM_FORM)
-    except StreamRequiredError as exc:
-        raise ToolError(f"Could not ask for a confirmation: {exc.message}") from None
+    answer = await ctx.elicit("Please confirm", _CONFIRM_FORM, key="confirm")
     return f"Confirmed: {_accepted(answer, 'ok')}"
 
 
@@ -501,7 +501,7 @@ def test_prompt_with_image() -> list[Message]:
 async def test_input_required_result_prompt(ctx: Context) -> Message:
     """Asks the user which context to use before rendering (SEP-2322 on prompts/get)."""
     answer = await ctx.elicit(
-        "What context should the prompt use?", _form({"context": {"type": "string"}}, ["context"])
+        "What context should the prompt use?", _form({"context": {"type": "string"}}, ["context"]), key="user_context"
     )
     content = answer.get("content") if answer.get("action") == "accept" else None
     context = content.get("context") if isinstance(content, dict) else None

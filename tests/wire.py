@@ -54,6 +54,9 @@ def validate_response(version: str, method: str, response: dict[str, Any]) -> No
         validate(version, name, response)
         return
     validate(version, "JSONRPCResponse" if version < "2025-11-25" else "JSONRPCResultResponse", response)
+    if response["result"].get("resultType") == "input_required":
+        validate(version, "InputRequiredResult", response["result"])
+        return
     validate(version, RESULT_TYPES[method], response["result"])
 
 

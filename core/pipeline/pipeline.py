@@ -45,6 +45,7 @@ from core.resilience.breaker import Admission, BreakerPolicy, CircuitState
 from core.resilience.deadline import Clock, Deadline
 from core.resilience.limiter import Decision
 from core.server.context import Context, HttpRequest
+from core.server.inputs import InputRequired
 from core.server.policy import Access, Middleware, ServerPolicy
 from core.server.principal import Principal
 from core.server.signature import ArgumentsError
@@ -65,6 +66,7 @@ _OUTCOMES: tuple[tuple[type[Exception], str], ...] = (
     (UnauthorizedError, "denied"),
     (ForbiddenError, "denied"),
     (ArgumentsError, "invalid_arguments"),
+    (InputRequired, "input_required"),
 )
 
 
@@ -89,7 +91,7 @@ def is_failure(error: BaseException) -> bool:
     Validation and protocol errors are the caller's; a plain ToolError is the tool answering "no". Anything
     unexpected, and a ToolError marked retryable, is a failure.
     """
-    if isinstance(error, ArgumentsError | McpError):
+    if isinstance(error, ArgumentsError | McpError | InputRequired):
         return False
     if isinstance(error, ToolError):
         return error.retryable
@@ -182,7 +184,7 @@ class Pipeline:
                 self._enforce_limits(tool, checks, admission)
             try:
                 value = await self._within_deadline(ctx, self._breaker(tool, ctx, kwargs, checks, admission))
-            except (ArgumentsError, McpError):
+            except (ArgumentsError, McpError, InputRequired):
                 raise
             except Exception as error:  # noqa: BLE001 - the tool's failure becomes its isError result (logged)
                 return tool.failure(error)

@@ -14,8 +14,10 @@ from core.pipeline.pipeline import Pipeline
 from core.protocol import versions
 from core.protocol.capabilities import server_capabilities
 from core.protocol.jsonrpc import Request, RequestId
+from core.protocol.request_state import STATE_TTL_SECONDS, RequestStateError, StateSealer, request_digest
 from core.resilience.deadline import Deadline
 from core.server.context import CancellationSignal, Context, HttpRequest
+from core.server.inputs import InputRequired, InputRound
 from core.server.pagination import Paginator
 from core.server.principal import Principal
 from core.server.resources import Resource, ResourceTemplate
@@ -55,7 +57,9 @@ class Call:
     def params(self) -> JsonObject:
         return self.request.params
 
-    def context(self, *, item: str | None = None, deadline: Deadline | None = None) -> Context:
+    def context(
+        self, *, item: str | None = None, deadline: Deadline | None = None, inputs: InputRound | None = None
+    ) -> Context:
         meta = self.params.get("_meta")
         return Context(
             request_id=self.request.id,
@@ -70,6 +74,7 @@ class Call:
             user=self.principal,
             item=item,
             deadline=deadline,
+            inputs=inputs,
             log_level=self._log_level(meta),
             log_opted_in=not self.modern or (isinstance(meta, dict) and versions.LOG_LEVEL_META in meta),
         )
@@ -95,8 +100,16 @@ class ResourceNotFoundError(McpError):
 class Dispatcher:
     """Routes one request of either era to the server's tools, resources and prompts."""
 
-    def __init__(self, server: McpServer, sessions: SessionStore, paginator: Paginator, pipeline: Pipeline) -> None:
+    def __init__(
+        self,
+        server: McpServer,
+        sessions: SessionStore,
+        paginator: Paginator,
+        pipeline: Pipeline,
+        sealer: StateSealer,
+    ) -> None:
         self.server = server
+        self.sealer = sealer
         self.sessions = sessions
         self.paginator = paginator
         self.pipeline = pipeline
@@ -228,10 +241,14 @@ class Dispatcher:
         if tool is None:
             raise InvalidParamsError(f"Unknown tool: {name}", data={"name": name})
         arguments = _object_param(call, "arguments")
-        context = call.context(item=name, deadline=self.pipeline.deadline_for(call.http, tool.policy.timeout))
+        inputs = await self._input_round(call)
+        deadline = self.pipeline.deadline_for(call.http, tool.policy.timeout)
+        context = call.context(item=name, deadline=deadline, inputs=inputs)
         try:
             with self._cancellable(call, context):
                 return await self.pipeline.call_tool(tool, arguments, context, call.admitted)
+        except InputRequired:
+            return self._input_required(call, inputs)
         except ArgumentsError as exc:
             message = f"Invalid arguments for tool '{name}': " + "; ".join(exc.problems)
             if versions.at_least(call.version, versions.INPUT_ERRORS_AS_RESULTS_SINCE):
@@ -249,9 +266,12 @@ class Dispatcher:
                 return await _user_code(f"Resource '{uri}'", target.read(uri, variables or {}, context))
             return await _user_code(f"Resource '{uri}'", target.read(context))
 
+        inputs = await self._input_round(call)
         try:
-            context = call.context(item=uri, deadline=self.pipeline.deadline_for(call.http, None))
+            context = call.context(item=uri, deadline=self.pipeline.deadline_for(call.http, None), inputs=inputs)
             contents = await self.pipeline.read(context, "resources/read", target.access, read)
+        except InputRequired:
+            return self._input_required(call, inputs)
         except ArgumentsError as exc:
             raise InvalidParamsError(f"Invalid URI {uri}: " + "; ".join(exc.problems)) from None
         result: JsonObject = {"contents": contents}
@@ -259,6 +279,36 @@ class Dispatcher:
             result["ttlMs"] = 0
             result["cacheScope"] = "private"
         return result
+
+    async def _input_round(self, call: Call) -> InputRound | None:
+        """At 2026-07-28, the answers this attempt carries: earlier rounds' from its sealed requestState (claimed
+        once, so a state cannot be replayed), this round's from inputResponses. None on the legacy wire."""
+        if not call.modern:
+            return None
+        answers: dict[str, Any] = {}
+        state = call.params.get("requestState")
+        if state is not None:
+            principal = call.principal.key if call.principal else None
+            digest = request_digest(call.request.method, call.params)
+            answers, nonce = self.sealer.open(state, principal=principal, digest=digest)
+            if not await self.pipeline.stores.cache.claim(f"mrtr:{nonce}", STATE_TTL_SECONDS):
+                raise RequestStateError
+        responses = call.params.get("inputResponses")
+        if isinstance(responses, dict):
+            answers.update(responses)
+        return InputRound(answers)
+
+    def _input_required(self, call: Call, inputs: InputRound | None) -> JsonObject:
+        """The `input_required` result: this round's questions and every answer so far, sealed."""
+        assert inputs is not None
+        principal = call.principal.key if call.principal else None
+        digest = request_digest(call.request.method, call.params)
+        state, _ = self.sealer.seal(
+            {key: value for key, value in inputs.answers.items() if isinstance(value, dict)},
+            principal=principal,
+            digest=digest,
+        )
+        return {"resultType": "input_required", "inputRequests": inputs.asked, "requestState": state}
 
     @contextmanager
     def _cancellable(self, call: Call, context: Context) -> Iterator[None]:
@@ -297,9 +347,12 @@ class Dispatcher:
         async def render(context: Context) -> JsonObject:
             return await _user_code(f"Prompt '{name}'", prompt.get(arguments, context))
 
+        inputs = await self._input_round(call)
         try:
-            context = call.context(item=name, deadline=self.pipeline.deadline_for(call.http, None))
+            context = call.context(item=name, deadline=self.pipeline.deadline_for(call.http, None), inputs=inputs)
             result: JsonObject = await self.pipeline.read(context, "prompts/get", prompt.access, render)
+        except InputRequired:
+            return self._input_required(call, inputs)
         except ArgumentsError as exc:
             raise InvalidParamsError(
                 f"Invalid arguments for prompt '{name}': " + "; ".join(exc.problems), data={"problems": exc.problems}
@@ -332,7 +385,7 @@ async def _user_code(what: str, step: Awaitable[T]) -> T:
     """Await a handler's work; an unexpected exception becomes a -32603 with a reference, its text only logged."""
     try:
         return await step
-    except (McpError, ArgumentsError):
+    except (McpError, ArgumentsError, InputRequired):
         raise
     except Exception:
         reference = secrets.token_hex(6)

@@ -15,6 +15,7 @@ from typing import Any, NamedTuple
 
 from core.errors import McpError, MissingCapabilityError
 from core.resilience.deadline import Deadline
+from core.server.inputs import InputRound
 from core.server.outbound import Outbound, level_allows
 from core.server.principal import Principal
 
@@ -115,6 +116,8 @@ class Context:
     """The client's threshold for log messages (legacy `logging/setLevel`, modern `_meta` logLevel)."""
     log_opted_in: bool = True
     """Whether the client wants log messages at all (at 2026-07-28 only when its `_meta` sets a level)."""
+    inputs: InputRound | None = None
+    """At 2026-07-28: the answers this attempt carries; questions without one end the round (MRTR)."""
 
     @property
     def progress_token(self) -> str | int | None:
@@ -177,7 +180,7 @@ class Context:
         if name not in self.client_capabilities:
             raise MissingCapabilityError({name: {}})
 
-    async def elicit(self, message: str, requested_schema: dict[str, Any]) -> dict[str, Any]:
+    async def elicit(self, message: str, requested_schema: dict[str, Any], *, key: str | None = None) -> dict[str, Any]:
         """Ask the user for input. Needs the client's `elicitation` capability and a streamed response.
 
         Raises:
@@ -186,9 +189,11 @@ class Context:
         """
         self.require_capability("elicitation")
         params = {"message": message, "requestedSchema": requested_schema}
-        return await self._ask("elicitation/create", params, "Elicitation")
+        return await self._ask("elicitation/create", params, "Elicitation", key)
 
-    async def create_message(self, messages: list[dict[str, Any]], max_tokens: int, **params: Any) -> dict[str, Any]:
+    async def create_message(
+        self, messages: list[dict[str, Any]], max_tokens: int, *, key: str | None = None, **params: Any
+    ) -> dict[str, Any]:
         """Ask the client's model for a completion. Needs the client's `sampling` capability and a streamed response.
 
         Raises:
@@ -196,11 +201,10 @@ class Context:
             StreamRequiredError: on a JSON-only response.
         """
         self.require_capability("sampling")
-        return await self._ask(
-            "sampling/createMessage", {"messages": messages, "maxTokens": max_tokens, **params}, "Sampling"
-        )
+        request = {"messages": messages, "maxTokens": max_tokens, **params}
+        return await self._ask("sampling/createMessage", request, "Sampling", key)
 
-    async def list_roots(self) -> dict[str, Any]:
+    async def list_roots(self, *, key: str | None = None) -> dict[str, Any]:
         """The client's roots. Needs the client's `roots` capability and a streamed response.
 
         Raises:
@@ -208,9 +212,12 @@ class Context:
             StreamRequiredError: on a JSON-only response.
         """
         self.require_capability("roots")
-        return await self._ask("roots/list", {}, "Listing roots")
+        return await self._ask("roots/list", {}, "Listing roots", key)
 
-    async def _ask(self, method: str, params: dict[str, Any], what: str) -> dict[str, Any]:
+    async def _ask(self, method: str, params: dict[str, Any], what: str, key: str | None) -> dict[str, Any]:
+        """Ask the client: an input request of this round at 2026-07-28, a request on the stream before."""
+        if self.inputs is not None:
+            return self.inputs.answer(method, params, key)
         outbound = self.outbound
         if outbound is None or not outbound.can_request:
             raise StreamRequiredError(f"{what} needs a streamed (SSE) response, which this request does not have")

@@ -199,3 +199,17 @@ class DynamoCacheStore:
 
     async def delete(self, key: str) -> None:
         await self.table._call("delete_item", Key=self._key(key))
+
+    async def claim(self, key: str, ttl_seconds: float) -> bool:
+        now = self.table.clock()
+        item = {**self._key(key), "value": {"S": "1"}, "expires": number(now + ttl_seconds)}
+        try:
+            await self.table._call(
+                "put_item",
+                Item=item,
+                ConditionExpression="attribute_not_exists(PK) OR expires <= :now",
+                ExpressionAttributeValues={":now": number(now)},
+            )
+        except ConditionFailedError:
+            return False
+        return True

@@ -78,6 +78,9 @@ class CacheStore(Protocol):
     async def delete(self, key: str) -> None:
         """Forget a value."""
 
+    async def claim(self, key: str, ttl_seconds: float) -> bool:
+        """Set `key` only if it is absent (or expired), in one atomic step; whether this call set it."""
+
 
 class TaskExistsError(Exception):
     """A task with this id already exists."""

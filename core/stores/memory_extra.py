@@ -118,3 +118,9 @@ class MemoryCacheStore:
 
     async def delete(self, key: str) -> None:
         self._values.pop(key, None)
+
+    async def claim(self, key: str, ttl_seconds: float) -> bool:
+        if await self.get(key) is not None:
+            return False
+        await self.set(key, "1", ttl_seconds)
+        return True

@@ -143,3 +143,7 @@ class RedisCacheStore:
 
     async def delete(self, key: str) -> None:
         await self.scripts.command("delete", self.scripts.key(f"c:{key}"))
+
+    async def claim(self, key: str, ttl_seconds: float) -> bool:
+        args = [repr(self.clock()), ttl_seconds, GRACE_SECONDS]
+        return bool(int(await self.scripts.run("cache_claim", [self.scripts.key(f"c:{key}")], args)))

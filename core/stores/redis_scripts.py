@@ -168,6 +168,18 @@ if ARGV[3] == '1' then redis.call('HSET', KEYS[1], 'result', ARGV[4]) end
 return 1
 """
 
+# KEYS[1] cache key. ARGV: now, ttl, grace. -> 1 claimed, 0 someone holds it.
+CACHE_CLAIM = """
+local stored = redis.call('GET', KEYS[1])
+if stored then
+  local expires = tonumber(string.match(stored, '^([^|]+)'))
+  if expires and expires > tonumber(ARGV[1]) then return 0 end
+end
+redis.call('SET', KEYS[1], string.format('%.17g', tonumber(ARGV[1]) + tonumber(ARGV[2])) .. '|1',
+  'PX', math.ceil((tonumber(ARGV[2]) + tonumber(ARGV[3])) * 1000))
+return 1
+"""
+
 ALL = {
     "session_load": SESSION_LOAD,
     "session_create": SESSION_CREATE,
@@ -180,4 +192,5 @@ ALL = {
     "pending_deliver": PENDING_DELIVER,
     "task_create": TASK_CREATE,
     "task_update": TASK_UPDATE,
+    "cache_claim": CACHE_CLAIM,
 }

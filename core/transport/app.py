@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import hashlib
+import secrets
+import time
 
 from core.auth.setup import request_authenticator
 from core.config import Settings
 from core.pipeline.metrics import LocalMetrics, MetricsSink
 from core.pipeline.pipeline import Pipeline
 from core.protocol.dispatch import Dispatcher
+from core.protocol.request_state import StateSealer
 from core.server.pagination import Paginator
 from core.server.server import McpServer
 from core.stores.factory import Stores, build_stores
@@ -43,12 +46,15 @@ def build_app(
     # Without a configured key, cursors are still tamper-evident but forgeable; configure one in production.
     key = (settings.secret_key or f"stratus-cursor:{server.name}").encode()
     paginator = Paginator(hashlib.sha256(key).digest(), server.page_size)
+    # Request state must be unforgeable: without a configured key (the in-memory store, one process) a random one
+    # serves; a shared store refuses to start without STRATUS_SECRET_KEY, so every container holds the same.
+    state_key = settings.secret_key.encode() if settings.secret_key else secrets.token_bytes(32)
     fail_open = settings.limits_on_store_failure == "open"
     pipeline = Pipeline(server.policy, stores, metrics or LocalMetrics(), fail_open=fail_open)
     authenticator, resource = request_authenticator(settings)
     guard = HostOriginGuard(settings.allowed_hosts, settings.allowed_origins)
     endpoint = McpEndpoint(
-        Dispatcher(server, stores.sessions, paginator, pipeline),
+        Dispatcher(server, stores.sessions, paginator, pipeline, StateSealer(state_key, clock=time.time)),
         guard,
         max_body_bytes=settings.max_body_bytes,
         authenticator=authenticator,

@@ -98,9 +98,16 @@ async def test_sampling_without_the_client_capability_is_400_missing_capability(
     }
 
 
-async def test_sampling_with_the_capability_on_a_json_response_is_a_clear_error_not_a_hang(mcp: McpHttp) -> None:
+async def test_sampling_with_the_capability_asks_through_an_input_required_result(mcp: McpHttp) -> None:
     meta = modern_meta(**{"io.modelcontextprotocol/clientCapabilities": {"sampling": {}}})
     response = await mcp.modern("tools/call", {"name": "summarize", "arguments": {"text": "long"}, "_meta": meta})
     assert response.status_code == 200
-    assert response.json()["error"]["code"] == -32603
-    assert "streamed" in response.json()["error"]["message"]
+    result = response.json()["result"]
+    assert result["resultType"] == "input_required"
+    assert result["inputRequests"] == {
+        "sample-1": {
+            "method": "sampling/createMessage",
+            "params": {"messages": [{"role": "user", "content": {"type": "text", "text": "long"}}], "maxTokens": 50},
+        }
+    }
+    assert isinstance(result["requestState"], str)
