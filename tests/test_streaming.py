@@ -35,7 +35,12 @@ def one_process() -> Iterator[str]:
 
 
 def sse_events(text: str) -> list[dict[str, Any]]:
-    return [json.loads(line[len("data: ") :]) for line in text.splitlines() if line.startswith("data: ")]
+    """The JSON messages of an SSE body (the priming event's empty data left out)."""
+    return [json.loads(line[len("data: ") :]) for line in text.splitlines() if line.startswith("data: ") and line[6:]]
+
+
+def sse_ids(text: str) -> list[str]:
+    return [line[len("id: ") :] for line in text.splitlines() if line.startswith("id: ")]
 
 
 async def test_progress_and_logs_stream_before_the_result(one_process: str) -> None:
@@ -51,6 +56,10 @@ async def test_progress_and_logs_stream_before_the_result(one_process: str) -> N
             response = await http.post("/mcp", json=body, headers={**BASE_HEADERS, **session.headers})
     assert response.headers["content-type"] == "text/event-stream"
     assert response.headers["x-accel-buffering"] == "no"
+    lines = response.text.splitlines()
+    token = sse_ids(response.text)[0].removesuffix("-0")
+    assert lines[:3] == [f"id: {token}-0", "retry: 1000", "data: "]  # the priming event (2025-11-25)
+    assert sse_ids(response.text) == [f"{token}-{seq}" for seq in range(6)]
     events = sse_events(response.text)
     assert [event.get("method") for event in events] == [
         "notifications/message",
@@ -131,3 +140,90 @@ async def test_the_sdk_samples_and_elicits_with_replies_landing_on_the_other_pro
     assert elicited.content[0].text == "hello Ada (accept)"  # type: ignore[union-attr]
     assert counted.content[0].text == "done" and seen == [1, 2, 3]  # type: ignore[union-attr]
     assert set(proxy.forwarded) == set(backends)
+
+
+async def test_a_stream_resumes_with_last_event_id_on_the_other_process(request: pytest.FixtureRequest) -> None:
+    environment = {
+        "STRATUS_SECRET_KEY": "k",
+        "STRATUS_STORE": "redis://127.0.0.1:6379/0",
+        "STRATUS_STORE_PREFIX": f"resume-{secrets.token_hex(4)}",
+    }
+    with stratus_processes(2, "tests.apps:shared", environment) as (first, second):
+        async with (
+            httpx.AsyncClient(base_url=first, timeout=10) as on_first,
+            httpx.AsyncClient(base_url=second, timeout=10) as on_second,
+        ):
+            session = await McpHttp(on_first).initialize()
+            body = {
+                "jsonrpc": "2.0",
+                "id": 9,
+                "method": "tools/call",
+                "params": {"name": "count_to_three", "_meta": {"progressToken": "p"}},
+            }
+            posted = await on_first.post("/mcp", json=body, headers={**BASE_HEADERS, **session.headers})
+            ids = sse_ids(posted.text)
+            resumed = await on_second.get("/mcp", headers={**BASE_HEADERS, **session.headers, "last-event-id": ids[2]})
+            assert resumed.status_code == 200
+            assert sse_ids(resumed.text) == ids[3:]  # exactly the events after the one named
+            assert sse_events(resumed.text) == sse_events(posted.text)[2:]
+            stranger = await McpHttp(on_second).initialize()
+            foreign = await on_second.get("/mcp", headers={**BASE_HEADERS, **stranger.headers, "last-event-id": ids[2]})
+            assert foreign.status_code == 404  # another session's stream is never replayed
+
+
+async def test_a_dropped_stream_is_followed_on_the_other_process_until_the_call_ends() -> None:
+    environment = {
+        "STRATUS_SECRET_KEY": "k",
+        "STRATUS_STORE": "redis://127.0.0.1:6379/0",
+        "STRATUS_STORE_PREFIX": f"follow-{secrets.token_hex(4)}",
+    }
+    body = {"jsonrpc": "2.0", "id": 11, "method": "tools/call", "params": {"name": "ask_user"}}
+    with stratus_processes(2, "tests.apps:shared", environment) as (first, second):
+        async with (
+            httpx.AsyncClient(base_url=first, timeout=10) as on_first,
+            httpx.AsyncClient(base_url=second, timeout=10) as on_second,
+        ):
+            initialized = await on_first.post(
+                "/mcp",
+                json={
+                    "jsonrpc": "2.0",
+                    "id": 1,
+                    "method": "initialize",
+                    "params": {
+                        "protocolVersion": "2025-11-25",
+                        "capabilities": {"elicitation": {}},
+                        "clientInfo": {"name": "t", "version": "1"},
+                    },
+                },
+                headers=BASE_HEADERS,
+            )
+            session = {"mcp-session-id": initialized.headers["mcp-session-id"], "mcp-protocol-version": "2025-11-25"}
+            headers = {**BASE_HEADERS, **session}
+            with anyio.fail_after(20):
+                async with on_first.stream("POST", "/mcp", json=body, headers=headers) as posted:
+                    async for line in posted.aiter_lines():
+                        if line.startswith("id: "):
+                            priming = line[len("id: ") :]
+                            break  # the client drops the stream right after the priming event
+                resumed_events: list[dict[str, Any]] = []
+                while not resumed_events:
+                    async with on_second.stream(
+                        "GET", "/mcp", headers={**headers, "last-event-id": priming}
+                    ) as resumed:
+                        if resumed.status_code == 404:  # the call has not logged its request yet
+                            await anyio.sleep(0.05)  # bounded by fail_after above
+                            continue
+                        async for line in resumed.aiter_lines():
+                            if not line.startswith("data: ") or not line[6:]:
+                                continue
+                            message = json.loads(line[6:])
+                            resumed_events.append(message)
+                            if message.get("method") == "elicitation/create":  # answer it on this process
+                                answer = {
+                                    "jsonrpc": "2.0",
+                                    "id": message["id"],
+                                    "result": {"action": "accept", "content": {"name": "Lin"}},
+                                }
+                                assert (await on_second.post("/mcp", json=answer, headers=headers)).status_code == 202
+    assert resumed_events[0]["method"] == "elicitation/create"
+    assert resumed_events[-1]["result"]["content"] == [{"type": "text", "text": "hello Lin (accept)"}]

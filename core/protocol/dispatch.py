@@ -70,7 +70,10 @@ class Call:
             client_info=self.client_info,
             meta=meta if isinstance(meta, dict) else {},
             request=self.http,
-            signal=self.http.disconnected.child() if self.http and self.http.disconnected else CancellationSignal(),
+            # At 2026-07-28 a closed stream is the cancellation; before, a client may drop and resume its stream.
+            signal=self.http.disconnected.child()
+            if self.modern and self.http and self.http.disconnected
+            else CancellationSignal(),
             user=self.principal,
             item=item,
             deadline=deadline,

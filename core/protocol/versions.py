@@ -18,6 +18,9 @@ BATCH_VERSION = "2025-03-26"
 # From this revision on, a tool's input-validation failure is a tool result with isError, not -32602.
 INPUT_ERRORS_AS_RESULTS_SINCE = "2025-11-25"
 
+# From this revision on, a resumable SSE stream starts with a priming event (an id and empty data) and `retry:`.
+PRIMING_SINCE = "2025-11-25"
+
 PROTOCOL_VERSION_META = "io.modelcontextprotocol/protocolVersion"
 CLIENT_CAPABILITIES_META = "io.modelcontextprotocol/clientCapabilities"
 CLIENT_INFO_META = "io.modelcontextprotocol/clientInfo"

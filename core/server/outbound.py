@@ -36,13 +36,48 @@ class ClientError(McpError):
         self.code = code if isinstance(code, int) else -32603
 
 
+class EventLog(Protocol):
+    """Where a resumable stream's events are kept, so a client can resume it on any container."""
+
+    async def append(self, stream: str, data: str) -> int: ...
+
+
+class StreamLog:
+    """One resumable stream: its events are appended to the session's event log under a random token, and each
+    carries the id `<token>-<seq>`, which names the stream it belongs to."""
+
+    def __init__(self, events: EventLog, session_id: str, *, priming: bool) -> None:
+        self.events = events
+        self.token = secrets.token_hex(8)
+        self.key = f"{session_id}/{self.token}"
+        self.priming = priming
+
+    @property
+    def priming_id(self) -> str:
+        return f"{self.token}-0"
+
+    async def record(self, message: JsonObject) -> str:
+        seq = await self.events.append(self.key, json.dumps(message, separators=(",", ":"), ensure_ascii=False))
+        return f"{self.token}-{seq}"
+
+
 class Outbound:
-    """The queue of messages for one call's response stream."""
+    """The queue of messages (with their event ids, when the stream is resumable) for one call's response."""
 
     def __init__(self, replies: ReplyBox | None = None) -> None:
-        self.messages: asyncio.Queue[JsonObject] = asyncio.Queue()
+        self.messages: asyncio.Queue[tuple[str | None, JsonObject]] = asyncio.Queue()
         self.replies = replies
+        self.log: StreamLog | None = None
         self.sent = 0
+
+    async def _put(self, message: JsonObject) -> None:
+        self.sent += 1
+        event_id = await self.log.record(message) if self.log is not None else None
+        self.messages.put_nowait((event_id, message))
+
+    async def record_final(self, message: JsonObject) -> str | None:
+        """Log the call's final response (for a client that resumes after it was sent); its event id."""
+        return await self.log.record(message) if self.log is not None else None
 
     @property
     def can_request(self) -> bool:
@@ -50,8 +85,7 @@ class Outbound:
         return self.replies is not None
 
     async def notify(self, method: str, params: JsonObject) -> None:
-        self.sent += 1
-        self.messages.put_nowait({"jsonrpc": "2.0", "method": method, "params": params})
+        await self._put({"jsonrpc": "2.0", "method": method, "params": params})
 
     async def request(self, method: str, params: JsonObject, *, within: float) -> JsonObject:
         """Ask the client, and wait at most `within` seconds for its result.
@@ -64,8 +98,7 @@ class Outbound:
             raise RuntimeError("this response cannot carry requests")  # callers check can_request first
         request_id = f"stratus-{secrets.token_urlsafe(12)}"
         await self.replies.open(request_id, ttl_seconds=within + 5)
-        self.sent += 1
-        self.messages.put_nowait({"jsonrpc": "2.0", "id": request_id, "method": method, "params": params})
+        await self._put({"jsonrpc": "2.0", "id": request_id, "method": method, "params": params})
         reply = await self.replies.wait(request_id, within=within)
         if reply is None:
             raise RequestTimeoutError(f"The client did not answer {method} in time")

@@ -20,7 +20,7 @@ from core.transport.guards import HostOriginGuard, check_accepts_json, check_jso
 from core.transport.legacy import SESSION_HEADER, LegacyHandler
 from core.transport.modern import handle_modern, request_meta_version
 from core.transport.reply import Reply, error_reply
-from core.transport.sse import KEEPALIVE_SECONDS, SseWriter, accepts_event_stream
+from core.transport.sse import KEEPALIVE_SECONDS, RECONNECT_MS, SseWriter, accepts_event_stream
 
 if TYPE_CHECKING:
     from core.auth.setup import RequestAuthenticator
@@ -64,9 +64,18 @@ class McpEndpoint:
 
     async def _route(self, scope: Scope, receive: Receive, send: Send, headers: Headers) -> Reply | None:
         method = scope["method"]
-        if method not in ("POST", "DELETE") or (method == "DELETE" and not headers.get(SESSION_HEADER)):
+        resuming = method == "GET" and headers.get(SESSION_HEADER) and headers.get("last-event-id")
+        if (
+            (method not in ("POST", "DELETE")
+            and not resuming)
+            or (method == "DELETE" and not headers.get(SESSION_HEADER))
+        ):
             raise HttpError(405, "Method Not Allowed: send JSON-RPC messages with POST", headers=_ALLOW_POST)
         principal = await self.authenticator.authenticate(headers, scope) if self.authenticator else None
+        if resuming:
+            if "aws.event" in scope:  # a buffered Lambda response cannot stream
+                raise HttpError(405, "Method Not Allowed: this deployment does not stream", headers=_ALLOW_POST)
+            return await self.legacy.resume(headers, principal, send)
         if method == "POST":
             if "aws.event" in scope:  # behind Mangum: one buffered JSON answer, no client-gone signal
                 http = HttpRequest(method, scope.get("path", ""), headers, scope.get("aws.context"))
@@ -102,10 +111,11 @@ class McpEndpoint:
         """Run the call while relaying what it sends before its result; None once the answer went out as SSE.
 
         Until the call first sends something, nothing is written: a call that sends nothing answers with its
-        plain JSON reply (and HTTP status) as usual.
+        plain JSON reply (and HTTP status) as usual. On a resumable (handshake-era) stream every event is also
+        logged, and a client that goes away does not stop the call: it can resume with `Last-Event-ID`.
         """
         work = asyncio.ensure_future(answer)
-        writer: SseWriter | None = None
+        writer: _Relay | None = None
         try:
             while True:
                 next_message = asyncio.ensure_future(outbound.messages.get())
@@ -113,8 +123,8 @@ class McpEndpoint:
                     {work, next_message}, timeout=KEEPALIVE_SECONDS, return_when=asyncio.FIRST_COMPLETED
                 )
                 if next_message in done:
-                    writer = writer or await SseWriter.start(send)
-                    await writer.event(next_message.result())
+                    writer = writer or await _Relay.open(send, outbound)
+                    await writer.event(*next_message.result())
                     continue
                 next_message.cancel()
                 if work in done:
@@ -122,9 +132,9 @@ class McpEndpoint:
                     if writer is None:
                         return reply
                     while not outbound.messages.empty():
-                        await writer.event(outbound.messages.get_nowait())
+                        await writer.event(*outbound.messages.get_nowait())
                     if reply.payload is not None:
-                        await writer.event(reply.payload)
+                        await writer.event(await outbound.record_final(reply.payload), reply.payload)
                     await writer.close()
                     return None
                 if writer is not None:
@@ -156,6 +166,39 @@ class McpEndpoint:
             if not message.get("more_body", False):
                 break
         return b"".join(chunks)
+
+
+class _Relay:
+    """An SSE response that stops writing, quietly, once the client has gone (the call itself goes on)."""
+
+    def __init__(self, writer: SseWriter) -> None:
+        self.writer = writer
+        self.gone = False
+
+    @classmethod
+    async def open(cls, send: Send, outbound: Outbound) -> _Relay:
+        relay = cls(await SseWriter.start(send))
+        if outbound.log is not None and outbound.log.priming:
+            await relay._do(relay.writer.prime(outbound.log.priming_id, RECONNECT_MS))
+        return relay
+
+    async def event(self, event_id: str | None, message: Any) -> None:
+        await self._do(self.writer.event(message, event_id=event_id))
+
+    async def comment(self, text: str) -> None:
+        await self._do(self.writer.comment(text))
+
+    async def close(self) -> None:
+        await self._do(self.writer.close())
+
+    async def _do(self, write: Awaitable[None]) -> None:
+        if self.gone:
+            write.close()  # type: ignore[attr-defined]
+            return
+        try:
+            await write
+        except OSError:  # the connection is gone; what is left is in the event log for a resuming client
+            self.gone = True
 
 
 async def _cancel_on_disconnect(receive: Receive, disconnected: CancellationSignal) -> None:

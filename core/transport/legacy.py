@@ -5,6 +5,7 @@ Sessions live in the injected `SessionStore`, so any container can serve any req
 
 from __future__ import annotations
 
+import asyncio
 import json
 import secrets
 from typing import TYPE_CHECKING, Any
@@ -22,14 +23,18 @@ from core.protocol.jsonrpc import (
     result_response,
 )
 from core.server.context import HttpRequest
+from core.server.outbound import StreamLog
 from core.server.principal import Principal
 from core.stores.base import CallAdmission, SessionRecord
-from core.transport.asgi import Headers
+from core.transport.asgi import Headers, Send
 from core.transport.reply import ACCEPTED, Reply, error_reply
+from core.transport.sse import SseWriter
 
 if TYPE_CHECKING:
     from core.stores.extras import PendingRequestStore
 
+RESUME_POLL_SECONDS = 0.1
+RESUME_MAX_SECONDS = 300.0
 SESSION_HEADER = "mcp-session-id"
 
 
@@ -68,6 +73,7 @@ class LegacyHandler:
         self.dispatcher = dispatcher
         self.sessions = dispatcher.sessions
         self.pending = dispatcher.pipeline.stores.pending
+        self.events = dispatcher.pipeline.stores.events
 
     async def post(self, body: Any, headers: Headers, http: HttpRequest, principal: Principal | None) -> Reply:
         header_version = headers.get("mcp-protocol-version")
@@ -101,6 +107,35 @@ class LegacyHandler:
         if tool is None:
             return None
         return await self.dispatcher.pipeline.admit_with_session(tool, principal, _session_id(headers))
+
+    async def resume(self, headers: Headers, principal: Principal | None, send: Send) -> Reply | None:
+        """GET with `Last-Event-ID`: replay the named stream's events after that one from the event log, then
+        follow the stream until its final response (the call may still run, on any container).
+
+        Returns a Reply only to refuse (unknown stream: 404); None once the stream was served.
+        """
+        session = await self._session(headers, principal)
+        token, _, seq = headers.get("last-event-id", "").partition("-")
+        if not token or not seq.isdigit():
+            return error_reply(
+                None, InvalidRequestError("Bad Request: Last-Event-ID must be an event id of this session")
+            )
+        key = f"{session.session_id}/{token}"
+        if not await self.events.read_after(key, 0):
+            return error_reply(None, SessionNotFoundError("Not Found: no such stream in this session"))
+        writer = await SseWriter.start(send)
+        last, deadline = int(seq), asyncio.get_running_loop().time() + RESUME_MAX_SECONDS
+        while asyncio.get_running_loop().time() < deadline:
+            for event in await self.events.read_after(key, last):
+                last = event.seq
+                message = json.loads(event.data)
+                await writer.event(message, event_id=f"{token}-{event.seq}")
+                if "id" in message and "method" not in message:  # the call's response: the stream is complete
+                    await writer.close()
+                    return None
+            await asyncio.sleep(RESUME_POLL_SECONDS)
+        await writer.close()  # the client reconnects again with the last id it got
+        return None
 
     async def delete(self, headers: Headers, principal: Principal | None) -> Reply:
         try:
@@ -169,6 +204,8 @@ class LegacyHandler:
             raise InvalidRequestError("Invalid request: initialize cannot be sent inside a session or a batch")
         if http.outbound is not None:
             http.outbound.replies = SessionReplies(self.pending, session.session_id)
+            priming = versions.at_least(session.protocol_version, versions.PRIMING_SINCE)
+            http.outbound.log = StreamLog(self.events, session.session_id, priming=priming)
         call = Call(
             request=message,
             version=session.protocol_version,

@@ -12,6 +12,8 @@ from typing import Any
 from core.transport.asgi import Send
 
 KEEPALIVE_SECONDS = 15.0
+RECONNECT_MS = 1000
+"""The `retry:` a resumable stream suggests before the client reconnects with `Last-Event-ID`."""
 SSE_HEADERS = [
     (b"content-type", b"text/event-stream"),
     (b"cache-control", b"no-cache"),
@@ -42,6 +44,10 @@ class SseWriter:
         lines = f"id: {event_id}\n" if event_id else ""
         data = json.dumps(message, separators=(",", ":"), ensure_ascii=False)
         await self._write(f"{lines}event: message\ndata: {data}\n\n")
+
+    async def prime(self, event_id: str, retry_ms: int) -> None:
+        """The priming event (an id and empty data) a client resumes from, and how soon to reconnect."""
+        await self._write(f"id: {event_id}\nretry: {retry_ms}\ndata: \n\n")
 
     async def comment(self, text: str) -> None:
         await self._write(f": {text}\n\n")
