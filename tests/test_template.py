@@ -10,8 +10,24 @@ from core.stores.dynamodb import table_definition
 TEMPLATE = (Path(__file__).parent.parent / "template.yaml").read_text(encoding="utf-8")
 
 
-def test_the_handler_named_in_the_template_is_the_buffered_handler() -> None:
-    assert re.findall(r"Handler: (\S+)", TEMPLATE) == ["handlers.buffered.handler"]
+def test_the_handlers_named_in_the_template_exist() -> None:
+    assert re.findall(r"Handler: (\S+)", TEMPLATE) == ["handlers.buffered.handler", "run.sh"]
+    assert (
+        (Path(__file__).parent.parent / "run.sh")
+        .read_text(encoding="utf-8")
+        .strip()
+        .endswith("exec python -m handlers.streaming")
+    )
+
+
+def test_the_streaming_function_streams_through_the_web_adapter() -> None:
+    for setting in (
+        "AWS_LAMBDA_EXEC_WRAPPER: /opt/bootstrap",
+        "AWS_LWA_INVOKE_MODE: response_stream",
+        "AWS_LWA_READINESS_CHECK_PATH: /health",
+        "InvokeMode: RESPONSE_STREAM",
+    ):
+        assert setting in TEMPLATE
 
 
 def test_the_template_table_has_the_store_key_schema_and_ttl() -> None:
@@ -25,3 +41,25 @@ def test_the_template_table_has_the_store_key_schema_and_ttl() -> None:
         assert f"AttributeName: {key['AttributeName']}\n          KeyType: {key['KeyType']}" in TEMPLATE
     assert f"BillingMode: {definition['BillingMode']}" in TEMPLATE
     assert "TimeToLiveSpecification:\n        AttributeName: expires\n        Enabled: true" in TEMPLATE
+
+
+def test_the_template_is_well_formed_yaml_with_every_referenced_resource_defined() -> None:
+    import yaml
+
+    class CloudFormationLoader(yaml.SafeLoader):
+        pass
+
+    def any_tag(loader: yaml.SafeLoader, suffix: str, node: yaml.Node) -> object:
+        if isinstance(node, yaml.ScalarNode):
+            return loader.construct_scalar(node)
+        if isinstance(node, yaml.SequenceNode):
+            return loader.construct_sequence(node)
+        return loader.construct_mapping(node)  # type: ignore[arg-type]
+
+    CloudFormationLoader.add_multi_constructor("!", any_tag)
+    template = yaml.load(TEMPLATE, Loader=CloudFormationLoader)
+    resources = set(template["Resources"])
+    parameters = set(template["Parameters"])
+    for name in re.findall(r"!(?:Ref|GetAtt) (\w+)", TEMPLATE):
+        assert name in resources | parameters, name
+    assert {"BufferedFunction", "StreamingFunction", "StateTable"} <= resources

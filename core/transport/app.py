@@ -18,6 +18,7 @@ from core.stores.factory import Stores, build_stores
 from core.transport.asgi import ASGIApp, Router
 from core.transport.endpoint import McpEndpoint
 from core.transport.guards import HostOriginGuard
+from core.transport.health import health
 from core.transport.metadata import WELL_KNOWN, ProtectedResourceMetadata
 
 
@@ -59,7 +60,7 @@ def build_app(
         max_body_bytes=settings.max_body_bytes,
         authenticator=authenticator,
     )
-    routes: dict[str, ASGIApp] = {settings.mcp_path: endpoint}
+    routes: dict[str, ASGIApp] = {settings.mcp_path: endpoint, "/health": health}
     if resource is not None:
         metadata = ProtectedResourceMetadata(resource.metadata())
         routes[WELL_KNOWN] = metadata

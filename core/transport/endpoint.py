@@ -65,10 +65,8 @@ class McpEndpoint:
     async def _route(self, scope: Scope, receive: Receive, send: Send, headers: Headers) -> Reply | None:
         method = scope["method"]
         resuming = method == "GET" and headers.get(SESSION_HEADER) and headers.get("last-event-id")
-        if (
-            (method not in ("POST", "DELETE")
-            and not resuming)
-            or (method == "DELETE" and not headers.get(SESSION_HEADER))
+        if (method not in ("POST", "DELETE") and not resuming) or (
+            method == "DELETE" and not headers.get(SESSION_HEADER)
         ):
             raise HttpError(405, "Method Not Allowed: send JSON-RPC messages with POST", headers=_ALLOW_POST)
         principal = await self.authenticator.authenticate(headers, scope) if self.authenticator else None

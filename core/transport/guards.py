@@ -8,6 +8,8 @@ Origin is allowed when it is the request's own origin or a localhost one. Anythi
 
 from __future__ import annotations
 
+import json
+from typing import Any
 from urllib.parse import urlsplit
 
 from core.errors import HttpError
@@ -24,12 +26,20 @@ def _split_host(value: str) -> str:
     return value.rsplit(":", 1)[0] if value.count(":") == 1 else value
 
 
-def _event_domain(scope: Scope) -> str | None:
+def _event_domain(scope: Scope, headers: Headers | None = None) -> str | None:
+    """The API Gateway / Function URL domain the request arrived on: from the Lambda event (Mangum), or from the
+    `x-amzn-request-context` header the Lambda Web Adapter passes on."""
+    context: Any = None
     event = scope.get("aws.event")
     if isinstance(event, dict):
         context = event.get("requestContext")
-        if isinstance(context, dict) and isinstance(context.get("domainName"), str):
-            return str(context["domainName"]).lower()
+    elif headers is not None and "x-amzn-request-context" in headers:
+        try:
+            context = json.loads(headers["x-amzn-request-context"])
+        except ValueError:
+            context = None
+    if isinstance(context, dict) and isinstance(context.get("domainName"), str):
+        return str(context["domainName"]).lower()
     return None
 
 
@@ -48,20 +58,20 @@ class HostOriginGuard:
         """Raise HttpError unless the request's Host and Origin are allowed."""
         raw_host = headers.get("host")
         if raw_host is None:  # only browsers can be rebound, and they always send Host
-            raw_host = _event_domain(scope) or ""
+            raw_host = _event_domain(scope, headers) or ""
         host = _split_host(raw_host)
-        if raw_host and not self._host_allowed(raw_host, host, scope):
+        if raw_host and not self._host_allowed(raw_host, host, scope, headers):
             raise HttpError(421, "Misdirected request: this server does not serve that Host")
         origin = headers.get("origin")
         if origin is not None and not self._origin_allowed(origin, raw_host):
             raise HttpError(403, "Forbidden: Origin not allowed")
 
-    def _host_allowed(self, raw_host: str, host: str, scope: Scope) -> bool:
+    def _host_allowed(self, raw_host: str, host: str, scope: Scope, headers: Headers) -> bool:
         if self._any_host or host in LOCAL_HOSTS:
             return True
         if raw_host.lower() in self._hosts or host in self._hosts:
             return True
-        return host == _event_domain(scope)
+        return host == _event_domain(scope, headers)
 
     def _origin_allowed(self, origin: str, raw_host: str) -> bool:
         normalized = origin.strip().lower().rstrip("/")

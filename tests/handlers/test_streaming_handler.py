@@ -1,0 +1,69 @@
+"""The streaming Lambda shape: `run.sh` starts uvicorn for the Lambda Web Adapter, which forwards invocations
+as HTTP with the request context in a header."""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import httpx
+import pytest
+
+from tests.processes import free_port
+from tests.wire import BASE_HEADERS, MODERN, modern_meta
+
+ROOT = Path(__file__).parent.parent.parent
+DOMAIN = "q3lyomzk6ykzmvjt6vstosmttu0chtrr.lambda-url.us-east-1.on.aws"
+pytestmark = pytest.mark.uvicorn
+
+
+@pytest.fixture(scope="module")
+def adapter_target() -> Iterator[str]:
+    """`run.sh` as the adapter starts it: its port from AWS_LWA_PORT, the app from STRATUS_APP."""
+    port = free_port()
+    env = {**{k: v for k, v in os.environ.items() if not k.startswith("STRATUS_")}, "AWS_LWA_PORT": str(port)}
+    env["PATH"] = f"{Path(sys.executable).parent}:{env.get('PATH', '')}"
+    process = subprocess.Popen(["sh", str(ROOT / "run.sh")], cwd=ROOT, env=env, stderr=subprocess.DEVNULL)
+    try:
+        deadline = time.monotonic() + 20
+        while True:
+            try:
+                with socket.create_connection(("127.0.0.1", port), timeout=0.2):
+                    break
+            except OSError:
+                assert process.poll() is None, "run.sh exited"
+                assert time.monotonic() < deadline, "run.sh did not listen within 20 s"
+                time.sleep(0.05)  # polling a process start-up, bounded by the deadline
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        process.terminate()
+        process.wait(timeout=10)
+
+
+def test_the_readiness_path_answers(adapter_target: str) -> None:
+    response = httpx.get(f"{adapter_target}/health", timeout=5)
+    assert (response.status_code, response.json()) == (200, {"status": "ok"})
+
+
+def forwarded(host: str) -> dict[str, str]:
+    """Headers as the adapter forwards a Function URL request: the Host and the request context."""
+    context = {"domainName": DOMAIN, "http": {"method": "POST", "path": "/mcp"}, "requestId": "r-1"}
+    return {**BASE_HEADERS, "host": host, "x-amzn-request-context": json.dumps(context)}
+
+
+def test_the_function_url_domain_from_the_request_context_is_served(adapter_target: str) -> None:
+    body = {"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {"_meta": modern_meta()}}
+    headers = {**forwarded(DOMAIN), "mcp-protocol-version": MODERN, "mcp-method": "tools/list"}
+    response = httpx.post(f"{adapter_target}/mcp", json=body, headers=headers, timeout=5)
+    assert response.status_code == 200
+    assert [tool["name"] for tool in response.json()["result"]["tools"]] == ["add", "forecast", "divide"]
+    refused = httpx.post(
+        f"{adapter_target}/mcp", json=body, headers={**headers, **forwarded("evil.example.com")}, timeout=5
+    )
+    assert refused.status_code == 421
