@@ -51,3 +51,10 @@ async def count_to_three(ctx: Context) -> str:
     for step in (1, 2, 3):
         await ctx.report_progress(step, 3, f"step {step}")
     return "done"
+
+
+@shared.tool(timeout=20)
+async def wait_for_cancel(ctx: Context) -> str:
+    """Waits until the client cancels it (or its timeout passes)."""
+    await ctx.signal.wait()
+    return "cancelled"

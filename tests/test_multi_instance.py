@@ -118,3 +118,28 @@ async def test_the_official_sdk_works_with_requests_alternating_between_processe
                     result = await client.call_tool("add", {"a": a, "b": 1})
                     assert result.structured_content == {"result": a + 1}
     assert set(proxy.forwarded) == set(two_processes)
+
+
+async def test_a_cancellation_sent_to_the_other_process_stops_the_call(two_processes: list[str]) -> None:
+    first, second = client_of(two_processes[0]), client_of(two_processes[1])
+    session = await first.initialize()
+    body = {"jsonrpc": "2.0", "id": "long-1", "method": "tools/call", "params": {"name": "wait_for_cancel"}}
+    outcome: list[dict[str, object]] = []
+    answered = anyio.Event()
+
+    async def call() -> None:
+        outcome.append((await first.post(body, session.headers)).json())
+        answered.set()
+
+    with anyio.fail_after(15):
+        async with anyio.create_task_group() as group:
+            group.start_soon(call)
+            session.client = second
+            while not answered.is_set():  # the call listens once it is a second old: repeat until it hears
+                await session.notify("notifications/cancelled", {"requestId": "long-1", "reason": "user"})
+                with anyio.move_on_after(0.2):
+                    await answered.wait()
+    # The tool saw its cancellation signal (set on the first process by a notification sent to the second).
+    assert outcome[0]["result"] == {"content": [{"type": "text", "text": "cancelled"}]}
+    await first.http.aclose()
+    await second.http.aclose()

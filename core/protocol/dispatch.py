@@ -2,14 +2,22 @@
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import secrets
-from collections.abc import Awaitable, Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
-from core.errors import INVALID_PARAMS, InternalError, InvalidParamsError, McpError, MethodNotFoundError
+from core.errors import (
+    INVALID_PARAMS,
+    InternalError,
+    InvalidParamsError,
+    McpError,
+    MethodNotFoundError,
+    StoreUnavailableError,
+)
 from core.pipeline.pipeline import Pipeline
 from core.protocol import versions
 from core.protocol.capabilities import server_capabilities
@@ -33,6 +41,9 @@ logger = logging.getLogger("stratus.dispatch")
 LOG_LEVELS = ("debug", "info", "notice", "warning", "error", "critical", "alert", "emergency")
 LEGACY_RESOURCE_NOT_FOUND = -32002
 LIST_TTL_MS = 300_000
+CANCEL_WATCH_AFTER = 1.0
+"""Seconds a session's call runs before it also listens for a cancellation sent to another process."""
+CANCEL_WATCH_LIMIT = 900.0
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -248,7 +259,7 @@ class Dispatcher:
         deadline = self.pipeline.deadline_for(call.http, tool.policy.timeout)
         context = call.context(item=name, deadline=deadline, inputs=inputs)
         try:
-            with self._cancellable(call, context):
+            async with self._cancellable(call, context):
                 return await self.pipeline.call_tool(tool, arguments, context, call.admitted)
         except InputRequired:
             return self._input_required(call, inputs)
@@ -313,21 +324,44 @@ class Dispatcher:
         )
         return {"resultType": "input_required", "inputRequests": inputs.asked, "requestState": state}
 
-    @contextmanager
-    def _cancellable(self, call: Call, context: Context) -> Iterator[None]:
+    @asynccontextmanager
+    async def _cancellable(self, call: Call, context: Context) -> AsyncIterator[None]:
+        """Let the client cancel this call: in this process at once; from another process (where a buffered
+        Lambda container always receives it) once the call has run `CANCEL_WATCH_AFTER` seconds, through the
+        pending-request store, so short calls cost the store nothing."""
         key = (context.session_id, call.request.id)
         self._running[key] = context.signal
+        watcher = asyncio.ensure_future(self._watch_cancel(call, context)) if context.session_id else None
         try:
             yield
         finally:
             self._running.pop(key, None)
+            if watcher is not None:
+                watcher.cancel()
 
-    def cancel(self, session_id: str | None, request_id: object, reason: str | None) -> None:
-        """Cancel a call of this session running in this process (unknown or finished calls are ignored)."""
-        if isinstance(request_id, str | int):
-            signal = self._running.get((session_id, request_id))
-            if signal is not None:
-                signal.cancel(reason or "cancelled by the client")
+    async def _watch_cancel(self, call: Call, context: Context) -> None:
+        await asyncio.sleep(CANCEL_WATCH_AFTER)
+        pending = self.pipeline.stores.pending
+        within = min(context.deadline.remaining(), CANCEL_WATCH_LIMIT) if context.deadline else CANCEL_WATCH_LIMIT
+        box = f"{context.session_id}/cancel/{call.request.id}"
+        try:
+            await pending.open(box, ttl_seconds=within + 5)
+            reason = await pending.wait(box, within=within)
+        except StoreUnavailableError:
+            return  # cancellation is best effort; the call is not disturbed by the store's outage
+        if reason is not None:
+            context.signal.cancel(reason or "cancelled by the client")
+
+    async def cancel(self, session_id: str | None, request_id: object, reason: str | None) -> None:
+        """Cancel a call of this session: here if it runs here, else through the store for the process running
+        it (unknown, finished or too-young calls are ignored: cancellation is best effort)."""
+        if not isinstance(request_id, str | int):
+            return
+        signal = self._running.get((session_id, request_id))
+        if signal is not None:
+            signal.cancel(reason or "cancelled by the client")
+        elif session_id is not None:
+            await self.pipeline.stores.pending.deliver(f"{session_id}/cancel/{request_id}", reason or "")
 
     def _resource_for(self, uri: str) -> tuple[Resource | ResourceTemplate | None, dict[str, str] | None]:
         """The static resource with this URI, else the first template that produces it (with its variables)."""

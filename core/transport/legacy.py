@@ -191,7 +191,7 @@ class LegacyHandler:
                 await self.sessions.save(session)
             elif message.method == "notifications/cancelled":
                 reason = message.params.get("reason")
-                self.dispatcher.cancel(
+                await self.dispatcher.cancel(
                     session.session_id, message.params.get("requestId"), reason if isinstance(reason, str) else None
                 )
             return None
