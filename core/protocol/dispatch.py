@@ -5,8 +5,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import secrets
-from collections.abc import AsyncIterator, Awaitable, Callable
-from contextlib import asynccontextmanager
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
@@ -258,9 +257,12 @@ class Dispatcher:
         inputs = await self._input_round(call)
         deadline = self.pipeline.deadline_for(call.http, tool.policy.timeout)
         context = call.context(item=name, deadline=deadline, inputs=inputs)
+        running = (context.session_id, call.request.id)
+        self._running[running] = context.signal
+        # A session's call also listens for a cancellation sent to another process (see _watch_cancel).
+        watcher = asyncio.ensure_future(self._watch_cancel(call, context)) if context.session_id else None
         try:
-            async with self._cancellable(call, context):
-                return await self.pipeline.call_tool(tool, arguments, context, call.admitted)
+            return await self.pipeline.call_tool(tool, arguments, context, call.admitted)
         except InputRequired:
             return self._input_required(call, inputs)
         except ArgumentsError as exc:
@@ -268,6 +270,10 @@ class Dispatcher:
             if versions.at_least(call.version, versions.INPUT_ERRORS_AS_RESULTS_SINCE):
                 return error_result(message)
             raise InvalidParamsError(message, data={"problems": exc.problems}) from None
+        finally:
+            self._running.pop(running, None)
+            if watcher is not None:
+                watcher.cancel()
 
     async def _read_resource(self, call: Call) -> JsonObject:
         uri = _string_param(call, "uri")
@@ -324,22 +330,10 @@ class Dispatcher:
         )
         return {"resultType": "input_required", "inputRequests": inputs.asked, "requestState": state}
 
-    @asynccontextmanager
-    async def _cancellable(self, call: Call, context: Context) -> AsyncIterator[None]:
-        """Let the client cancel this call: in this process at once; from another process (where a buffered
-        Lambda container always receives it) once the call has run `CANCEL_WATCH_AFTER` seconds, through the
-        pending-request store, so short calls cost the store nothing."""
-        key = (context.session_id, call.request.id)
-        self._running[key] = context.signal
-        watcher = asyncio.ensure_future(self._watch_cancel(call, context)) if context.session_id else None
-        try:
-            yield
-        finally:
-            self._running.pop(key, None)
-            if watcher is not None:
-                watcher.cancel()
-
     async def _watch_cancel(self, call: Call, context: Context) -> None:
+        """Once a session's call has run `CANCEL_WATCH_AFTER` seconds, wait for a cancellation sent to another
+        process (a buffered Lambda container always receives it elsewhere) through the pending-request store,
+        so short calls cost the store nothing."""
         await asyncio.sleep(CANCEL_WATCH_AFTER)
         pending = self.pipeline.stores.pending
         within = min(context.deadline.remaining(), CANCEL_WATCH_LIMIT) if context.deadline else CANCEL_WATCH_LIMIT
