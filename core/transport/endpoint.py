@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import secrets
-from collections.abc import Awaitable
+from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
 from core.errors import HttpError, InternalError, McpError
@@ -177,24 +177,24 @@ class _Relay:
     async def open(cls, send: Send, outbound: Outbound) -> _Relay:
         relay = cls(await SseWriter.start(send))
         if outbound.log is not None and outbound.log.priming:
-            await relay._do(relay.writer.prime(outbound.log.priming_id, RECONNECT_MS))
+            log = outbound.log
+            await relay._do(lambda: relay.writer.prime(log.priming_id, RECONNECT_MS))
         return relay
 
     async def event(self, event_id: str | None, message: Any) -> None:
-        await self._do(self.writer.event(message, event_id=event_id))
+        await self._do(lambda: self.writer.event(message, event_id=event_id))
 
     async def comment(self, text: str) -> None:
-        await self._do(self.writer.comment(text))
+        await self._do(lambda: self.writer.comment(text))
 
     async def close(self) -> None:
-        await self._do(self.writer.close())
+        await self._do(self.writer.close)
 
-    async def _do(self, write: Awaitable[None]) -> None:
+    async def _do(self, write: Callable[[], Awaitable[None]]) -> None:
         if self.gone:
-            write.close()  # type: ignore[attr-defined]
             return
         try:
-            await write
+            await write()
         except OSError:  # the connection is gone; what is left is in the event log for a resuming client
             self.gone = True
 
