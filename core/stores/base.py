@@ -5,6 +5,7 @@ Every operation a caller needs to be atomic is one method, so a remote backend c
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple, Protocol
 
@@ -104,3 +105,37 @@ class SequentialGate:
         decisions = tuple([await self.rate_limits.acquire(key, limit) for key, limit in checks.limits])
         breaker = await self.breakers.admit(*checks.breaker) if checks.breaker else None
         return CallAdmission(session, decisions, breaker)
+
+
+def encode_session(record: SessionRecord) -> str:
+    """What a shared store keeps of a session besides its times, as compact JSON."""
+    return json.dumps(
+        {
+            "version": record.protocol_version,
+            "capabilities": record.client_capabilities,
+            "client": record.client_info,
+            "principal": record.principal,
+            "log_level": record.log_level,
+            "subscriptions": record.subscriptions,
+            "initialized": record.initialized,
+        },
+        separators=(",", ":"),
+    )
+
+
+def decode_session(session_id: str, data: str, *, created: float, active: float, expires: float) -> SessionRecord:
+    """The session `encode_session` wrote, with the times the store keeps beside it."""
+    fields = json.loads(data)
+    return SessionRecord(
+        session_id=session_id,
+        protocol_version=fields["version"],
+        client_capabilities=fields["capabilities"],
+        client_info=fields["client"],
+        principal=fields["principal"],
+        log_level=fields["log_level"],
+        subscriptions=fields["subscriptions"],
+        initialized=fields["initialized"],
+        created_at=created,
+        last_active_at=active,
+        expires_at=expires,
+    )

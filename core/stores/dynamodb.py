@@ -21,7 +21,6 @@ made (`DynamoTable`).
 from __future__ import annotations
 
 import asyncio
-import json
 import time
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -32,7 +31,14 @@ from core.resilience import limiter
 from core.resilience.backoff import full_jitter
 from core.resilience.breaker import Admission, BreakerPolicy, BreakerState, CircuitState
 from core.resilience.limiter import Decision, RateLimit
-from core.stores.base import CallAdmission, CallChecks, SessionExistsError, SessionRecord
+from core.stores.base import (
+    CallAdmission,
+    CallChecks,
+    SessionExistsError,
+    SessionRecord,
+    decode_session,
+    encode_session,
+)
 from core.stores.factory import Stores
 
 Clock = Callable[[], float]
@@ -224,18 +230,9 @@ class DynamoSessionStore:
         return self.table.key("session", session_id)
 
     def _item(self, record: SessionRecord, now: float) -> Item:
-        data = {
-            "version": record.protocol_version,
-            "capabilities": record.client_capabilities,
-            "client": record.client_info,
-            "principal": record.principal,
-            "log_level": record.log_level,
-            "subscriptions": record.subscriptions,
-            "initialized": record.initialized,
-        }
         return {
             **self.key(record.session_id),
-            "data": {"S": json.dumps(data, separators=(",", ":"))},
+            "data": {"S": encode_session(record)},
             "created": number(now),
             "active": number(now),
             "expires": number(now + self.ttl),
@@ -245,19 +242,12 @@ class DynamoSessionStore:
         """The record in `item`, or None when it is absent or expired (TTL deletion lags)."""
         if item is None or number_of(item, "expires") <= now:
             return None
-        data = json.loads(item["data"]["S"])
-        return SessionRecord(
-            session_id=session_id,
-            protocol_version=data["version"],
-            client_capabilities=data["capabilities"],
-            client_info=data["client"],
-            principal=data["principal"],
-            log_level=data["log_level"],
-            subscriptions=data["subscriptions"],
-            initialized=data["initialized"],
-            created_at=number_of(item, "created"),
-            last_active_at=number_of(item, "active"),
-            expires_at=number_of(item, "expires"),
+        return decode_session(
+            session_id,
+            item["data"]["S"],
+            created=number_of(item, "created"),
+            active=number_of(item, "active"),
+            expires=number_of(item, "expires"),
         )
 
     def touch(self, record: SessionRecord, now: float) -> Item | None:

@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
-import json
 import time
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -26,7 +25,14 @@ from core.errors import StoreUnavailableError
 from core.resilience.breaker import Admission, BreakerPolicy, CircuitState
 from core.resilience.limiter import Decision, RateLimit
 from core.stores import redis_scripts
-from core.stores.base import CallAdmission, CallChecks, SessionExistsError, SessionRecord
+from core.stores.base import (
+    CallAdmission,
+    CallChecks,
+    SessionExistsError,
+    SessionRecord,
+    decode_session,
+    encode_session,
+)
 from core.stores.factory import Stores
 
 GRACE_SECONDS = 60.0
@@ -106,36 +112,9 @@ class RedisScripts:
             await self.client.script_load(source)
 
 
-def _encode(record: SessionRecord) -> str:
-    return json.dumps(
-        {
-            "version": record.protocol_version,
-            "capabilities": record.client_capabilities,
-            "client": record.client_info,
-            "principal": record.principal,
-            "log_level": record.log_level,
-            "subscriptions": record.subscriptions,
-            "initialized": record.initialized,
-        },
-        separators=(",", ":"),
-    )
-
-
 def _decode(session_id: str, row: Sequence[Any]) -> SessionRecord:
-    data = json.loads(row[0])
-    return SessionRecord(
-        session_id=session_id,
-        protocol_version=data["version"],
-        client_capabilities=data["capabilities"],
-        client_info=data["client"],
-        principal=data["principal"],
-        log_level=data["log_level"],
-        subscriptions=data["subscriptions"],
-        initialized=data["initialized"],
-        created_at=_float(row[1]),
-        last_active_at=_float(row[2]),
-        expires_at=_float(row[3]),
-    )
+    data = row[0].decode() if isinstance(row[0], bytes) else row[0]
+    return decode_session(session_id, data, created=_float(row[1]), active=_float(row[2]), expires=_float(row[3]))
 
 
 class RedisSessionStore:
@@ -156,7 +135,7 @@ class RedisSessionStore:
     async def create(self, record: SessionRecord) -> None:
         key = self.scripts.key(f"s:{record.session_id}")
         created = await self.scripts.run(
-            "session_create", [key], [_encode(record), repr(self.clock()), self.ttl, GRACE_SECONDS]
+            "session_create", [key], [encode_session(record), repr(self.clock()), self.ttl, GRACE_SECONDS]
         )
         if not created:
             raise SessionExistsError(record.session_id)
@@ -166,7 +145,7 @@ class RedisSessionStore:
 
     async def save(self, record: SessionRecord) -> None:
         key = self.scripts.key(f"s:{record.session_id}")
-        await self.scripts.run("session_save", [key], [_encode(record), repr(self.clock())])
+        await self.scripts.run("session_save", [key], [encode_session(record), repr(self.clock())])
 
     async def delete(self, session_id: str) -> bool:
         return await self.scripts.delete(self.scripts.key(f"s:{session_id}"))
