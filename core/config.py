@@ -52,6 +52,9 @@ class Settings:
     """Extra Host values to accept, beside localhost and the API Gateway domain the request arrived on."""
     allowed_origins: tuple[str, ...] = ()
     """Extra Origin values to accept, beside localhost origins and the request's own origin."""
+    max_stream_seconds: float = 840.0
+    """A resumable (handshake-era) SSE response ends cleanly after this long, below Lambda's 15-minute limit;
+    the client resumes it with `Last-Event-ID` while the call goes on. 2026-07-28 streams are not cut."""
     max_body_bytes: int = 4 * 1024 * 1024
     """Request bodies above this size are refused with 413."""
     session_ttl_seconds: int = 3600
@@ -137,4 +140,5 @@ _PARSERS: dict[str, Callable[[str], Any]] = {
     "max_body_bytes": _positive_int,
     "session_ttl_seconds": _positive_int,
     "store_timeout_seconds": float,
+    "max_stream_seconds": float,
 }

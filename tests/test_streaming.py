@@ -227,3 +227,37 @@ async def test_a_dropped_stream_is_followed_on_the_other_process_until_the_call_
                                 assert (await on_second.post("/mcp", json=answer, headers=headers)).status_code == 202
     assert resumed_events[0]["method"] == "elicitation/create"
     assert resumed_events[-1]["result"]["content"] == [{"type": "text", "text": "hello Lin (accept)"}]
+
+
+async def test_a_long_stream_ends_cleanly_at_its_limit_and_the_client_resumes() -> None:
+    with uvicorn_serving(build_app(shared, Settings(max_stream_seconds=0.05))) as url:
+        async with httpx.AsyncClient(base_url=url, timeout=10) as http:
+            init = {
+                "jsonrpc": "2.0",
+                "id": 1,
+                "method": "initialize",
+                "params": {
+                    "protocolVersion": "2025-11-25",
+                    "capabilities": {"elicitation": {}},
+                    "clientInfo": {"name": "t", "version": "1"},
+                },
+            }
+            opened = await http.post("/mcp", json=init, headers=BASE_HEADERS)
+            headers = {
+                **BASE_HEADERS,
+                "mcp-session-id": opened.headers["mcp-session-id"],
+                "mcp-protocol-version": "2025-11-25",
+            }
+            with anyio.fail_after(10):
+                cut = await http.post(
+                    "/mcp",
+                    json={"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "ask_user"}},
+                    headers=headers,
+                )
+                events = sse_events(cut.text)
+                assert [event.get("method") for event in events] == ["elicitation/create"]  # cut before the result
+                ask = events[0]
+                reply = {"jsonrpc": "2.0", "id": ask["id"], "result": {"action": "accept", "content": {"name": "Kim"}}}
+                assert (await http.post("/mcp", json=reply, headers=headers)).status_code == 202
+                resumed = await http.get("/mcp", headers={**headers, "last-event-id": sse_ids(cut.text)[-1]})
+    assert sse_events(resumed.text)[-1]["result"]["content"] == [{"type": "text", "text": "hello Kim (accept)"}]

@@ -58,6 +58,7 @@ def build_app(
         Dispatcher(server, stores.sessions, paginator, pipeline, StateSealer(state_key, clock=time.time)),
         guard,
         max_body_bytes=settings.max_body_bytes,
+        max_stream_seconds=settings.max_stream_seconds,
         authenticator=authenticator,
     )
     routes: dict[str, ASGIApp] = {settings.mcp_path: endpoint, "/health": health}

@@ -39,6 +39,7 @@ class McpEndpoint:
         guard: HostOriginGuard,
         *,
         max_body_bytes: int,
+        max_stream_seconds: float = 840.0,
         authenticator: RequestAuthenticator | None = None,
     ) -> None:
         self.dispatcher = dispatcher
@@ -46,6 +47,7 @@ class McpEndpoint:
         self.legacy = LegacyHandler(dispatcher)
         self.guard = guard
         self.max_body_bytes = max_body_bytes
+        self.max_stream_seconds = max_stream_seconds
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         headers = request_headers(scope)
@@ -73,7 +75,7 @@ class McpEndpoint:
         if resuming:
             if "aws.event" in scope:  # a buffered Lambda response cannot stream
                 raise HttpError(405, "Method Not Allowed: this deployment does not stream", headers=_ALLOW_POST)
-            return await self.legacy.resume(headers, principal, send)
+            return await self.legacy.resume(headers, principal, send, max_seconds=self.max_stream_seconds)
         if method == "POST":
             if "aws.event" in scope:  # behind Mangum: one buffered JSON answer, no client-gone signal
                 http = HttpRequest(method, scope.get("path", ""), headers, scope.get("aws.context"))
@@ -114,12 +116,21 @@ class McpEndpoint:
         """
         work = asyncio.ensure_future(answer)
         writer: _Relay | None = None
+        loop = asyncio.get_running_loop()
+        cut_at = loop.time() + self.max_stream_seconds
         try:
             while True:
+                if writer is not None and outbound.log is not None and not writer.gone and loop.time() >= cut_at:
+                    # Long enough for this response: end it cleanly; the client resumes from the log.
+                    await writer.close()
+                    writer.gone = True
                 next_message = asyncio.ensure_future(outbound.messages.get())
-                done, _ = await asyncio.wait(
-                    {work, next_message}, timeout=KEEPALIVE_SECONDS, return_when=asyncio.FIRST_COMPLETED
+                wait = (
+                    KEEPALIVE_SECONDS
+                    if writer is None or writer.gone
+                    else min(KEEPALIVE_SECONDS, max(0.0, cut_at - loop.time()))
                 )
+                done, _ = await asyncio.wait({work, next_message}, timeout=wait, return_when=asyncio.FIRST_COMPLETED)
                 if next_message in done:
                     writer = writer or await _Relay.open(send, outbound)
                     await writer.event(*next_message.result())

@@ -34,7 +34,6 @@ if TYPE_CHECKING:
     from core.stores.extras import PendingRequestStore
 
 RESUME_POLL_SECONDS = 0.1
-RESUME_MAX_SECONDS = 300.0
 SESSION_HEADER = "mcp-session-id"
 
 
@@ -108,7 +107,9 @@ class LegacyHandler:
             return None
         return await self.dispatcher.pipeline.admit_with_session(tool, principal, _session_id(headers))
 
-    async def resume(self, headers: Headers, principal: Principal | None, send: Send) -> Reply | None:
+    async def resume(
+        self, headers: Headers, principal: Principal | None, send: Send, *, max_seconds: float
+    ) -> Reply | None:
         """GET with `Last-Event-ID`: replay the named stream's events after that one from the event log, then
         follow the stream until its final response (the call may still run, on any container).
 
@@ -124,7 +125,7 @@ class LegacyHandler:
         if not await self.events.read_after(key, 0):
             return error_reply(None, SessionNotFoundError("Not Found: no such stream in this session"))
         writer = await SseWriter.start(send)
-        last, deadline = int(seq), asyncio.get_running_loop().time() + RESUME_MAX_SECONDS
+        last, deadline = int(seq), asyncio.get_running_loop().time() + max_seconds
         while asyncio.get_running_loop().time() < deadline:
             for event in await self.events.read_after(key, last):
                 last = event.seq
