@@ -31,7 +31,8 @@ _ALLOW_POST = {"allow": "POST"}
 
 
 class McpEndpoint:
-    """Streamable HTTP for both protocol eras on one path. JSON responses only (the buffered shape)."""
+    """Streamable HTTP for both protocol eras on one path: JSON answers, or SSE when a call has something to send
+    first (under uvicorn; behind Mangum every answer is JSON)."""
 
     def __init__(
         self,
