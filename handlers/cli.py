@@ -1,6 +1,7 @@
 """The `stratus` command line.
 
     stratus serve [--app MODULE:ATTR] [--host HOST] [--port PORT] [--store URL]
+    stratus local [--app MODULE:ATTR] [--host HOST] [--port PORT] [--payload v2|v1] [--store URL]
     stratus store create --store dynamodb://TABLE
 
 Flags override the matching `STRATUS_*` variables; the defaults serve the demo server on 127.0.0.1:8000 with the
@@ -27,6 +28,14 @@ def _parser() -> argparse.ArgumentParser:
     serve.add_argument("--host", default="127.0.0.1", help="interface to bind (default: 127.0.0.1)")
     serve.add_argument("--port", type=int, default=8000, help="port to bind (default: 8000)")
     serve.add_argument("--store", help="state store URL (default: memory://, or STRATUS_STORE)")
+    local = commands.add_parser(
+        "local", help="serve through the buffered Lambda handler, each request turned into an API Gateway event"
+    )
+    local.add_argument("--app", help="the server as MODULE:ATTR (default: the demo server, or STRATUS_APP)")
+    local.add_argument("--host", default="127.0.0.1", help="interface to bind (default: 127.0.0.1)")
+    local.add_argument("--port", type=int, default=3000, help="port to bind (default: 3000, as sam local)")
+    local.add_argument("--payload", choices=["v2", "v1"], default="v2", help="HTTP API (v2) or REST API (v1) events")
+    local.add_argument("--store", help="state store URL (default: memory://, or STRATUS_STORE)")
     store = commands.add_parser("store", help="manage the state store")
     store_commands = store.add_subparsers(dest="store_command", required=True)
     create = store_commands.add_parser(
@@ -70,6 +79,17 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     import uvicorn
 
+    if args.command == "local":
+        from handlers.emulator import GatewayEmulator
+
+        emulator = GatewayEmulator(server, settings, payload=args.payload)
+        print(
+            f"Serving {server.name} through the Lambda handler ({args.payload} events) at "
+            f"http://{args.host}:{args.port}{settings.mcp_path}"
+        )
+        uvicorn.run(emulator, host=args.host, port=args.port, log_level=settings.log_level.lower(), lifespan="off")
+        emulator.close()
+        return 0
     app = build_app(server, settings)
     print(f"Serving {server.name} at http://{args.host}:{args.port}{settings.mcp_path} (store {settings.store})")
     uvicorn.run(app, host=args.host, port=args.port, log_level=settings.log_level.lower())

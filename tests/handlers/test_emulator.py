@@ -1,0 +1,41 @@
+"""`stratus local`: API Gateway emulated in front of the real buffered handler, driven by the official SDK."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import anyio
+import pytest
+from mcp import Client
+
+from core import Settings
+from examples.demo import server as demo_server
+from handlers.emulator import GatewayEmulator
+from tests.servers import uvicorn_serving
+
+pytestmark = [pytest.mark.anyio, pytest.mark.uvicorn]
+
+
+@pytest.fixture(scope="module")
+def anyio_backend() -> str:
+    return "asyncio"
+
+
+@pytest.fixture(scope="module", params=["v2", "v1"])
+def emulated(request: pytest.FixtureRequest) -> Iterator[str]:
+    emulator = GatewayEmulator(demo_server, Settings(), payload=request.param)
+    try:
+        with uvicorn_serving(emulator) as url:
+            yield f"{url}/mcp"
+    finally:
+        emulator.close()
+
+
+@pytest.mark.parametrize("mode", ["auto", "legacy"])
+async def test_the_sdk_lists_and_calls_tools_through_the_emulated_gateway(emulated: str, mode: str) -> None:
+    with anyio.fail_after(20):
+        async with Client(emulated, mode=mode) as client:
+            tools = await client.list_tools()
+            assert [tool.name for tool in tools.tools] == ["add", "forecast", "divide"]
+            result = await client.call_tool("add", {"a": 2, "b": 5})
+            assert result.structured_content == {"result": 7}
