@@ -58,3 +58,17 @@ async def wait_for_cancel(ctx: Context) -> str:
     """Waits until the client cancels it (or its timeout passes)."""
     await ctx.signal.wait()
     return "cancelled"
+
+
+@shared.tool()
+async def touch(uri: str, ctx: Context) -> str:
+    """Tells subscribers that `uri` changed."""
+    await ctx.notify_resource_updated(uri)
+    return "touched"
+
+
+@shared.tool()
+async def reshuffle_tools(ctx: Context) -> str:
+    """Tells every listening session that the tools list changed."""
+    await ctx.notify_list_changed("tools")
+    return "reshuffled"

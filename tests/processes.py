@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import itertools
 import os
 import socket
@@ -14,7 +15,7 @@ from contextlib import ExitStack, contextmanager
 import httpx
 import pytest
 
-from core.transport.asgi import Receive, Scope, Send
+from core.transport.asgi import Receive, Scope, Send, until_disconnected
 
 START_TIMEOUT_SECONDS = 20.0
 
@@ -54,6 +55,20 @@ def stratus_process(app: str, environment: dict[str, str]) -> Iterator[str]:
             process.wait(timeout=10)
         if process.stderr:
             process.stderr.close()
+
+
+def shared_store_environment(store: str, request: pytest.FixtureRequest, prefix: str) -> dict[str, str]:
+    """STRATUS_* settings for processes sharing the real Redis, or a fresh DynamoDB table on moto's server."""
+    if store == "redis":
+        return {"STRATUS_STORE": "redis://127.0.0.1:6379/0", "STRATUS_STORE_PREFIX": prefix}
+    import boto3
+
+    from core.stores.dynamodb import create_table
+    from tests.test_multi_instance import AWS, _keys
+
+    endpoint = request.getfixturevalue("moto_server")
+    create_table(boto3.client("dynamodb", endpoint_url=endpoint, region_name="us-east-1", **_keys()), prefix)
+    return {**AWS, "STRATUS_STORE": f"dynamodb://{prefix}", "AWS_ENDPOINT_URL_DYNAMODB": endpoint}
 
 
 @contextmanager
@@ -98,6 +113,16 @@ class RoundRobinProxy:
                 if name.lower() not in ("content-length", "transfer-encoding")
             ]
             await send({"type": "http.response.start", "status": upstream.status_code, "headers": passed})
-            async for chunk in upstream.aiter_raw():
-                await send({"type": "http.response.body", "body": chunk, "more_body": True})
-            await send({"type": "http.response.body", "body": b"", "more_body": False})
+            relay = asyncio.ensure_future(self._relay(upstream, send))
+            gone = asyncio.ensure_future(until_disconnected(receive))
+            # A client that leaves mid-stream closes the upstream stream too, as a real proxy would.
+            await asyncio.wait({relay, gone}, return_when=asyncio.FIRST_COMPLETED)
+            for task in (relay, gone):
+                task.cancel()
+            await asyncio.gather(relay, gone, return_exceptions=True)
+
+    @staticmethod
+    async def _relay(upstream: httpx.Response, send: Send) -> None:
+        async for chunk in upstream.aiter_raw():
+            await send({"type": "http.response.body", "body": chunk, "more_body": True})
+        await send({"type": "http.response.body", "body": b"", "more_body": False})

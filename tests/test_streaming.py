@@ -16,7 +16,7 @@ from mcp import Client
 
 from core import Settings, build_app
 from tests.apps import shared
-from tests.processes import RoundRobinProxy, stratus_processes
+from tests.processes import RoundRobinProxy, shared_store_environment, stratus_processes
 from tests.servers import uvicorn_serving
 from tests.wire import BASE_HEADERS, McpHttp
 
@@ -105,19 +105,10 @@ async def answer_elicitation(context: Any, params: types.ElicitRequestParams) ->
 async def test_the_sdk_samples_and_elicits_with_replies_landing_on_the_other_process(
     store: str, request: pytest.FixtureRequest
 ) -> None:
-    environment = {"STRATUS_SECRET_KEY": "k", "STRATUS_STORE_PREFIX": f"stream-{secrets.token_hex(4)}"}
-    if store == "redis":
-        environment["STRATUS_STORE"] = "redis://127.0.0.1:6379/0"
-    else:
-        import boto3
-
-        from core.stores.dynamodb import create_table
-        from tests.test_multi_instance import AWS, _keys
-
-        endpoint = request.getfixturevalue("moto_server")
-        table = f"stream-{secrets.token_hex(4)}"
-        create_table(boto3.client("dynamodb", endpoint_url=endpoint, region_name="us-east-1", **_keys()), table)
-        environment.update(AWS, STRATUS_STORE=f"dynamodb://{table}", AWS_ENDPOINT_URL_DYNAMODB=endpoint)
+    environment = {
+        "STRATUS_SECRET_KEY": "k",
+        **shared_store_environment(store, request, f"stream-{secrets.token_hex(4)}"),
+    }
     with stratus_processes(2, "tests.apps:shared", environment) as backends:
         proxy = RoundRobinProxy(backends)
         with uvicorn_serving(proxy) as url:

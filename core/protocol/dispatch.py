@@ -21,6 +21,7 @@ from core.pipeline.pipeline import Pipeline
 from core.protocol import versions
 from core.protocol.capabilities import server_capabilities
 from core.protocol.jsonrpc import Request, RequestId
+from core.protocol.notices import NoticeBoard
 from core.protocol.request_state import STATE_TTL_SECONDS, RequestStateError, StateSealer, request_digest
 from core.resilience.deadline import Deadline
 from core.server.context import CancellationSignal, Context, HttpRequest
@@ -68,7 +69,12 @@ class Call:
         return self.request.params
 
     def context(
-        self, *, item: str | None = None, deadline: Deadline | None = None, inputs: InputRound | None = None
+        self,
+        *,
+        item: str | None = None,
+        deadline: Deadline | None = None,
+        inputs: InputRound | None = None,
+        publish: Callable[[str, JsonObject], Awaitable[None]] | None = None,
     ) -> Context:
         meta = self.params.get("_meta")
         return Context(
@@ -88,6 +94,7 @@ class Call:
             item=item,
             deadline=deadline,
             inputs=inputs,
+            publish=publish,
             log_level=self._log_level(meta),
             log_opted_in=not self.modern or (isinstance(meta, dict) and versions.LOG_LEVEL_META in meta),
         )
@@ -126,6 +133,7 @@ class Dispatcher:
         self.sessions = sessions
         self.paginator = paginator
         self.pipeline = pipeline
+        self.notices = NoticeBoard(pipeline.stores.events)
         # Cancellation signals of the calls running in this process, by (session id, request id). A legacy
         # notifications/cancelled reaches them when it lands on the same process; across containers it needs the
         # store's event channel (streaming).
@@ -256,7 +264,7 @@ class Dispatcher:
         arguments = _object_param(call, "arguments")
         inputs = await self._input_round(call)
         deadline = self.pipeline.deadline_for(call.http, tool.policy.timeout)
-        context = call.context(item=name, deadline=deadline, inputs=inputs)
+        context = call.context(item=name, deadline=deadline, inputs=inputs, publish=self.notices.publish)
         running = (context.session_id, call.request.id)
         self._running[running] = context.signal
         # A session's call also listens for a cancellation sent to another process (see _watch_cancel).
@@ -288,7 +296,12 @@ class Dispatcher:
 
         inputs = await self._input_round(call)
         try:
-            context = call.context(item=uri, deadline=self.pipeline.deadline_for(call.http, None), inputs=inputs)
+            context = call.context(
+                item=uri,
+                deadline=self.pipeline.deadline_for(call.http, None),
+                inputs=inputs,
+                publish=self.notices.publish,
+            )
             contents = await self.pipeline.read(context, "resources/read", target.access, read)
         except InputRequired:
             return self._input_required(call, inputs)
@@ -380,7 +393,12 @@ class Dispatcher:
 
         inputs = await self._input_round(call)
         try:
-            context = call.context(item=name, deadline=self.pipeline.deadline_for(call.http, None), inputs=inputs)
+            context = call.context(
+                item=name,
+                deadline=self.pipeline.deadline_for(call.http, None),
+                inputs=inputs,
+                publish=self.notices.publish,
+            )
             result: JsonObject = await self.pipeline.read(context, "prompts/get", prompt.access, render)
         except InputRequired:
             return self._input_required(call, inputs)

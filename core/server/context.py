@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
@@ -118,6 +118,8 @@ class Context:
     """Whether the client wants log messages at all (at 2026-07-28 only when its `_meta` sets a level)."""
     inputs: InputRound | None = None
     """At 2026-07-28: the answers this attempt carries; questions without one end the round (MRTR)."""
+    publish: Callable[[str, dict[str, Any]], Awaitable[None]] | None = None
+    """Sends a server-wide notification to every listening session, on any container."""
 
     @property
     def progress_token(self) -> str | int | None:
@@ -147,8 +149,16 @@ class Context:
         everything the tool returns)."""
 
     async def notify_resource_updated(self, uri: str) -> None:
-        """Tell subscribers that `uri` changed. Subscriptions are recorded; delivering the notification needs a
-        stream (the legacy GET stream or subscriptions/listen), so on a JSON-only deployment this is a no-op."""
+        """Tell every session subscribed to `uri` that it changed, on its GET stream, wherever that is open."""
+        if self.publish is not None:
+            await self.publish("notifications/resources/updated", {"uri": uri})
+
+    async def notify_list_changed(self, kind: str) -> None:
+        """Tell every listening session that the list of `kind` ("tools", "resources" or "prompts") changed."""
+        if kind not in ("tools", "resources", "prompts"):
+            raise ValueError("kind must be tools, resources or prompts")
+        if self.publish is not None:
+            await self.publish(f"notifications/{kind}/list_changed", {})
 
     async def log(self, level: str, message: str, **fields: Any) -> None:
         """Log through the server's logger, and to the client at its level when the response streams."""

@@ -62,6 +62,18 @@ class DynamoEventLogStore:
         ]
         return events[-self.max_events :]
 
+    async def wait_after(self, stream: str, seq: int, within: float) -> list[StreamEvent]:
+        """DynamoDB cannot push: poll, backing off from POLL_FIRST_SECONDS to POLL_MAX_SECONDS."""
+        loop = asyncio.get_running_loop()
+        deadline, pause = loop.time() + within, POLL_FIRST_SECONDS
+        while True:
+            events = await self.read_after(stream, seq)
+            left = deadline - loop.time()
+            if events or left <= 0:
+                return events
+            await asyncio.sleep(min(pause, left))
+            pause = min(pause * 2, POLL_MAX_SECONDS)
+
 
 class DynamoPendingRequestStore:
     """An item per awaited reply; the reply is written by a conditional update, the waiter polls for it."""

@@ -26,6 +26,10 @@ class EventLogStore(Protocol):
     async def read_after(self, stream: str, seq: int) -> list[StreamEvent]:
         """The stream's events after `seq`, oldest first (those still kept)."""
 
+    async def wait_after(self, stream: str, seq: int, within: float) -> list[StreamEvent]:
+        """The stream's events after `seq` as soon as there are any, appended by any container; [] after
+        `within` seconds without one. Waiting costs no store requests where the backend can push (Redis)."""
+
 
 class PendingRequestStore(Protocol):
     """Server-to-client requests awaiting the client's reply, which may arrive at any container."""

@@ -18,6 +18,7 @@ class MemoryEventLogStore:
 
     def __init__(self, *, max_events: int = 1000, ttl_seconds: float = 3600.0, clock: Clock = time.time) -> None:
         self._streams: dict[str, tuple[int, deque[StreamEvent], float]] = {}
+        self._waiters: dict[str, list[asyncio.Future[None]]] = {}
         self._max = max_events
         self._ttl = ttl_seconds
         self._clock = clock
@@ -35,10 +36,29 @@ class MemoryEventLogStore:
         while len(events) > self._max:
             events.popleft()
         self._streams[stream] = (seq, events, self._clock() + self._ttl)
+        for waiter in self._waiters.pop(stream, []):
+            if not waiter.done():
+                waiter.set_result(None)
         return seq
 
     async def read_after(self, stream: str, seq: int) -> list[StreamEvent]:
         return [event for event in self._live(stream)[1] if event.seq > seq]
+
+    async def wait_after(self, stream: str, seq: int, within: float) -> list[StreamEvent]:
+        events = await self.read_after(stream, seq)
+        if events or within <= 0:
+            return events
+        waiter = asyncio.get_running_loop().create_future()
+        self._waiters.setdefault(stream, []).append(waiter)
+        try:
+            await asyncio.wait_for(waiter, within)
+        except TimeoutError:
+            return []
+        finally:
+            waiting = self._waiters.get(stream, [])
+            if waiter in waiting:
+                waiting.remove(waiter)
+        return await self.read_after(stream, seq)
 
 
 class MemoryPendingRequestStore:

@@ -89,10 +89,14 @@ class RedisScripts:
         Raises:
             StoreUnavailableError: Redis did not answer within the timeout or refused the connection.
         """
+        return await self.command_on(self.client, name, *args, blocking=blocking, **kwargs)
+
+    async def command_on(self, target: Any, name: str, *args: Any, blocking: bool = False, **kwargs: Any) -> Any:
+        """`command` on another connection of the client (e.g. a pub/sub subscription)."""
         limit = self.timeout + (float(kwargs.get("timeout", 0)) if blocking else 0)
         try:
             async with asyncio.timeout(limit):
-                return await getattr(self.client, name)(*args, **kwargs)
+                return await getattr(target, name)(*args, **kwargs)
         except self._errors as error:
             raise StoreUnavailableError("The state store is unavailable; retry shortly") from error
 

@@ -5,8 +5,10 @@
     {prefix}:{t:<task id>}                   hash: principal, status, result, created, updated, expires
     {prefix}:{c:<key>}                       string "expires|value"
 
-A waiter blocks on its reply list (BLPOP) in slices shorter than the socket timeout, so a reply posted to any
-container wakes it at once without polling.
+A follower of an event log subscribes to the channel named like its events list, which every append publishes
+to, so a new event wakes it at once and an idle follower sends nothing. A waiter blocks on its reply list
+(BLPOP) in slices shorter than the socket timeout, so a reply posted to any container wakes it at once without
+polling.
 """
 
 from __future__ import annotations
@@ -52,6 +54,28 @@ class RedisEventLogStore:
             if int(number) > seq:
                 events.append(StreamEvent(int(number), data))
         return events
+
+    async def wait_after(self, stream: str, seq: int, within: float) -> list[StreamEvent]:
+        channel = self._keys(stream)[1]
+        subscription = self.scripts.client.pubsub(ignore_subscribe_messages=True)
+        try:
+            await self.scripts.command_on(subscription, "subscribe", channel)
+            # Read only once subscribed, so an event appended in between is either read here or published.
+            events = await self.read_after(stream, seq)
+            deadline = asyncio.get_running_loop().time() + within
+            while not events:
+                left = deadline - asyncio.get_running_loop().time()
+                if left <= 0:
+                    return []
+                slice_seconds = min(left, max(0.01, self.scripts.timeout / 2))
+                message = await self.scripts.command_on(
+                    subscription, "get_message", timeout=slice_seconds, blocking=True
+                )
+                if message is not None:
+                    events = await self.read_after(stream, seq)
+            return events
+        finally:
+            await subscription.aclose()
 
 
 class RedisPendingRequestStore:

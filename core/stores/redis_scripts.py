@@ -113,7 +113,8 @@ return {before, before}
 """
 
 # KEYS[1] counter hash (seq, expires), KEYS[2] events list. ARGV: data, max events, ttl, now, grace.
-# -> the event's sequence number. A stream past its expiry starts again from 1.
+# -> the event's sequence number, also published on the channel named like the events list (waking followers).
+# A stream past its expiry starts again from 1.
 EVENT_APPEND = """
 local now, ttl = tonumber(ARGV[4]), tonumber(ARGV[3])
 local expires = redis.call('HGET', KEYS[1], 'expires')
@@ -125,6 +126,7 @@ redis.call('LTRIM', KEYS[2], -tonumber(ARGV[2]), -1)
 local keep = math.ceil((ttl + tonumber(ARGV[5])) * 1000)
 redis.call('PEXPIRE', KEYS[1], keep)
 redis.call('PEXPIRE', KEYS[2], keep)
+redis.call('PUBLISH', KEYS[2], seq)
 return seq
 """
 

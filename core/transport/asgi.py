@@ -72,3 +72,9 @@ class Router:
                 await self.shutdown()
                 await send({"type": "lifespan.shutdown.complete"})
                 return
+
+
+async def until_disconnected(receive: Receive) -> None:
+    """Return once the server reports the client gone (the request body already read)."""
+    while (await receive())["type"] != "http.disconnect":
+        pass

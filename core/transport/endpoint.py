@@ -15,7 +15,7 @@ from core.protocol.jsonrpc import decode, encode
 from core.server.context import CancellationSignal, HttpRequest
 from core.server.outbound import Outbound
 from core.server.principal import Principal
-from core.transport.asgi import Headers, Receive, Scope, Send, request_headers, send_response
+from core.transport.asgi import Headers, Receive, Scope, Send, request_headers, send_response, until_disconnected
 from core.transport.guards import HostOriginGuard, check_accepts_json, check_json_body
 from core.transport.legacy import SESSION_HEADER, LegacyHandler
 from core.transport.modern import handle_modern, request_meta_version
@@ -67,16 +67,13 @@ class McpEndpoint:
 
     async def _route(self, scope: Scope, receive: Receive, send: Send, headers: Headers) -> Reply | None:
         method = scope["method"]
-        resuming = method == "GET" and headers.get(SESSION_HEADER) and headers.get("last-event-id")
-        if (method not in ("POST", "DELETE") and not resuming) or (
-            method == "DELETE" and not headers.get(SESSION_HEADER)
-        ):
+        if method not in ("POST", "DELETE", "GET") or (method != "POST" and not headers.get(SESSION_HEADER)):
             raise HttpError(405, "Method Not Allowed: send JSON-RPC messages with POST", headers=_ALLOW_POST)
         principal = await self.authenticator.authenticate(headers, scope) if self.authenticator else None
-        if resuming:
+        if method == "GET":  # a session's GET stream, or the resumption of one of its streams
             if "aws.event" in scope:  # a buffered Lambda response cannot stream
                 raise HttpError(405, "Method Not Allowed: this deployment does not stream", headers=_ALLOW_POST)
-            return await self.legacy.resume(headers, principal, send, max_seconds=self.max_stream_seconds)
+            return await self.legacy.stream(headers, principal, send, receive, max_seconds=self.max_stream_seconds)
         if method == "POST":
             if "aws.event" in scope:  # behind Mangum: one buffered JSON answer, no client-gone signal
                 http = HttpRequest(method, scope.get("path", ""), headers, scope.get("aws.context"))
@@ -213,8 +210,7 @@ class _Relay:
 
 async def _cancel_on_disconnect(receive: Receive, disconnected: CancellationSignal) -> None:
     """Wait for the server to report the client gone, and cancel what the request is doing."""
-    while (await receive())["type"] != "http.disconnect":
-        pass
+    await until_disconnected(receive)
     disconnected.cancel("the client disconnected")
 
 

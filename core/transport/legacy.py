@@ -26,14 +26,14 @@ from core.server.context import HttpRequest
 from core.server.outbound import StreamLog
 from core.server.principal import Principal
 from core.stores.base import CallAdmission, SessionRecord
-from core.transport.asgi import Headers, Send
+from core.transport.asgi import Headers, Receive, Send
 from core.transport.reply import ACCEPTED, Reply, error_reply
-from core.transport.sse import SseWriter
+from core.transport.session_stream import GET_STREAM_PREFIX, SessionStreams
+from core.transport.sse import KEEPALIVE_SECONDS, SseWriter
 
 if TYPE_CHECKING:
     from core.stores.extras import PendingRequestStore
 
-RESUME_POLL_SECONDS = 0.1
 SESSION_HEADER = "mcp-session-id"
 
 
@@ -73,6 +73,7 @@ class LegacyHandler:
         self.sessions = dispatcher.sessions
         self.pending = dispatcher.pipeline.stores.pending
         self.events = dispatcher.pipeline.stores.events
+        self.session_streams = SessionStreams(self.sessions, self.events, dispatcher.pipeline.stores.cache)
 
     async def post(self, body: Any, headers: Headers, http: HttpRequest, principal: Principal | None) -> Reply:
         header_version = headers.get("mcp-protocol-version")
@@ -107,34 +108,52 @@ class LegacyHandler:
             return None
         return await self.dispatcher.pipeline.admit_with_session(tool, principal, _session_id(headers))
 
-    async def resume(
-        self, headers: Headers, principal: Principal | None, send: Send, *, max_seconds: float
+    async def stream(
+        self, headers: Headers, principal: Principal | None, send: Send, receive: Receive, *, max_seconds: float
     ) -> Reply | None:
-        """GET with `Last-Event-ID`: replay the named stream's events after that one from the event log, then
-        follow the stream until its final response (the call may still run, on any container).
+        """GET: the session's own stream of notifications, or with `Last-Event-ID` the resumption of a stream.
 
-        Returns a Reply only to refuse (unknown stream: 404); None once the stream was served.
+        Returns a Reply only to refuse (unknown session or stream: 404; GET stream already open: 409); None once
+        the stream was served.
         """
-        session = await self._session(headers, principal)
-        token, _, seq = headers.get("last-event-id", "").partition("-")
-        if not token or not seq.isdigit():
+        try:
+            session = await self._session(headers, principal)
+        except McpError as error:
+            return error_reply(None, error)
+        last_event_id = headers.get("last-event-id")
+        token, _, seq = (last_event_id or "").partition("-")
+        if last_event_id is not None and (not token or not seq.isdigit()):
             return error_reply(
                 None, InvalidRequestError("Bad Request: Last-Event-ID must be an event id of this session")
             )
+        if last_event_id is None or token == GET_STREAM_PREFIX:
+            after = int(seq) if last_event_id is not None else None
+            refused = await self.session_streams.serve(session, after, send, receive, max_seconds=max_seconds)
+            return error_reply(None, refused) if refused else None
+        return await self._resume(session, token, int(seq), send, max_seconds=max_seconds)
+
+    async def _resume(
+        self, session: SessionRecord, token: str, seq: int, send: Send, *, max_seconds: float
+    ) -> Reply | None:
+        """Replay a call's stream after event `seq` from the event log, then follow it until its final response
+        (the call may still run, on any container)."""
         key = f"{session.session_id}/{token}"
         if not await self.events.read_after(key, 0):
             return error_reply(None, SessionNotFoundError("Not Found: no such stream in this session"))
         writer = await SseWriter.start(send)
-        last, deadline = int(seq), asyncio.get_running_loop().time() + max_seconds
-        while asyncio.get_running_loop().time() < deadline:
-            for event in await self.events.read_after(key, last):
+        loop = asyncio.get_running_loop()
+        last, deadline = seq, loop.time() + max_seconds
+        while (left := deadline - loop.time()) > 0:
+            events = await self.events.wait_after(key, last, min(KEEPALIVE_SECONDS, left))
+            if not events:
+                await writer.comment("keep-alive")
+            for event in events:
                 last = event.seq
                 message = json.loads(event.data)
                 await writer.event(message, event_id=f"{token}-{event.seq}")
                 if "id" in message and "method" not in message:  # the call's response: the stream is complete
                     await writer.close()
                     return None
-            await asyncio.sleep(RESUME_POLL_SECONDS)
         await writer.close()  # the client reconnects again with the last id it got
         return None
 

@@ -33,6 +33,30 @@ async def test_events_are_forgotten_after_the_ttl(backend: Backend) -> None:
     assert await backend.stores.events.read_after("s", 0) == []
 
 
+async def test_a_follower_is_woken_by_an_event_appended_while_it_waits(backend: Backend) -> None:
+    events = backend.stores.events
+    await events.append("s", "seen")
+    woken: list[list[tuple[int, str]]] = []
+
+    async def follow() -> None:
+        woken.append([(event.seq, event.data) for event in await events.wait_after("s", 1, within=30)])
+
+    with anyio.fail_after(5):
+        async with anyio.create_task_group() as group:
+            group.start_soon(follow)
+            await anyio.wait_all_tasks_blocked()
+            await events.append("other", "not this stream")
+            await events.append("s", "new")
+    assert woken == [[(2, "new")]]
+
+
+async def test_following_a_quiet_stream_ends_empty_at_the_deadline(backend: Backend) -> None:
+    await backend.stores.events.append("s", "old")
+    with anyio.fail_after(5):
+        assert await backend.stores.events.wait_after("s", 1, within=0.05) == []
+        assert [event.data for event in await backend.stores.events.wait_after("s", 0, within=0.05)] == ["old"]
+
+
 async def test_a_reply_delivered_once_reaches_the_waiter(backend: Backend) -> None:
     pending = backend.stores.pending
     await pending.open("session-1/req-9", ttl_seconds=30)
