@@ -97,6 +97,13 @@ def stores(calls: int) -> dict[str, Any]:
     return figures
 
 
+def notify(events: int) -> dict[str, float]:
+    """Cross-process notification latency over Redis and an idle stream's Redis commands (bench/notify.py)."""
+    done = spawn([sys.executable, str(BENCH / "notify.py"), "--events", str(events)], {**os.environ})
+    figures: dict[str, float] = ast.literal_eval(done.stdout.strip().splitlines()[-1])
+    return figures
+
+
 _COLLECTED = re.compile(r"Collected\s*:\s*(\d+)")
 
 

@@ -37,6 +37,7 @@ WARM_TARGET_US = 100.0
 PIPELINE_TARGET_US = 15.0
 LIMITED_PIPELINE_TARGET_US = 40.0
 SESSION_BYTES_TARGET = 1024
+NOTIFY_TARGET_MS = 5.0
 FORBIDDEN = ("boto3", "botocore", "redis", "aws_lambda_powertools.tracing", "aws_xray_sdk")
 WARM_SUBJECTS = ("stratus", "stratus-legacy", "floor", "awslabs")
 
@@ -122,6 +123,7 @@ def build_rows(
     warm: dict[str, dict[str, float]],
     pipeline: dict[str, float],
     stores: dict[str, Any],
+    notify: dict[str, float],
 ) -> tuple[list[Row], list[str]]:
     """The table's rows, and the notes under it."""
 
@@ -227,6 +229,22 @@ def build_rows(
             target=f"<= {SESSION_BYTES_TARGET}",
             verdict=verdict(session_bytes <= SESSION_BYTES_TARGET),
         ),
+        Row(
+            "notify -> GET stream on another process (Redis), median ms",
+            {"stratus": notify["median_ms"]},
+            digits=2,
+            ratios=False,
+            target=f"<= {NOTIFY_TARGET_MS:.0f}",
+            verdict=verdict(notify["median_ms"] <= NOTIFY_TARGET_MS),
+        ),
+        Row(
+            f"idle open GET stream: Redis commands in {notify['idle_seconds']:.0f} s",
+            {"stratus": float(notify["idle_commands"])},
+            digits=0,
+            ratios=False,
+            target="= 0 (none between heartbeats)",
+            verdict=verdict(notify["idle_commands"] == 0),
+        ),
     ]
     watched = {
         subject: sorted({name for run in cold[subject] for name in run["watched"]}) or ["none"] for subject in SUBJECTS
@@ -251,6 +269,10 @@ def build_rows(
             f"{name}: " + ", ".join(f"{kind} {count}" for kind, count in figures["round_trips"].items())
             for name, figures in stores.items()
         ),
+        f"notifications (bench/notify.py, {notify['events']:.0f} events): median {notify['median_ms']:.2f} ms, p90 "
+        f"{notify['p90_ms']:.2f} ms = {notify['median_ms'] / notify['redis_ping_ms']:.1f}x a Redis PING "
+        f"({notify['redis_ping_ms']:.3f} ms) in the same run; Redis commands over the quiet window with no stream "
+        f"open: {notify['quiet_commands']:.0f}",
         f"pipeline (bench/pipeline.py, in-process medians): tool alone {pipeline['direct_us']:.1f} us, through the "
         f"pipeline {pipeline['pipeline_us']:.1f} us, with a rate limit and a breaker {pipeline['limited_us']:.1f} us",
     ]
@@ -377,6 +399,8 @@ def main(argv: Sequence[str] | None = None) -> None:
         pipeline = run_pipeline(python, calls * 4, 3, env)
         _log("stores")
         stores = measure.stores(calls)
+        _log("notifications across processes")
+        notify = measure.notify(100 if args.quick else 300)
     except RuntimeError:
         if not python.exists():
             raise SystemExit(
@@ -384,7 +408,7 @@ def main(argv: Sequence[str] | None = None) -> None:
             ) from None
         raise
 
-    rows, notes = build_rows(cold, bare_cpu, ir, warm, pipeline, stores)
+    rows, notes = build_rows(cold, bare_cpu, ir, warm, pipeline, stores, notify)
     if ir is None and not args.quick and not args.no_callgrind:
         notes.append("instruction counts skipped: valgrind is not installed")
     machine = machine_note(python)

@@ -10,22 +10,19 @@ GET stream at a time, claimed in the shared cache: a second one is refused with 
 from __future__ import annotations
 
 import asyncio
-import json
 from typing import TYPE_CHECKING, Any
 
 from core.errors import McpError
 from core.protocol import versions
-from core.protocol.notices import NOTIFICATIONS
+from core.protocol.notices import NoticeFollower
 from core.stores.base import SessionRecord, SessionStore
 from core.transport.asgi import Receive, Send, until_disconnected
 from core.transport.sse import KEEPALIVE_SECONDS, RECONNECT_MS, SseWriter
 
 if TYPE_CHECKING:
-    from core.stores.extras import CacheStore, EventLogStore, StreamEvent
+    from core.stores.extras import CacheStore, EventLogStore
 
 GET_STREAM_PREFIX = "g"
-GAP_GRACE_SECONDS = 1.0
-"""How long a follower waits for a missing event number (an append still landing elsewhere) before skipping it."""
 
 
 class StreamConflictError(McpError):
@@ -60,8 +57,7 @@ class SessionStreams:
             return StreamConflictError("Conflict: this session already has its GET stream open")
         try:
             if after is None:
-                kept = await self.events.read_after(NOTIFICATIONS, 0)
-                after = kept[-1].seq if kept else 0
+                after = (await NoticeFollower.from_now(self.events)).last
             writer = await SseWriter.start(send)
             relay = asyncio.ensure_future(self._relay(session, after, writer, max_seconds))
             gone = asyncio.ensure_future(until_disconnected(receive))
@@ -77,43 +73,21 @@ class SessionStreams:
         finally:
             await self.cache.delete(claim)
 
-    async def _relay(self, session: SessionRecord, last: int, writer: SseWriter, max_seconds: float) -> None:
+    async def _relay(self, session: SessionRecord, after: int, writer: SseWriter, max_seconds: float) -> None:
         loop = asyncio.get_running_loop()
         deadline = loop.time() + max_seconds
         if versions.at_least(session.protocol_version, versions.PRIMING_SINCE):
-            await writer.prime(f"{GET_STREAM_PREFIX}-{last}", RECONNECT_MS)
-        gap_since: float | None = None
+            await writer.prime(f"{GET_STREAM_PREFIX}-{after}", RECONNECT_MS)
+        follower = NoticeFollower(self.events, after)
         while (left := deadline - loop.time()) > 0:
-            events = await self.events.wait_after(NOTIFICATIONS, last, min(KEEPALIVE_SECONDS, left))
-            if not events:
+            notices = await follower.next(min(KEEPALIVE_SECONDS, left))
+            if not notices:
                 await writer.comment("keep-alive")
                 continue
-            contiguous = _contiguous(events, last)
-            if len(contiguous) < len(events):  # a number is missing: an append may still be landing
-                gap_since = gap_since if gap_since is not None else loop.time()
-                if loop.time() - gap_since < GAP_GRACE_SECONDS and not contiguous:
-                    await asyncio.sleep(min(0.05, left))
-                    continue
-                if loop.time() - gap_since >= GAP_GRACE_SECONDS:
-                    contiguous, gap_since = events, None
-            else:
-                gap_since = None
             current = await self.sessions.load(session.session_id)  # its subscriptions may have changed
             if current is None:  # the session ended
                 return
             session = current
-            for event in contiguous:
-                last = event.seq
-                message = json.loads(event.data)
-                if wanted_by(session, message):
-                    await writer.event(message, event_id=f"{GET_STREAM_PREFIX}-{event.seq}")
-
-
-def _contiguous(events: list[StreamEvent], last: int) -> list[StreamEvent]:
-    """The events that follow `last` without a missing number."""
-    run: list[StreamEvent] = []
-    for event in events:
-        if event.seq != last + len(run) + 1:
-            break
-        run.append(event)
-    return run
+            for notice in notices:
+                if wanted_by(session, notice.message):
+                    await writer.event(notice.message, event_id=f"{GET_STREAM_PREFIX}-{notice.seq}")
