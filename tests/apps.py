@@ -72,3 +72,9 @@ async def reshuffle_tools(ctx: Context) -> str:
     """Tells every listening session that the tools list changed."""
     await ctx.notify_list_changed("tools")
     return "reshuffled"
+
+
+@shared.resource("note://board", mime_type="text/plain")
+def board() -> str:
+    """The note board that `touch` announces changes of."""
+    return "the board"

@@ -84,6 +84,8 @@ class RoundRobinProxy:
     def __init__(self, backends: Sequence[str]) -> None:
         self._next = itertools.cycle(backends)
         self.forwarded: list[str] = []
+        self.methods: list[tuple[str, str]] = []
+        """(Mcp-Method header, backend) per forwarded request: which process served what."""
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -96,6 +98,7 @@ class RoundRobinProxy:
                 break
         backend = next(self._next)
         self.forwarded.append(backend)
+        self.methods.append((dict(scope["headers"]).get(b"mcp-method", b"").decode(), backend))
         headers = [
             (k.decode(), v.decode()) for k, v in scope["headers"] if k.lower() not in (b"host", b"content-length")
         ]

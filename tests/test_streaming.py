@@ -6,13 +6,14 @@ from __future__ import annotations
 import json
 import secrets
 from collections.abc import Iterator
-from typing import Any
+from typing import Any, Literal
 
 import anyio
 import httpx
 import mcp_types as types
 import pytest
 from mcp import Client
+from mcp.client.subscriptions import ResourceUpdated
 
 from core import Settings, build_app
 from tests.apps import shared
@@ -102,8 +103,9 @@ async def answer_elicitation(context: Any, params: types.ElicitRequestParams) ->
 
 
 @pytest.mark.parametrize("store", ["redis", "dynamodb"])
+@pytest.mark.parametrize("mode", ["legacy", "auto"])  # 2025-11-25 over SSE; 2026-07-28 by input_required rounds
 async def test_the_sdk_samples_and_elicits_with_replies_landing_on_the_other_process(
-    store: str, request: pytest.FixtureRequest
+    store: str, mode: Literal["legacy", "auto"], request: pytest.FixtureRequest
 ) -> None:
     environment = {
         "STRATUS_SECRET_KEY": "k",
@@ -120,7 +122,7 @@ async def test_the_sdk_samples_and_elicits_with_replies_landing_on_the_other_pro
             with anyio.fail_after(30):
                 async with Client(
                     f"{url}/mcp",
-                    mode="legacy",
+                    mode=mode,
                     sampling_callback=answer_sampling,
                     elicitation_callback=answer_elicitation,
                 ) as client:
@@ -131,6 +133,28 @@ async def test_the_sdk_samples_and_elicits_with_replies_landing_on_the_other_pro
     assert elicited.content[0].text == "hello Ada (accept)"  # type: ignore[union-attr]
     assert counted.content[0].text == "done" and seen == [1, 2, 3]  # type: ignore[union-attr]
     assert set(proxy.forwarded) == set(backends)
+
+
+async def test_the_sdk_listens_for_changes_published_on_the_other_process() -> None:
+    environment = {
+        "STRATUS_SECRET_KEY": "k",
+        "STRATUS_STORE": "redis://127.0.0.1:6379/0",
+        "STRATUS_STORE_PREFIX": f"listen-{secrets.token_hex(4)}",
+    }
+    with stratus_processes(2, "tests.apps:shared", environment) as backends:
+        proxy = RoundRobinProxy(backends)
+        with uvicorn_serving(proxy) as url, anyio.fail_after(30):
+            async with (
+                Client(f"{url}/mcp", mode="auto") as client,
+                client.listen(tools_list_changed=True, resource_subscriptions=["note://board"]) as subscription,
+            ):
+                assert subscription.honored.tools_list_changed is True
+                assert subscription.honored.resource_subscriptions == ["note://board"]
+                await client.call_tool("touch", {"uri": "note://board"})
+                event = await anext(subscription)
+    served = dict(proxy.methods)
+    assert served["subscriptions/listen"] != served["tools/call"]  # published on the other process
+    assert event == ResourceUpdated(uri="note://board")
 
 
 async def test_a_stream_resumes_with_last_event_id_on_the_other_process(request: pytest.FixtureRequest) -> None:

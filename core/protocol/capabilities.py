@@ -10,13 +10,13 @@ from core.server.server import McpServer
 def server_capabilities(server: McpServer, *, modern: bool) -> dict[str, Any]:
     """Capabilities for `server/discover` (modern) or `initialize` (legacy)."""
     capabilities: dict[str, Any] = {}
+    # Subscriptions and list changes reach a legacy session's GET stream or a subscriptions/listen stream.
     if server.tools:
-        capabilities["tools"] = {}
+        capabilities["tools"] = {"listChanged": True}
     if server.resources or server.templates:
-        # Legacy sessions record subscriptions; the modern subscriptions/listen stream is not served yet.
-        capabilities["resources"] = {} if modern else {"subscribe": True}
+        capabilities["resources"] = {"subscribe": True, "listChanged": True}
     if server.prompts:
-        capabilities["prompts"] = {}
+        capabilities["prompts"] = {"listChanged": True}
     if server.prompts or server.templates:
         capabilities["completions"] = {}
     if not modern:

@@ -23,6 +23,7 @@ from core.protocol.capabilities import server_capabilities
 from core.protocol.jsonrpc import Request, RequestId
 from core.protocol.notices import NoticeBoard
 from core.protocol.request_state import STATE_TTL_SECONDS, RequestStateError, StateSealer, request_digest
+from core.protocol.subscriptions import listen
 from core.resilience.deadline import Deadline
 from core.server.context import CancellationSignal, Context, HttpRequest
 from core.server.inputs import InputRequired, InputRound
@@ -127,6 +128,8 @@ class Dispatcher:
         paginator: Paginator,
         pipeline: Pipeline,
         sealer: StateSealer,
+        *,
+        max_stream_seconds: float = 840.0,
     ) -> None:
         self.server = server
         self.sealer = sealer
@@ -134,6 +137,7 @@ class Dispatcher:
         self.paginator = paginator
         self.pipeline = pipeline
         self.notices = NoticeBoard(pipeline.stores.events)
+        self.max_stream_seconds = max_stream_seconds
         # Cancellation signals of the calls running in this process, by (session id, request id). A legacy
         # notifications/cancelled reaches them when it lands on the same process; across containers it needs the
         # store's event channel (streaming).
@@ -148,7 +152,11 @@ class Dispatcher:
             "prompts/get": self._get_prompt,
             "completion/complete": self._complete,
         }
-        self._modern: dict[str, Handler] = {**shared, "server/discover": self._discover}
+        self._modern: dict[str, Handler] = {
+            **shared,
+            "server/discover": self._discover,
+            "subscriptions/listen": self._listen,
+        }
         self._legacy: dict[str, Handler] = {
             **shared,
             "ping": self._ping,
@@ -191,6 +199,16 @@ class Dispatcher:
         if self.server.instructions:
             result["instructions"] = self.server.instructions
         return result
+
+    async def _listen(self, call: Call) -> JsonObject:
+        return await listen(
+            call.request.id,
+            call.params,
+            call.http,
+            self.server,
+            self.pipeline.stores.events,
+            max_seconds=self.max_stream_seconds,
+        )
 
     def initialize_result(self, version: str) -> JsonObject:
         result: JsonObject = {

@@ -55,7 +55,14 @@ def build_app(
     authenticator, resource = request_authenticator(settings)
     guard = HostOriginGuard(settings.allowed_hosts, settings.allowed_origins)
     endpoint = McpEndpoint(
-        Dispatcher(server, stores.sessions, paginator, pipeline, StateSealer(state_key, clock=time.time)),
+        Dispatcher(
+            server,
+            stores.sessions,
+            paginator,
+            pipeline,
+            StateSealer(state_key, clock=time.time),
+            max_stream_seconds=settings.max_stream_seconds,
+        ),
         guard,
         max_body_bytes=settings.max_body_bytes,
         max_stream_seconds=settings.max_stream_seconds,

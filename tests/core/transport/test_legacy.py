@@ -38,9 +38,9 @@ async def test_initialize_with_an_unknown_version_answers_the_latest_legacy_one(
 async def test_initialize_advertises_only_implemented_capabilities(mcp: McpHttp) -> None:
     response = await mcp.post(INITIALIZE)
     assert response.json()["result"]["capabilities"] == {
-        "tools": {},
-        "resources": {"subscribe": True},
-        "prompts": {},
+        "tools": {"listChanged": True},
+        "resources": {"subscribe": True, "listChanged": True},
+        "prompts": {"listChanged": True},
         "completions": {},
         "logging": {},
     }

@@ -16,7 +16,12 @@ async def test_discover_lists_every_supported_version_and_only_implemented_capab
     assert response.status_code == 200
     result = response.json()["result"]
     assert result["supportedVersions"] == ["2026-07-28", "2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05"]
-    assert result["capabilities"] == {"tools": {}, "resources": {}, "prompts": {}, "completions": {}}
+    assert result["capabilities"] == {
+        "tools": {"listChanged": True},
+        "resources": {"subscribe": True, "listChanged": True},
+        "prompts": {"listChanged": True},
+        "completions": {},
+    }
     assert result["resultType"] == "complete"
     assert result["cacheScope"] == "public" and result["ttlMs"] >= 0
     assert result["_meta"]["io.modelcontextprotocol/serverInfo"]["name"] == "stratus-demo"

@@ -1,0 +1,111 @@
+"""`subscriptions/listen` (2026-07-28): a long-lived POST whose SSE response carries the notifications the client
+opted in to, published on any container (see `core.protocol.notices`).
+
+The acknowledgment comes first, with the filter the server agreed to; every message carries the subscription's
+id (the request's JSON-RPC id) in `_meta`. The stream ends when the client closes it, or gracefully at the
+stream limit with a `complete` result, after which the client listens again.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import TYPE_CHECKING, Any
+
+from core.errors import InvalidParamsError, InvalidRequestError
+from core.protocol.notices import NoticeFollower
+from core.server.server import McpServer
+
+if TYPE_CHECKING:
+    from core.server.context import HttpRequest
+    from core.stores.extras import EventLogStore
+
+SUBSCRIPTION_ID_META = "io.modelcontextprotocol/subscriptionId"
+KEEPALIVE_SECONDS = 15.0
+LIST_FLAGS = {
+    "toolsListChanged": "notifications/tools/list_changed",
+    "promptsListChanged": "notifications/prompts/list_changed",
+    "resourcesListChanged": "notifications/resources/list_changed",
+}
+
+
+def agreed_filter(requested: Any, server: McpServer) -> dict[str, Any]:
+    """The part of the client's filter this server honours: only kinds it serves.
+
+    Raises:
+        InvalidParamsError: the filter is not an object of booleans and a list of URIs.
+    """
+    if not isinstance(requested, dict):
+        raise InvalidParamsError("Invalid params: subscriptions/listen needs a notifications filter object")
+    serves = {
+        "toolsListChanged": bool(server.tools),
+        "promptsListChanged": bool(server.prompts),
+        "resourcesListChanged": bool(server.resources or server.templates),
+    }
+    agreed: dict[str, Any] = {}
+    for flag, served in serves.items():
+        value = requested.get(flag, False)
+        if not isinstance(value, bool):
+            raise InvalidParamsError(f"Invalid params: notifications.{flag} must be a boolean")
+        if value and served:
+            agreed[flag] = True
+    uris = requested.get("resourceSubscriptions", [])
+    if not isinstance(uris, list) or not all(isinstance(uri, str) for uri in uris):
+        raise InvalidParamsError("Invalid params: notifications.resourceSubscriptions must be a list of URIs")
+    if uris and serves["resourcesListChanged"]:
+        agreed["resourceSubscriptions"] = list(dict.fromkeys(uris))
+    return agreed
+
+
+def wanted(agreed: dict[str, Any], message: dict[str, Any]) -> bool:
+    """Whether a published notification belongs on a subscription with this filter."""
+    method = message.get("method")
+    if method == "notifications/resources/updated":
+        return message.get("params", {}).get("uri") in agreed.get("resourceSubscriptions", ())
+    return any(agreed.get(flag) and method == listed for flag, listed in LIST_FLAGS.items())
+
+
+async def listen(
+    request_id: str | int,
+    params: dict[str, Any],
+    http: HttpRequest | None,
+    server: McpServer,
+    events: EventLogStore,
+    *,
+    max_seconds: float,
+) -> dict[str, Any]:
+    """Serve one subscription on the call's stream; the graceful-closure result once it ends.
+
+    Raises:
+        InvalidRequestError: the response cannot stream (JSON only, or a buffered deployment).
+    """
+    outbound = http.outbound if http is not None else None
+    if outbound is None:
+        raise InvalidRequestError(
+            "Invalid request: subscriptions/listen needs a streamed response: accept text/event-stream, on a "
+            "deployment that streams"
+        )
+    agreed = agreed_filter(params.get("notifications"), server)
+    meta = {SUBSCRIPTION_ID_META: request_id}
+    follower = await NoticeFollower.from_now(events)
+    await outbound.notify("notifications/subscriptions/acknowledged", {"_meta": meta, "notifications": agreed})
+
+    async def relay() -> None:
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + max_seconds
+        while (left := deadline - loop.time()) > 0:
+            for notice in await follower.next(min(KEEPALIVE_SECONDS, left)):
+                if wanted(agreed, notice.message):
+                    await outbound.notify(notice.message["method"], {**notice.message["params"], "_meta": meta})
+
+    following = asyncio.ensure_future(relay())
+    gone = asyncio.ensure_future(http.disconnected.wait()) if http is not None and http.disconnected else None
+    try:
+        await asyncio.wait({following} | ({gone} if gone else set()), return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        for task in (following, gone):
+            if task is not None:
+                task.cancel()
+    error = following.exception() if following.done() and not following.cancelled() else None
+    if error is not None:
+        raise error
+    return {"_meta": meta}
