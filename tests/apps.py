@@ -78,3 +78,11 @@ async def reshuffle_tools(ctx: Context) -> str:
 def board() -> str:
     """The note board that `touch` announces changes of."""
     return "the board"
+
+
+@shared.tool()
+async def draft(ctx: Context) -> str:
+    """Streams its text in two parts before returning all of it."""
+    await ctx.stream_content("Once upon ")
+    await ctx.stream_content("a time.")
+    return "Once upon a time."

@@ -74,6 +74,23 @@ async def test_progress_and_logs_stream_before_the_result(one_process: str) -> N
     assert events[-1] == {"jsonrpc": "2.0", "id": 5, "result": {"content": [{"type": "text", "text": "done"}]}}
 
 
+async def test_partial_content_streams_on_the_log_channel_to_clients_that_want_it(one_process: str) -> None:
+    async with httpx.AsyncClient(base_url=one_process, timeout=10) as http:
+        session = await McpHttp(http).initialize()
+        body = {"jsonrpc": "2.0", "id": 6, "method": "tools/call", "params": {"name": "draft"}}
+        with anyio.fail_after(10):
+            streamed = await http.post("/mcp", json=body, headers={**BASE_HEADERS, **session.headers})
+            modern = await McpHttp(http).modern("tools/call", {"name": "draft"})  # no logLevel: no log messages
+    parts = [event["params"] for event in sse_events(streamed.text) if event.get("method") == "notifications/message"]
+    assert parts == [
+        {"level": "info", "logger": "draft", "data": {"content": [{"type": "text", "text": "Once upon "}]}},
+        {"level": "info", "logger": "draft", "data": {"content": [{"type": "text", "text": "a time."}]}},
+    ]
+    assert sse_events(streamed.text)[-1]["result"]["content"] == [{"type": "text", "text": "Once upon a time."}]
+    assert modern.headers["content-type"] == "application/json"
+    assert modern.json()["result"]["content"] == [{"type": "text", "text": "Once upon a time."}]
+
+
 async def test_a_call_with_nothing_to_stream_answers_plain_json(one_process: str) -> None:
     async with httpx.AsyncClient(base_url=one_process, timeout=10) as http:
         session = await McpHttp(http).initialize()

@@ -145,8 +145,18 @@ class Context:
         await self.outbound.notify("notifications/progress", params)
 
     async def stream_content(self, content: Any) -> None:
-        """Send partial output ahead of the result; a no-op on a single JSON response (the result still carries
-        everything the tool returns)."""
+        """Send partial output ahead of the result, as content blocks (text for a string; `Image` and the other
+        content types as themselves). MCP has no message of its own for it, so it rides the log channel: a
+        `notifications/message` at level info from this tool, with `{"content": [...]}` as its data, sent only to
+        a client that wants info-level log messages. A no-op on a single JSON response: the result still carries
+        everything the tool returns."""
+        if self.outbound is not None and self.log_opted_in and level_allows("info", self.log_level):
+            from core.server.content import to_content_list
+
+            data = {"content": to_content_list(content)}
+            await self.outbound.notify(
+                "notifications/message", {"level": "info", "logger": self.item or "", "data": data}
+            )
 
     async def notify_resource_updated(self, uri: str) -> None:
         """Tell every session subscribed to `uri` that it changed, on its GET stream, wherever that is open."""
