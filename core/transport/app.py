@@ -16,7 +16,7 @@ from core.server.pagination import Paginator
 from core.server.server import McpServer
 from core.stores.factory import Stores, build_stores
 from core.transport.asgi import ASGIApp, Router
-from core.transport.endpoint import McpEndpoint
+from core.transport.endpoint import REST_PREFIXES, McpEndpoint
 from core.transport.guards import HostOriginGuard
 from core.transport.health import health
 from core.transport.metadata import WELL_KNOWN, ProtectedResourceMetadata
@@ -68,9 +68,9 @@ def build_app(
         max_stream_seconds=settings.max_stream_seconds,
         authenticator=authenticator,
     )
-    routes: dict[str, ASGIApp] = {settings.mcp_path: endpoint, "/health": health}
+    routes: dict[str, ASGIApp] = {settings.mcp_path: endpoint, "/session": endpoint, "/health": health}
     if resource is not None:
         metadata = ProtectedResourceMetadata(resource.metadata())
         routes[WELL_KNOWN] = metadata
         routes[WELL_KNOWN + settings.mcp_path] = metadata
-    return Router(routes, on_shutdown=stores.aclose)
+    return Router(routes, prefixes=dict.fromkeys(REST_PREFIXES, endpoint), on_shutdown=stores.aclose)

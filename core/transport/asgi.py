@@ -36,12 +36,18 @@ async def send_response(send: Send, status: int, body: bytes, headers: Mapping[s
 
 
 class Router:
-    """Routes HTTP requests by exact path (a trailing slash ignored), answers 404 elsewhere, and lifespan events."""
+    """Routes HTTP requests by exact path (a trailing slash ignored) or path prefix, answers 404 elsewhere, and
+    lifespan events."""
 
     def __init__(
-        self, routes: Mapping[str, ASGIApp], *, on_shutdown: Callable[[], Awaitable[None]] | None = None
+        self,
+        routes: Mapping[str, ASGIApp],
+        *,
+        prefixes: Mapping[str, ASGIApp] | None = None,
+        on_shutdown: Callable[[], Awaitable[None]] | None = None,
     ) -> None:
         self.routes = {path.rstrip("/") or "/": app for path, app in routes.items()}
+        self.prefixes = dict(prefixes or {})
         self.on_shutdown = on_shutdown
 
     async def shutdown(self) -> None:
@@ -55,7 +61,10 @@ class Router:
             return
         if scope["type"] != "http":
             return
-        route = self.routes.get(scope["path"].rstrip("/") or "/")
+        path = scope["path"]
+        route = self.routes.get(path.rstrip("/") or "/") or next(
+            (app for prefix, app in self.prefixes.items() if path.startswith(prefix)), None
+        )
         if route is None:
             body = json.dumps({"error": "Not Found"}).encode()
             await send_response(send, 404, body, {"content-type": "application/json"})

@@ -20,6 +20,7 @@ from core.transport.guards import HostOriginGuard, check_accepts_json, check_jso
 from core.transport.legacy import SESSION_HEADER, LegacyHandler
 from core.transport.modern import handle_modern, request_meta_version
 from core.transport.reply import Reply, error_reply
+from core.transport.session_api import SessionApi, is_rest_call
 from core.transport.sse import KEEPALIVE_SECONDS, RECONNECT_MS, SseWriter, accepts_event_stream
 
 if TYPE_CHECKING:
@@ -28,6 +29,8 @@ if TYPE_CHECKING:
 logger = logging.getLogger("stratus.transport")
 
 _ALLOW_POST = {"allow": "POST"}
+REST_PREFIXES = ("/session/", "/events/")
+"""Paths of the seed REST API besides `POST /session` (served by this endpoint, which also guards them)."""
 
 
 class McpEndpoint:
@@ -46,6 +49,7 @@ class McpEndpoint:
         self.dispatcher = dispatcher
         self.authenticator = authenticator
         self.legacy = LegacyHandler(dispatcher)
+        self.session_api = SessionApi(self.legacy)
         self.guard = guard
         self.max_body_bytes = max_body_bytes
         self.max_stream_seconds = max_stream_seconds
@@ -67,6 +71,9 @@ class McpEndpoint:
 
     async def _route(self, scope: Scope, receive: Receive, send: Send, headers: Headers) -> Reply | None:
         method = scope["method"]
+        path = scope["path"].rstrip("/")
+        if path == "/session" or path.startswith(REST_PREFIXES):
+            return await self._rest(scope, receive, send, headers, path)
         if method not in ("POST", "DELETE", "GET") or (method != "POST" and not headers.get(SESSION_HEADER)):
             raise HttpError(405, "Method Not Allowed: send JSON-RPC messages with POST", headers=_ALLOW_POST)
         principal = await self.authenticator.authenticate(headers, scope) if self.authenticator else None
@@ -84,6 +91,24 @@ class McpEndpoint:
             return await self._post(receive, headers, http, principal, send)
         return await self.legacy.delete(headers, principal)
 
+    async def _rest(self, scope: Scope, receive: Receive, send: Send, headers: Headers, path: str) -> Reply | None:
+        """The seed REST API's session routes (its `POST /mcp` calls arrive through `_post`)."""
+        method = scope["method"]
+        kind, _, session_id = path[1:].partition("/")
+        allowed = "POST" if not session_id else ("DELETE" if kind == "session" else "GET")
+        if "/" in session_id:
+            raise HttpError(404, "Not Found")
+        if method != allowed:
+            raise HttpError(405, f"Method Not Allowed: use {allowed}", headers={"allow": allowed})
+        principal = await self.authenticator.authenticate(headers, scope) if self.authenticator else None
+        if not session_id:
+            return await self.session_api.create(principal)
+        if kind == "session":
+            return await self.session_api.delete(session_id, principal)
+        if "aws.event" in scope:  # a buffered Lambda response cannot stream
+            raise HttpError(405, "Method Not Allowed: this deployment does not stream", headers={"allow": "POST"})
+        return await self.session_api.events(session_id, principal, send, receive, max_seconds=self.max_stream_seconds)
+
     async def _post(
         self,
         receive: Receive,
@@ -99,7 +124,7 @@ class McpEndpoint:
             return await self._answer(body, headers, http, principal)
         watcher = asyncio.ensure_future(_cancel_on_disconnect(receive, http.disconnected))
         try:
-            if http.outbound is not None and send is not None and not isinstance(body, list):
+            if http.outbound is not None and send is not None and not isinstance(body, list) and not is_rest_call(body):
                 return await self._stream(self._answer(body, headers, http, principal), http.outbound, send)
             return await self._answer(body, headers, http, principal)
         finally:
@@ -151,6 +176,8 @@ class McpEndpoint:
                 work.cancel()
 
     async def _answer(self, body: Any, headers: Headers, http: HttpRequest, principal: Principal | None) -> Reply:
+        if is_rest_call(body):  # the seed REST API: answered as JSON, never streamed
+            return await self.session_api.call(body, http._replace(outbound=None), principal)
         if request_meta_version(body) is not None or headers.get("mcp-protocol-version") in versions.MODERN_VERSIONS:
             return await handle_modern(body, headers, self.dispatcher, http, principal)
         return await self.legacy.post(body, headers, http, principal)

@@ -10,11 +10,11 @@ GET stream at a time, claimed in the shared cache: a second one is refused with 
 from __future__ import annotations
 
 import asyncio
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from core.errors import McpError
 from core.protocol import versions
-from core.protocol.notices import NoticeFollower
+from core.protocol.notices import Notice, NoticeFollower
 from core.stores.base import SessionRecord, SessionStore
 from core.transport.asgi import Receive, Send, until_disconnected
 from core.transport.sse import KEEPALIVE_SECONDS, RECONNECT_MS, SseWriter
@@ -39,6 +39,39 @@ def wanted_by(session: SessionRecord, message: dict[str, Any]) -> bool:
     return True
 
 
+class StreamFraming(Protocol):
+    """How a session stream writes itself: the MCP GET stream, or the seed REST API's `/events` stream."""
+
+    idle_seconds: float
+    """How long the stream may stay silent before `idle` writes something."""
+    exclusive: bool
+    """Whether a session may hold only one such stream at a time."""
+
+    async def open(self, writer: SseWriter, session: SessionRecord, after: int) -> None: ...
+
+    async def idle(self, writer: SseWriter) -> None: ...
+
+    async def notice(self, writer: SseWriter, notice: Notice) -> None: ...
+
+
+class McpGetStream:
+    """The MCP GET stream: JSON-RPC notifications with `g-<n>` ids, a priming event at 2025-11-25, keep-alive
+    comments, one per session."""
+
+    idle_seconds = KEEPALIVE_SECONDS
+    exclusive = True
+
+    async def open(self, writer: SseWriter, session: SessionRecord, after: int) -> None:
+        if versions.at_least(session.protocol_version, versions.PRIMING_SINCE):
+            await writer.prime(f"{GET_STREAM_PREFIX}-{after}", RECONNECT_MS)
+
+    async def idle(self, writer: SseWriter) -> None:
+        await writer.comment("keep-alive")
+
+    async def notice(self, writer: SseWriter, notice: Notice) -> None:
+        await writer.event(notice.message, event_id=f"{GET_STREAM_PREFIX}-{notice.seq}")
+
+
 class SessionStreams:
     """Serves GET streams of sessions over the shared event log and cache."""
 
@@ -48,18 +81,26 @@ class SessionStreams:
         self.cache = cache
 
     async def serve(
-        self, session: SessionRecord, after: int | None, send: Send, receive: Receive, *, max_seconds: float
+        self,
+        session: SessionRecord,
+        after: int | None,
+        send: Send,
+        receive: Receive,
+        *,
+        max_seconds: float,
+        framing: StreamFraming = McpGetStream(),  # noqa: B008 - stateless
     ) -> McpError | None:
-        """Stream the session's notifications after position `after` (from now when None) until the client leaves
-        or `max_seconds` pass; the error to answer instead when the session's stream is already open."""
+        """Stream the session's notifications after position `after` (from now when None) until the client leaves,
+        the session ends or `max_seconds` pass; the error to answer instead when the session's stream is already
+        open (an exclusive framing)."""
         claim = f"{session.session_id}/get-stream"
-        if not await self.cache.claim(claim, max_seconds + KEEPALIVE_SECONDS):
+        if framing.exclusive and not await self.cache.claim(claim, max_seconds + framing.idle_seconds):
             return StreamConflictError("Conflict: this session already has its GET stream open")
         try:
             if after is None:
                 after = (await NoticeFollower.from_now(self.events)).last
             writer = await SseWriter.start(send)
-            relay = asyncio.ensure_future(self._relay(session, after, writer, max_seconds))
+            relay = asyncio.ensure_future(self._relay(session, after, writer, max_seconds, framing))
             gone = asyncio.ensure_future(until_disconnected(receive))
             try:
                 await asyncio.wait({relay, gone}, return_when=asyncio.FIRST_COMPLETED)
@@ -71,23 +112,24 @@ class SessionStreams:
                 await writer.close()
             return None
         finally:
-            await self.cache.delete(claim)
+            if framing.exclusive:
+                await self.cache.delete(claim)
 
-    async def _relay(self, session: SessionRecord, after: int, writer: SseWriter, max_seconds: float) -> None:
+    async def _relay(
+        self, session: SessionRecord, after: int, writer: SseWriter, max_seconds: float, framing: StreamFraming
+    ) -> None:
         loop = asyncio.get_running_loop()
         deadline = loop.time() + max_seconds
-        if versions.at_least(session.protocol_version, versions.PRIMING_SINCE):
-            await writer.prime(f"{GET_STREAM_PREFIX}-{after}", RECONNECT_MS)
+        await framing.open(writer, session, after)
         follower = NoticeFollower(self.events, after)
         while (left := deadline - loop.time()) > 0:
-            notices = await follower.next(min(KEEPALIVE_SECONDS, left))
-            if not notices:
-                await writer.comment("keep-alive")
-                continue
-            current = await self.sessions.load(session.session_id)  # its subscriptions may have changed
-            if current is None:  # the session ended
+            notices = await follower.next(min(framing.idle_seconds, left))
+            current = await self.sessions.load(session.session_id)  # an open stream counts as activity
+            if current is None:  # the session ended or expired: so does its stream
                 return
-            session = current
+            session = current  # its subscriptions may have changed
+            if not notices:
+                await framing.idle(writer)
             for notice in notices:
                 if wanted_by(session, notice.message):
-                    await writer.event(notice.message, event_id=f"{GET_STREAM_PREFIX}-{notice.seq}")
+                    await framing.notice(writer, notice)

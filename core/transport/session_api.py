@@ -1,0 +1,125 @@
+"""The seed's session REST + SSE API, over the same sessions, stores and dispatcher as the MCP endpoint.
+
+    POST   /session              -> {"sessionId", "message"}
+    POST   /mcp                  {"sessionId", "method", "params"} -> {"sessionId", "result"} or {"sessionId", "error"}
+    GET    /events/{sessionId}   SSE: {"type": "connected"}, {"type": "heartbeat"}, {"type": "notification", "data"}
+    DELETE /session/{sessionId}  -> {"message"}
+
+A REST call is a handshake-era request of that session, so sessions, rate limits and notifications work across
+containers exactly as for MCP clients. Unlike JSON-RPC, failures carry their HTTP status: 404 for an unknown
+session or method, 400 for bad input, 429 (with Retry-After) when a rate limit refuses the call.
+"""
+
+from __future__ import annotations
+
+import math
+import secrets
+from typing import Any
+
+from core.errors import INTERNAL_ERROR, INVALID_REQUEST, METHOD_NOT_FOUND, RATE_LIMITED
+from core.protocol import versions
+from core.protocol.notices import Notice
+from core.server.context import HttpRequest
+from core.server.principal import Principal
+from core.stores.base import SessionRecord
+from core.transport.asgi import Receive, Send
+from core.transport.legacy import SESSION_HEADER, LegacyHandler
+from core.transport.reply import Reply
+from core.transport.sse import SseWriter
+
+HEARTBEAT_SECONDS = 30.0
+_STATUS_BY_CODE = {METHOD_NOT_FOUND: 404, INTERNAL_ERROR: 500}
+
+
+def rest_status(code: Any) -> int:
+    """The HTTP status of a JSON-RPC error code: Stratus's own -31xxx codes carry theirs (-31429 is 429)."""
+    if isinstance(code, int) and -31600 < code < -31399:
+        return -code - 31000
+    return _STATUS_BY_CODE.get(code, 400)
+
+
+def is_rest_call(body: Any) -> bool:
+    """A REST call names its session in the body and is not JSON-RPC."""
+    return isinstance(body, dict) and "sessionId" in body and "jsonrpc" not in body
+
+
+class SeedEventStream:
+    """The `/events/{sessionId}` framing: typed JSON events, a heartbeat every `idle_seconds`."""
+
+    exclusive = False
+
+    def __init__(self, heartbeat_seconds: float = HEARTBEAT_SECONDS) -> None:
+        self.idle_seconds = heartbeat_seconds
+
+    async def open(self, writer: SseWriter, session: SessionRecord, after: int) -> None:
+        await writer.event({"type": "connected", "sessionId": session.session_id})
+
+    async def idle(self, writer: SseWriter) -> None:
+        await writer.event({"type": "heartbeat"})
+
+    async def notice(self, writer: SseWriter, notice: Notice) -> None:
+        await writer.event({"type": "notification", "data": notice.message}, event_id=f"g-{notice.seq}")
+
+
+class SessionApi:
+    """Answers the REST routes; the MCP endpoint hands it the requests that are not MCP."""
+
+    def __init__(self, legacy: LegacyHandler, *, heartbeat_seconds: float = HEARTBEAT_SECONDS) -> None:
+        self.legacy = legacy
+        self.framing = SeedEventStream(heartbeat_seconds)
+
+    async def create(self, principal: Principal | None) -> Reply:
+        session = SessionRecord(
+            session_id=secrets.token_urlsafe(24),
+            protocol_version=versions.LATEST_LEGACY,
+            principal=principal.key if principal else None,
+            initialized=True,
+        )
+        await self.legacy.sessions.create(session)
+        return Reply(200, {"sessionId": session.session_id, "message": "Session created"})
+
+    async def call(self, body: dict[str, Any], http: HttpRequest, principal: Principal | None) -> Reply:
+        session_id, method, params = body.get("sessionId"), body.get("method"), body.get("params")
+        if not isinstance(session_id, str) or not isinstance(method, str) or not isinstance(params, dict | None):
+            problem = "Bad Request: a call needs sessionId and method strings, and params as an object if any"
+            return Reply(400, {"sessionId": session_id, "error": {"code": INVALID_REQUEST, "message": problem}})
+        message = {"jsonrpc": "2.0", "id": f"rest-{secrets.token_hex(6)}", "method": method, "params": params or {}}
+        reply = await self.legacy.post(message, {SESSION_HEADER: session_id}, http, principal)
+        payload = reply.payload or {}
+        if "error" not in payload:
+            return Reply(200, {"sessionId": session_id, "result": payload.get("result", {})})
+        error = payload["error"]
+        code = error.get("code")
+        headers = {}
+        if code == RATE_LIMITED:
+            retry = (error.get("data") or {}).get("retryAfterSeconds", 1)
+            headers = {"retry-after": str(max(1, math.ceil(retry)))}
+        status = reply.status if reply.status != 200 else rest_status(code)
+        return Reply(status, {"sessionId": session_id, "error": error}, headers)
+
+    async def events(
+        self, session_id: str, principal: Principal | None, send: Send, receive: Receive, *, max_seconds: float
+    ) -> Reply | None:
+        session = await self._own_session(session_id, principal)
+        if session is None:
+            return _unknown_session()
+        await self.legacy.session_streams.serve(
+            session, None, send, receive, max_seconds=max_seconds, framing=self.framing
+        )
+        return None
+
+    async def delete(self, session_id: str, principal: Principal | None) -> Reply:
+        if await self._own_session(session_id, principal) is None:
+            return _unknown_session()
+        await self.legacy.sessions.delete(session_id)
+        return Reply(200, {"message": "Session closed successfully"})
+
+    async def _own_session(self, session_id: str, principal: Principal | None) -> SessionRecord | None:
+        session = await self.legacy.sessions.load(session_id)
+        if session is None or session.principal != (principal.key if principal else None):
+            return None  # another principal's session is answered like an unknown one
+        return session
+
+
+def _unknown_session() -> Reply:
+    return Reply(404, {"error": "Session not found"})

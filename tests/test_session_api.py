@@ -1,0 +1,111 @@
+"""The seed's session REST + SSE API across two processes sharing Redis: a session made on one is used on the
+other, `/events` carries notifications published anywhere, errors carry their HTTP status, DELETE ends it."""
+
+from __future__ import annotations
+
+import json
+import secrets
+from collections.abc import AsyncGenerator
+from typing import Any
+
+import anyio
+import httpx
+import pytest
+
+from tests.apps import LIMIT
+from tests.processes import shared_store_environment, stratus_processes
+
+pytestmark = [pytest.mark.anyio, pytest.mark.uvicorn]
+
+JSON = {"content-type": "application/json"}
+
+
+@pytest.fixture(scope="module")
+def anyio_backend() -> str:
+    return "asyncio"
+
+
+async def events_of(response: httpx.Response) -> AsyncGenerator[dict[str, Any]]:
+    async for line in response.aiter_lines():
+        if line.startswith("data: "):
+            yield json.loads(line[len("data: ") :])
+
+
+async def rest_call(http: httpx.AsyncClient, session_id: str, method: str, params: Any = None) -> httpx.Response:
+    body = {"sessionId": session_id, "method": method, **({"params": params} if params is not None else {})}
+    return await http.post("/mcp", json=body, headers=JSON)
+
+
+async def test_a_rest_session_works_on_every_process_and_its_events_carry_notifications(
+    request: pytest.FixtureRequest,
+) -> None:
+    environment = shared_store_environment("redis", request, f"rest-{secrets.token_hex(4)}")
+    with stratus_processes(2, "tests.apps:shared", {"STRATUS_SECRET_KEY": "k", **environment}) as (first, second):
+        async with (
+            httpx.AsyncClient(base_url=first, timeout=10) as on_first,
+            httpx.AsyncClient(base_url=second, timeout=10) as on_second,
+        ):
+            created = await on_first.post("/session", headers=JSON)
+            assert created.status_code == 200
+            session_id = created.json()["sessionId"]
+
+            listed = await rest_call(on_second, session_id, "tools/list")
+            assert listed.status_code == 200 and listed.json()["sessionId"] == session_id
+            assert "add" in [tool["name"] for tool in listed.json()["result"]["tools"]]
+            added = await rest_call(on_first, session_id, "tools/call", {"name": "add", "arguments": {"a": 2, "b": 3}})
+            assert added.json() == {
+                "sessionId": session_id,
+                "result": {"content": [{"type": "text", "text": '{"result":5}'}], "structuredContent": {"result": 5}},
+            }
+            subscribed = await rest_call(on_second, session_id, "resources/subscribe", {"uri": "note://board"})
+            assert subscribed.json() == {"sessionId": session_id, "result": {}}
+
+            with anyio.fail_after(20):
+                async with on_second.stream("GET", f"/events/{session_id}") as stream:
+                    assert stream.status_code == 200
+                    events = events_of(stream)
+                    assert await anext(events) == {"type": "connected", "sessionId": session_id}
+                    await rest_call(
+                        on_first, session_id, "tools/call", {"name": "touch", "arguments": {"uri": "note://board"}}
+                    )
+                    notified = await anext(events)
+                    await events.aclose()
+            assert notified == {
+                "type": "notification",
+                "data": {
+                    "jsonrpc": "2.0",
+                    "method": "notifications/resources/updated",
+                    "params": {"uri": "note://board"},
+                },
+            }
+
+            closed = await on_second.delete(f"/session/{session_id}")
+            assert closed.status_code == 200 and closed.json() == {"message": "Session closed successfully"}
+            after = await rest_call(on_first, session_id, "tools/list")
+            assert after.status_code == 404 and after.json()["error"]["code"] == -32600
+            assert (await on_first.get(f"/events/{session_id}")).status_code == 404
+            assert (await on_first.delete(f"/session/{session_id}")).status_code == 404
+
+
+async def test_rest_errors_carry_their_http_status_and_a_rate_limit_is_429_with_retry_after(
+    request: pytest.FixtureRequest,
+) -> None:
+    environment = shared_store_environment("redis", request, f"rest-{secrets.token_hex(4)}")
+    with stratus_processes(1, "tests.apps:shared", {"STRATUS_SECRET_KEY": "k", **environment}) as (only,):
+        async with httpx.AsyncClient(base_url=only, timeout=10) as http:
+            session_id = (await http.post("/session", headers=JSON)).json()["sessionId"]
+            unknown = await rest_call(http, session_id, "tools/frobnicate")
+            assert unknown.status_code == 404 and unknown.json()["error"]["code"] == -32601
+            bad = await rest_call(http, session_id, "tools/call", {"name": "no-such-tool"})
+            assert bad.status_code == 400 and bad.json()["error"]["code"] == -32602
+            malformed = await http.post("/mcp", json={"sessionId": session_id, "method": 7}, headers=JSON)
+            assert malformed.status_code == 400 and malformed.json()["error"]["code"] == -32600
+            statuses = [
+                (await rest_call(http, session_id, "tools/call", {"name": "limited"})).status_code for _ in range(LIMIT)
+            ]
+            assert statuses == [200] * LIMIT
+            refused = await rest_call(http, session_id, "tools/call", {"name": "limited"})
+            assert refused.status_code == 429 and refused.json()["error"]["code"] == -31429
+            assert int(refused.headers["retry-after"]) >= 1
+            assert (await http.get("/session")).status_code == 405
+            assert (await http.post("/events/whatever", headers=JSON)).status_code == 405
