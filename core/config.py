@@ -117,7 +117,7 @@ class Settings:
         """
         environ = os.environ if environ is None else environ
         known = {field.name: field for field in fields(cls)}
-        values: dict[str, Any] = {}
+        values: dict[str, Any] = seed_settings(environ)
         for key, raw in environ.items():
             if not key.startswith(PREFIX):
                 continue
@@ -131,6 +131,33 @@ class Settings:
                 raise SettingsError(f"{key}={raw!r}: {exc}") from None
         values.update({key: value for key, value in overrides.items() if value is not None})
         return cls(**values)
+
+
+SEED_PREFIX = "MCP_HTTP_"
+
+
+def seed_settings(environ: Mapping[str, str]) -> dict[str, Any]:
+    """The seed's `MCP_HTTP_*` variables as settings (a `STRATUS_*` variable of the same setting wins).
+
+    `MCP_HTTP_SESSION_TIMEOUT` is in milliseconds; `MCP_HTTP_ENABLE_DNS_REBINDING_PROTECTION=false` accepts any
+    Host (the protection stays on unless it is explicitly turned off). `MCP_HTTP_PORT` is read by `stratus serve`.
+
+    Raises:
+        SettingsError: a value that does not parse.
+    """
+    values: dict[str, Any] = {}
+    try:
+        if hosts := environ.get(f"{SEED_PREFIX}ALLOWED_HOSTS"):
+            values["allowed_hosts"] = _csv(hosts)
+        if origins := environ.get(f"{SEED_PREFIX}ALLOWED_ORIGINS"):
+            values["allowed_origins"] = _csv(origins)
+        if timeout := environ.get(f"{SEED_PREFIX}SESSION_TIMEOUT"):
+            values["session_ttl_seconds"] = max(1, -(-_positive_int(timeout) // 1000))
+    except ValueError as exc:
+        raise SettingsError(f"{SEED_PREFIX}*: {exc}") from None
+    if environ.get(f"{SEED_PREFIX}ENABLE_DNS_REBINDING_PROTECTION", "").strip().lower() == "false":
+        values["allowed_hosts"] = ("*",)
+    return values
 
 
 _PARSERS: dict[str, Callable[[str], Any]] = {

@@ -11,6 +11,7 @@ in-memory store.
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from collections.abc import Sequence
 
@@ -26,7 +27,7 @@ def _parser() -> argparse.ArgumentParser:
     serve = commands.add_parser("serve", help="run a server locally under uvicorn")
     serve.add_argument("--app", help="the server as MODULE:ATTR (default: the demo server, or STRATUS_APP)")
     serve.add_argument("--host", default="127.0.0.1", help="interface to bind (default: 127.0.0.1)")
-    serve.add_argument("--port", type=int, default=8000, help="port to bind (default: 8000)")
+    serve.add_argument("--port", type=int, help="port to bind (default: MCP_HTTP_PORT, else 8000)")
     serve.add_argument("--store", help="state store URL (default: memory://, or STRATUS_STORE)")
     local = commands.add_parser(
         "local", help="serve through the buffered Lambda handler, each request turned into an API Gateway event"
@@ -91,6 +92,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         emulator.close()
         return 0
     app = build_app(server, settings)
+    if args.port is None:
+        args.port = int(os.environ.get("MCP_HTTP_PORT") or 8000)
     print(f"Serving {server.name} at http://{args.host}:{args.port}{settings.mcp_path} (store {settings.store})")
     uvicorn.run(app, host=args.host, port=args.port, log_level=settings.log_level.lower())
     return 0

@@ -16,6 +16,7 @@ from core.server.context import CancellationSignal, HttpRequest
 from core.server.outbound import Outbound
 from core.server.principal import Principal
 from core.transport.asgi import Headers, Receive, Scope, Send, request_headers, send_response, until_disconnected
+from core.transport.cors import exposing_to, is_preflight, preflight_headers
 from core.transport.guards import HostOriginGuard, check_accepts_json, check_json_body
 from core.transport.legacy import SESSION_HEADER, LegacyHandler
 from core.transport.modern import handle_modern, request_meta_version
@@ -58,6 +59,11 @@ class McpEndpoint:
         headers = request_headers(scope)
         try:
             self.guard.check(scope, headers)
+            if "origin" in headers:  # a browser; the guard allowed its origin
+                if is_preflight(scope, headers):
+                    await send_response(send, 204, b"", preflight_headers(headers))
+                    return
+                send = exposing_to(headers["origin"], send)
             reply = await self._route(scope, receive, send, headers)
             if reply is None:
                 return  # streamed: already sent

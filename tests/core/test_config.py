@@ -72,3 +72,21 @@ def test_a_shared_store_needs_the_shared_secret() -> None:
     assert "STRATUS_SECRET_KEY" in str(refused.value)
     settings = Settings.from_env({"STRATUS_STORE": "rediss://cache.example.com:6379", "STRATUS_SECRET_KEY": "k"})
     assert settings.store == "rediss://cache.example.com:6379"
+
+
+def test_the_seed_mcp_http_variables_are_honoured_and_stratus_ones_win() -> None:
+    settings = Settings.from_env(
+        {
+            "MCP_HTTP_ALLOWED_HOSTS": "mcp.example.com",
+            "MCP_HTTP_ALLOWED_ORIGINS": "https://app.example.com,https://b.example.com",
+            "MCP_HTTP_SESSION_TIMEOUT": "1800000",
+            "STRATUS_ALLOWED_ORIGINS": "https://winner.example.com",
+        }
+    )
+    assert settings.allowed_hosts == ("mcp.example.com",)
+    assert settings.allowed_origins == ("https://winner.example.com",)
+    assert settings.session_ttl_seconds == 1800  # milliseconds in the seed, seconds here
+    assert Settings.from_env({}).allowed_hosts == ()  # DNS-rebinding protection stays on by default
+    assert Settings.from_env({"MCP_HTTP_ENABLE_DNS_REBINDING_PROTECTION": "false"}).allowed_hosts == ("*",)
+    with pytest.raises(SettingsError, match="MCP_HTTP_"):
+        Settings.from_env({"MCP_HTTP_SESSION_TIMEOUT": "soon"})
