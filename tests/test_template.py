@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
+from typing import Any
 
 from core.stores.dynamodb import table_definition
 
@@ -43,7 +44,7 @@ def test_the_template_table_has_the_store_key_schema_and_ttl() -> None:
     assert "TimeToLiveSpecification:\n        AttributeName: expires\n        Enabled: true" in TEMPLATE
 
 
-def test_the_template_is_well_formed_yaml_with_every_referenced_resource_defined() -> None:
+def _parsed_template() -> dict[str, Any]:
     import yaml
 
     class CloudFormationLoader(yaml.SafeLoader):
@@ -57,9 +58,20 @@ def test_the_template_is_well_formed_yaml_with_every_referenced_resource_defined
         return loader.construct_mapping(node)  # type: ignore[arg-type]
 
     CloudFormationLoader.add_multi_constructor("!", any_tag)
-    template = yaml.load(TEMPLATE, Loader=CloudFormationLoader)
+    parsed: dict[str, Any] = yaml.load(TEMPLATE, Loader=CloudFormationLoader)
+    return parsed
+
+
+def test_the_template_is_well_formed_yaml_with_every_referenced_resource_defined() -> None:
+    template = _parsed_template()
     resources = set(template["Resources"])
     parameters = set(template["Parameters"])
     for name in re.findall(r"!(?:Ref|GetAtt) (\w+)", TEMPLATE):
         assert name in resources | parameters, name
     assert {"BufferedFunction", "StreamingFunction", "StateTable"} <= resources
+
+
+def test_the_http_api_routes_every_json_route_of_the_app_to_the_buffered_function() -> None:
+    events = _parsed_template()["Resources"]["BufferedFunction"]["Properties"]["Events"]
+    routes = {(event["Properties"]["Path"], event["Properties"]["Method"]) for event in events.values()}
+    assert routes == {("/mcp", "ANY"), ("/session", "POST"), ("/session/{sessionId}", "DELETE")}

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 import anyio
+import httpx
 import pytest
 from mcp import Client
 
@@ -39,3 +40,25 @@ async def test_the_sdk_lists_and_calls_tools_through_the_emulated_gateway(emulat
             assert [tool.name for tool in tools.tools] == ["add", "forecast", "divide"]
             result = await client.call_tool("add", {"a": 2, "b": 5})
             assert result.structured_content == {"result": 7}
+
+
+async def test_the_rest_api_answers_through_the_buffered_handler_and_refuses_to_stream(emulated: str) -> None:
+    json_body = {"content-type": "application/json"}
+    async with httpx.AsyncClient(base_url=emulated.removesuffix("/mcp"), timeout=10) as http:
+        created = await http.post("/session", headers=json_body)
+        assert created.status_code == 200
+        session_id = created.json()["sessionId"]
+        added = await http.post(
+            "/mcp",
+            json={
+                "sessionId": session_id,
+                "method": "tools/call",
+                "params": {"name": "add", "arguments": {"a": 1, "b": 2}},
+            },
+            headers=json_body,
+        )
+        assert added.status_code == 200 and added.json()["result"]["structuredContent"] == {"result": 3}
+        events = await http.get(f"/events/{session_id}")
+        assert events.status_code == 405  # a buffered response cannot stream: the streaming function serves /events
+        assert (await http.delete(f"/session/{session_id}")).status_code == 200
+        assert (await http.delete(f"/session/{session_id}")).status_code == 404
