@@ -2,7 +2,8 @@
 
 Responses are whole JSON bodies (Mangum buffers; nothing streams). The app and its stores are built once per
 cold start and reused by every warm invocation. `template.yaml` names `handlers.buffered.handler`; the server it
-serves is `STRATUS_APP` (`module:attribute`).
+serves is `STRATUS_APP` (`module:attribute`). Under SnapStart the app is primed before the snapshot and rebuilt
+after each restore (`handlers.snapstart`).
 """
 
 from __future__ import annotations
@@ -11,6 +12,8 @@ from core import Settings
 from handlers.adapter import make_handler
 from handlers.loading import load_server
 from handlers.secrets import with_resolved_secrets
+from handlers.snapstart import snapstart_aware
 
 _settings = with_resolved_secrets(Settings.from_env())
-handler = make_handler(load_server(_settings.app), _settings)
+_server = load_server(_settings.app)
+handler = snapstart_aware(lambda: make_handler(_server, _settings), _settings.mcp_path)

@@ -75,3 +75,12 @@ def test_the_http_api_routes_every_json_route_of_the_app_to_the_buffered_functio
     events = _parsed_template()["Resources"]["BufferedFunction"]["Properties"]["Events"]
     routes = {(event["Properties"]["Path"], event["Properties"]["Method"]) for event in events.values()}
     assert routes == {("/mcp", "ANY"), ("/session", "POST"), ("/session/{sessionId}", "DELETE")}
+
+
+def test_the_buffered_function_uses_snapstart_on_a_published_alias_unless_turned_off() -> None:
+    template = _parsed_template()
+    buffered = template["Resources"]["BufferedFunction"]["Properties"]
+    assert buffered["AutoPublishAlias"] == "live"
+    assert buffered["SnapStart"]["ApplyOn"] == ["UseSnapStart", "PublishedVersions", "None"]
+    assert template["Parameters"]["SnapStart"]["Default"] == "enabled"
+    assert "SnapStart" not in template["Resources"]["StreamingFunction"]["Properties"]

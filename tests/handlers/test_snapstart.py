@@ -1,0 +1,62 @@
+"""SnapStart: under a snapshot init the buffered handler registers hooks that prime the app and rebuild it after a
+restore (run here as Lambda's runtime would, through snapshot_restore_py's registries); otherwise it registers
+nothing."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+import snapshot_restore_py
+
+from core import Settings
+from examples.demo import server as demo_server
+from handlers.adapter import make_handler
+from handlers.snapstart import SnapStartHandler, priming_event, snapstart_aware
+
+
+@pytest.fixture
+def runtime_registries() -> Iterator[None]:
+    asyncio.set_event_loop(asyncio.new_event_loop())
+    yield
+    snapshot_restore_py.get_before_snapshot().clear()
+    snapshot_restore_py.get_after_restore().clear()
+    asyncio.get_event_loop().close()
+    asyncio.set_event_loop(None)
+
+
+def run_hooks(registry: list[Any]) -> None:
+    for hook, args, kwargs in registry:
+        hook(*args, **kwargs)
+
+
+def test_under_a_snapshot_init_the_app_is_primed_and_rebuilt_after_restore(
+    runtime_registries: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("AWS_LAMBDA_INITIALIZATION_TYPE", "snap-start")
+    builds: list[Any] = []
+
+    def build() -> Any:
+        builds.append(make_handler(demo_server, Settings()))
+        return builds[-1]
+
+    handler = snapstart_aware(build, "/mcp")
+    assert isinstance(handler, SnapStartHandler)
+    run_hooks(snapshot_restore_py.get_before_snapshot())  # primes: raises unless tools/list answered 200
+    run_hooks(snapshot_restore_py.get_after_restore())
+    assert len(builds) == 2 and handler.current is builds[1]  # a fresh app (and stores) after the restore
+
+    event = priming_event("/mcp")
+    answer = handler(event, type("Context", (), {"get_remaining_time_in_millis": lambda self: 30_000})())
+    assert answer["statusCode"] == 200
+    assert [tool["name"] for tool in json.loads(answer["body"])["result"]["tools"]] == ["add", "forecast", "divide"]
+
+
+def test_an_ordinary_cold_start_registers_no_hooks(runtime_registries: None, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("AWS_LAMBDA_INITIALIZATION_TYPE", "on-demand")
+    handler = snapstart_aware(lambda: make_handler(demo_server, Settings()), "/mcp")
+    assert not isinstance(handler, SnapStartHandler)
+    assert snapshot_restore_py.get_before_snapshot() == [] and snapshot_restore_py.get_after_restore() == []
