@@ -84,3 +84,12 @@ def test_the_buffered_function_uses_snapstart_on_a_published_alias_unless_turned
     assert buffered["SnapStart"]["ApplyOn"] == ["UseSnapStart", "PublishedVersions", "None"]
     assert template["Parameters"]["SnapStart"]["Default"] == "enabled"
     assert "SnapStart" not in template["Resources"]["StreamingFunction"]["Properties"]
+
+
+def test_samconfig_overrides_name_template_parameters() -> None:
+    import tomllib
+
+    samconfig = tomllib.loads((Path(__file__).parent.parent / "samconfig.toml").read_text(encoding="utf-8"))
+    overrides = samconfig["default"]["deploy"]["parameters"]["parameter_overrides"]
+    named = {override.split("=", 1)[0] for override in overrides}
+    assert named <= set(_parsed_template()["Parameters"])
