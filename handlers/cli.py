@@ -1,7 +1,8 @@
 """The `stratus` command line.
 
     stratus serve [--app MODULE:ATTR] [--host HOST] [--port PORT] [--store URL]
-    stratus local [--app MODULE:ATTR] [--host HOST] [--port PORT] [--payload v2|v1] [--store URL]
+    stratus local [--app MODULE:ATTR] [--host HOST] [--port PORT] [--shape buffered|streaming] [--payload v2|v1]
+                  [--store URL]
     stratus store create --store dynamodb://TABLE
 
 Flags override the matching `STRATUS_*` variables; the defaults serve the demo server on 127.0.0.1:8000 with the
@@ -34,7 +35,15 @@ def _parser() -> argparse.ArgumentParser:
     )
     local.add_argument("--app", help="the server as MODULE:ATTR (default: the demo server, or STRATUS_APP)")
     local.add_argument("--host", default="127.0.0.1", help="interface to bind (default: 127.0.0.1)")
-    local.add_argument("--port", type=int, default=3000, help="port to bind (default: 3000, as sam local)")
+    local.add_argument(
+        "--port", type=int, help="port to bind (default: 3000 as sam local; streaming: AWS_LWA_PORT, else 8080)"
+    )
+    local.add_argument(
+        "--shape",
+        choices=["buffered", "streaming"],
+        default="buffered",
+        help="buffered: API Gateway events through the Mangum handler; streaming: the app as the Web Adapter runs it",
+    )
     local.add_argument("--payload", choices=["v2", "v1"], default="v2", help="HTTP API (v2) or REST API (v1) events")
     local.add_argument("--store", help="state store URL (default: memory://, or STRATUS_STORE)")
     store = commands.add_parser("store", help="manage the state store")
@@ -80,9 +89,17 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     import uvicorn
 
+    if args.command == "local" and args.shape == "streaming":
+        from handlers.streaming import adapter_port, serve_for_adapter
+
+        port = args.port or adapter_port()
+        print(f"Serving {server.name} as the Web Adapter runs it at http://{args.host}:{port}{settings.mcp_path}")
+        serve_for_adapter(server, settings, host=args.host, port=port)
+        return 0
     if args.command == "local":
         from handlers.emulator import GatewayEmulator
 
+        args.port = args.port or 3000
         emulator = GatewayEmulator(server, settings, payload=args.payload)
         print(
             f"Serving {server.name} through the Lambda handler ({args.payload} events) at "

@@ -12,7 +12,7 @@ import os
 
 import uvicorn
 
-from core import Settings, build_app
+from core import McpServer, Settings, build_app
 from handlers.loading import load_server
 from handlers.secrets import with_resolved_secrets
 from handlers.telemetry import build_telemetry
@@ -20,13 +20,23 @@ from handlers.telemetry import build_telemetry
 DEFAULT_PORT = 8080  # the adapter's default AWS_LWA_PORT
 
 
-def main() -> None:
-    settings = with_resolved_secrets(Settings.from_env())
-    server = load_server(settings.app)
+def adapter_port() -> int:
+    """The port the adapter forwards to (`AWS_LWA_PORT`)."""
+    return int(os.environ.get("AWS_LWA_PORT", DEFAULT_PORT))
+
+
+def serve_for_adapter(
+    server: McpServer, settings: Settings, *, host: str = "127.0.0.1", port: int | None = None
+) -> None:
+    """Run the app as the adapter expects it: its telemetry, its lifespan, uvicorn on the adapter's port."""
     metrics, _ = build_telemetry(settings, server.name)
     app = build_app(server, settings, metrics=metrics)
-    port = int(os.environ.get("AWS_LWA_PORT", DEFAULT_PORT))
-    uvicorn.run(app, host="127.0.0.1", port=port, log_level=settings.log_level.lower(), lifespan="on")
+    uvicorn.run(app, host=host, port=port or adapter_port(), log_level=settings.log_level.lower(), lifespan="on")
+
+
+def main() -> None:
+    settings = with_resolved_secrets(Settings.from_env())
+    serve_for_adapter(load_server(settings.app), settings)
 
 
 if __name__ == "__main__":

@@ -27,11 +27,14 @@ def free_port() -> int:
 
 
 @contextmanager
-def stratus_process(app: str, environment: dict[str, str]) -> Iterator[str]:
-    """`stratus serve --app APP` in its own process on a free port; yields its base URL, ends it by PID."""
+def stratus_process(
+    app: str, environment: dict[str, str], *, command_line: Sequence[str] = ("serve",)
+) -> Iterator[str]:
+    """`stratus serve --app APP` (or another command line) in its own process on a free port; yields its base URL,
+    ends it by PID."""
     port = free_port()
     env = {**{k: v for k, v in os.environ.items() if not k.startswith("STRATUS_")}, **environment}
-    command = [sys.executable, "-m", "handlers.cli", "serve", "--app", app, "--port", str(port)]
+    command = [sys.executable, "-m", "handlers.cli", *command_line, "--app", app, "--port", str(port)]
     process = subprocess.Popen(command, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     try:
         deadline = time.monotonic() + START_TIMEOUT_SECONDS

@@ -12,6 +12,7 @@ from mcp import Client
 from core import Settings
 from examples.demo import server as demo_server
 from handlers.emulator import GatewayEmulator
+from tests.processes import stratus_process
 from tests.servers import uvicorn_serving
 
 pytestmark = [pytest.mark.anyio, pytest.mark.uvicorn]
@@ -62,3 +63,20 @@ async def test_the_rest_api_answers_through_the_buffered_handler_and_refuses_to_
         assert events.status_code == 405  # a buffered response cannot stream: the streaming function serves /events
         assert (await http.delete(f"/session/{session_id}")).status_code == 200
         assert (await http.delete(f"/session/{session_id}")).status_code == 404
+
+
+@pytest.mark.parametrize(("shape", "progress_seen"), [("buffered", []), ("streaming", [1, 2, 3])])
+async def test_stratus_local_serves_both_lambda_shapes(shape: str, progress_seen: list[float]) -> None:
+    """Buffered answers JSON only, so progress never reaches the client; the streaming shape streams it."""
+    seen: list[float] = []
+
+    async def on_progress(progress: float, total: float | None, message: str | None) -> None:
+        seen.append(progress)
+
+    command_line = ("local", "--shape", shape)
+    with stratus_process("tests.apps:shared", {"STRATUS_SECRET_KEY": "k"}, command_line=command_line) as url:
+        with anyio.fail_after(20):
+            async with Client(f"{url}/mcp", mode="legacy") as client:
+                counted = await client.call_tool("count_to_three", {}, progress_callback=on_progress)
+    assert counted.content[0].text == "done"  # type: ignore[union-attr]
+    assert seen == progress_seen
