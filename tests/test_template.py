@@ -93,3 +93,33 @@ def test_samconfig_overrides_name_template_parameters() -> None:
     overrides = samconfig["default"]["deploy"]["parameters"]["parameter_overrides"]
     named = {override.split("=", 1)[0] for override in overrides}
     assert named <= set(_parsed_template()["Parameters"])
+
+
+def _granted(function: str) -> list[dict[str, Any]]:
+    properties = _parsed_template()["Resources"][function]["Properties"]
+    return [statement for policy in properties["Policies"] for statement in policy["Statement"]]
+
+
+def test_iam_is_least_privilege_and_grants_every_dynamodb_call_the_stores_make() -> None:
+    stores = Path(__file__).parent.parent / "core" / "stores"
+    used = {
+        "dynamodb:" + "".join(part.title() for part in name.split("_"))
+        for source in stores.glob("dynamodb*.py")
+        for name in re.findall(r'_call\(\s*"([a-z_]+)"', source.read_text(encoding="utf-8"))
+        + re.findall(r'"(put_item|update_item)" if', source.read_text(encoding="utf-8"))
+    }
+    assert {"dynamodb:Query", "dynamodb:UpdateItem", "dynamodb:GetItem"} <= used
+    for function in ("BufferedFunction", "StreamingFunction"):
+        for statement in _granted(function):
+            actions = statement["Action"] if isinstance(statement["Action"], list) else [statement["Action"]]
+            assert not any("*" in action for action in actions), (function, actions)
+            if any(action.startswith("dynamodb:") for action in actions):
+                assert statement["Resource"] == "StateTable.Arn", function  # the table, not "*"
+    streaming = {action for statement in _granted("StreamingFunction") for action in statement["Action"]}
+    assert used <= streaming, used - streaming
+
+
+def test_secrets_are_referenced_never_inlined() -> None:
+    for function in ("BufferedFunction", "StreamingFunction"):
+        variables = _parsed_template()["Resources"][function]["Properties"]["Environment"]["Variables"]
+        assert variables["STRATUS_SECRET_KEY"].startswith(("ssm:", "secretsmanager:")), function
