@@ -66,7 +66,7 @@ def test_the_template_is_well_formed_yaml_with_every_referenced_resource_defined
     template = _parsed_template()
     resources = set(template["Resources"])
     parameters = set(template["Parameters"])
-    for name in re.findall(r"!(?:Ref|GetAtt) (\w+)", TEMPLATE):
+    for name in re.findall(r"!(?:Ref|GetAtt) (?!AWS::)(\w+)", TEMPLATE):  # AWS::* are pseudo parameters
         assert name in resources | parameters, name
     assert {"BufferedFunction", "StreamingFunction", "StateTable"} <= resources
 
@@ -123,3 +123,25 @@ def test_secrets_are_referenced_never_inlined() -> None:
     for function in ("BufferedFunction", "StreamingFunction"):
         variables = _parsed_template()["Resources"][function]["Properties"]["Environment"]["Variables"]
         assert variables["STRATUS_SECRET_KEY"].startswith(("ssm:", "secretsmanager:")), function
+
+
+def test_alarms_watch_errors_throttles_duration_and_open_breakers() -> None:
+    resources = _parsed_template()["Resources"]
+    alarms = {
+        name: resource["Properties"]
+        for name, resource in resources.items()
+        if resource["Type"] == "AWS::CloudWatch::Alarm"
+    }
+    watched = {
+        (props.get("MetricName"), props["Dimensions"][0]["Value"]) for props in alarms.values() if "Dimensions" in props
+    }
+    assert {
+        ("Errors", "BufferedFunction"),
+        ("Throttles", "BufferedFunction"),
+        ("Errors", "StreamingFunction"),
+        ("Throttles", "StreamingFunction"),
+        ("Duration", "BufferedFunction"),
+    } <= watched
+    breaker = alarms["BreakerOpenAlarm"]["Metrics"][0]["Expression"]
+    assert "breaker_transitions" in breaker and "state = 'open'" in breaker
+    assert _parsed_template()["Globals"]["Function"]["Tracing"] == "Tracing"
