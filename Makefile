@@ -4,7 +4,7 @@ PYTHON := $(or $(PYTHON),$(shell python3.13 -c "import sys; print(sys.executable
 VENV := .venv
 BIN := $(VENV)/bin
 
-.PHONY: run test check unit conformance bench clean
+.PHONY: run test check template unit conformance bench clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -31,7 +31,10 @@ conformance: $(VENV)/.installed  ## the official MCP conformance suite: one proc
 	CONFORMANCE_TARGET=shared-redis bash scripts/conformance
 	CONFORMANCE_TARGET=shared-dynamodb bash scripts/conformance
 
-test: check conformance unit  ## everything CI runs (pytest last: its summary is the closing line)
+template:  ## sam validate --lint, and cfn-lint on the SAM-translated template (tools pinned in their own venv)
+	bash scripts/lint-template
+
+test: check template conformance unit  ## everything CI runs (pytest last: its summary is the closing line)
 
 bench: $(VENV)/.installed  ## cold start and warm latency against the anchors
 	$(BIN)/python bench/run.py
