@@ -39,5 +39,16 @@ test: check template conformance unit  ## everything CI runs (pytest last: its s
 bench: $(VENV)/.installed  ## cold start and warm latency against the anchors
 	$(BIN)/python bench/run.py
 
+# `sam build --build-in-source` calls these (template Metadata: BuildMethod makefile): the packages Stratus runs
+# on Lambda, as wheels for the function's platform, plus its own code. boto3 comes with the Lambda runtime.
+LAMBDA_PLATFORM ?= manylinux2014_aarch64
+LAMBDA_REQUIREMENTS := "mangum>=0.19" "pydantic>=2.7" "uvicorn>=0.30" "redis>=5.0" "pyjwt[crypto]>=2.8"
+
+build-BufferedFunction build-StreamingFunction:
+	$(PYTHON) -m pip install --quiet --target "$(ARTIFACTS_DIR)" --platform $(LAMBDA_PLATFORM) --implementation cp \
+		--python-version 3.13 --only-binary=:all: $(LAMBDA_REQUIREMENTS)
+	cp -r core handlers examples run.sh "$(ARTIFACTS_DIR)/"
+	find "$(ARTIFACTS_DIR)" -name __pycache__ -prune -exec rm -rf {} +
+
 clean:
 	rm -rf $(VENV) .cache .mypy_cache .pytest_cache .ruff_cache
