@@ -145,3 +145,13 @@ def test_alarms_watch_errors_throttles_duration_and_open_breakers() -> None:
     breaker = alarms["BreakerOpenAlarm"]["Metrics"][0]["Expression"]
     assert "breaker_transitions" in breaker and "state = 'open'" in breaker
     assert _parsed_template()["Globals"]["Function"]["Tracing"] == "Tracing"
+
+
+def test_a_regional_rest_api_streams_from_the_streaming_function_past_29_seconds() -> None:
+    resources = _parsed_template()["Resources"]
+    events = resources["StreamingFunction"]["Properties"]["Events"]
+    rest = events["StreamingRest"]["Properties"]
+    assert (rest["RestApiId"], rest["Path"], rest["Method"]) == ("StreamingRestApi", "/{proxy+}", "ANY")
+    assert rest["ResponseTransferMode"] == "RESPONSE_STREAM"
+    assert rest["TimeoutInMillis"] > 29_000
+    assert resources["StreamingRestApi"]["Properties"]["EndpointConfiguration"]["Type"] == "REGIONAL"
