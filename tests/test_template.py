@@ -155,3 +155,13 @@ def test_a_regional_rest_api_streams_from_the_streaming_function_past_29_seconds
     assert rest["ResponseTransferMode"] == "RESPONSE_STREAM"
     assert rest["TimeoutInMillis"] > 29_000
     assert resources["StreamingRestApi"]["Properties"]["EndpointConfiguration"]["Type"] == "REGIONAL"
+
+
+def test_auth_settings_are_parameters_passed_to_both_functions() -> None:
+    template = _parsed_template()
+    assert {"AuthMode", "AuthIssuer", "AuthAudience", "AuthJwksUrl"} <= set(template["Parameters"])
+    assert template["Parameters"]["AuthMode"]["AllowedValues"] == ["off", "jwt", "gateway"]
+    for function in ("BufferedFunction", "StreamingFunction"):
+        variables = template["Resources"][function]["Properties"]["Environment"]["Variables"]
+        assert variables["STRATUS_AUTH_MODE"] == "AuthMode"
+        assert variables["STRATUS_AUTH_JWKS_URL"] == ["HasAuthJwksUrl", "AuthJwksUrl", "AWS::NoValue"]
