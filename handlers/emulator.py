@@ -15,7 +15,7 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from core import McpServer, Settings
-from core.transport.asgi import Receive, Scope, Send, request_headers
+from core.transport.asgi import Receive, Scope, Send, read_body, request_headers
 from handlers.adapter import make_handler
 
 API_ID = "local"
@@ -117,12 +117,7 @@ class GatewayEmulator:
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
             return
-        body = b""
-        while True:
-            message = await receive()
-            body += message.get("body", b"")
-            if not message.get("more_body"):
-                break
+        body = await read_body(receive)
         headers = request_headers(scope)
         host = headers.get("host", "127.0.0.1")
         build = http_api_event if self.payload == "v2" else rest_api_event

@@ -15,7 +15,7 @@ from contextlib import ExitStack, contextmanager
 import httpx
 import pytest
 
-from core.transport.asgi import Receive, Scope, Send, until_disconnected
+from core.transport.asgi import Receive, Scope, Send, read_body, until_disconnected
 
 START_TIMEOUT_SECONDS = 20.0
 
@@ -93,12 +93,7 @@ class RoundRobinProxy:
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
             return
-        body = b""
-        while True:
-            message = await receive()
-            body += message.get("body", b"")
-            if not message.get("more_body"):
-                break
+        body = await read_body(receive)
         backend = next(self._next)
         self.forwarded.append(backend)
         self.methods.append((dict(scope["headers"]).get(b"mcp-method", b"").decode(), backend))

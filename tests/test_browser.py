@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from core.transport.asgi import Receive, Scope, Send, send_response
+from core.transport.asgi import Receive, Scope, Send, read_body, send_response
 from tests.processes import stratus_process
 from tests.servers import uvicorn_serving
 
@@ -62,13 +62,7 @@ class PageServer:
         if scope["type"] != "http":
             return
         if scope["path"] == "/report" and scope["method"] == "POST":
-            body = b""
-            while True:
-                message = await receive()
-                body += message.get("body", b"")
-                if not message.get("more_body"):
-                    break
-            self.reports.put(json.loads(body))
+            self.reports.put(json.loads(await read_body(receive)))
             await send_response(send, 204, b"", {})
             return
         await send_response(send, 200, self.page, {"content-type": "text/html; charset=utf-8"})
