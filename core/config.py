@@ -31,6 +31,13 @@ def _positive_int(value: str) -> int:
     return number
 
 
+def _count(value: str) -> int:
+    number = int(value)
+    if number < 0:
+        raise ValueError("must be 0 or a positive integer")
+    return number
+
+
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Settings:
     """Everything a deployment configures. Each field is `STRATUS_<FIELD>` in the environment."""
@@ -57,8 +64,11 @@ class Settings:
     the client resumes it with `Last-Event-ID` while the call goes on. 2026-07-28 streams are not cut."""
     max_body_bytes: int = 4 * 1024 * 1024
     """Request bodies above this size are refused with 413."""
-    session_ttl_seconds: int = 3600
+    session_ttl_seconds: int = 1800
     """A legacy session ends after this long without a request."""
+    max_sessions: int = 100
+    """At most this many legacy sessions live at once across every container (0: no limit); a new one beyond it
+    is refused with 503 naming the limit."""
     secret_key: str | None = None
     """Key that signs pagination cursors; set it so every container accepts every other's cursors."""
     log_level: str = "INFO"
@@ -151,6 +161,8 @@ def seed_settings(environ: Mapping[str, str]) -> dict[str, Any]:
             values["allowed_hosts"] = _csv(hosts)
         if origins := environ.get(f"{SEED_PREFIX}ALLOWED_ORIGINS"):
             values["allowed_origins"] = _csv(origins)
+        if limit := environ.get(f"{SEED_PREFIX}MAX_SESSIONS"):
+            values["max_sessions"] = _count(limit)
         if timeout := environ.get(f"{SEED_PREFIX}SESSION_TIMEOUT"):
             values["session_ttl_seconds"] = max(1, -(-_positive_int(timeout) // 1000))
     except ValueError as exc:
@@ -166,6 +178,7 @@ _PARSERS: dict[str, Callable[[str], Any]] = {
     "auth_scopes": _csv,
     "max_body_bytes": _positive_int,
     "session_ttl_seconds": _positive_int,
+    "max_sessions": _count,
     "store_timeout_seconds": float,
     "max_stream_seconds": float,
 }

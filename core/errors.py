@@ -9,6 +9,7 @@ McpError                      a JSON-RPC error with an HTTP status for the trans
 ├── HeaderMismatchError       -32020, 400: Mcp-* headers disagree with the body
 ├── MissingCapabilityError    -32021, 400: the request needs a client capability it did not declare
 ├── UnsupportedVersionError   -32022, 400: protocol version the server does not speak
+├── TooManySessionsError      -31503, 503: the deployment's maximum session count is reached
 └── HttpError                 -32600, refused before the JSON-RPC message is read (403, 405, 406, 413, 415, 421)
 """
 
@@ -184,6 +185,20 @@ class StoreUnavailableError(McpError):
 class StoreBusyError(StoreUnavailableError):
     """The store answered, but every attempt lost a race with other writers of the same item. Unlike an outage,
     this is never let through by a fail-open policy: letting it through would spend a limit twice."""
+
+
+class TooManySessionsError(McpError):
+    """Every place is taken: the deployment holds its maximum number of live sessions (across all containers).
+    Shares -31503 with an open circuit, since both are 503 Service Unavailable; `data.maxSessions` tells it."""
+
+    code = CIRCUIT_OPEN
+    http_status = 503
+
+    def __init__(self, limit: int) -> None:
+        super().__init__(
+            f"Maximum sessions reached ({limit}); end a session or retry later", data={"maxSessions": limit}
+        )
+        self.limit = limit
 
 
 class HttpError(McpError):

@@ -8,12 +8,11 @@ after each restore (`handlers.snapstart`).
 
 from __future__ import annotations
 
-from core import Settings
 from handlers.adapter import make_handler
 from handlers.loading import load_server
-from handlers.secrets import with_resolved_secrets
+from handlers.secrets import settings_from_env
 from handlers.snapstart import snapstart_aware
 
-_settings = with_resolved_secrets(Settings.from_env())
+_settings = settings_from_env()
 _server = load_server(_settings.app)
 handler = snapstart_aware(lambda: make_handler(_server, _settings), _settings.mcp_path)

@@ -16,10 +16,10 @@ import os
 import sys
 from collections.abc import Sequence
 
-from core import Settings, build_app
+from core import build_app
 from core.config import SettingsError
 from handlers.loading import load_server
-from handlers.secrets import with_resolved_secrets
+from handlers.secrets import settings_from_env
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -82,7 +82,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.command == "store":
         return _create_store(args.store)
     try:
-        settings = with_resolved_secrets(Settings.from_env(app=args.app, store=args.store))
+        settings = settings_from_env(app=args.app, store=args.store)
         server = load_server(settings.app)
     except (SettingsError, ValueError, ImportError) as exc:
         print(f"stratus: {exc}", file=sys.stderr)

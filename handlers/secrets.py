@@ -1,16 +1,20 @@
 """Secrets named by reference in settings, resolved once per cold start.
 
-`STRATUS_SECRET_KEY` (the key every container signs cursors and request state with) may be the key itself, or
-`ssm:<parameter name>` (an SSM SecureString, decrypted) or `secretsmanager:<secret id or ARN>`. boto3 is imported
-only when a reference is used.
+`STRATUS_SECRET_KEY` (the key every container signs cursors and request state with) and `STRATUS_STORE` (a
+Redis URL may carry a password) may be the value itself, or `ssm:<parameter name>` (an SSM SecureString,
+decrypted) or `secretsmanager:<secret id or ARN>`. boto3 is imported only when a reference is used.
 """
 
 from __future__ import annotations
 
-import dataclasses
+import os
+from collections.abc import Mapping
+from typing import Any
 
 from core import Settings
-from core.config import SettingsError
+from core.config import PREFIX, SettingsError
+
+SECRET_SETTINGS = (f"{PREFIX}SECRET_KEY", f"{PREFIX}STORE")
 
 SSM_PREFIX = "ssm:"
 SECRETS_MANAGER_PREFIX = "secretsmanager:"
@@ -41,8 +45,14 @@ def resolve_secret(value: str) -> str:
     return str(secret)
 
 
-def with_resolved_secrets(settings: Settings) -> Settings:
-    """`settings` with every secret reference replaced by the secret it names."""
-    if settings.secret_key is None:
-        return settings
-    return dataclasses.replace(settings, secret_key=resolve_secret(settings.secret_key))
+def settings_from_env(environ: Mapping[str, str] | None = None, **overrides: Any) -> Settings:
+    """`Settings.from_env`, with the secret settings' references replaced by the secrets they name.
+
+    Raises:
+        SettingsError: a reference cannot be read, or a setting is malformed.
+    """
+    environ = dict(os.environ if environ is None else environ)
+    for name in SECRET_SETTINGS:
+        if name in environ:
+            environ[name] = resolve_secret(environ[name])
+    return Settings.from_env(environ, **overrides)

@@ -14,7 +14,7 @@ import uvicorn
 
 from core import McpServer, Settings, build_app
 from handlers.loading import load_server
-from handlers.secrets import with_resolved_secrets
+from handlers.secrets import settings_from_env
 from handlers.telemetry import build_telemetry
 
 DEFAULT_PORT = 8080  # the adapter's default AWS_LWA_PORT
@@ -35,7 +35,7 @@ def serve_for_adapter(
 
 
 def main() -> None:
-    settings = with_resolved_secrets(Settings.from_env())
+    settings = settings_from_env()
     serve_for_adapter(load_server(settings.app), settings)
 
 

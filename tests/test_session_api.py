@@ -14,6 +14,7 @@ import pytest
 
 from tests.apps import LIMIT
 from tests.processes import shared_store_environment, stratus_processes
+from tests.wire import initialize_message
 
 pytestmark = [pytest.mark.anyio, pytest.mark.uvicorn]
 
@@ -109,3 +110,50 @@ async def test_rest_errors_carry_their_http_status_and_a_rate_limit_is_429_with_
             assert int(refused.headers["retry-after"]) >= 1
             assert (await http.get("/session")).status_code == 405
             assert (await http.post("/events/whatever", headers=JSON)).status_code == 405
+
+
+@pytest.mark.parametrize("store", ["redis", "dynamodb"])
+async def test_the_session_limit_and_health_statistics_hold_across_processes(
+    store: str, request: pytest.FixtureRequest
+) -> None:
+    environment = shared_store_environment(store, request, f"rest-{secrets.token_hex(4)}")
+    settings = {"STRATUS_SECRET_KEY": "k", "MCP_HTTP_MAX_SESSIONS": "2", "MCP_HTTP_SESSION_TIMEOUT": "600000"}
+    with stratus_processes(2, "tests.apps:shared", {**settings, **environment}) as (first, second):
+        async with (
+            httpx.AsyncClient(base_url=first, timeout=10) as on_first,
+            httpx.AsyncClient(base_url=second, timeout=10) as on_second,
+        ):
+            kept = (await on_first.post("/session", headers=JSON)).json()["sessionId"]
+            ended = (await on_second.post("/session", headers=JSON)).json()["sessionId"]
+
+            refused = await on_first.post("/session", headers=JSON)
+            assert refused.status_code == 503
+            assert refused.json() == {
+                "error": "Maximum sessions reached (2); end a session or retry later",
+                "maxSessions": 2,
+            }
+            mcp_refused = await on_second.post(
+                "/mcp", json=initialize_message(), headers={**JSON, "accept": "application/json"}
+            )
+            assert mcp_refused.status_code == 503
+            assert mcp_refused.json()["error"] == {
+                "code": -31503,
+                "message": "Maximum sessions reached (2); end a session or retry later",
+                "data": {"maxSessions": 2},
+            }
+
+            health = await on_second.get("/health")
+            assert health.status_code == 200
+            report = health.json()
+            assert report["sessions"]["activeSessions"] == 2
+            assert (report["sessions"]["maxSessions"], report["sessions"]["sessionTimeout"]) == (2, 600000)
+            assert report["sessions"]["oldestSession"] <= report["sessions"]["newestSession"]
+            assert report["store"]["backend"] == store and report["store"]["healthy"] is True
+            assert (report["status"], report["transport"]) == ("healthy", "http")
+            assert isinstance(report["uptime"], int)
+
+            assert (await on_first.delete(f"/session/{ended}")).status_code == 200
+            assert (await on_second.get("/health")).json()["sessions"]["activeSessions"] == 1
+            replacement = await on_second.post("/session", headers=JSON)
+            assert replacement.status_code == 200
+            assert (await rest_call(on_first, kept, "tools/list")).status_code == 200

@@ -12,7 +12,11 @@ TEMPLATE = (Path(__file__).parent.parent / "template.yaml").read_text(encoding="
 
 
 def test_the_handlers_named_in_the_template_exist() -> None:
-    assert re.findall(r"Handler: (\S+)", TEMPLATE) == ["handlers.buffered.handler", "run.sh"]
+    assert re.findall(r"Handler: (\S+)", TEMPLATE) == [
+        "handlers.buffered.handler",
+        "run.sh",
+        "handlers.sweeper.handler",
+    ]
     assert (
         (Path(__file__).parent.parent / "run.sh")
         .read_text(encoding="utf-8")
@@ -25,7 +29,7 @@ def test_the_streaming_function_streams_through_the_web_adapter() -> None:
     for setting in (
         "AWS_LAMBDA_EXEC_WRAPPER: /opt/bootstrap",
         "AWS_LWA_INVOKE_MODE: response_stream",
-        "AWS_LWA_READINESS_CHECK_PATH: /health",
+        "AWS_LWA_READINESS_CHECK_PATH: /health/live",
         "InvokeMode: RESPONSE_STREAM",
     ):
         assert setting in TEMPLATE
@@ -74,7 +78,7 @@ def test_the_template_is_well_formed_yaml_with_every_referenced_resource_defined
 def test_the_http_api_routes_every_json_route_of_the_app_to_the_buffered_function() -> None:
     events = _parsed_template()["Resources"]["BufferedFunction"]["Properties"]["Events"]
     routes = {(event["Properties"]["Path"], event["Properties"]["Method"]) for event in events.values()}
-    assert routes == {("/mcp", "ANY"), ("/session", "POST"), ("/session/{sessionId}", "DELETE")}
+    assert routes == {("/mcp", "ANY"), ("/session", "POST"), ("/session/{sessionId}", "DELETE"), ("/health", "GET")}
 
 
 def test_the_buffered_function_uses_snapstart_on_a_published_alias_unless_turned_off() -> None:
@@ -109,20 +113,58 @@ def test_iam_is_least_privilege_and_grants_every_dynamodb_call_the_stores_make()
         + re.findall(r'"(put_item|update_item)" if', source.read_text(encoding="utf-8"))
     }
     assert {"dynamodb:Query", "dynamodb:UpdateItem", "dynamodb:GetItem"} <= used
-    for function in ("BufferedFunction", "StreamingFunction"):
+    for function in ("BufferedFunction", "StreamingFunction", "SweeperFunction"):
         for statement in _granted(function):
             actions = statement["Action"] if isinstance(statement["Action"], list) else [statement["Action"]]
             assert not any("*" in action for action in actions), (function, actions)
             if any(action.startswith("dynamodb:") for action in actions):
                 assert statement["Resource"] == "StateTable.Arn", function  # the table, not "*"
-    streaming = {action for statement in _granted("StreamingFunction") for action in statement["Action"]}
-    assert used <= streaming, used - streaming
+    for function in ("BufferedFunction", "StreamingFunction"):
+        granted = {action for statement in _granted(function) for action in statement["Action"]}
+        assert used <= granted, (function, used - granted)
+
+
+def _environment() -> dict[str, Any]:
+    """The variables every function gets (Globals), so the shapes and the sweeper share one configuration."""
+    variables: dict[str, Any] = _parsed_template()["Globals"]["Function"]["Environment"]["Variables"]
+    for function, resource in _parsed_template()["Resources"].items():
+        if resource["Type"] == "AWS::Serverless::Function":
+            own = resource["Properties"].get("Environment", {}).get("Variables", {})
+            assert not set(own) & set(variables), function  # nothing overrides the shared settings
+    return variables
 
 
 def test_secrets_are_referenced_never_inlined() -> None:
-    for function in ("BufferedFunction", "StreamingFunction"):
-        variables = _parsed_template()["Resources"][function]["Properties"]["Environment"]["Variables"]
-        assert variables["STRATUS_SECRET_KEY"].startswith(("ssm:", "secretsmanager:")), function
+    variables = _environment()
+    assert variables["STRATUS_SECRET_KEY"].startswith(("ssm:", "secretsmanager:"))
+    assert variables["STRATUS_STORE"][0] == "UseElastiCache"
+    assert variables["STRATUS_STORE"][2] == ["UseRedisUrl", "ssm:${RedisUrlParameter}", "dynamodb://${StateTable}"]
+
+
+def test_the_sweeper_runs_on_a_schedule_with_the_session_limit_and_timeout_as_parameters() -> None:
+    template = _parsed_template()
+    sweeper = template["Resources"]["SweeperFunction"]["Properties"]
+    assert sweeper["Events"]["Sweep"] == {"Type": "Schedule", "Properties": {"Schedule": "SweepSchedule"}}
+    assert template["Parameters"]["SweepSchedule"]["Default"] == "rate(5 minutes)"
+    assert (
+        template["Parameters"]["MaxSessions"]["Default"],
+        template["Parameters"]["SessionTimeoutSeconds"]["Default"],
+    ) == (100, 1800)
+    variables = _environment()
+    assert (variables["STRATUS_MAX_SESSIONS"], variables["STRATUS_SESSION_TTL_SECONDS"]) == (
+        "MaxSessions",
+        "SessionTimeoutSeconds",
+    )
+
+
+def test_elasticache_serverless_is_an_option_in_the_functions_vpc() -> None:
+    template = _parsed_template()
+    cache = template["Resources"]["StateCache"]
+    assert (cache["Type"], cache["Condition"]) == ("AWS::ElastiCache::ServerlessCache", "UseElastiCache")
+    assert cache["Properties"]["Engine"] == "valkey"
+    assert template["Parameters"]["StateStore"]["AllowedValues"] == ["dynamodb", "elasticache", "redis-url"]
+    assert template["Globals"]["Function"]["VpcConfig"][0] == "InVpc"
+    assert "ElastiCacheNeedsSubnets" in template["Rules"]
 
 
 def test_alarms_watch_errors_throttles_duration_and_open_breakers() -> None:
@@ -161,7 +203,6 @@ def test_auth_settings_are_parameters_passed_to_both_functions() -> None:
     template = _parsed_template()
     assert {"AuthMode", "AuthIssuer", "AuthAudience", "AuthJwksUrl"} <= set(template["Parameters"])
     assert template["Parameters"]["AuthMode"]["AllowedValues"] == ["off", "jwt", "gateway"]
-    for function in ("BufferedFunction", "StreamingFunction"):
-        variables = template["Resources"][function]["Properties"]["Environment"]["Variables"]
-        assert variables["STRATUS_AUTH_MODE"] == "AuthMode"
-        assert variables["STRATUS_AUTH_JWKS_URL"] == ["HasAuthJwksUrl", "AuthJwksUrl", "AWS::NoValue"]
+    variables = _environment()
+    assert variables["STRATUS_AUTH_MODE"] == "AuthMode"
+    assert variables["STRATUS_AUTH_JWKS_URL"] == ["HasAuthJwksUrl", "AuthJwksUrl", "AWS::NoValue"]

@@ -60,6 +60,16 @@ def validate_response(version: str, method: str, response: dict[str, Any]) -> No
     validate(version, RESULT_TYPES[method], response["result"])
 
 
+def initialize_message(version: str = "2025-11-25", request_id: int = 1) -> dict[str, Any]:
+    """A handshake-era `initialize` request declaring no client capabilities."""
+    return {
+        "jsonrpc": "2.0",
+        "id": request_id,
+        "method": "initialize",
+        "params": {"protocolVersion": version, "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}},
+    }
+
+
 def modern_meta(**extra: Any) -> dict[str, Any]:
     return {
         "io.modelcontextprotocol/protocolVersion": MODERN,
@@ -104,14 +114,7 @@ class McpHttp:
 
     async def initialize(self, version: str = "2025-11-25") -> LegacySession:
         """Run the handshake and return the session it opened."""
-        response = await self.post(
-            {
-                "jsonrpc": "2.0",
-                "id": self._id(),
-                "method": "initialize",
-                "params": {"protocolVersion": version, "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}},
-            }
-        )
+        response = await self.post(initialize_message(version, self._id()))
         assert response.status_code == 200, response.text
         negotiated = response.json()["result"]["protocolVersion"]
         validate_response(negotiated, "initialize", response.json())

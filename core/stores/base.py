@@ -34,11 +34,21 @@ class SessionExistsError(Exception):
     """A session with this id already exists."""
 
 
+class SessionCensus(NamedTuple):
+    """The live sessions of the whole deployment: how many, and when the oldest and newest were created."""
+
+    active: int
+    oldest: float | None
+    newest: float | None
+
+
 class SessionStore(Protocol):
-    """Legacy sessions with a sliding expiry."""
+    """Legacy sessions with a sliding expiry, at most `max_sessions` live at once (0: no limit) across every
+    container."""
 
     async def create(self, record: SessionRecord) -> None:
-        """Store a new session; raises SessionExistsError when the id is taken."""
+        """Store a new session; raises SessionExistsError when the id is taken, TooManySessionsError when the
+        deployment already holds its maximum of live sessions."""
 
     async def load(self, session_id: str) -> SessionRecord | None:
         """The live session with this id, its expiry slid forward; None when unknown, ended or expired."""
@@ -47,7 +57,13 @@ class SessionStore(Protocol):
         """Replace a live session's record (log level, subscriptions, initialized flag)."""
 
     async def delete(self, session_id: str) -> bool:
-        """End a session; whether it existed."""
+        """End a session, freeing its place at once; whether it existed."""
+
+    async def census(self) -> SessionCensus:
+        """Count the live sessions (sweeping expired ones first)."""
+
+    async def sweep(self) -> int:
+        """Remove expired sessions and their places; how many were removed."""
 
 
 class RateLimitStore(Protocol):

@@ -5,6 +5,8 @@ deletion is lazy):
 
     PK                                   SK        attributes
     {prefix}#session#<session id>        session   data (JSON), created, active, expires, v
+    {prefix}#roster                      <id>      created, until (the session's expiry when last looked at)
+    {prefix}#roster                      #count    count (live sessions, for the session limit)
     {prefix}#window#<bucket key>#<n>     window    count, expires (calls counted in fixed window n)
     {prefix}#breaker#<breaker key>       breaker   state, opened_at, trial_at, failures, expires, v
 
@@ -23,7 +25,7 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from core.errors import StoreBusyError, StoreUnavailableError
 from core.resilience import breaker as breaker_machine
@@ -34,12 +36,11 @@ from core.resilience.limiter import Decision, RateLimit
 from core.stores.base import (
     CallAdmission,
     CallChecks,
-    SessionExistsError,
-    SessionRecord,
-    decode_session,
-    encode_session,
 )
 from core.stores.factory import Stores
+
+if TYPE_CHECKING:
+    from core.stores.dynamodb_sessions import DynamoSessionStore
 
 Clock = Callable[[], float]
 Item = dict[str, Any]
@@ -219,97 +220,6 @@ def _version(item: Item | None) -> float | None:
     return None if item is None else number_of(item, "v")
 
 
-class DynamoSessionStore:
-    """Legacy sessions, one item each."""
-
-    def __init__(self, table: DynamoTable, *, ttl_seconds: float) -> None:
-        self.table = table
-        self.ttl = ttl_seconds
-
-    def key(self, session_id: str) -> Item:
-        return self.table.key("session", session_id)
-
-    def _item(self, record: SessionRecord, now: float) -> Item:
-        return {
-            **self.key(record.session_id),
-            "data": {"S": encode_session(record)},
-            "created": number(now),
-            "active": number(now),
-            "expires": number(now + self.ttl),
-        }
-
-    def live(self, session_id: str, item: Item | None, now: float) -> SessionRecord | None:
-        """The record in `item`, or None when it is absent or expired (TTL deletion lags)."""
-        if item is None or number_of(item, "expires") <= now:
-            return None
-        return decode_session(
-            session_id,
-            item["data"]["S"],
-            created=number_of(item, "created"),
-            active=number_of(item, "active"),
-            expires=number_of(item, "expires"),
-        )
-
-    def touch(self, record: SessionRecord, now: float) -> Item | None:
-        """The update that slides the expiry, when the last one is older than TOUCH_INTERVAL (else None)."""
-        if now - record.last_active_at < min(TOUCH_INTERVAL, self.ttl / 10):
-            return None
-        record.last_active_at, record.expires_at = now, now + self.ttl
-        return {
-            "Update": {
-                "TableName": self.table.table,
-                "Key": self.key(record.session_id),
-                "UpdateExpression": "SET active = :now, expires = :expires",
-                "ConditionExpression": "expires > :now",
-                "ExpressionAttributeValues": {":now": number(now), ":expires": number(now + self.ttl)},
-            }
-        }
-
-    async def create(self, record: SessionRecord) -> None:
-        now = self.table.clock()
-        try:
-            await self.table._call(
-                "put_item",
-                Item=self._item(record, now),
-                ConditionExpression="attribute_not_exists(PK) OR expires <= :now",
-                ExpressionAttributeValues={":now": number(now)},
-            )
-        except ConditionFailedError:
-            raise SessionExistsError(record.session_id) from None
-
-    async def load(self, session_id: str) -> SessionRecord | None:
-        now = self.table.clock()
-        record = self.live(session_id, await self.table.get(self.key(session_id)), now)
-        if record is not None:
-            touch = self.touch(record, now)
-            if touch is not None:
-                try:
-                    await self.table.write([touch])
-                except ConditionFailedError:
-                    return None  # it expired or ended between the read and the touch
-        return record
-
-    async def save(self, record: SessionRecord) -> None:
-        now = self.table.clock()
-        data = self._item(record, now)["data"]
-        try:
-            await self.table._call(
-                "update_item",
-                Key=self.key(record.session_id),
-                UpdateExpression="SET #data = :data",
-                ConditionExpression="expires > :now",
-                ExpressionAttributeNames={"#data": "data"},
-                ExpressionAttributeValues={":data": data, ":now": number(now)},
-            )
-        except ConditionFailedError:
-            return  # a save never revives an ended session
-
-    async def delete(self, session_id: str) -> bool:
-        response = await self.table._call("delete_item", Key=self.key(session_id), ReturnValues="ALL_OLD")
-        old = response.get("Attributes")
-        return old is not None and number_of(old, "expires") > self.table.clock()
-
-
 class DynamoRateLimitStore:
     """Rate limits as atomic counters per fixed window (`core.resilience.limiter.window`): one conditional
     `ADD` each, so racing containers never admit more than the limit and never have to retry."""
@@ -472,11 +382,20 @@ class DynamoGate:
 
 
 def dynamodb_stores(
-    client: Any, table: str, *, prefix: str, session_ttl_seconds: float, timeout: float, clock: Clock = time.time
+    client: Any,
+    table: str,
+    *,
+    prefix: str,
+    session_ttl_seconds: float,
+    timeout: float,
+    max_sessions: int = 0,
+    clock: Clock = time.time,
 ) -> Stores:
     """Every store over one table."""
+    from core.stores.dynamodb_sessions import DynamoSessionStore
+
     dynamo = DynamoTable(client, table, prefix, timeout=timeout, clock=clock)
-    sessions = DynamoSessionStore(dynamo, ttl_seconds=session_ttl_seconds)
+    sessions = DynamoSessionStore(dynamo, ttl_seconds=session_ttl_seconds, max_sessions=max_sessions)
     rate_limits = DynamoRateLimitStore(dynamo)
     breakers = DynamoBreakerStore(dynamo)
     from core.stores.dynamodb_extra import (

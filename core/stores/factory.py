@@ -97,9 +97,12 @@ def build_stores(
     session_ttl_seconds: float,
     prefix: str = "stratus",
     timeout: float = 2.0,
+    max_sessions: int = 0,
     clock: Callable[[], float] = time.time,
 ) -> Stores:
     """The stores for `url`; a backend's client library is imported only here, only when chosen.
+
+    `max_sessions` caps the live legacy sessions across every container sharing the store (0: no cap).
 
     Raises:
         StoreConfigError: the URL is not usable.
@@ -110,7 +113,12 @@ def build_stores(
 
         client = redis_client(url, timeout=timeout)
         return redis_stores(
-            client, prefix=prefix, session_ttl_seconds=session_ttl_seconds, timeout=timeout, clock=clock
+            client,
+            prefix=prefix,
+            session_ttl_seconds=session_ttl_seconds,
+            timeout=timeout,
+            max_sessions=max_sessions,
+            clock=clock,
         )
     if scheme == "dynamodb":
         from core.stores.dynamodb import dynamodb_client, dynamodb_stores
@@ -121,6 +129,7 @@ def build_stores(
             prefix=prefix,
             session_ttl_seconds=session_ttl_seconds,
             timeout=timeout,
+            max_sessions=max_sessions,
             clock=clock,
         )
     from core.stores.memory import MemoryBreakerStore, MemoryRateLimitStore, MemorySessionStore
@@ -132,7 +141,7 @@ def build_stores(
     )
 
     return Stores(
-        sessions=MemorySessionStore(ttl_seconds=session_ttl_seconds, clock=clock),
+        sessions=MemorySessionStore(ttl_seconds=session_ttl_seconds, max_sessions=max_sessions, clock=clock),
         rate_limits=MemoryRateLimitStore(clock=clock),
         breakers=MemoryBreakerStore(clock=clock),
         events=MemoryEventLogStore(ttl_seconds=session_ttl_seconds, clock=clock),

@@ -6,18 +6,22 @@ import dataclasses
 import time
 from collections.abc import Callable
 
+from core.errors import TooManySessionsError
 from core.resilience import breaker, limiter
 from core.resilience.breaker import Admission, BreakerPolicy, BreakerState, CircuitState
 from core.resilience.limiter import Bucket, Decision, RateLimit
-from core.stores.base import SessionExistsError, SessionRecord
+from core.stores.base import SessionCensus, SessionExistsError, SessionRecord
 
 
 class MemorySessionStore:
-    """Sessions in a dict, expired lazily on read."""
+    """Sessions in a dict, expired lazily on read and by `sweep`."""
 
-    def __init__(self, *, ttl_seconds: float = 3600.0, clock: Callable[[], float] = time.time) -> None:
+    def __init__(
+        self, *, ttl_seconds: float = 3600.0, max_sessions: int = 0, clock: Callable[[], float] = time.time
+    ) -> None:
         self._records: dict[str, SessionRecord] = {}
         self._ttl = ttl_seconds
+        self._max = max_sessions
         self._clock = clock
 
     async def create(self, record: SessionRecord) -> None:
@@ -25,6 +29,8 @@ class MemorySessionStore:
         existing = self._records.get(record.session_id)
         if existing is not None and existing.expires_at > now:
             raise SessionExistsError(record.session_id)
+        if self._max and len(self._records) >= self._max and await self.sweep() == 0:
+            raise TooManySessionsError(self._max)
         self._records[record.session_id] = dataclasses.replace(
             record, created_at=now, last_active_at=now, expires_at=now + self._ttl
         )
@@ -53,6 +59,18 @@ class MemorySessionStore:
 
     async def delete(self, session_id: str) -> bool:
         return self._records.pop(session_id, None) is not None
+
+    async def census(self) -> SessionCensus:
+        await self.sweep()
+        created = [record.created_at for record in self._records.values()]
+        return SessionCensus(len(created), min(created, default=None), max(created, default=None))
+
+    async def sweep(self) -> int:
+        now = self._clock()
+        expired = [key for key, record in self._records.items() if record.expires_at <= now]
+        for key in expired:
+            del self._records[key]
+        return len(expired)
 
     def __len__(self) -> int:
         return len(self._records)

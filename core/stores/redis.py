@@ -4,11 +4,16 @@ Keys live under a prefix and carry a hash tag, so all keys of one session, bucke
 Redis Cluster / ElastiCache Serverless:
 
     {prefix}:{s:<session id>}          hash: data (JSON), created, active, expires
+    {prefix}:{roster}:expires          sorted set: session id -> its expiry when last looked at
+    {prefix}:{roster}:created          sorted set: session id -> its creation time
     {prefix}:{rl:<limit key>}          hash: tokens, ts
     {prefix}:{br:<breaker key>}        hash: state, opened_at, trial_at, seq
     {prefix}:{br:<breaker key>}:fails  sorted set of failure times
 
-Expiry is a field compared on every read; Redis key TTLs (with a grace period) only collect garbage. One client,
+Expiry is a field compared on every read; Redis key TTLs (with a grace period) only collect garbage. The roster
+counts live sessions for the session limit and `/health`: a request sliding a session's expiry does not touch it,
+so `sweep` re-reads the sessions whose roster expiry has passed, moving the live ones forward and dropping the
+rest. One client,
 with its connection pool, serves every warm invocation on the process's one event loop. Socket timeouts and a
 single immediate retry bound every call; a store that does not answer becomes `StoreUnavailableError`.
 """
@@ -18,16 +23,18 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
-from core.errors import StoreUnavailableError
+from core.errors import StoreUnavailableError, TooManySessionsError
 from core.resilience.breaker import Admission, BreakerPolicy, CircuitState
 from core.resilience.limiter import Decision, RateLimit
 from core.stores import redis_scripts
 from core.stores.base import (
     CallAdmission,
     CallChecks,
+    SessionCensus,
     SessionExistsError,
     SessionRecord,
     decode_session,
@@ -38,6 +45,15 @@ from core.stores.factory import Stores
 GRACE_SECONDS = 60.0
 Clock = Callable[[], float]
 Call = tuple[str, Sequence[str], Sequence[Any]]
+
+
+@dataclass(frozen=True, slots=True)
+class Command:
+    """One plain Redis command, by its redis-py method name."""
+
+    name: str
+    args: Sequence[Any]
+    options: dict[str, Any] = field(default_factory=dict)
 
 
 def _float(value: Any) -> float:
@@ -94,9 +110,24 @@ class RedisScripts:
     async def command_on(self, target: Any, name: str, *args: Any, blocking: bool = False, **kwargs: Any) -> Any:
         """`command` on another connection of the client (e.g. a pub/sub subscription)."""
         limit = self.timeout + (float(kwargs.get("timeout", 0)) if blocking else 0)
+        return await self._bounded(lambda: getattr(target, name)(*args, **kwargs), limit)
+
+    async def commands(self, calls: Sequence[Command]) -> list[Any]:
+        """Plain commands pipelined in one round trip, bounded like the scripts."""
+
+        async def pipelined() -> list[Any]:
+            async with self.client.pipeline(transaction=False) as pipe:
+                for call in calls:
+                    getattr(pipe, call.name)(*call.args, **call.options)
+                results: list[Any] = await pipe.execute()
+                return results
+
+        return await self._bounded(pipelined, self.timeout) if calls else []
+
+    async def _bounded(self, step: Callable[[], Awaitable[Any]], limit: float) -> Any:
         try:
             async with asyncio.timeout(limit):
-                return await getattr(target, name)(*args, **kwargs)
+                return await step()
         except self._errors as error:
             raise StoreUnavailableError("The state store is unavailable; retry shortly") from error
 
@@ -122,12 +153,20 @@ def _decode(session_id: str, row: Sequence[Any]) -> SessionRecord:
 
 
 class RedisSessionStore:
-    """Legacy sessions with a sliding expiry, one hash each."""
+    """Legacy sessions with a sliding expiry, one hash each, counted in the roster."""
 
-    def __init__(self, scripts: RedisScripts, *, ttl_seconds: float, clock: Clock = time.time) -> None:
+    SWEEP_BATCH = 500
+    SWEEP_BATCHES = 200
+
+    def __init__(
+        self, scripts: RedisScripts, *, ttl_seconds: float, max_sessions: int = 0, clock: Clock = time.time
+    ) -> None:
         self.scripts = scripts
         self.ttl = ttl_seconds
+        self.max_sessions = max_sessions
         self.clock = clock
+        self.by_expiry = scripts.key("roster", "expires")
+        self.by_creation = scripts.key("roster", "created")
 
     def load_call(self, session_id: str) -> Call:
         """The script call that loads and touches a session (for pipelining with other steps)."""
@@ -137,12 +176,22 @@ class RedisSessionStore:
         return None if row is None else _decode(session_id, row)
 
     async def create(self, record: SessionRecord) -> None:
+        admitted = await self._admit(record.session_id) or (
+            await self.sweep() > 0 and await self._admit(record.session_id)
+        )
+        if not admitted:
+            raise TooManySessionsError(self.max_sessions)
         key = self.scripts.key(f"s:{record.session_id}")
         created = await self.scripts.run(
             "session_create", [key], [encode_session(record), repr(self.clock()), self.ttl, GRACE_SECONDS]
         )
         if not created:
             raise SessionExistsError(record.session_id)
+
+    async def _admit(self, session_id: str) -> bool:
+        now = self.clock()
+        args = [session_id, repr(now), repr(now + self.ttl), self.max_sessions]
+        return bool(await self.scripts.run("roster_admit", [self.by_expiry, self.by_creation], args))
 
     async def load(self, session_id: str) -> SessionRecord | None:
         return self.loaded(session_id, await self.scripts.run(*self.load_call(session_id)))
@@ -152,7 +201,47 @@ class RedisSessionStore:
         await self.scripts.run("session_save", [key], [encode_session(record), repr(self.clock())])
 
     async def delete(self, session_id: str) -> bool:
-        return await self.scripts.delete(self.scripts.key(f"s:{session_id}"))
+        deleted, _, _ = await self.scripts.commands(self._forget(session_id))
+        return bool(deleted)
+
+    def _forget(self, session_id: str) -> list[Command]:
+        return [
+            Command("delete", [self.scripts.key(f"s:{session_id}")]),
+            Command("zrem", [self.by_expiry, session_id]),
+            Command("zrem", [self.by_creation, session_id]),
+        ]
+
+    async def census(self) -> SessionCensus:
+        await self.sweep()
+        count, oldest, newest = await self.scripts.commands(
+            [
+                Command("zcard", [self.by_expiry]),
+                Command("zrange", [self.by_creation, 0, 0], {"withscores": True}),
+                Command("zrange", [self.by_creation, -1, -1], {"withscores": True}),
+            ]
+        )
+        return SessionCensus(int(count), oldest[0][1] if oldest else None, newest[0][1] if newest else None)
+
+    async def sweep(self) -> int:
+        removed = 0
+        for _ in range(self.SWEEP_BATCHES):
+            now = self.clock()
+            due = await self.scripts.command("zrangebyscore", self.by_expiry, "-inf", now, 0, self.SWEEP_BATCH)
+            if not due:
+                break
+            ids = [member.decode() for member in due]
+            expiries = await self.scripts.commands(
+                [Command("hget", [self.scripts.key(f"s:{session_id}"), "expires"]) for session_id in ids]
+            )
+            steps: list[Command] = []
+            for session_id, expires in zip(ids, expiries, strict=True):
+                if expires is not None and _float(expires) > now:
+                    steps.append(Command("zadd", [self.by_expiry, {session_id: _float(expires)}], {"xx": True}))
+                else:
+                    removed += 1
+                    steps += self._forget(session_id)
+            await self.scripts.commands(steps)
+        return removed
 
 
 class RedisRateLimitStore:
@@ -248,11 +337,17 @@ class RedisGate:
 
 
 def redis_stores(
-    client: Any, *, prefix: str, session_ttl_seconds: float, timeout: float, clock: Clock = time.time
+    client: Any,
+    *,
+    prefix: str,
+    session_ttl_seconds: float,
+    timeout: float,
+    max_sessions: int = 0,
+    clock: Clock = time.time,
 ) -> Stores:
     """Every store over one Redis client (and its connection pool)."""
     scripts = RedisScripts(client, prefix, timeout=timeout)
-    sessions = RedisSessionStore(scripts, ttl_seconds=session_ttl_seconds, clock=clock)
+    sessions = RedisSessionStore(scripts, ttl_seconds=session_ttl_seconds, max_sessions=max_sessions, clock=clock)
     rate_limits = RedisRateLimitStore(scripts, clock=clock)
     breakers = RedisBreakerStore(scripts, clock=clock)
     from core.stores.redis_extra import RedisCacheStore, RedisEventLogStore, RedisPendingRequestStore, RedisTaskStore

@@ -37,6 +37,16 @@ redis.call('HSET', KEYS[1], 'data', ARGV[1])
 return 1
 """
 
+# KEYS[1] roster by expiry, KEYS[2] roster by creation (sorted sets of session ids). ARGV: id, now, expires,
+# limit (0: none). -> 1 admitted, 0 full. Entries whose session has ended only make the count high, never low.
+ROSTER_ADMIT = """
+local limit = tonumber(ARGV[4])
+if limit > 0 and redis.call('ZCARD', KEYS[1]) >= limit then return 0 end
+redis.call('ZADD', KEYS[1], ARGV[3], ARGV[1])
+redis.call('ZADD', KEYS[2], ARGV[2], ARGV[1])
+return 1
+"""
+
 # KEYS[1] bucket hash. ARGV: now, rate, burst, cost. -> {allowed 0/1, retry_after}.
 BUCKET_TAKE = """
 local now, rate, burst, cost = tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4])
@@ -186,6 +196,7 @@ ALL = {
     "session_load": SESSION_LOAD,
     "session_create": SESSION_CREATE,
     "session_save": SESSION_SAVE,
+    "roster_admit": ROSTER_ADMIT,
     "bucket_take": BUCKET_TAKE,
     "breaker_admit": BREAKER_ADMIT,
     "breaker_record": BREAKER_RECORD,

@@ -18,7 +18,7 @@ from core.stores.factory import Stores, build_stores
 from core.transport.asgi import ASGIApp, Router
 from core.transport.endpoint import REST_PREFIXES, McpEndpoint
 from core.transport.guards import HostOriginGuard
-from core.transport.health import health
+from core.transport.health import Health, live
 from core.transport.metadata import WELL_KNOWN, ProtectedResourceMetadata
 
 
@@ -43,6 +43,7 @@ def build_app(
         session_ttl_seconds=settings.session_ttl_seconds,
         prefix=settings.store_prefix,
         timeout=settings.store_timeout_seconds,
+        max_sessions=settings.max_sessions,
     )
     # Without a configured key, cursors are still tamper-evident but forgeable; configure one in production.
     key = (settings.secret_key or f"stratus-cursor:{server.name}").encode()
@@ -68,7 +69,18 @@ def build_app(
         max_stream_seconds=settings.max_stream_seconds,
         authenticator=authenticator,
     )
-    routes: dict[str, ASGIApp] = {settings.mcp_path: endpoint, "/session": endpoint, "/health": health}
+    health = Health(
+        stores.sessions,
+        backend=settings.store.split("://", 1)[0],
+        max_sessions=settings.max_sessions,
+        session_ttl_seconds=settings.session_ttl_seconds,
+    )
+    routes: dict[str, ASGIApp] = {
+        settings.mcp_path: endpoint,
+        "/session": endpoint,
+        "/health": health,
+        "/health/live": live,
+    }
     if resource is not None:
         metadata = ProtectedResourceMetadata(resource.metadata())
         routes[WELL_KNOWN] = metadata

@@ -7,7 +7,8 @@
 
 A REST call is a handshake-era request of that session, so sessions, rate limits and notifications work across
 containers exactly as for MCP clients. Unlike JSON-RPC, failures carry their HTTP status: 404 for an unknown
-session or method, 400 for bad input, 429 (with Retry-After) when a rate limit refuses the call.
+session or method, 400 for bad input, 429 (with Retry-After) when a rate limit refuses the call, 503 naming the
+limit when the deployment holds its maximum of sessions.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ import math
 import secrets
 from typing import Any
 
-from core.errors import INTERNAL_ERROR, INVALID_REQUEST, METHOD_NOT_FOUND, RATE_LIMITED
+from core.errors import INTERNAL_ERROR, INVALID_REQUEST, METHOD_NOT_FOUND, RATE_LIMITED, TooManySessionsError
 from core.protocol import versions
 from core.protocol.notices import Notice
 from core.server.context import HttpRequest
@@ -75,7 +76,10 @@ class SessionApi:
             principal=principal.key if principal else None,
             initialized=True,
         )
-        await self.legacy.sessions.create(session)
+        try:
+            await self.legacy.sessions.create(session)
+        except TooManySessionsError as full:
+            return Reply(503, {"error": full.message, "maxSessions": full.limit})
         return Reply(200, {"sessionId": session.session_id, "message": "Session created"})
 
     async def call(self, body: dict[str, Any], http: HttpRequest, principal: Principal | None) -> Reply:

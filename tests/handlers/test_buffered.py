@@ -17,7 +17,7 @@ import pytest
 from core import Settings
 from examples.demo import server
 from handlers.adapter import make_handler
-from tests.wire import MODERN, modern_meta, validate_response
+from tests.wire import MODERN, initialize_message, modern_meta, validate_response
 
 EVENTS = Path(__file__).parent.parent / "events"
 EVENT_TYPES = ["http_api_v2", "function_url", "rest_api_v1", "alb"]
@@ -106,17 +106,7 @@ def test_modern_discover_list_and_call_work_twice_on_one_warm_handler(
 @pytest.mark.parametrize("kind", EVENT_TYPES)
 def test_legacy_initialize_then_calls_in_the_session_work_twice(handler: Any, kind: str) -> None:
     for _ in range(2):
-        init = {
-            "jsonrpc": "2.0",
-            "id": 1,
-            "method": "initialize",
-            "params": {
-                "protocolVersion": "2025-11-25",
-                "capabilities": {},
-                "clientInfo": {"name": "t", "version": "1"},
-            },
-        }
-        response = invoke(handler, kind, init, {})
+        response = invoke(handler, kind, initialize_message(), {})
         assert response["statusCode"] == 200
         validate_response("2025-11-25", "initialize", json.loads(response["body"]))
         session = {"mcp-session-id": _headers(response)["mcp-session-id"], "mcp-protocol-version": "2025-11-25"}
@@ -164,13 +154,7 @@ def test_one_redis_client_serves_every_warm_invocation_on_the_container_loop(
     redis_handler = make_handler(
         server, Settings(store="redis://127.0.0.1:6379/0", secret_key="k", store_prefix="handler-test")
     )
-    init = {
-        "jsonrpc": "2.0",
-        "id": 1,
-        "method": "initialize",
-        "params": {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}},
-    }
-    opened = invoke(redis_handler, "http_api_v2", init, {})
+    opened = invoke(redis_handler, "http_api_v2", initialize_message(), {})
     session = {"mcp-session-id": _headers(opened)["mcp-session-id"], "mcp-protocol-version": "2025-11-25"}
     call = {"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "add", "arguments": {"a": 1, "b": 1}}}
     for _ in range(3):  # each invocation reuses the pooled connection made on the first

@@ -6,9 +6,8 @@ import boto3
 import pytest
 from moto import mock_aws
 
-from core import Settings
 from core.config import SettingsError
-from handlers.secrets import resolve_secret, with_resolved_secrets
+from handlers.secrets import resolve_secret, settings_from_env
 
 
 def test_a_plain_value_is_the_secret_itself() -> None:
@@ -18,8 +17,16 @@ def test_a_plain_value_is_the_secret_itself() -> None:
 def test_an_ssm_secure_string_is_decrypted(aws_credentials: None) -> None:
     with mock_aws():
         boto3.client("ssm").put_parameter(Name="/stratus/key", Value="from-ssm", Type="SecureString")
-        settings = with_resolved_secrets(Settings(secret_key="ssm:/stratus/key"))
+        settings = settings_from_env({"STRATUS_SECRET_KEY": "ssm:/stratus/key"})
     assert settings.secret_key == "from-ssm"
+
+
+def test_a_store_url_with_a_password_may_come_from_secrets_manager(aws_credentials: None) -> None:
+    url = "rediss://:s3cret@cache.example.com:6379/0"
+    with mock_aws():
+        boto3.client("secretsmanager").create_secret(Name="stratus-redis", SecretString=url)
+        settings = settings_from_env({"STRATUS_STORE": "secretsmanager:stratus-redis", "STRATUS_SECRET_KEY": "k"})
+    assert settings.store == url
 
 
 def test_a_secrets_manager_secret_is_read(aws_credentials: None) -> None:

@@ -47,7 +47,7 @@ def adapter_target() -> Iterator[str]:
 
 
 def test_the_readiness_path_answers(adapter_target: str) -> None:
-    response = httpx.get(f"{adapter_target}/health", timeout=5)
+    response = httpx.get(f"{adapter_target}/health/live", timeout=5)
     assert (response.status_code, response.json()) == (200, {"status": "ok"})
 
 

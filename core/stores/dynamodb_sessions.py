@@ -1,0 +1,224 @@
+"""DynamoDB sessions, and the roster that counts them across containers.
+
+A session is one item; beside it, in one partition, the roster holds an entry per session and a `#count` item.
+Creating and ending a session write all three in one transaction, the count conditioned on the limit, so racing
+containers never admit more than `max_sessions`. A request sliding a session's expiry touches only the session:
+`sweep` re-reads the sessions whose roster entry says they are due, moving the live ones forward and removing
+the rest (also the sessions DynamoDB's TTL already deleted), each removal a transaction that frees its place.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from typing import Any
+
+from core.errors import TooManySessionsError
+from core.stores.base import SessionCensus, SessionExistsError, SessionRecord, decode_session, encode_session
+from core.stores.dynamodb import TOUCH_INTERVAL, ConditionFailedError, DynamoTable, Item, number, number_of
+
+COUNT = "#count"
+SWEEP_BATCH = 100  # BatchGetItem's limit
+SWEEP_PAGES = 200
+
+
+class DynamoSessionStore:
+    """Legacy sessions, one item each, counted in the roster."""
+
+    def __init__(self, table: DynamoTable, *, ttl_seconds: float, max_sessions: int = 0) -> None:
+        self.table = table
+        self.ttl = ttl_seconds
+        self.max_sessions = max_sessions
+        self.roster = {"S": f"{table.prefix}#roster"}
+
+    def key(self, session_id: str) -> Item:
+        return self.table.key("session", session_id)
+
+    def entry(self, session_id: str) -> Item:
+        return {"PK": self.roster, "SK": {"S": session_id}}
+
+    def live(self, session_id: str, item: Item | None, now: float) -> SessionRecord | None:
+        """The record in `item`, or None when it is absent or expired (TTL deletion lags)."""
+        if item is None or number_of(item, "expires") <= now:
+            return None
+        return decode_session(
+            session_id,
+            item["data"]["S"],
+            created=number_of(item, "created"),
+            active=number_of(item, "active"),
+            expires=number_of(item, "expires"),
+        )
+
+    def touch(self, record: SessionRecord, now: float) -> Item | None:
+        """The update that slides the expiry, when the last one is older than TOUCH_INTERVAL (else None)."""
+        if now - record.last_active_at < min(TOUCH_INTERVAL, self.ttl / 10):
+            return None
+        record.last_active_at, record.expires_at = now, now + self.ttl
+        return {
+            "Update": {
+                "TableName": self.table.table,
+                "Key": self.key(record.session_id),
+                "UpdateExpression": "SET active = :now, expires = :expires",
+                "ConditionExpression": "expires > :now",
+                "ExpressionAttributeValues": {":now": number(now), ":expires": number(now + self.ttl)},
+            }
+        }
+
+    async def create(self, record: SessionRecord) -> None:
+        admitted = await self._create(record) or (await self.sweep() > 0 and await self._create(record))
+        if not admitted:
+            raise TooManySessionsError(self.max_sessions)
+
+    async def _create(self, record: SessionRecord) -> bool:
+        """Write the session, its roster entry and the count together; False when the limit refused it."""
+        now = self.table.clock()
+        try:
+            await self.table.write(
+                [self._put_session(record, now), self._put_entry(record.session_id, now), self._count(+1)]
+            )
+        except ConditionFailedError as failure:
+            if 0 in failure.failed:
+                raise SessionExistsError(record.session_id) from None
+            return False
+        return True
+
+    async def load(self, session_id: str) -> SessionRecord | None:
+        now = self.table.clock()
+        record = self.live(session_id, await self.table.get(self.key(session_id)), now)
+        if record is not None:
+            touch = self.touch(record, now)
+            if touch is not None:
+                try:
+                    await self.table.write([touch])
+                except ConditionFailedError:
+                    return None  # it expired or ended between the read and the touch
+        return record
+
+    async def save(self, record: SessionRecord) -> None:
+        now = self.table.clock()
+        try:
+            await self.table._call(
+                "update_item",
+                Key=self.key(record.session_id),
+                UpdateExpression="SET #data = :data",
+                ConditionExpression="expires > :now",
+                ExpressionAttributeNames={"#data": "data"},
+                ExpressionAttributeValues={":data": {"S": encode_session(record)}, ":now": number(now)},
+            )
+        except ConditionFailedError:
+            return  # a save never revives an ended session
+
+    async def delete(self, session_id: str) -> bool:
+        try:
+            await self.table.write([self._delete_session(session_id), *self._free_place(session_id)])
+        except ConditionFailedError as failure:
+            if 0 in failure.failed:
+                return False
+            # A session without a roster entry (created before the roster existed) ends alone.
+            response = await self.table._call("delete_item", Key=self.key(session_id), ReturnValues="ALL_OLD")
+            return "Attributes" in response
+        return True
+
+    async def census(self) -> SessionCensus:
+        await self.sweep()
+        created = [number_of(item, "created") for item in await self._entries(due_by=None)]
+        return SessionCensus(len(created), min(created, default=None), max(created, default=None))
+
+    async def sweep(self) -> int:
+        now = self.table.clock()
+        due = [item["SK"]["S"] for item in await self._entries(due_by=now)]
+        removed = 0
+        for start in range(0, len(due), SWEEP_BATCH):
+            ids = due[start : start + SWEEP_BATCH]
+            for session_id, item in zip(ids, await self.table.get_many([self.key(i) for i in ids]), strict=True):
+                if item is not None and number_of(item, "expires") > now:
+                    await self._move_forward(session_id, number_of(item, "expires"))
+                    continue
+                try:
+                    await self.table.write([self._delete_expired(session_id, now), *self._free_place(session_id)])
+                    removed += 1
+                except ConditionFailedError:
+                    pass  # touched meanwhile, or another sweeper freed it first
+        return removed
+
+    async def _entries(self, *, due_by: float | None) -> list[Item]:
+        """The roster's session entries (those due by `due_by` when given), by strongly consistent queries."""
+        params: dict[str, Any] = {
+            "KeyConditionExpression": "PK = :roster",
+            "ExpressionAttributeValues": {":roster": self.roster},
+            "ConsistentRead": True,
+        }
+        if due_by is not None:
+            params["FilterExpression"] = "#until <= :now"
+            params["ExpressionAttributeNames"] = {"#until": "until"}
+            params["ExpressionAttributeValues"][":now"] = number(due_by)
+        entries: list[Item] = []
+        for _ in range(SWEEP_PAGES):
+            page = await self.table._call("query", **params)
+            entries += [item for item in page.get("Items", []) if item["SK"]["S"] != COUNT]
+            if "LastEvaluatedKey" not in page:
+                break
+            params["ExclusiveStartKey"] = page["LastEvaluatedKey"]
+        return entries
+
+    async def _move_forward(self, session_id: str, until: float) -> None:
+        with contextlib.suppress(ConditionFailedError):  # ended meanwhile
+            await self.table._call(
+                "update_item",
+                Key=self.entry(session_id),
+                UpdateExpression="SET #until = :until",
+                ConditionExpression="attribute_exists(PK)",
+                ExpressionAttributeNames={"#until": "until"},
+                ExpressionAttributeValues={":until": number(until)},
+            )
+
+    def _put_session(self, record: SessionRecord, now: float) -> Item:
+        item = {
+            **self.key(record.session_id),
+            "data": {"S": encode_session(record)},
+            "created": number(now),
+            "active": number(now),
+            "expires": number(now + self.ttl),
+        }
+        return self._op(
+            "Put",
+            Item=item,
+            ConditionExpression="attribute_not_exists(PK) OR expires <= :now",
+            ExpressionAttributeValues={":now": number(now)},
+        )
+
+    def _put_entry(self, session_id: str, now: float) -> Item:
+        item = {**self.entry(session_id), "created": number(now), "until": number(now + self.ttl)}
+        return self._op("Put", Item=item)
+
+    def _count(self, change: int) -> Item:
+        update: dict[str, Any] = {
+            "Key": {"PK": self.roster, "SK": {"S": COUNT}},
+            "UpdateExpression": "ADD #count :change",
+            "ExpressionAttributeNames": {"#count": "count"},
+            "ExpressionAttributeValues": {":change": {"N": str(change)}},
+        }
+        if change > 0 and self.max_sessions:
+            update["ConditionExpression"] = "attribute_not_exists(#count) OR #count < :limit"
+            update["ExpressionAttributeValues"][":limit"] = {"N": str(self.max_sessions)}
+        return self._op("Update", **update)
+
+    def _free_place(self, session_id: str) -> list[Item]:
+        """Remove the session's roster entry (only once, however many race) and count it out."""
+        return [
+            self._op("Delete", Key=self.entry(session_id), ConditionExpression="attribute_exists(PK)"),
+            self._count(-1),
+        ]
+
+    def _delete_session(self, session_id: str) -> Item:
+        return self._op("Delete", Key=self.key(session_id), ConditionExpression="attribute_exists(PK)")
+
+    def _delete_expired(self, session_id: str, now: float) -> Item:
+        return self._op(
+            "Delete",
+            Key=self.key(session_id),
+            ConditionExpression="attribute_not_exists(PK) OR expires <= :now",
+            ExpressionAttributeValues={":now": number(now)},
+        )
+
+    def _op(self, kind: str, **operation: Any) -> Item:
+        return {kind: {"TableName": self.table.table, **operation}}

@@ -1,0 +1,49 @@
+"""The sweeper Lambda, run on a schedule (template.yaml: every 5 minutes by default).
+
+It removes expired sessions and frees their places under the session limit. Redis key expiry and DynamoDB TTL
+delete session data on their own; the sweep keeps the roster that counts live sessions (for the limit and
+`/health`) true between requests that would otherwise sweep on demand, and reports the count as a metric. Stores
+are built per invocation, on that invocation's event loop, and closed after it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from typing import Any
+
+from core import Settings
+from core.stores.factory import build_stores
+from handlers.secrets import settings_from_env
+from handlers.telemetry import build_telemetry
+
+logger = logging.getLogger("stratus.sweeper")
+
+
+async def sweep(settings: Settings) -> dict[str, int]:
+    """Sweep the store `settings` names; how many sessions were removed and how many are live."""
+    stores = build_stores(
+        settings.store,
+        session_ttl_seconds=settings.session_ttl_seconds,
+        prefix=settings.store_prefix,
+        timeout=settings.store_timeout_seconds,
+        max_sessions=settings.max_sessions,
+    )
+    try:
+        removed = await stores.sessions.sweep()
+        census = await stores.sessions.census()
+    finally:
+        await stores.aclose()
+    return {"swept": removed, "activeSessions": census.active}
+
+
+def handler(event: Any, context: Any) -> dict[str, int]:
+    """The scheduled event's entry point (the event itself carries nothing the sweep needs)."""
+    settings = settings_from_env()
+    metrics, flush = build_telemetry(settings, "stratus-sweeper")
+    outcome = asyncio.run(sweep(settings))
+    metrics.count("sessions_swept", outcome["swept"])
+    metrics.count("sessions_active", outcome["activeSessions"])
+    flush()
+    logger.info("swept %d expired sessions; %d live", outcome["swept"], outcome["activeSessions"])
+    return outcome

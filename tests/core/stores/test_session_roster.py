@@ -1,0 +1,126 @@
+"""The roster every backend keeps of its live sessions: the global session limit, the census `/health` reports,
+and the sweep that frees expired sessions' places. Time is the injected clock; nothing sleeps."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+
+from core.errors import TooManySessionsError
+from core.stores.base import SessionRecord, SessionStore
+from core.stores.dynamodb_sessions import DynamoSessionStore
+from core.stores.memory import MemorySessionStore
+from core.stores.redis import RedisSessionStore
+from tests.core.stores.conftest import TTL, Backend
+
+pytestmark = pytest.mark.anyio
+LIMIT = 3
+
+
+def limited(backend: Backend, limit: int = LIMIT) -> SessionStore:
+    """A second view of the backend's sessions with a limit, as another container configured alike would hold."""
+    sessions = backend.stores.sessions
+    if isinstance(sessions, RedisSessionStore):
+        return RedisSessionStore(sessions.scripts, ttl_seconds=TTL, max_sessions=limit, clock=backend.clock)
+    if isinstance(sessions, DynamoSessionStore):
+        return DynamoSessionStore(sessions.table, ttl_seconds=TTL, max_sessions=limit)
+    assert isinstance(sessions, MemorySessionStore)
+    sessions._max = limit
+    return sessions
+
+
+def record(session_id: str) -> SessionRecord:
+    return SessionRecord(session_id=session_id, protocol_version="2025-11-25", principal="alice")
+
+
+async def test_the_census_counts_live_sessions_with_the_oldest_and_newest_creation(backend: Backend) -> None:
+    sessions = backend.stores.sessions
+    assert await sessions.census() == (0, None, None)
+    first = backend.clock.now
+    for name in ("a", "b", "c"):
+        await sessions.create(record(name))
+        backend.clock.advance(10)
+    assert await sessions.census() == (3, first, first + 20)
+    assert await sessions.delete("a") is True
+    assert await sessions.census() == (2, first + 10, first + 20)
+
+
+async def test_a_session_beyond_the_limit_is_refused_naming_it(backend: Backend) -> None:
+    sessions = limited(backend)
+    for index in range(LIMIT):
+        await sessions.create(record(f"s{index}"))
+    with pytest.raises(TooManySessionsError) as refused:
+        await sessions.create(record("one-too-many"))
+    assert (refused.value.http_status, refused.value.data) == (503, {"maxSessions": LIMIT})
+    assert await sessions.load("one-too-many") is None
+    assert (await sessions.census()).active == LIMIT
+
+
+async def test_ending_a_session_frees_its_place_at_once(backend: Backend) -> None:
+    sessions = limited(backend)
+    for index in range(LIMIT):
+        await sessions.create(record(f"s{index}"))
+    assert await sessions.delete("s1") is True
+    await sessions.create(record("newcomer"))
+    assert await sessions.load("newcomer") is not None
+    assert await sessions.delete("s1") is False
+
+
+async def test_expired_sessions_give_up_their_places_to_new_ones(backend: Backend) -> None:
+    sessions = limited(backend)
+    for index in range(LIMIT):
+        await sessions.create(record(f"old{index}"))
+    backend.clock.advance(TTL + 1)
+    for index in range(LIMIT):
+        await sessions.create(record(f"new{index}"))
+    assert (await sessions.census()).active == LIMIT
+
+
+async def test_a_sweep_removes_expired_sessions_but_keeps_those_in_use(backend: Backend) -> None:
+    sessions = backend.stores.sessions
+    await sessions.create(record("idle"))
+    await sessions.create(record("busy"))
+    backend.clock.advance(TTL - 1)
+    assert await sessions.load("busy") is not None  # slides its expiry; the roster hears of it only when swept
+    backend.clock.advance(2)
+    assert await sessions.sweep() == 1
+    assert await sessions.sweep() == 0
+    assert (await sessions.census()).active == 1
+    assert await sessions.load("busy") is not None
+    if backend.redis is not None:
+        assert await backend.redis.exists(f"{backend.prefix}:{{s:idle}}") == 0
+        assert await backend.redis.zrange(f"{backend.prefix}:{{roster}}:created", 0, -1) == [b"busy"]
+    if backend.dynamo is not None:
+        key = {"PK": {"S": "t#session#idle"}, "SK": {"S": "session"}}
+        assert "Item" not in backend.dynamo.get_item(TableName=backend.table, Key=key)
+        count = backend.dynamo.get_item(TableName=backend.table, Key={"PK": {"S": "t#roster"}, "SK": {"S": "#count"}})
+        assert count["Item"]["count"] == {"N": "1"}
+
+
+async def test_containers_racing_for_the_last_places_never_exceed_the_limit(backend: Backend) -> None:
+    if backend.name == "memory":
+        pytest.skip("one process: the in-memory store has no other container to race")
+    first, second = limited(backend), limited(backend)
+    attempts = [
+        store.create(record(f"r{index}-{side}")) for index in range(5) for side, store in enumerate((first, second))
+    ]
+    outcomes = await asyncio.gather(*attempts, return_exceptions=True)
+    assert sum(outcome is None for outcome in outcomes) == LIMIT
+    assert all(isinstance(outcome, TooManySessionsError) for outcome in outcomes if outcome is not None)
+    assert (await first.census()).active == LIMIT
+
+
+async def test_a_session_the_backend_already_deleted_is_swept_from_the_roster(backend: Backend) -> None:
+    """Redis key expiry and DynamoDB TTL delete sessions on their own; the roster must not go on counting them."""
+    sessions = limited(backend, 1)
+    await sessions.create(record("gone"))
+    if backend.redis is not None:
+        await backend.redis.delete(f"{backend.prefix}:{{s:gone}}")
+    elif backend.dynamo is not None:
+        backend.dynamo.delete_item(TableName=backend.table, Key={"PK": {"S": "t#session#gone"}, "SK": {"S": "session"}})
+    else:
+        pytest.skip("the in-memory store deletes nothing behind the roster's back")
+    backend.clock.advance(TTL + 1)
+    await sessions.create(record("next"))
+    assert await sessions.census() == (1, backend.clock.now, backend.clock.now)

@@ -1,0 +1,69 @@
+"""The scheduled sweeper removes expired sessions from the shared store, frees their places, keeps live ones."""
+
+from __future__ import annotations
+
+import asyncio
+import secrets
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+import pytest
+import redis
+from moto import mock_aws
+
+from core.stores.base import SessionRecord
+from core.stores.dynamodb import create_table, dynamodb_client
+from core.stores.factory import build_stores
+from handlers import sweeper
+
+TTL = 600
+
+
+@dataclass
+class Store:
+    url: str
+    prefix: str
+
+
+@pytest.fixture(params=["redis", "dynamodb"])
+def store(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> Iterator[Store]:
+    prefix = f"sweep-{secrets.token_hex(4)}"
+    monkeypatch.setenv("STRATUS_SECRET_KEY", "k")
+    monkeypatch.setenv("STRATUS_STORE_PREFIX", prefix)
+    monkeypatch.setenv("STRATUS_SESSION_TTL_SECONDS", str(TTL))
+    if request.param == "redis":
+        url = "redis://127.0.0.1:6379/0"
+        monkeypatch.setenv("STRATUS_STORE", url)
+        yield Store(url, prefix)
+        client = redis.Redis.from_url(url)
+        keys = list(client.scan_iter(match=f"{prefix}:*"))
+        if keys:
+            client.delete(*keys)
+        client.close()
+        return
+    request.getfixturevalue("aws_credentials")
+    with mock_aws():
+        create_table(dynamodb_client(timeout=2.0), prefix)
+        url = f"dynamodb://{prefix}"
+        monkeypatch.setenv("STRATUS_STORE", url)
+        yield Store(url, prefix)
+
+
+async def open_sessions(store: Store, names: list[str], *, created_ago: float) -> None:
+    stores = build_stores(
+        store.url, session_ttl_seconds=TTL, prefix=store.prefix, clock=lambda: time.time() - created_ago
+    )
+    try:
+        for name in names:
+            await stores.sessions.create(SessionRecord(session_id=name, protocol_version="2025-11-25"))
+    finally:
+        await stores.aclose()
+
+
+def test_the_sweeper_removes_expired_sessions_and_reports_the_live_count(store: Store) -> None:
+    asyncio.run(open_sessions(store, ["stale-1", "stale-2"], created_ago=TTL + 60))
+    asyncio.run(open_sessions(store, ["fresh"], created_ago=0))
+
+    assert sweeper.handler({"source": "aws.events"}, None) == {"swept": 2, "activeSessions": 1}
+    assert sweeper.handler({"source": "aws.events"}, None) == {"swept": 0, "activeSessions": 1}
