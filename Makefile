@@ -44,7 +44,7 @@ bench: $(VENV)/.installed  ## cold start and warm latency against the anchors
 LAMBDA_PLATFORM ?= manylinux2014_aarch64
 LAMBDA_REQUIREMENTS := "mangum>=0.19" "pydantic>=2.7" "uvicorn>=0.30" "redis>=5.0" "pyjwt[crypto]>=2.8"
 
-build-BufferedFunction build-StreamingFunction build-SweeperFunction:
+build-BufferedFunction build-StreamingFunction build-SweeperFunction build-TaskWorkerFunction:
 	$(PYTHON) -m pip install --quiet --target "$(ARTIFACTS_DIR)" --platform $(LAMBDA_PLATFORM) --implementation cp \
 		--python-version 3.13 --only-binary=:all: $(LAMBDA_REQUIREMENTS)
 	cp -r core handlers examples run.sh "$(ARTIFACTS_DIR)/"

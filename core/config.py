@@ -69,6 +69,9 @@ class Settings:
     max_sessions: int = 100
     """At most this many legacy sessions live at once across every container (0: no limit); a new one beyond it
     is refused with 503 naming the limit."""
+    task_worker: str | None = None
+    """The Lambda function (name or ARN) that runs tasks, invoked asynchronously once per task; unset, a task
+    runs in the process that created it (uvicorn, `stratus serve`)."""
     secret_key: str | None = None
     """Key that signs pagination cursors; set it so every container accepts every other's cursors."""
     log_level: str = "INFO"

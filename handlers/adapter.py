@@ -10,6 +10,7 @@ from mangum import Mangum
 
 from core import McpServer, Settings, build_app
 from core.pipeline.current import lambda_request_id
+from handlers.tasks import task_launcher
 from handlers.telemetry import build_telemetry
 
 LambdaHandler = Any
@@ -45,7 +46,7 @@ def make_handler(server: McpServer, settings: Settings | None = None) -> LambdaH
     settings = settings or Settings()
     _ensure_event_loop()
     metrics, flush = build_telemetry(settings, server.name)
-    app = build_app(server, settings, metrics=metrics)
+    app = build_app(server, settings, metrics=metrics, task_launcher=task_launcher(settings))
     asgi = Mangum(app, lifespan="off")
     cold = [True]
 

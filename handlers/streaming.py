@@ -15,6 +15,7 @@ import uvicorn
 from core import McpServer, Settings, build_app
 from handlers.loading import load_server
 from handlers.secrets import settings_from_env
+from handlers.tasks import task_launcher
 from handlers.telemetry import build_telemetry
 
 DEFAULT_PORT = 8080  # the adapter's default AWS_LWA_PORT
@@ -30,7 +31,7 @@ def serve_for_adapter(
 ) -> None:
     """Run the app as the adapter expects it: its telemetry, its lifespan, uvicorn on the adapter's port."""
     metrics, _ = build_telemetry(settings, server.name)
-    app = build_app(server, settings, metrics=metrics)
+    app = build_app(server, settings, metrics=metrics, task_launcher=task_launcher(settings))
     uvicorn.run(app, host=host, port=port or adapter_port(), log_level=settings.log_level.lower(), lifespan="on")
 
 

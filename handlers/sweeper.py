@@ -13,7 +13,7 @@ import logging
 from typing import Any
 
 from core import Settings
-from core.stores.factory import build_stores
+from core.transport.app import stores_for
 from handlers.secrets import settings_from_env
 from handlers.telemetry import build_telemetry
 
@@ -22,13 +22,7 @@ logger = logging.getLogger("stratus.sweeper")
 
 async def sweep(settings: Settings) -> dict[str, int]:
     """Sweep the store `settings` names; how many sessions were removed and how many are live."""
-    stores = build_stores(
-        settings.store,
-        session_ttl_seconds=settings.session_ttl_seconds,
-        prefix=settings.store_prefix,
-        timeout=settings.store_timeout_seconds,
-        max_sessions=settings.max_sessions,
-    )
+    stores = stores_for(settings)
     try:
         removed = await stores.sessions.sweep()
         census = await stores.sessions.census()

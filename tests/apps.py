@@ -86,3 +86,16 @@ async def draft(ctx: Context) -> str:
     await ctx.stream_content("Once upon ")
     await ctx.stream_content("a time.")
     return "Once upon a time."
+
+
+@shared.tool(task="optional")
+def total(values: list[int]) -> int:
+    """Sums the values; a client that asks runs it as a task."""
+    return sum(values)
+
+
+@shared.tool(task="required", timeout=30)
+async def vigil(ctx: Context) -> str:
+    """Runs only as a task, until it is cancelled (or 30 s pass)."""
+    await ctx.signal.wait()
+    return "cancelled"

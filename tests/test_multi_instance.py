@@ -15,9 +15,10 @@ from core.stores.dynamodb import create_table
 from tests.apps import LIMIT
 from tests.processes import RoundRobinProxy, stratus_processes
 from tests.servers import uvicorn_serving
-from tests.wire import McpHttp
+from tests.wire import LegacySession, McpHttp, modern_meta
 
 pytestmark = [pytest.mark.anyio, pytest.mark.uvicorn]
+TASKS: dict[str, object] = {"extensions": {"io.modelcontextprotocol/tasks": {}}}
 
 
 @pytest.fixture(scope="module")
@@ -141,5 +142,39 @@ async def test_a_cancellation_sent_to_the_other_process_stops_the_call(two_proce
                     await answered.wait()
     # The tool saw its cancellation signal (set on the first process by a notification sent to the second).
     assert outcome[0]["result"] == {"content": [{"type": "text", "text": "cancelled"}]}
+    await first.http.aclose()
+    await second.http.aclose()
+
+
+async def test_a_task_started_on_one_process_is_polled_and_fetched_on_the_other(two_processes: list[str]) -> None:
+    first, second = client_of(two_processes[0]), client_of(two_processes[1])
+    on_first = await first.initialize("2025-11-25")
+    on_second = LegacySession(second, on_first.session_id, on_first.version)
+    created = await on_first.request("tools/call", {"name": "total", "arguments": {"values": [1, 2, 3]}, "task": {}})
+    task_id = created.json()["result"]["task"]["taskId"]
+
+    with anyio.fail_after(20):
+        fetched = await on_second.request("tasks/result", {"taskId": task_id})
+    assert fetched.json()["result"]["structuredContent"] == {"result": 6}
+    polled = await on_second.request("tasks/get", {"taskId": task_id})
+    assert polled.json()["result"]["status"] == "completed"
+    await first.http.aclose()
+    await second.http.aclose()
+
+
+async def test_a_modern_task_cancelled_on_the_other_process_ends_cancelled(two_processes: list[str]) -> None:
+    first, second = client_of(two_processes[0]), client_of(two_processes[1])
+    meta = modern_meta(**{"io.modelcontextprotocol/clientCapabilities": TASKS})
+    created = await first.modern("tools/call", {"name": "vigil", "arguments": {}, "_meta": meta})
+    task_id = created.json()["result"]["taskId"]
+    assert created.json()["result"]["status"] == "working"
+
+    cancelled = await second.modern("tasks/cancel", {"taskId": task_id, "_meta": meta})
+    assert cancelled.json()["result"]["resultType"] == "complete"
+    polled = await first.modern("tasks/get", {"taskId": task_id, "_meta": meta})
+    assert (polled.json()["result"]["status"], polled.json()["result"]["statusMessage"]) == (
+        "cancelled",
+        "Cancelled by the client",
+    )
     await first.http.aclose()
     await second.http.aclose()

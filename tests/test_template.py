@@ -16,6 +16,7 @@ def test_the_handlers_named_in_the_template_exist() -> None:
         "handlers.buffered.handler",
         "run.sh",
         "handlers.sweeper.handler",
+        "handlers.tasks.handler",
     ]
     assert (
         (Path(__file__).parent.parent / "run.sh")
@@ -113,15 +114,37 @@ def test_iam_is_least_privilege_and_grants_every_dynamodb_call_the_stores_make()
         + re.findall(r'"(put_item|update_item)" if', source.read_text(encoding="utf-8"))
     }
     assert {"dynamodb:Query", "dynamodb:UpdateItem", "dynamodb:GetItem"} <= used
-    for function in ("BufferedFunction", "StreamingFunction", "SweeperFunction"):
+    for function in ("BufferedFunction", "StreamingFunction", "SweeperFunction", "TaskWorkerFunction"):
         for statement in _granted(function):
             actions = statement["Action"] if isinstance(statement["Action"], list) else [statement["Action"]]
             assert not any("*" in action for action in actions), (function, actions)
             if any(action.startswith("dynamodb:") for action in actions):
                 assert statement["Resource"] == "StateTable.Arn", function  # the table, not "*"
-    for function in ("BufferedFunction", "StreamingFunction"):
-        granted = {action for statement in _granted(function) for action in statement["Action"]}
+    for function in ("BufferedFunction", "StreamingFunction", "TaskWorkerFunction"):
+        granted = {action for statement in _granted(function) for action in _actions(statement)}
         assert used <= granted, (function, used - granted)
+
+
+def _actions(statement: dict[str, Any]) -> list[str]:
+    action = statement["Action"]
+    return action if isinstance(action, list) else [action]
+
+
+def test_tasks_run_in_the_task_worker_which_both_shapes_may_invoke_and_nothing_else() -> None:
+    resources = _parsed_template()["Resources"]
+    worker = resources["TaskWorkerFunction"]["Properties"]
+    assert (worker["Handler"], worker["Timeout"], worker["EventInvokeConfig"]["MaximumRetryAttempts"]) == (
+        "handlers.tasks.handler",
+        900,
+        0,
+    )
+    for function in ("BufferedFunction", "StreamingFunction"):
+        assert (
+            resources[function]["Properties"]["Environment"]["Variables"]["STRATUS_TASK_WORKER"] == "TaskWorkerFunction"
+        )
+        invokes = [statement for statement in _granted(function) if "lambda:InvokeFunction" in _actions(statement)]
+        assert [statement["Resource"] for statement in invokes] == ["TaskWorkerFunction.Arn"]
+    assert "STRATUS_TASK_WORKER" not in _environment()  # the worker never launches tasks itself
 
 
 def _environment() -> dict[str, Any]:

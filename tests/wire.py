@@ -29,6 +29,40 @@ RESULT_TYPES = {
     "prompts/list": "ListPromptsResult",
     "prompts/get": "GetPromptResult",
     "completion/complete": "CompleteResult",
+    "tasks/get": "GetTaskResult",
+    "tasks/result": "GetTaskPayloadResult",
+    "tasks/cancel": "CancelTaskResult",
+}
+
+# The 2026-07-28 tasks extension (io.modelcontextprotocol/tasks) has no official JSON schema; these are its
+# TypeScript definitions (shared/mcp-spec/extensions/tasks) written as JSON Schema.
+_TASK_PROPERTIES: dict[str, Any] = {
+    "taskId": {"type": "string"},
+    "status": {"enum": ["working", "input_required", "completed", "cancelled", "failed"]},
+    "statusMessage": {"type": "string"},
+    "createdAt": {"type": "string", "format": "date-time"},
+    "lastUpdatedAt": {"type": "string", "format": "date-time"},
+    "ttlMs": {"type": ["integer", "null"]},
+    "pollIntervalMs": {"type": "integer"},
+}
+_TASK: dict[str, Any] = {
+    "type": "object",
+    "required": ["taskId", "status", "createdAt", "lastUpdatedAt", "ttlMs"],
+    "allOf": [
+        {"if": {"properties": {"status": {"const": "completed"}}}, "then": {"required": ["result"]}},
+        {"if": {"properties": {"status": {"const": "failed"}}}, "then": {"required": ["error"]}},
+        {"if": {"properties": {"status": {"const": "input_required"}}}, "then": {"required": ["inputRequests"]}},
+    ],
+}
+TASKS_EXTENSION_RESULTS = {
+    "CreateTaskResult": {**_TASK, "properties": {**_TASK_PROPERTIES, "resultType": {"const": "task"}}},
+    "GetTaskResult": {**_TASK, "properties": {**_TASK_PROPERTIES, "resultType": {"const": "complete"}}},
+    "AcknowledgeResult": {"type": "object", "properties": {"resultType": {"const": "complete"}}},
+}
+_EXTENSION_TYPES = {
+    "tasks/get": "GetTaskResult",
+    "tasks/update": "AcknowledgeResult",
+    "tasks/cancel": "AcknowledgeResult",
 }
 
 
@@ -54,10 +88,20 @@ def validate_response(version: str, method: str, response: dict[str, Any]) -> No
         validate(version, name, response)
         return
     validate(version, "JSONRPCResponse" if version < "2025-11-25" else "JSONRPCResultResponse", response)
-    if response["result"].get("resultType") == "input_required":
-        validate(version, "InputRequiredResult", response["result"])
+    result = response["result"]
+    if result.get("resultType") == "input_required":
+        validate(version, "InputRequiredResult", result)
         return
-    validate(version, RESULT_TYPES[method], response["result"])
+    if version >= MODERN and (method in _EXTENSION_TYPES or result.get("resultType") == "task"):
+        definition = _EXTENSION_TYPES.get(method, "CreateTaskResult")
+        jsonschema.Draft202012Validator(
+            TASKS_EXTENSION_RESULTS[definition], format_checker=jsonschema.FormatChecker()
+        ).validate(result)
+        return
+    if method == "tools/call" and "task" in result:
+        validate(version, "CreateTaskResult", result)
+        return
+    validate(version, RESULT_TYPES[method], result)
 
 
 def initialize_message(version: str = "2025-11-25", request_id: int = 1) -> dict[str, Any]:
@@ -102,8 +146,8 @@ class McpHttp:
         params = {**(params or {})}
         params.setdefault("_meta", modern_meta())
         mirrored = {"mcp-protocol-version": MODERN, "mcp-method": method}
-        name = params.get("uri") if method == "resources/read" else params.get("name")
-        if method in ("tools/call", "prompts/get", "resources/read") and isinstance(name, str):
+        name = params.get({"resources/read": "uri"}.get(method, "taskId" if method.startswith("tasks/") else "name"))
+        if method in ("tools/call", "prompts/get", "resources/read", *_EXTENSION_TYPES) and isinstance(name, str):
             mirrored["mcp-name"] = name
         response = await self.post(
             {"jsonrpc": "2.0", "id": self._id(), "method": method, "params": params}, {**mirrored, **(headers or {})}

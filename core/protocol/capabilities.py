@@ -4,11 +4,12 @@ from __future__ import annotations
 
 from typing import Any
 
+from core.protocol import versions
 from core.server.server import McpServer
 
 
-def server_capabilities(server: McpServer, *, modern: bool) -> dict[str, Any]:
-    """Capabilities for `server/discover` (modern) or `initialize` (legacy)."""
+def server_capabilities(server: McpServer, *, modern: bool, version: str | None = None) -> dict[str, Any]:
+    """Capabilities for `server/discover` (modern) or `initialize` (legacy, at the negotiated `version`)."""
     capabilities: dict[str, Any] = {}
     # Subscriptions and list changes reach a legacy session's GET stream or a subscriptions/listen stream.
     if server.tools:
@@ -21,4 +22,9 @@ def server_capabilities(server: McpServer, *, modern: bool) -> dict[str, Any]:
         capabilities["completions"] = {}
     if not modern:
         capabilities["logging"] = {}
+    if any(tool.task_support for tool in server.tools.values()):
+        if modern:
+            capabilities["extensions"] = {versions.TASKS_EXTENSION: {}}
+        elif version is not None and versions.at_least(version, versions.TASKS_SINCE):
+            capabilities["tasks"] = {"cancel": {}, "requests": {"tools": {"call": {}}}}
     return capabilities

@@ -7,7 +7,7 @@ import logging
 import secrets
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from core.errors import (
     INVALID_PARAMS,
@@ -32,8 +32,11 @@ from core.server.principal import Principal
 from core.server.resources import Resource, ResourceTemplate
 from core.server.server import McpServer
 from core.server.signature import ArgumentsError
-from core.server.tools import error_result
+from core.server.tools import Tool, error_result
 from core.stores.base import CallAdmission, SessionRecord, SessionStore
+
+if TYPE_CHECKING:
+    from core.protocol.tasks import TaskLauncher, TaskService
 
 JsonObject = dict[str, Any]
 T = TypeVar("T")
@@ -130,6 +133,7 @@ class Dispatcher:
         sealer: StateSealer,
         *,
         max_stream_seconds: float = 840.0,
+        task_launcher: TaskLauncher | None = None,
     ) -> None:
         self.server = server
         self.sealer = sealer
@@ -138,6 +142,8 @@ class Dispatcher:
         self.pipeline = pipeline
         self.notices = NoticeBoard(pipeline.stores.events)
         self.max_stream_seconds = max_stream_seconds
+        self.task_launcher = task_launcher
+        self._tasks: TaskService | None = None
         # Cancellation signals of the calls running in this process, by (session id, request id). A legacy
         # notifications/cancelled reaches them when it lands on the same process; across containers it needs the
         # store's event channel (streaming).
@@ -156,6 +162,9 @@ class Dispatcher:
             **shared,
             "server/discover": self._discover,
             "subscriptions/listen": self._listen,
+            "tasks/get": lambda call: self.tasks.get(call),
+            "tasks/update": lambda call: self.tasks.update(call),
+            "tasks/cancel": lambda call: self.tasks.cancel(call),
         }
         self._legacy: dict[str, Handler] = {
             **shared,
@@ -163,7 +172,25 @@ class Dispatcher:
             "logging/setLevel": self._set_level,
             "resources/subscribe": self._subscribe,
             "resources/unsubscribe": self._unsubscribe,
+            "tasks/get": lambda call: self.tasks.get(call),
+            "tasks/result": lambda call: self.tasks.result(call),
+            "tasks/cancel": lambda call: self.tasks.cancel(call),
         }
+
+    @property
+    def tasks(self) -> TaskService:
+        """The task service, built on first use so that servers without tasks never import it."""
+        if self._tasks is None:
+            from core.protocol.tasks import TaskService
+
+            self._tasks = TaskService(
+                self.server.tools,
+                self.pipeline.stores,
+                self._run_tool,
+                lambda task_id: self.cancel(None, task_id, "the task was cancelled"),
+                self.task_launcher,
+            )
+        return self._tasks
 
     async def dispatch(self, call: Call) -> JsonObject:
         """The result of `call`.
@@ -186,8 +213,8 @@ class Dispatcher:
 
     # -- lifecycle -------------------------------------------------------------------------------------------
 
-    def capabilities(self, *, modern: bool) -> JsonObject:
-        return server_capabilities(self.server, modern=modern)
+    def capabilities(self, *, modern: bool, version: str | None = None) -> JsonObject:
+        return server_capabilities(self.server, modern=modern, version=version)
 
     async def _discover(self, call: Call) -> JsonObject:
         result: JsonObject = {
@@ -213,7 +240,7 @@ class Dispatcher:
     def initialize_result(self, version: str) -> JsonObject:
         result: JsonObject = {
             "protocolVersion": version,
-            "capabilities": self.capabilities(modern=False),
+            "capabilities": self.capabilities(modern=False, version=version),
             "serverInfo": self.server.info,
         }
         if self.server.instructions:
@@ -261,7 +288,14 @@ class Dispatcher:
         return result
 
     async def _list_tools(self, call: Call) -> JsonObject:
-        return self._page(call, "tools", [tool.definition() for tool in self.server.tools.values()])
+        with_execution = not call.modern and versions.at_least(call.version, versions.TASKS_SINCE)
+        definitions = [
+            {**tool.definition(), "execution": {"taskSupport": tool.task_support}}
+            if with_execution and tool.task_support
+            else tool.definition()
+            for tool in self.server.tools.values()
+        ]
+        return self._page(call, "tools", definitions)
 
     async def _list_resources(self, call: Call) -> JsonObject:
         return self._page(call, "resources", [item.definition for item in self.server.resources.values()])
@@ -280,6 +314,24 @@ class Dispatcher:
         if tool is None:
             raise InvalidParamsError(f"Unknown tool: {name}", data={"name": name})
         arguments = _object_param(call, "arguments")
+        if self.tasks_wanted(call, tool):
+            try:
+                tool.validate(arguments)
+            except ArgumentsError as exc:
+                return self._bad_arguments(call, name, exc)
+            return await self.tasks.create(call, tool, arguments)
+        return await self._run_tool(call, tool, arguments)
+
+    def tasks_wanted(self, call: Call, tool: Tool) -> bool:
+        """Whether this call runs as a task (see TaskService.wanted); no task machinery for tools without tasks
+        or requests that do not ask."""
+        if tool.task_support is None and not isinstance(call.params.get("task"), dict):
+            return False
+        return self.tasks.wanted(call, tool)
+
+    async def _run_tool(self, call: Call, tool: Tool, arguments: JsonObject) -> JsonObject:
+        """Run the tool now, through the pipeline, and answer with its result."""
+        name = tool.name
         inputs = await self._input_round(call)
         deadline = self.pipeline.deadline_for(call.http, tool.policy.timeout)
         context = call.context(item=name, deadline=deadline, inputs=inputs, publish=self.notices.publish)
@@ -292,14 +344,18 @@ class Dispatcher:
         except InputRequired:
             return self._input_required(call, inputs)
         except ArgumentsError as exc:
-            message = f"Invalid arguments for tool '{name}': " + "; ".join(exc.problems)
-            if versions.at_least(call.version, versions.INPUT_ERRORS_AS_RESULTS_SINCE):
-                return error_result(message)
-            raise InvalidParamsError(message, data={"problems": exc.problems}) from None
+            return self._bad_arguments(call, name, exc)
         finally:
             self._running.pop(running, None)
             if watcher is not None:
                 watcher.cancel()
+
+    @staticmethod
+    def _bad_arguments(call: Call, name: str, exc: ArgumentsError) -> JsonObject:
+        message = f"Invalid arguments for tool '{name}': " + "; ".join(exc.problems)
+        if versions.at_least(call.version, versions.INPUT_ERRORS_AS_RESULTS_SINCE):
+            return error_result(message)
+        raise InvalidParamsError(message, data={"problems": exc.problems}) from None
 
     async def _read_resource(self, call: Call) -> JsonObject:
         uri = _string_param(call, "uri")

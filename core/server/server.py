@@ -122,6 +122,7 @@ class McpServer:
         retry: RetryPolicy | None = None,
         breaker: BreakerPolicy | None = None,
         middleware: Sequence[Middleware] = (),
+        task: str | None = None,
     ) -> Callable[[F], F]:
         """Register a function as a tool; its input schema comes from the type hints.
 
@@ -142,6 +143,8 @@ class McpServer:
             retry: this tool's retry policy (only used when annotations say `idempotentHint`).
             breaker: this tool's circuit breaker.
             middleware: layers around this tool only, inside the server's middleware.
+            task: `"optional"` or `"required"` to let (or make) clients run calls as tasks, answered at once
+                with a handle and polled for the result; None (the default) never runs it as a task.
         """
         policy = ToolPolicy(
             access=Access(public=public, scopes=tuple(scopes), roles=tuple(roles), guards=tuple(guards)),
@@ -163,6 +166,7 @@ class McpServer:
                 icons=icons,
                 meta=meta,
                 structured_output=structured_output,
+                task_support=task,
             )
             _add(self.tools, tool.name, tool, "tool")
             return fn

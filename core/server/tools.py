@@ -86,9 +86,14 @@ class Tool:
         meta: JsonObject | None,
         structured_output: bool | None,
         policy: ToolPolicy | None = None,
+        task_support: str | None = None,
     ) -> None:
+        if task_support not in (None, "optional", "required"):
+            raise ValueError(f"tool {name!r}: task must be 'optional', 'required' or None, got {task_support!r}")
         self.fn = fn
         self.policy = policy or ToolPolicy()
+        self.task_support = task_support
+        """Whether a call may (`optional`) or must (`required`) run as a task; None: never."""
         self.name = name
         self.signature = Signature(fn, model_name=f"{name}_arguments")
         self.title = title

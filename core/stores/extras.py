@@ -51,6 +51,8 @@ class TaskRecord:
     task_id: str
     principal: str | None
     status: str
+    request: str = ""
+    """What to run, as the task's runner encodes it (JSON), stored with the task so any container can run it."""
     result: str | None = None
     created_at: float = 0.0
     updated_at: float = 0.0

@@ -121,7 +121,7 @@ class RedisTaskStore:
         return self.scripts.key(f"t:{task_id}")
 
     async def create(self, record: TaskRecord, ttl_seconds: float) -> None:
-        args = [repr(self.clock()), ttl_seconds, GRACE_SECONDS, record.principal or "", record.status]
+        args = [repr(self.clock()), ttl_seconds, GRACE_SECONDS, record.principal or "", record.status, record.request]
         if not int(await self.scripts.run("task_create", [self._key(record.task_id)], args)):
             raise TaskExistsError(record.task_id)
 
@@ -134,6 +134,7 @@ class RedisTaskStore:
             task_id=task_id,
             principal=fields["principal"] or None,
             status=fields["status"],
+            request=fields.get("request", ""),
             result=fields.get("result"),
             created_at=float(fields["created"]),
             updated_at=float(fields["updated"]),

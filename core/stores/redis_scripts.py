@@ -156,14 +156,14 @@ redis.call('PEXPIRE', KEYS[2], math.max(ttl, 1000))
 return 1
 """
 
-# KEYS[1] task hash. ARGV: now, ttl, grace, principal, status. -> 1 created, 0 taken.
+# KEYS[1] task hash. ARGV: now, ttl, grace, principal, status, request. -> 1 created, 0 taken.
 TASK_CREATE = """
 local expires = redis.call('HGET', KEYS[1], 'expires')
 if expires and tonumber(expires) > tonumber(ARGV[1]) then return 0 end
 redis.call('DEL', KEYS[1])
 local until_ = tonumber(ARGV[1]) + tonumber(ARGV[2])
-redis.call('HSET', KEYS[1], 'principal', ARGV[4], 'status', ARGV[5], 'created', ARGV[1], 'updated', ARGV[1],
-  'expires', string.format('%.17g', until_))
+redis.call('HSET', KEYS[1], 'principal', ARGV[4], 'status', ARGV[5], 'request', ARGV[6], 'created', ARGV[1],
+  'updated', ARGV[1], 'expires', string.format('%.17g', until_))
 redis.call('PEXPIRE', KEYS[1], math.ceil((tonumber(ARGV[2]) + tonumber(ARGV[3])) * 1000))
 return 1
 """

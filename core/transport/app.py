@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 import secrets
 import time
+from typing import TYPE_CHECKING
 
 from core.auth.setup import request_authenticator
 from core.config import Settings
@@ -21,6 +22,9 @@ from core.transport.guards import HostOriginGuard
 from core.transport.health import Health, live
 from core.transport.metadata import WELL_KNOWN, ProtectedResourceMetadata
 
+if TYPE_CHECKING:
+    from core.protocol.tasks import TaskLauncher
+
 
 def build_app(
     server: McpServer,
@@ -28,6 +32,7 @@ def build_app(
     *,
     stores: Stores | None = None,
     metrics: MetricsSink | None = None,
+    task_launcher: TaskLauncher | None = None,
 ) -> Router:
     """An ASGI app serving `server` at `settings.mcp_path`.
 
@@ -36,34 +41,14 @@ def build_app(
         settings: deployment settings (default: `Settings()`, the local defaults).
         stores: state backends; built from `settings.store` when not given.
         metrics: where the pipeline reports calls, errors and latency (default: in memory, logged at DEBUG).
+        task_launcher: where tasks run (default: in this process).
     """
     settings = settings or Settings()
-    stores = stores or build_stores(
-        settings.store,
-        session_ttl_seconds=settings.session_ttl_seconds,
-        prefix=settings.store_prefix,
-        timeout=settings.store_timeout_seconds,
-        max_sessions=settings.max_sessions,
-    )
-    # Without a configured key, cursors are still tamper-evident but forgeable; configure one in production.
-    key = (settings.secret_key or f"stratus-cursor:{server.name}").encode()
-    paginator = Paginator(hashlib.sha256(key).digest(), server.page_size)
-    # Request state must be unforgeable: without a configured key (the in-memory store, one process) a random one
-    # serves; a shared store refuses to start without STRATUS_SECRET_KEY, so every container holds the same.
-    state_key = settings.secret_key.encode() if settings.secret_key else secrets.token_bytes(32)
-    fail_open = settings.limits_on_store_failure == "open"
-    pipeline = Pipeline(server.policy, stores, metrics or LocalMetrics(), fail_open=fail_open)
+    stores = stores or stores_for(settings)
     authenticator, resource = request_authenticator(settings)
     guard = HostOriginGuard(settings.allowed_hosts, settings.allowed_origins)
     endpoint = McpEndpoint(
-        Dispatcher(
-            server,
-            stores.sessions,
-            paginator,
-            pipeline,
-            StateSealer(state_key, clock=time.time),
-            max_stream_seconds=settings.max_stream_seconds,
-        ),
+        build_dispatcher(server, settings, stores, metrics, task_launcher),
         guard,
         max_body_bytes=settings.max_body_bytes,
         max_stream_seconds=settings.max_stream_seconds,
@@ -86,3 +71,41 @@ def build_app(
         routes[WELL_KNOWN] = metadata
         routes[WELL_KNOWN + settings.mcp_path] = metadata
     return Router(routes, prefixes=dict.fromkeys(REST_PREFIXES, endpoint), on_shutdown=stores.aclose)
+
+
+def stores_for(settings: Settings) -> Stores:
+    """The stores `settings.store` names, configured by the other settings."""
+    return build_stores(
+        settings.store,
+        session_ttl_seconds=settings.session_ttl_seconds,
+        prefix=settings.store_prefix,
+        timeout=settings.store_timeout_seconds,
+        max_sessions=settings.max_sessions,
+    )
+
+
+def build_dispatcher(
+    server: McpServer,
+    settings: Settings,
+    stores: Stores,
+    metrics: MetricsSink | None = None,
+    task_launcher: TaskLauncher | None = None,
+) -> Dispatcher:
+    """The dispatcher (and its pipeline) of `server` over `stores`: what the app serves and a task worker runs."""
+    # Without a configured key, cursors are still tamper-evident but forgeable; configure one in production.
+    key = (settings.secret_key or f"stratus-cursor:{server.name}").encode()
+    paginator = Paginator(hashlib.sha256(key).digest(), server.page_size)
+    # Request state must be unforgeable: without a configured key (the in-memory store, one process) a random one
+    # serves; a shared store refuses to start without STRATUS_SECRET_KEY, so every container holds the same.
+    state_key = settings.secret_key.encode() if settings.secret_key else secrets.token_bytes(32)
+    fail_open = settings.limits_on_store_failure == "open"
+    pipeline = Pipeline(server.policy, stores, metrics or LocalMetrics(), fail_open=fail_open)
+    return Dispatcher(
+        server,
+        stores.sessions,
+        paginator,
+        pipeline,
+        StateSealer(state_key, clock=time.time),
+        max_stream_seconds=settings.max_stream_seconds,
+        task_launcher=task_launcher,
+    )

@@ -16,7 +16,14 @@ from core.protocol import versions
 from core.server.server import McpServer
 from core.transport.asgi import Headers
 
-NAMED_METHODS = {"tools/call": "name", "prompts/get": "name", "resources/read": "uri"}
+NAMED_METHODS = {
+    "tools/call": "name",
+    "prompts/get": "name",
+    "resources/read": "uri",
+    "tasks/get": "taskId",
+    "tasks/update": "taskId",
+    "tasks/cancel": "taskId",
+}
 _SENTINEL_PREFIX, _SENTINEL_SUFFIX = "=?base64?", "?="
 _INVALID_VALUE_CHARACTER = re.compile(r"[^\t -~]")
 

@@ -7,7 +7,6 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Callable
-from datetime import UTC, datetime
 from typing import Any
 
 from core.errors import StoreUnavailableError
@@ -80,6 +79,8 @@ class Health:
 
 
 def _iso(timestamp: float | None) -> str | None:
+    from datetime import UTC, datetime  # only /health needs it: kept off the cold start
+
     if timestamp is None:
         return None
     return datetime.fromtimestamp(timestamp, UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")

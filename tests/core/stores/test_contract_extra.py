@@ -94,7 +94,9 @@ async def test_waiting_for_a_reply_that_never_comes_ends_at_the_deadline(backend
 
 async def test_tasks_move_only_from_the_expected_states(backend: Backend) -> None:
     tasks = backend.stores.tasks
-    await tasks.create(TaskRecord(task_id="t-1", principal="alice", status="working"), ttl_seconds=TTL)
+    await tasks.create(
+        TaskRecord(task_id="t-1", principal="alice", status="working", request='{"tool":"add"}'), ttl_seconds=TTL
+    )
     with pytest.raises(TaskExistsError):
         await tasks.create(TaskRecord(task_id="t-1", principal="bob", status="working"), ttl_seconds=TTL)
     assert await tasks.update("t-1", status="completed", result='{"ok":true}', expect=("working",)) is True
@@ -102,6 +104,7 @@ async def test_tasks_move_only_from_the_expected_states(backend: Backend) -> Non
     task = await tasks.get("t-1")
     assert task is not None
     assert (task.principal, task.status, task.result) == ("alice", "completed", '{"ok":true}')
+    assert task.request == '{"tool":"add"}'
     assert await tasks.get("t-2") is None
 
 

@@ -1,0 +1,71 @@
+"""Tasks on Lambda: a container is frozen once its response is sent, so a task runs in its own invocation.
+
+`LambdaLauncher` invokes the task worker function asynchronously (`InvocationType=Event`) with the task's id;
+`handler` is that function's entry point: it loads the stored task and runs it to its end within the invocation's
+time (`template.yaml`: TaskWorkerFunction, 15 minutes). boto3 is imported only when a task is launched.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+from typing import Any
+
+from core import Settings
+from core.transport.app import build_dispatcher, stores_for
+from handlers.loading import load_server
+from handlers.secrets import settings_from_env
+from handlers.telemetry import build_telemetry
+
+TASK_EVENT_KEY = "stratusTask"
+logger = logging.getLogger("stratus.tasks")
+
+
+class LambdaLauncher:
+    """Starts each task in an asynchronous invocation of the task worker function."""
+
+    def __init__(self, function: str, client: Any = None) -> None:
+        self.function = function
+        self._client = client
+
+    def client(self) -> Any:
+        if self._client is None:
+            import boto3
+
+            self._client = boto3.client("lambda")
+        return self._client
+
+    async def launch(self, task_id: str) -> None:
+        payload = json.dumps({TASK_EVENT_KEY: task_id}).encode()
+        await asyncio.to_thread(
+            self.client().invoke, FunctionName=self.function, InvocationType="Event", Payload=payload
+        )
+
+
+def task_launcher(settings: Settings) -> LambdaLauncher | None:
+    """The launcher `settings.task_worker` asks for; None runs tasks in the process that creates them."""
+    return LambdaLauncher(settings.task_worker) if settings.task_worker else None
+
+
+async def run_task(settings: Settings, task_id: str, lambda_context: Any = None) -> None:
+    """Run one stored task with the deployment's server, pipeline and stores (built for this run, then closed)."""
+    server = load_server(settings.app)
+    metrics, flush = build_telemetry(settings, server.name)
+    stores = stores_for(settings)
+    try:
+        dispatcher = build_dispatcher(server, settings, stores, metrics)
+        await dispatcher.tasks.run(task_id, lambda_context=lambda_context)
+    finally:
+        await stores.aclose()
+        flush()
+
+
+def handler(event: Any, context: Any) -> dict[str, Any]:
+    """The task worker's entry point: `{"stratusTask": "<task id>"}`."""
+    task_id = event.get(TASK_EVENT_KEY) if isinstance(event, dict) else None
+    if not isinstance(task_id, str):
+        logger.warning("task worker invoked without a task id")
+        return {"ran": False}
+    asyncio.run(run_task(settings_from_env(), task_id, context))
+    return {"ran": True, "taskId": task_id}

@@ -1,0 +1,267 @@
+"""Tasks in both eras: a tools/call answered at once with a handle, polled, fetched, cancelled; bound to its caller.
+
+The tools wait on events the tests set, and the tests wait for a task's end on the store's own signal (the task's
+event stream), bounded in time: nothing sleeps.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import AsyncIterator
+from dataclasses import dataclass, field
+
+import httpx
+import pytest
+
+from core import McpServer, Settings
+from core.stores.extras import TaskRecord
+from core.stores.factory import Stores, build_stores
+from core.transport.app import build_app
+from tests.wire import McpHttp, initialize_message, modern_meta
+
+pytestmark = pytest.mark.anyio
+TASKS: dict[str, object] = {"extensions": {"io.modelcontextprotocol/tasks": {}}}
+
+
+@dataclass
+class Gates:
+    release: asyncio.Event = field(default_factory=asyncio.Event)
+    started: asyncio.Event = field(default_factory=asyncio.Event)
+    cancelled: asyncio.Event = field(default_factory=asyncio.Event)
+
+
+def task_server(gates: Gates) -> McpServer:
+    server = McpServer("tasks", "1.0.0")
+
+    @server.tool(task="optional")
+    async def slow_sum(a: int, b: int) -> int:
+        """Adds once the test releases it."""
+        gates.started.set()
+        try:
+            await gates.release.wait()
+        except asyncio.CancelledError:
+            gates.cancelled.set()  # the pipeline stops a cancelled call
+            raise
+        return a + b
+
+    @server.tool(task="required")
+    def batch() -> str:
+        """Only ever runs as a task."""
+        return "batched"
+
+    @server.tool()
+    def quick() -> str:
+        """Never a task."""
+        return "quick"
+
+    @server.tool(task="optional")
+    def broken() -> str:
+        """Fails with an unexpected exception."""
+        raise RuntimeError("secret connection string postgres://admin:hunter2@db")
+
+    @server.tool(task="optional", timeout=0.05)
+    async def stuck() -> str:
+        """Never finishes: its deadline ends it with a JSON-RPC error."""
+        await asyncio.Event().wait()
+        return "unreachable"
+
+    return server
+
+
+@dataclass
+class Harness:
+    mcp: McpHttp
+    stores: Stores
+    gates: Gates
+
+    async def ended(self, task_id: str) -> None:
+        """Wait (at most 5 s) for the task's end, signalled on its event stream."""
+        assert await self.stores.events.wait_after(f"task:{task_id}", 0, within=5.0)
+
+
+@pytest.fixture
+async def harness() -> AsyncIterator[Harness]:
+    gates = Gates()
+    stores = build_stores("memory://", session_ttl_seconds=600)
+    app = build_app(task_server(gates), Settings(), stores=stores)
+    async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://localhost") as http:
+        yield Harness(McpHttp(http), stores, gates)
+
+
+def result_of(response: httpx.Response) -> dict[str, object]:
+    assert response.status_code == 200, response.text
+    body = response.json()
+    assert "result" in body, body
+    result: dict[str, object] = body["result"]
+    return result
+
+
+def error_of(response: httpx.Response) -> dict[str, object]:
+    body = response.json()
+    assert "error" in body, body
+    error: dict[str, object] = body["error"]
+    return error
+
+
+# -- 2025-11-25 ----------------------------------------------------------------------------------------------
+
+
+async def test_a_legacy_session_sees_task_support_only_from_2025_11_25(harness: Harness) -> None:
+    current = await harness.mcp.initialize("2025-11-25")
+    older = await harness.mcp.initialize("2025-06-18")
+    capabilities = result_of(await harness.mcp.post(initialize_message("2025-11-25")))["capabilities"]
+    assert capabilities["tasks"] == {"cancel": {}, "requests": {"tools": {"call": {}}}}  # type: ignore[index]
+    older_capabilities = result_of(await harness.mcp.post(initialize_message("2025-06-18")))["capabilities"]
+    assert "tasks" not in older_capabilities  # type: ignore[operator]
+    tools = result_of(await current.request("tools/list"))["tools"]
+    support = {tool["name"]: tool.get("execution") for tool in tools}  # type: ignore[attr-defined]
+    assert support == {
+        "slow_sum": {"taskSupport": "optional"},
+        "batch": {"taskSupport": "required"},
+        "quick": None,
+        "broken": {"taskSupport": "optional"},
+        "stuck": {"taskSupport": "optional"},
+    }
+    assert all("execution" not in tool for tool in result_of(await older.request("tools/list"))["tools"])  # type: ignore[attr-defined]
+
+
+async def test_a_legacy_task_is_created_polled_and_its_result_fetched(harness: Harness) -> None:
+    session = await harness.mcp.initialize("2025-11-25")
+    created = result_of(
+        await session.request("tools/call", {"name": "slow_sum", "arguments": {"a": 2, "b": 3}, "task": {"ttl": 60000}})
+    )
+    task = created["task"]
+    assert isinstance(task, dict)
+    assert (task["status"], task["ttl"], task["pollInterval"]) == ("working", 60000, 1000)
+    await asyncio.wait_for(harness.gates.started.wait(), 5)
+    polled = result_of(await session.request("tasks/get", {"taskId": task["taskId"]}))
+    assert (polled["taskId"], polled["status"]) == (task["taskId"], "working")
+
+    harness.gates.release.set()
+    fetched = result_of(await session.request("tasks/result", {"taskId": task["taskId"]}))
+    assert fetched["structuredContent"] == {"result": 5}
+    assert fetched["_meta"] == {"io.modelcontextprotocol/related-task": {"taskId": task["taskId"]}}
+    assert result_of(await session.request("tasks/get", {"taskId": task["taskId"]}))["status"] == "completed"
+
+
+async def test_cancelling_a_legacy_task_stops_it_and_a_second_cancel_is_refused(harness: Harness) -> None:
+    session = await harness.mcp.initialize("2025-11-25")
+    task = result_of(
+        await session.request("tools/call", {"name": "slow_sum", "arguments": {"a": 1, "b": 1}, "task": {}})
+    )["task"]
+    assert isinstance(task, dict)
+    await asyncio.wait_for(harness.gates.started.wait(), 5)
+
+    cancelled = result_of(await session.request("tasks/cancel", {"taskId": task["taskId"]}))
+    assert (cancelled["status"], cancelled["statusMessage"]) == ("cancelled", "Cancelled by the client")
+    await asyncio.wait_for(harness.gates.cancelled.wait(), 5)  # the running tool was stopped
+    again = await session.request("tasks/cancel", {"taskId": task["taskId"]})
+    assert error_of(again) == {"code": -32602, "message": "Cannot cancel task: already in terminal status 'cancelled'"}
+    fetched = await session.request("tasks/result", {"taskId": task["taskId"]})
+    assert error_of(fetched)["code"] == -32602
+
+
+async def test_task_support_is_enforced_per_tool(harness: Harness) -> None:
+    session = await harness.mcp.initialize("2025-11-25")
+    plain_call_of_required = await session.request("tools/call", {"name": "batch", "arguments": {}})
+    assert error_of(plain_call_of_required)["code"] == -32601
+    task_of_forbidden = await session.request("tools/call", {"name": "quick", "arguments": {}, "task": {}})
+    assert error_of(task_of_forbidden)["code"] == -32601
+    bad_arguments = await session.request("tools/call", {"name": "slow_sum", "arguments": {"a": "x"}, "task": {}})
+    assert result_of(bad_arguments)["isError"] is True  # refused at once, no task made
+
+
+async def test_a_tool_error_completes_its_task_and_a_json_rpc_error_fails_it(harness: Harness) -> None:
+    session = await harness.mcp.initialize("2025-11-25")
+    broken = result_of(await session.request("tools/call", {"name": "broken", "arguments": {}, "task": {}}))["task"]
+    assert isinstance(broken, dict)
+    fetched = await session.request("tasks/result", {"taskId": broken["taskId"]})
+    assert result_of(fetched)["isError"] is True
+    assert "hunter2" not in fetched.text and "RuntimeError" not in fetched.text
+    assert result_of(await session.request("tasks/get", {"taskId": broken["taskId"]}))["status"] == "completed"
+
+    stuck = result_of(await session.request("tools/call", {"name": "stuck", "arguments": {}, "task": {}}))["task"]
+    assert isinstance(stuck, dict)
+    failed = await session.request("tasks/result", {"taskId": stuck["taskId"]})
+    assert error_of(failed)["code"] == -31504
+    assert result_of(await session.request("tasks/get", {"taskId": stuck["taskId"]}))["status"] == "failed"
+
+
+async def test_unknown_and_other_principals_tasks_are_not_found(harness: Harness) -> None:
+    session = await harness.mcp.initialize("2025-11-25")
+    await harness.stores.tasks.create(
+        TaskRecord(task_id="alices", principal="issuer|alice", status="working", request=json.dumps({"ttlMs": 1})),
+        ttl_seconds=60,
+    )
+    for task_id in ("no-such-task", "alices"):
+        for method in ("tasks/get", "tasks/result", "tasks/cancel"):
+            refused = await session.request(method, {"taskId": task_id})
+            assert error_of(refused) == {"code": -32602, "message": "Failed to retrieve task: Task not found"}
+    stored = await harness.stores.tasks.get("alices")
+    assert stored is not None and stored.status == "working"  # nothing was cancelled
+
+
+# -- 2026-07-28 ----------------------------------------------------------------------------------------------
+
+
+async def modern_call(
+    harness: Harness, method: str, params: dict[str, object], *, tasks: bool = True
+) -> httpx.Response:
+    meta = modern_meta(**{"io.modelcontextprotocol/clientCapabilities": TASKS if tasks else {}})
+    return await harness.mcp.modern(method, {**params, "_meta": meta})
+
+
+async def test_discover_advertises_the_tasks_extension(harness: Harness) -> None:
+    discovered = result_of(await harness.mcp.modern("server/discover"))
+    assert discovered["capabilities"]["extensions"] == TASKS["extensions"]  # type: ignore[index]
+
+
+async def test_a_modern_task_is_polled_to_its_inlined_result(harness: Harness) -> None:
+    created = result_of(await modern_call(harness, "tools/call", {"name": "slow_sum", "arguments": {"a": 4, "b": 5}}))
+    assert (created["resultType"], created["status"], created["ttlMs"]) == ("task", "working", 3_600_000)
+    task_id = created["taskId"]
+    assert isinstance(task_id, str)
+    working = result_of(await modern_call(harness, "tasks/get", {"taskId": task_id}))
+    assert (working["resultType"], working["status"]) == ("complete", "working")
+
+    harness.gates.release.set()
+    await harness.ended(task_id)
+    completed = result_of(await modern_call(harness, "tasks/get", {"taskId": task_id}))
+    assert completed["status"] == "completed"
+    assert completed["result"]["structuredContent"] == {"result": 9}  # type: ignore[index]
+    assert result_of(await modern_call(harness, "tasks/update", {"taskId": task_id, "inputResponses": {}})) == {
+        "resultType": "complete",
+        "_meta": completed["_meta"],
+    }
+    assert result_of(await modern_call(harness, "tasks/cancel", {"taskId": task_id}))["resultType"] == "complete"
+    assert result_of(await modern_call(harness, "tasks/get", {"taskId": task_id}))["status"] == "completed"
+
+
+async def test_a_failed_modern_task_carries_its_json_rpc_error(harness: Harness) -> None:
+    created = result_of(await modern_call(harness, "tools/call", {"name": "stuck", "arguments": {}}))
+    task_id = str(created["taskId"])
+    await harness.ended(task_id)
+    failed = result_of(await modern_call(harness, "tasks/get", {"taskId": task_id}))
+    assert failed["status"] == "failed" and failed["error"]["code"] == -31504  # type: ignore[index]
+
+
+async def test_without_the_extension_a_client_gets_plain_results_or_a_clear_refusal(harness: Harness) -> None:
+    release = harness.gates.release
+    release.set()
+    plain = result_of(
+        await modern_call(harness, "tools/call", {"name": "slow_sum", "arguments": {"a": 1, "b": 2}}, tasks=False)
+    )
+    assert (plain["resultType"], plain["structuredContent"]) == ("complete", {"result": 3})
+    required = error_of(await modern_call(harness, "tools/call", {"name": "batch", "arguments": {}}, tasks=False))
+    assert required["code"] == -32021
+    assert required["data"] == {"requiredCapabilities": TASKS}
+    polled = error_of(await modern_call(harness, "tasks/get", {"taskId": "anything"}, tasks=False))
+    assert polled["code"] == -32021
+
+
+async def test_a_task_request_must_name_its_task_in_mcp_name(harness: Harness) -> None:
+    meta = modern_meta(**{"io.modelcontextprotocol/clientCapabilities": TASKS})
+    response = await harness.mcp.modern("tasks/get", {"taskId": "abc", "_meta": meta}, headers={"mcp-name": "xyz"})
+    assert response.status_code == 400
+    assert error_of(response)["code"] == -32020

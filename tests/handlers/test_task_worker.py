@@ -1,0 +1,105 @@
+"""Tasks on Lambda: the app hands each task to the worker function by an asynchronous invoke, and the worker's
+handler, run in-process here against the real Redis, carries it to its end for any container to report."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import secrets
+from collections.abc import AsyncIterator, Iterator
+from dataclasses import dataclass
+from typing import Any
+
+import boto3
+import httpx
+import pytest
+import redis
+from botocore.stub import ANY, Stubber
+
+from core import Settings
+from core.transport.app import build_app
+from handlers import tasks as task_worker
+from handlers.tasks import LambdaLauncher
+from tests.apps import shared
+from tests.wire import LegacySession, McpHttp
+
+pytestmark = pytest.mark.anyio
+WORKER = "stratus-task-worker"
+
+
+@dataclass
+class Deployment:
+    settings: Settings
+    stubber: Stubber
+    session: LegacySession
+
+
+@pytest.fixture
+def environment(aws_credentials: None, monkeypatch: pytest.MonkeyPatch) -> Iterator[dict[str, str]]:
+    variables = {
+        "STRATUS_APP": "tests.apps:shared",
+        "STRATUS_STORE": "redis://127.0.0.1:6379/0",
+        "STRATUS_STORE_PREFIX": f"tasks-{secrets.token_hex(4)}",
+        "STRATUS_SECRET_KEY": "k",
+        "STRATUS_TASK_WORKER": WORKER,
+    }
+    for name, value in variables.items():
+        monkeypatch.setenv(name, value)
+    yield variables
+    client = redis.Redis.from_url(variables["STRATUS_STORE"])
+    keys = list(client.scan_iter(match=f"{variables['STRATUS_STORE_PREFIX']}:*"))
+    if keys:
+        client.delete(*keys)
+    client.close()
+
+
+@pytest.fixture
+async def deployment(environment: dict[str, str]) -> AsyncIterator[Deployment]:
+    settings = Settings.from_env(environment)
+    client = boto3.client("lambda")
+    with Stubber(client) as stubber:
+        app = build_app(shared, settings, task_launcher=LambdaLauncher(WORKER, client=client))
+        async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://localhost") as http:
+            session = await McpHttp(http).initialize("2025-11-25")
+            yield Deployment(settings, stubber, session)
+        await app.shutdown()
+
+
+def invoked(task_id: str | Any = ANY) -> dict[str, Any]:
+    payload = ANY if task_id is ANY else json.dumps({"stratusTask": task_id}).encode()
+    return {"FunctionName": WORKER, "InvocationType": "Event", "Payload": payload}
+
+
+async def test_a_task_is_run_by_the_worker_invocation_and_reported_by_the_app(deployment: Deployment) -> None:
+    deployment.stubber.add_response("invoke", {"StatusCode": 202}, invoked())
+    created = await deployment.session.request(
+        "tools/call", {"name": "total", "arguments": {"values": [4, 5]}, "task": {}}
+    )
+    task_id = created.json()["result"]["task"]["taskId"]
+    deployment.stubber.assert_no_pending_responses()
+    polled = await deployment.session.request("tasks/get", {"taskId": task_id})
+    assert polled.json()["result"]["status"] == "working"  # nothing ran it in this process
+
+    # The worker's own invocation: its handler, on its own event loop (a thread here, another container there).
+    outcome = await asyncio.to_thread(task_worker.handler, {"stratusTask": task_id}, None)
+    assert outcome == {"ran": True, "taskId": task_id}
+
+    fetched = await deployment.session.request("tasks/result", {"taskId": task_id})
+    assert fetched.json()["result"]["structuredContent"] == {"result": 9}
+
+
+async def test_a_task_the_worker_cannot_be_invoked_for_fails_at_once_with_a_clear_error(
+    deployment: Deployment,
+) -> None:
+    deployment.stubber.add_client_error("invoke", "ResourceNotFoundException", "Function not found: secret-arn")
+    refused = await deployment.session.request(
+        "tools/call", {"name": "total", "arguments": {"values": [1]}, "task": {}}
+    )
+    error = refused.json()["error"]
+    assert error["code"] == -32603
+    assert error["message"].startswith("The task could not be started (reference ")
+    assert "secret-arn" not in refused.text
+
+
+def test_the_worker_handler_ignores_an_event_without_a_task(environment: dict[str, str]) -> None:
+    assert task_worker.handler({"source": "aws.events"}, None) == {"ran": False}
