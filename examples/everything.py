@@ -34,6 +34,7 @@ from core import (
     ToolError,
     user,
 )
+from core.errors import InternalError
 
 server = McpServer(
     "stratus-everything",
@@ -427,6 +428,52 @@ def test_x_mcp_header(region: Annotated[str, Field(json_schema_extra={"x-mcp-hea
         region: a region name, mirrored in the Mcp-Param-Region header.
     """
     return f"Region: {region}"
+
+
+# -- tasks (2025-11-25 experimental tasks; the 2026-07-28 io.modelcontextprotocol/tasks extension) -------------
+
+
+@server.tool()
+def greet(name: str) -> str:
+    """Greets by name; never runs as a task."""
+    return f"Hello, {name}!"
+
+
+@server.tool(task="optional")
+async def slow_compute(seconds: float, label: str = "") -> str:
+    """Answers after `seconds`; a task for clients that support them (cancellable while it waits)."""
+    await asyncio.sleep(seconds)
+    return f"Computed {label or 'result'} after {seconds}s"
+
+
+@server.tool(task="required")
+async def failing_job() -> str:
+    """Runs only as a task and fails as a tool (isError) after about a second, so its task completes."""
+    await asyncio.sleep(1)
+    raise ToolError("The job failed")
+
+
+@server.tool(task="optional")
+async def confirm_delete(ctx: Context, path: str = "reports/old.csv") -> str:
+    """Asks the user to confirm (one elicitation), then answers; as a task it waits in input_required."""
+    answer = await ctx.elicit(f"Delete {path}?", _form({"confirm": {"type": "boolean"}}, ["confirm"]), key="confirm")
+    return f"Deleted {path}" if answer.get("action") == "accept" else f"Kept {path}"
+
+
+@server.tool(task="optional")
+async def multi_input(ctx: Context) -> str:
+    """Asks two questions at once, so a task waits on two keys."""
+    first, second = await asyncio.gather(
+        ctx.elicit("First name?", _form({"name": {"type": "string"}}, ["name"]), key="first"),
+        ctx.elicit("Last name?", _form({"name": {"type": "string"}}, ["name"]), key="last"),
+    )
+    return f"Got {first.get('action')} and {second.get('action')}"
+
+
+@server.tool(task="optional")
+def protocol_error_job() -> str:
+    """Fails with a JSON-RPC error, so its task fails."""
+    raise InternalError("The job crashed", http_status=200)
 
 
 # -- resources ------------------------------------------------------------------------------------------------

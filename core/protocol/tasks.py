@@ -12,8 +12,10 @@ Two wires over one store record:
 The task is written to the store before its handle is returned, bound to the caller's principal (another
 principal is told the task does not exist), and run by a `TaskLauncher`: in this process, or by a separate
 invocation (handlers.tasks.LambdaLauncher) because a Lambda container is frozen once its response is sent.
-A tool's `isError` result completes its task; only a JSON-RPC error fails it. Tools inside a task cannot ask
-the client for input (no `input_required` yet).
+A tool's `isError` result completes its task; only a JSON-RPC error fails it. A tool inside a task may ask
+the client for input: the task waits in `input_required` with the questions (2026-07-28 `tasks/get`), and
+once `tasks/update` has answered them all it runs again from the start with the answers, like a multi
+round-trip retry (on Lambda, in a new invocation).
 """
 
 from __future__ import annotations
@@ -143,6 +145,7 @@ class TaskService:
             "version": call.version,
             "ttlMs": ttl_ms,
             "principal": _principal_fields(call.principal),
+            "clientCapabilities": call.client_capabilities,
         }
         record = TaskRecord(
             task_id=secrets.token_urlsafe(24),
@@ -185,18 +188,25 @@ class TaskService:
                 wire["result"] = outcome.get("result", {})
             elif task.status == "failed":
                 wire["error"] = outcome.get("error", {})
+            elif task.status == "input_required":
+                wire["inputRequests"] = await self._outstanding(task)
         return wire
+
+    async def _outstanding(self, task: TaskRecord) -> JsonObject:
+        """The task's questions the client has not answered yet (answered keys drop out at once)."""
+        asked: JsonObject = _outcome(task).get("inputRequests", {})
+        answered = await self._answers(task.task_id, list(asked))
+        return {key: request for key, request in asked.items() if key not in answered}
 
     async def result(self, call: Call) -> JsonObject:
         """2025-11-25 `tasks/result`: once the task has ended, exactly what the call would have answered."""
         task = await self._own_task(call)
-        waited = 0.0
         loop = asyncio.get_running_loop()
-        started = loop.time()
-        while task.status not in TERMINAL and waited < RESULT_WAIT_SECONDS:
-            await self.stores.events.wait_after(_stream(task.task_id), 0, RESULT_WAIT_SECONDS - waited)
+        deadline, seen = loop.time() + RESULT_WAIT_SECONDS, 0
+        while task.status not in TERMINAL and (left := deadline - loop.time()) > 0:
+            events = await self.stores.events.wait_after(_stream(task.task_id), seen, left)
+            seen = events[-1].seq if events else seen
             task = await self._own_task(call)
-            waited = loop.time() - started
         related = {RELATED_TASK_META: {"taskId": task.task_id}}
         outcome = _outcome(task)
         if task.status == "completed":
@@ -229,9 +239,26 @@ class TaskService:
         return self._wire(ended, modern=False)
 
     async def update(self, call: Call) -> JsonObject:
-        """2026-07-28 `tasks/update`: Stratus's tasks never wait for input, so every response is for a key that
-        is not outstanding, which the extension says to ignore."""
-        await self._own_task(call)
+        """2026-07-28 `tasks/update`: keep the answers to outstanding questions (others are ignored, as the
+        extension asks); once none is left, the task goes back to `working` and runs again with them."""
+        task = await self._own_task(call)
+        responses = call.params.get("inputResponses")
+        if not isinstance(responses, dict):
+            raise InvalidParamsError("Invalid params: inputResponses must be an object")
+        if task.status != "input_required":
+            return {}
+        outstanding = await self._outstanding(task)
+        ttl = max(task.expires_at - task.created_at, 1.0)  # answers live no longer than the task
+        for key, response in responses.items():
+            if key in outstanding and isinstance(response, dict):
+                await self.stores.cache.set(_answer_key(task.task_id, key), json.dumps(response), ttl)
+        if await self._outstanding(task):
+            return {}
+        resumed = await self.stores.tasks.update(
+            task.task_id, status="working", result=task.result, expect=("input_required",)
+        )
+        if resumed:  # only one of several racing updates resumes it
+            await self.launcher.launch(task.task_id)
         return {}
 
     async def _own_task(self, call: Call) -> TaskRecord:
@@ -259,10 +286,16 @@ class TaskService:
         if task is None or task.status != "working":
             return
         request = json.loads(task.request)
+        asked = list(_outcome(task).get("asked", []))
+        # Like a multi round-trip retry, the run starts over with every answer the client has given so far.
+        answers = await self._answers(task_id, asked)
         tool = self.tools.get(request["tool"])
         call = Call(
-            request=Request(id=task_id, method="tools/call", params={"name": request["tool"]}),
+            request=Request(
+                id=task_id, method="tools/call", params={"name": request["tool"], "inputResponses": answers}
+            ),
             version=request["version"],
+            client_capabilities=request.get("clientCapabilities") or {},
             principal=_principal_from(request["principal"]),
             http=HttpRequest("POST", "", {}, lambda_context=lambda_context) if lambda_context else None,
         )
@@ -270,9 +303,25 @@ class TaskService:
             outcome: JsonObject = {"error": InvalidParamsError(f"Unknown tool: {request['tool']}").to_error()}
         else:
             outcome = await self._outcome_of(call, tool, request["arguments"])
+        if "inputRequests" in outcome:
+            outcome["asked"] = sorted({*asked, *outcome["inputRequests"]})
+            if await self.stores.tasks.update(
+                task_id, status="input_required", result=json.dumps(outcome), expect=LIVE
+            ):
+                await self.stores.events.append(_stream(task_id), "input_required")
+            return
         status = "failed" if "error" in outcome else "completed"
         if await self.stores.tasks.update(task_id, status=status, result=json.dumps(outcome), expect=LIVE):
             await self.stores.events.append(_stream(task_id), status)
+
+    async def _answers(self, task_id: str, keys: list[str]) -> JsonObject:
+        """The client's answers (via tasks/update) to the task's questions so far, by key."""
+        answers: JsonObject = {}
+        for key in keys:
+            stored = await self.stores.cache.get(_answer_key(task_id, key))
+            if stored is not None:
+                answers[key] = json.loads(stored)
+        return answers
 
     async def _outcome_of(self, call: Call, tool: Tool, arguments: JsonObject) -> JsonObject:
         running = asyncio.ensure_future(self.run_tool(call, tool, arguments))
@@ -291,8 +340,7 @@ class TaskService:
         except McpError as error:
             return {"error": error.to_error()}
         if result.get("resultType") == "input_required":
-            refused = McpError("A tool run as a task cannot ask the client for input")
-            return {"error": refused.to_error()}
+            return {"inputRequests": result["inputRequests"]}
         return {"result": result}
 
     async def _cancellation(self, task_id: object) -> None:
@@ -338,6 +386,10 @@ def _stream(task_id: str) -> str:
 
 def _cancel_box(task_id: str) -> str:
     return f"task/{task_id}/cancel"
+
+
+def _answer_key(task_id: str, key: str) -> str:
+    return f"task:{task_id}:answer:{key}"
 
 
 def _principal_fields(principal: Principal | None) -> JsonObject | None:

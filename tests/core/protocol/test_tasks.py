@@ -10,11 +10,12 @@ import asyncio
 import json
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
+from typing import Any
 
 import httpx
 import pytest
 
-from core import McpServer, Settings
+from core import Context, McpServer, Settings
 from core.stores.extras import TaskRecord
 from core.stores.factory import Stores, build_stores
 from core.transport.app import build_app
@@ -29,6 +30,7 @@ class Gates:
     release: asyncio.Event = field(default_factory=asyncio.Event)
     started: asyncio.Event = field(default_factory=asyncio.Event)
     cancelled: asyncio.Event = field(default_factory=asyncio.Event)
+    runs: int = 0
 
 
 def task_server(gates: Gates) -> McpServer:
@@ -60,6 +62,16 @@ def task_server(gates: Gates) -> McpServer:
         """Fails with an unexpected exception."""
         raise RuntimeError("secret connection string postgres://admin:hunter2@db")
 
+    @server.tool(task="optional")
+    async def two_names(ctx: Context) -> str:
+        """Asks two questions at once."""
+        form = {"type": "object", "properties": {"name": {"type": "string"}}, "required": ["name"]}
+        first, last = await asyncio.gather(
+            ctx.elicit("First name?", form, key="first"), ctx.elicit("Last name?", form, key="last")
+        )
+        gates.runs += 1
+        return f"{first['content']['name']} {last['content']['name']}"
+
     @server.tool(task="optional", timeout=0.05)
     async def stuck() -> str:
         """Never finishes: its deadline ends it with a JSON-RPC error."""
@@ -75,9 +87,11 @@ class Harness:
     stores: Stores
     gates: Gates
 
-    async def ended(self, task_id: str) -> None:
-        """Wait (at most 5 s) for the task's end, signalled on its event stream."""
-        assert await self.stores.events.wait_after(f"task:{task_id}", 0, within=5.0)
+    async def ended(self, task_id: str, after: int = 0) -> int:
+        """Wait (at most 5 s) for the task's next change of state, signalled on its event stream; its number."""
+        events = await self.stores.events.wait_after(f"task:{task_id}", after, within=5.0)
+        assert events, f"task {task_id} did not change state within 5 s"
+        return events[-1].seq
 
 
 @pytest.fixture
@@ -89,18 +103,18 @@ async def harness() -> AsyncIterator[Harness]:
         yield Harness(McpHttp(http), stores, gates)
 
 
-def result_of(response: httpx.Response) -> dict[str, object]:
+def result_of(response: httpx.Response) -> dict[str, Any]:
     assert response.status_code == 200, response.text
     body = response.json()
     assert "result" in body, body
-    result: dict[str, object] = body["result"]
+    result: dict[str, Any] = body["result"]
     return result
 
 
-def error_of(response: httpx.Response) -> dict[str, object]:
+def error_of(response: httpx.Response) -> dict[str, Any]:
     body = response.json()
     assert "error" in body, body
-    error: dict[str, object] = body["error"]
+    error: dict[str, Any] = body["error"]
     return error
 
 
@@ -111,19 +125,20 @@ async def test_a_legacy_session_sees_task_support_only_from_2025_11_25(harness: 
     current = await harness.mcp.initialize("2025-11-25")
     older = await harness.mcp.initialize("2025-06-18")
     capabilities = result_of(await harness.mcp.post(initialize_message("2025-11-25")))["capabilities"]
-    assert capabilities["tasks"] == {"cancel": {}, "requests": {"tools": {"call": {}}}}  # type: ignore[index]
+    assert capabilities["tasks"] == {"cancel": {}, "requests": {"tools": {"call": {}}}}
     older_capabilities = result_of(await harness.mcp.post(initialize_message("2025-06-18")))["capabilities"]
-    assert "tasks" not in older_capabilities  # type: ignore[operator]
+    assert "tasks" not in older_capabilities
     tools = result_of(await current.request("tools/list"))["tools"]
-    support = {tool["name"]: tool.get("execution") for tool in tools}  # type: ignore[attr-defined]
+    support = {tool["name"]: tool.get("execution") for tool in tools}
     assert support == {
         "slow_sum": {"taskSupport": "optional"},
         "batch": {"taskSupport": "required"},
         "quick": None,
         "broken": {"taskSupport": "optional"},
         "stuck": {"taskSupport": "optional"},
+        "two_names": {"taskSupport": "optional"},
     }
-    assert all("execution" not in tool for tool in result_of(await older.request("tools/list"))["tools"])  # type: ignore[attr-defined]
+    assert all("execution" not in tool for tool in result_of(await older.request("tools/list"))["tools"])
 
 
 async def test_a_legacy_task_is_created_polled_and_its_result_fetched(harness: Harness) -> None:
@@ -214,7 +229,7 @@ async def modern_call(
 
 async def test_discover_advertises_the_tasks_extension(harness: Harness) -> None:
     discovered = result_of(await harness.mcp.modern("server/discover"))
-    assert discovered["capabilities"]["extensions"] == TASKS["extensions"]  # type: ignore[index]
+    assert discovered["capabilities"]["extensions"] == TASKS["extensions"]
 
 
 async def test_a_modern_task_is_polled_to_its_inlined_result(harness: Harness) -> None:
@@ -229,7 +244,7 @@ async def test_a_modern_task_is_polled_to_its_inlined_result(harness: Harness) -
     await harness.ended(task_id)
     completed = result_of(await modern_call(harness, "tasks/get", {"taskId": task_id}))
     assert completed["status"] == "completed"
-    assert completed["result"]["structuredContent"] == {"result": 9}  # type: ignore[index]
+    assert completed["result"]["structuredContent"] == {"result": 9}
     assert result_of(await modern_call(harness, "tasks/update", {"taskId": task_id, "inputResponses": {}})) == {
         "resultType": "complete",
         "_meta": completed["_meta"],
@@ -243,7 +258,7 @@ async def test_a_failed_modern_task_carries_its_json_rpc_error(harness: Harness)
     task_id = str(created["taskId"])
     await harness.ended(task_id)
     failed = result_of(await modern_call(harness, "tasks/get", {"taskId": task_id}))
-    assert failed["status"] == "failed" and failed["error"]["code"] == -31504  # type: ignore[index]
+    assert failed["status"] == "failed" and failed["error"]["code"] == -31504
 
 
 async def test_without_the_extension_a_client_gets_plain_results_or_a_clear_refusal(harness: Harness) -> None:
@@ -265,3 +280,35 @@ async def test_a_task_request_must_name_its_task_in_mcp_name(harness: Harness) -
     response = await harness.mcp.modern("tasks/get", {"taskId": "abc", "_meta": meta}, headers={"mcp-name": "xyz"})
     assert response.status_code == 400
     assert error_of(response)["code"] == -32020
+
+
+async def test_a_task_waits_for_input_takes_answers_one_at_a_time_and_runs_again_with_them(harness: Harness) -> None:
+    capabilities = {**TASKS, "elicitation": {}}
+    meta = modern_meta(**{"io.modelcontextprotocol/clientCapabilities": capabilities})
+    created = result_of(await harness.mcp.modern("tools/call", {"name": "two_names", "arguments": {}, "_meta": meta}))
+    task_id = str(created["taskId"])
+
+    async def get() -> dict[str, Any]:
+        return result_of(await harness.mcp.modern("tasks/get", {"taskId": task_id, "_meta": meta}))
+
+    async def update(responses: object) -> httpx.Response:
+        return await harness.mcp.modern("tasks/update", {"taskId": task_id, "inputResponses": responses, "_meta": meta})
+
+    parked = await harness.ended(task_id)  # the run stops at its questions
+    waiting = await get()
+    assert waiting["status"] == "input_required"
+    assert set(waiting["inputRequests"]) == {"first", "last"}
+    assert waiting["inputRequests"]["first"]["method"] == "elicitation/create"
+
+    assert error_of(await update("not an object"))["code"] == -32602
+    answer = {"action": "accept", "content": {"name": "Ada"}}
+    assert result_of(await update({"first": answer, "never-asked": answer}))["resultType"] == "complete"
+    partial = await get()
+    assert (partial["status"], list(partial["inputRequests"])) == ("input_required", ["last"])
+
+    assert result_of(await update({"last": {"action": "accept", "content": {"name": "Lovelace"}}}))
+    await harness.ended(task_id, after=parked)
+    done = await get()
+    assert done["status"] == "completed"
+    assert done["result"]["content"][0]["text"] == "Ada Lovelace"
+    assert harness.gates.runs == 1  # the tool body past its questions ran once, with both answers
