@@ -1,9 +1,10 @@
-"""The benchmark venv: one interpreter and one set of package versions for Stratus, the floor and awslabs.
+"""The benchmark venvs: the interpreter of `.venv` (never touched) with the packages each subject needs.
 
-It lives at `${XDG_CACHE_HOME:-~/.cache}/stratus/bench-venv`, is built from the interpreter
-that runs this script (the base Python of `.venv`), and holds Stratus's runtime dependencies pinned to the
-versions in `.venv` plus `awslabs-mcp-lambda-handler` (which pulls boto3). Stratus itself is not installed
-there: the children get `PYTHONPATH=<repo>` so they always run the working tree. `.venv` is never touched.
+`${XDG_CACHE_HOME:-~/.cache}/stratus/bench-venv` holds Stratus's runtime dependencies pinned to the versions in
+`.venv` plus `awslabs-mcp-lambda-handler` (which pulls boto3): Stratus, the floor and awslabs run there.
+The official SDK and FastMCP bring their own dependency trees, so each gets a venv of its own
+(`bench-anchor-sdk`, `bench-anchor-fastmcp`) with the same Mangum. Stratus itself is installed nowhere: the
+children get `PYTHONPATH=<repo>` so they always run the working tree.
 """
 
 from __future__ import annotations
@@ -20,6 +21,8 @@ from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name
 
 ANCHOR = "awslabs-mcp-lambda-handler"
+ANCHOR_PACKAGES = {"sdk": ["mcp==2.3.0"], "fastmcp": ["fastmcp==4.2.3"]}
+"""The anchors with venvs of their own, pinned so that reruns compare like with like."""
 PINS_MARKER = ".bench-pins"
 
 
@@ -57,9 +60,19 @@ def _pip_install(python: Path, requirements: list[str]) -> None:
 
 
 def ensure_venv(log: bool = True) -> Path:
-    """The bench venv's python: built (in a staging folder, then renamed) if missing, re-pinned if `.venv` moved."""
-    venv = cache_dir() / "bench-venv"
-    wanted = [*runtime_pins(), ANCHOR]
+    """The main bench venv's python (Stratus, the floor, awslabs). Starlette is the floor's, not Stratus's."""
+    floor = f"starlette=={metadata.version('starlette')}"
+    return _ensure(cache_dir() / "bench-venv", [*runtime_pins(), floor, ANCHOR], log)
+
+
+def ensure_anchor_venv(name: str, log: bool = True) -> Path:
+    """The python of anchor `name`'s own venv (`sdk` or `fastmcp`), with Stratus's Mangum pin."""
+    mangum = next(pin for pin in runtime_pins() if pin.startswith("mangum=="))
+    return _ensure(cache_dir() / f"bench-anchor-{name}", [*ANCHOR_PACKAGES[name], mangum], log)
+
+
+def _ensure(venv: Path, wanted: list[str], log: bool) -> Path:
+    """`venv`'s python: built (in a staging folder, then renamed) if missing, re-pinned if `wanted` changed."""
     marker_text = "\n".join(wanted) + "\n"
     if not (venv / "bin" / "python").exists():
         if log:
@@ -84,14 +97,14 @@ def ensure_venv(log: bool = True) -> Path:
 
 def versions(python: Path) -> dict[str, str]:
     """Versions of the packages that matter for the comparison, as installed in the bench venv."""
-    names = ["mangum", "starlette", "pydantic", "pydantic-core", "anyio", ANCHOR, "boto3", "botocore"]
+    names = ["mangum", "starlette", "pydantic", "pydantic-core", "anyio", ANCHOR, "mcp", "fastmcp", "boto3", "botocore"]
     code = (
         "import sys, platform\nfrom importlib import metadata\n"
         f"names = {names!r}\n"
         "out = {'python': platform.python_version()}\n"
         "for n in names:\n"
         "    try: out[n] = metadata.version(n)\n"
-        "    except metadata.PackageNotFoundError: out[n] = 'missing'\n"
+        "    except metadata.PackageNotFoundError: pass\n"
         "print(repr(out))\n"
     )
     done = subprocess.run([str(python), "-c", code], capture_output=True, text=True, check=True)

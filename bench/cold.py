@@ -10,7 +10,13 @@ import time
 
 import wire
 
-SUBJECT_MODULES = {"stratus": "examples.add", "floor": "floor_app", "awslabs": "awslabs_app"}
+SUBJECT_MODULES = {
+    "stratus": "examples.add",
+    "floor": "floor_app",
+    "awslabs": "awslabs_app",
+    "sdk": "sdk_app",
+    "fastmcp": "fastmcp_app",
+}
 WATCHED = ("boto3", "botocore", "redis", "aws_lambda_powertools.tracing", "aws_xray_sdk", "httpx", "anyio")
 
 

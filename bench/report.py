@@ -5,13 +5,21 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-SUBJECTS = ("stratus", "floor", "awslabs")
-HEADER = ("figure", "Stratus", "floor", "awslabs", "Stratus/floor", "Stratus/awslabs", "target", "verdict")
+SUBJECTS = ("stratus", "floor", "awslabs", "sdk", "fastmcp")
+LABELS = {"stratus": "Stratus", "floor": "floor", "awslabs": "awslabs", "sdk": "SDK", "fastmcp": "FastMCP"}
+REFERENCES = SUBJECTS[1:]
+HEADER = (
+    "figure",
+    *(LABELS[subject] for subject in SUBJECTS),
+    *(f"Stratus/{LABELS[reference]}" for reference in REFERENCES),
+    "target",
+    "verdict",
+)
 
 
 @dataclass(frozen=True)
 class Row:
-    """One figure for the three subjects, with its ratios and (when it has one) its target and verdict."""
+    """One figure for the subjects, with its ratios and (when it has one) its target and verdict."""
 
     figure: str
     values: Mapping[str, float | str | None]
@@ -39,8 +47,7 @@ class Row:
         return [
             self.figure,
             *values,
-            times(self.ratio("floor")),
-            times(self.ratio("awslabs")),
+            *(times(self.ratio(reference)) for reference in REFERENCES),
             self.target,
             self.verdict,
         ]

@@ -4,10 +4,12 @@
     .venv/bin/python bench/run.py --quick     # fewer runs, no callgrind, prints only
     .venv/bin/python bench/run.py --profile   # hot spots: -X importtime of the cold start, cProfile of warm calls
 
-Subjects, all run by the same interpreter with the same package versions (the bench venv, see benchenv.py):
+Subjects, all run by the same interpreter (see benchenv.py for their venvs):
   stratus  `examples/add.py`'s module-level `handler` (in-memory store, default settings)
   floor    bare Mangum + Starlette + pydantic with one route (bench/floor_app.py): what our stack costs at least
   awslabs  the same one-tool server on `awslabs-mcp-lambda-handler` (bench/awslabs_app.py)
+  sdk      the same on the official MCP Python SDK 2.x under Mangum (bench/sdk_app.py)
+  fastmcp  the same on FastMCP under Mangum (bench/fastmcp_app.py)
 Every subject answers the same API Gateway HTTP API v2 tools/call event (bench/wire.py). This is a benchmark,
 not a test: it reports, it never fails on a timing.
 """
@@ -28,18 +30,23 @@ from typing import Any
 
 import benchenv
 import measure
-from report import SUBJECTS, Row, markdown_table, text_table, verdict
+from report import LABELS, SUBJECTS, Row, markdown_table, text_table, verdict
 
 DOCS = measure.REPO / "docs" / "benchmarks.md"
 COLD_FLOOR_TARGET = 1.15
 COLD_AWSLABS_TARGET = 1.0
+COLD_SDK_TARGET = 0.3
+RSS_TARGET_MIB = 40.0
+WARM_SDK_TARGET = 0.1
 WARM_TARGET_US = 100.0
 PIPELINE_TARGET_US = 15.0
 LIMITED_PIPELINE_TARGET_US = 40.0
 SESSION_BYTES_TARGET = 1024
 NOTIFY_TARGET_MS = 5.0
 FORBIDDEN = ("boto3", "botocore", "redis", "aws_lambda_powertools.tracing", "aws_xray_sdk")
-WARM_SUBJECTS = ("stratus", "stratus-legacy", "floor", "awslabs")
+WARM_SUBJECTS = ("stratus", "stratus-legacy", "floor", "awslabs", "sdk", "fastmcp")
+Pythons = dict[str, Path]
+"""The interpreter (venv) each subject runs in; "bare" and "stratus-legacy" use Stratus's."""
 
 
 def _log(message: str) -> None:
@@ -54,10 +61,14 @@ def _spread(values: Sequence[float]) -> str:
     return f"{min(values):.1f}-{max(values):.1f}"
 
 
-def run_cold(python: Path, runs: int, env: dict[str, str]) -> tuple[dict[str, list[dict[str, Any]]], list[float]]:
+def _python(pythons: Pythons, subject: str) -> Path:
+    return pythons.get(subject, pythons["stratus"])
+
+
+def run_cold(pythons: Pythons, runs: int, env: dict[str, str]) -> tuple[dict[str, list[dict[str, Any]]], list[float]]:
     """`runs` cold starts per subject, interleaved (the order rotates each round), plus `python -c pass`."""
     for subject in (*SUBJECTS, "bare"):  # once untimed: writes the .pyc files every later run reads
-        measure.cold(python, subject, env)
+        measure.cold(_python(pythons, subject), subject, env)
     results: dict[str, list[dict[str, Any]]] = {subject: [] for subject in (*SUBJECTS, "bare")}
     bare_cpu: list[float] = []
     order = [*SUBJECTS, "bare", "python -c pass"]
@@ -65,9 +76,9 @@ def run_cold(python: Path, runs: int, env: dict[str, str]) -> tuple[dict[str, li
         shift = round_ % len(order)
         for subject in order[shift:] + order[:shift]:
             if subject == "python -c pass":
-                bare_cpu.append(measure.bare_interpreter(python, env).cpu_ms)
+                bare_cpu.append(measure.bare_interpreter(pythons["stratus"], env).cpu_ms)
                 continue
-            figures = measure.cold(python, subject, env)
+            figures = measure.cold(_python(pythons, subject), subject, env)
             if figures["status"] != 200 or "3" not in figures["body"]:
                 raise RuntimeError(f"{subject} answered the cold tools/call with {figures!r}")
             results[subject].append(figures)
@@ -75,7 +86,7 @@ def run_cold(python: Path, runs: int, env: dict[str, str]) -> tuple[dict[str, li
     return results, bare_cpu
 
 
-def run_callgrind(python: Path, env: dict[str, str]) -> dict[str, int] | None:
+def run_callgrind(pythons: Pythons, env: dict[str, str]) -> dict[str, int] | None:
     """Instructions per cold-start child, and for the subjects the span alone (child minus the bare harness)."""
     if measure.valgrind() is None:
         _log("  valgrind not found: instruction counts skipped")
@@ -83,18 +94,18 @@ def run_callgrind(python: Path, env: dict[str, str]) -> dict[str, int] | None:
     totals = {}
     for subject in ("bare", *SUBJECTS):
         started = time.perf_counter()
-        totals[subject] = measure.instructions(python, subject, env)
+        totals[subject] = measure.instructions(_python(pythons, subject), subject, env)
         _log(f"  callgrind {subject}: {totals[subject]:,} instructions ({time.perf_counter() - started:.0f} s)")
     return totals
 
 
-def run_warm(python: Path, calls: int, repeats: int, env: dict[str, str]) -> dict[str, dict[str, float]]:
+def run_warm(pythons: Pythons, calls: int, repeats: int, env: dict[str, str]) -> dict[str, dict[str, float]]:
     """Warm latency per subject: `repeats` fresh processes each (interleaved), samples pooled."""
     pooled: dict[str, list[float]] = {subject: [] for subject in WARM_SUBJECTS}
     cpu: dict[str, list[float]] = {subject: [] for subject in WARM_SUBJECTS}
     for repeat in range(repeats):
         for subject in WARM_SUBJECTS:
-            figures = measure.warm(python, subject, calls, warmup=max(200, calls // 10), env=env)
+            figures = measure.warm(_python(pythons, subject), subject, calls, warmup=max(200, calls // 10), env=env)
             pooled[subject].extend(figures["samples_us"])
             cpu[subject].append(figures["cpu_per_call_us"])
         _log(f"  warm round {repeat + 1}/{repeats}")
@@ -133,6 +144,8 @@ def build_rows(
     cold_cpu = each("cpu_ms")
     to_floor = (cold_cpu["stratus"] or 0.0) / (cold_cpu["floor"] or 1.0)
     to_awslabs = (cold_cpu["stratus"] or 0.0) / (cold_cpu["awslabs"] or 1.0)
+    to_sdk = (cold_cpu["stratus"] or 0.0) / (cold_cpu["sdk"] or 1.0)
+    rss = each("max_rss_kib", 1 / 1024)
     forbidden = {
         subject: sorted({name for run in cold[subject] for name in run["watched"] if name in FORBIDDEN})
         for subject in SUBJECTS
@@ -142,14 +155,21 @@ def build_rows(
         Row(
             "cold: import+build+1st call, CPU ms",
             cold_cpu,
-            target=f"<= {COLD_FLOOR_TARGET:.2f}x floor, <= {COLD_AWSLABS_TARGET:.2f}x awslabs",
-            verdict=f"{verdict(to_floor <= COLD_FLOOR_TARGET)} / {verdict(to_awslabs <= COLD_AWSLABS_TARGET)}",
+            target=f"<= {COLD_FLOOR_TARGET:.2f}x floor, <= {COLD_AWSLABS_TARGET:.2f}x awslabs, "
+            f"<= {COLD_SDK_TARGET:.2f}x SDK",
+            verdict=f"{verdict(to_floor <= COLD_FLOOR_TARGET)} / {verdict(to_awslabs <= COLD_AWSLABS_TARGET)} / "
+            f"{verdict(to_sdk <= COLD_SDK_TARGET)}",
         ),
         Row("cold: import+build+1st call, CPU ms, best run", {s: min(r["cpu_ms"] for r in cold[s]) for s in SUBJECTS}),
         Row("cold: import+build+1st call, wall ms", each("wall_ms")),
         Row("cold: whole process, CPU ms", each("process_cpu_ms")),
         Row("cold: whole process, wall ms", each("process_wall_ms")),
-        Row("cold: peak RSS, MiB", each("max_rss_kib", 1 / 1024)),
+        Row(
+            "cold: peak RSS, MiB",
+            rss,
+            target=f"<= {RSS_TARGET_MIB:.0f} MiB",
+            verdict=verdict((rss["stratus"] or 0.0) <= RSS_TARGET_MIB),
+        ),
         Row("cold: modules imported by the span", each("modules_added"), digits=0),
     ]
     if ir is not None:
@@ -157,12 +177,14 @@ def build_rows(
         whole = {subject: float(ir[subject]) / 1e6 for subject in SUBJECTS}
         ir_floor = (span["stratus"] or 0.0) / (span["floor"] or 1.0)
         ir_awslabs = (span["stratus"] or 0.0) / (span["awslabs"] or 1.0)
+        ir_sdk = (span["stratus"] or 0.0) / (span["sdk"] or 1.0)
         rows += [
             Row(
                 "cold: import+build+1st call, M instructions",
                 span,
                 target="same targets (cross-check)",
-                verdict=f"{verdict(ir_floor <= COLD_FLOOR_TARGET)} / {verdict(ir_awslabs <= COLD_AWSLABS_TARGET)}",
+                verdict=f"{verdict(ir_floor <= COLD_FLOOR_TARGET)} / {verdict(ir_awslabs <= COLD_AWSLABS_TARGET)} / "
+                f"{verdict(ir_sdk <= COLD_SDK_TARGET)}",
             ),
             Row("cold: whole process, M instructions", whole),
         ]
@@ -177,8 +199,9 @@ def build_rows(
         Row(
             "warm: tools/call median, us",
             warm_median,
-            target=f"<= {WARM_TARGET_US:.0f} us",
-            verdict=verdict(warm["stratus"]["median_us"] <= WARM_TARGET_US),
+            target=f"<= {WARM_TARGET_US:.0f} us, <= {WARM_SDK_TARGET:.2f}x SDK",
+            verdict=f"{verdict(warm['stratus']['median_us'] <= WARM_TARGET_US)} / "
+            f"{verdict(warm['stratus']['median_us'] <= WARM_SDK_TARGET * warm['sdk']['median_us'])}",
         ),
         Row("warm: tools/call p99, us", {subject: warm[subject]["p99_us"] for subject in SUBJECTS}),
         Row("warm: CPU per call, us", {subject: warm[subject]["cpu_per_call_us"] for subject in SUBJECTS}),
@@ -279,7 +302,7 @@ def build_rows(
     return rows, notes
 
 
-def machine_note(python: Path) -> list[str]:
+def machine_note(pythons: Pythons) -> list[str]:
     model = "unknown CPU"
     try:
         for line in Path("/proc/cpuinfo").read_text().splitlines():
@@ -291,11 +314,18 @@ def machine_note(python: Path) -> list[str]:
     commit = subprocess.run(
         ["git", "-C", str(measure.REPO), "describe", "--always", "--dirty"], capture_output=True, text=True
     ).stdout.strip()
+    python = pythons["stratus"]
     versions = benchenv.versions(python)
     packages = ", ".join(f"{name} {version}" for name, version in versions.items() if name != "python")
+    anchors = []
+    for name in benchenv.ANCHOR_PACKAGES:
+        theirs = benchenv.versions(pythons[name])
+        listed = ", ".join(f"{package} {version}" for package, version in theirs.items() if package != "python")
+        anchors.append(f"{LABELS[name]} venv ({pythons[name]}): {listed}")
     return [
         f"{model}, {os.cpu_count()} CPUs, {platform.system()} {platform.release()}",
         f"Python {versions['python']} ({python}); {packages}",
+        *anchors,
         f"Stratus working tree at {commit or 'unknown commit'}",
     ]
 
@@ -326,11 +356,19 @@ def write_docs(
         "- **floor**: bench/floor_app.py, a bare Mangum + Starlette + pydantic app with one POST route that parses",
         "  the JSON-RPC body with a pydantic model and returns JSON: the least our own stack can cost.",
         "- **awslabs**: bench/awslabs_app.py, the same tool on `awslabs-mcp-lambda-handler` (no session store).",
+        "- **SDK**: bench/sdk_app.py, the same tool on the official MCP Python SDK 2.x (`MCPServer`), its",
+        "  Streamable HTTP app in stateless JSON mode under Mangum. The best working Mangum set-up: the SDK's",
+        "  session manager may start only once, so its lifespan is started at import on the loop Mangum reuses",
+        '  (bench/lifespan_once.py) and Mangum runs with `lifespan="off"`; its per-request INFO logs are off.',
+        "- **FastMCP**: bench/fastmcp_app.py, the same on FastMCP's `http_app(stateless_http=True,",
+        "  json_response=True)`, set up the same way.",
         "",
-        "All three run under the same interpreter and package versions, in the bench venv",
-        "`${XDG_CACHE_HOME:-~/.cache}/stratus/bench-venv` (created on first use; `.venv` is never",
-        "touched); Stratus is imported from the working tree via `PYTHONPATH`. Each answers the same API Gateway",
-        "HTTP API v2 event: a 2026-07-28 `tools/call` of `add(1, 2)` to POST /mcp with the mirrored `Mcp-*` headers.",
+        "Stratus, the floor and awslabs run under one interpreter and package set, in the bench venv",
+        "`${XDG_CACHE_HOME:-~/.cache}/stratus/bench-venv`; the SDK and FastMCP, whose dependency trees differ, in",
+        "`bench-anchor-sdk` and `bench-anchor-fastmcp` beside it, on the same interpreter and Mangum (all created on",
+        "first use; `.venv` is never touched). Stratus is imported from the working tree via `PYTHONPATH`. Each",
+        "answers the same API Gateway HTTP API v2 event: a 2026-07-28 `tools/call` of `add(1, 2)` to POST /mcp",
+        "with the mirrored `Mcp-*` headers.",
         "",
         "## Method",
         "",
@@ -344,8 +382,9 @@ def write_docs(
         "  noisy CPU times.",
         f"- **Warm**: in-process, {calls} timed calls per process after a warm-up, three processes per subject,",
         "  samples pooled; median and p99 of `perf_counter_ns` around each handler call.",
-        "- Targets (issue): cold CPU <= 1.15x the floor and <= 1.0x awslabs; no boto3, Powertools Tracer or Redis",
-        "  client imported unless configured; warm tools/call median <= 100 us on the in-memory store.",
+        "- Targets (issue): cold CPU <= 1.15x the floor, <= 1.0x awslabs and <= 0.3x the SDK; RSS after the",
+        "  cold start <= 40 MiB; no boto3, Powertools Tracer or Redis client imported unless configured; warm",
+        "  tools/call median <= 100 us and <= 0.1x the SDK's, on the in-memory store.",
         "",
     ]
     DOCS.parent.mkdir(parents=True, exist_ok=True)
@@ -382,19 +421,25 @@ def main(argv: Sequence[str] | None = None) -> None:
     started = time.perf_counter()
 
     python = benchenv.ensure_venv()
+    pythons: Pythons = {
+        "stratus": python,
+        "floor": python,
+        "awslabs": python,
+        **{name: benchenv.ensure_anchor_venv(name) for name in benchenv.ANCHOR_PACKAGES},
+    }
     env = measure.child_env()
     if args.profile:
         hot_spots(python, env)
         return
     try:
         _log(f"cold starts: {runs} per subject")
-        cold, bare_cpu = run_cold(python, runs, env)
+        cold, bare_cpu = run_cold(pythons, runs, env)
         ir = None
         if not (args.quick or args.no_callgrind):
             _log("instruction counts (callgrind)")
-            ir = run_callgrind(python, env)
+            ir = run_callgrind(pythons, env)
         _log(f"warm calls: {calls} x 3 processes per subject")
-        warm = run_warm(python, calls, 3, env)
+        warm = run_warm(pythons, calls, 3, env)
         _log("pipeline overhead")
         pipeline = run_pipeline(python, calls * 4, 3, env)
         _log("stores")
@@ -411,7 +456,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     rows, notes = build_rows(cold, bare_cpu, ir, warm, pipeline, stores, notify)
     if ir is None and not args.quick and not args.no_callgrind:
         notes.append("instruction counts skipped: valgrind is not installed")
-    machine = machine_note(python)
+    machine = machine_note(pythons)
     when = datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d %H:%M UTC")
     cells = [row.cells() for row in rows]
     print()

@@ -20,7 +20,14 @@ from typing import Any
 import wire
 
 Handler = Callable[[dict[str, Any], Any], dict[str, Any]]
-MODULES = {"stratus": "examples.add", "stratus-legacy": "examples.add", "floor": "floor_app", "awslabs": "awslabs_app"}
+MODULES = {
+    "stratus": "examples.add",
+    "stratus-legacy": "examples.add",
+    "floor": "floor_app",
+    "awslabs": "awslabs_app",
+    "sdk": "sdk_app",
+    "fastmcp": "fastmcp_app",
+}
 
 
 def _event_for(subject: str, handler: Handler) -> dict[str, Any]:

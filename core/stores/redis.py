@@ -176,22 +176,26 @@ class RedisSessionStore:
         return None if row is None else _decode(session_id, row)
 
     async def create(self, record: SessionRecord) -> None:
-        admitted = await self._admit(record.session_id) or (
-            await self.sweep() > 0 and await self._admit(record.session_id)
-        )
-        if not admitted:
-            raise TooManySessionsError(self.max_sessions)
+        """Admit the session to the roster and write it in one round trip; when the roster is full, undo the write,
+        sweep, and try once more."""
         key = self.scripts.key(f"s:{record.session_id}")
-        created = await self.scripts.run(
-            "session_create", [key], [encode_session(record), repr(self.clock()), self.ttl, GRACE_SECONDS]
-        )
-        if not created:
-            raise SessionExistsError(record.session_id)
-
-    async def _admit(self, session_id: str) -> bool:
-        now = self.clock()
-        args = [session_id, repr(now), repr(now + self.ttl), self.max_sessions]
-        return bool(await self.scripts.run("roster_admit", [self.by_expiry, self.by_creation], args))
+        for attempt in range(2):
+            now = self.clock()
+            admit: Call = (
+                "roster_admit",
+                [self.by_expiry, self.by_creation],
+                [record.session_id, repr(now), repr(now + self.ttl), self.max_sessions],
+            )
+            create: Call = ("session_create", [key], [encode_session(record), repr(now), self.ttl, GRACE_SECONDS])
+            admitted, created = await self.scripts.run_many([admit, create])
+            if not created:
+                raise SessionExistsError(record.session_id)
+            if admitted:
+                return
+            await self.scripts.delete(key)
+            if attempt or not await self.sweep():
+                break
+        raise TooManySessionsError(self.max_sessions)
 
     async def load(self, session_id: str) -> SessionRecord | None:
         return self.loaded(session_id, await self.scripts.run(*self.load_call(session_id)))
