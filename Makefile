@@ -4,7 +4,7 @@ PYTHON := $(or $(PYTHON),$(shell python3.13 -c "import sys; print(sys.executable
 VENV := .venv
 BIN := $(VENV)/bin
 
-.PHONY: run test check template unit conformance bench clean
+.PHONY: run test check template unit conformance bench bench-smoke clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -34,10 +34,13 @@ conformance: $(VENV)/.installed  ## the official MCP conformance suite: one proc
 template:  ## sam validate --lint, and cfn-lint on the SAM-translated template (tools pinned in their own venv)
 	bash scripts/lint-template
 
-test: check template conformance unit  ## everything CI runs (pytest last: its summary is the closing line)
+test: check template conformance bench-smoke unit  ## everything CI runs (pytest last: its summary is the closing line)
 
 bench: $(VENV)/.installed  ## cold start and warm latency against the anchors
 	$(BIN)/python bench/run.py
+
+bench-smoke: $(VENV)/.installed  ## the benchmark in seconds, every subject once: keeps it working (CI)
+	$(BIN)/python bench/run.py --smoke
 
 # `sam build --build-in-source` calls these (template Metadata: BuildMethod makefile): the packages Stratus runs
 # on Lambda, as wheels for the function's platform, plus its own code. boto3 comes with the Lambda runtime.

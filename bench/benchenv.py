@@ -60,9 +60,10 @@ def _pip_install(python: Path, requirements: list[str]) -> None:
 
 
 def ensure_venv(log: bool = True) -> Path:
-    """The main bench venv's python (Stratus, the floor, awslabs). Starlette is the floor's, not Stratus's."""
-    floor = f"starlette=={metadata.version('starlette')}"
-    return _ensure(cache_dir() / "bench-venv", [*runtime_pins(), floor, ANCHOR], log)
+    """The main bench venv's python (Stratus, the floor, awslabs). Starlette is the floor's, not Stratus's; redis
+    is Stratus's `redis` extra, for its cold start on the Redis store (boto3 comes with awslabs)."""
+    extras = [f"{name}=={metadata.version(name)}" for name in ("starlette", "redis")]
+    return _ensure(cache_dir() / "bench-venv", [*runtime_pins(), *extras, ANCHOR], log)
 
 
 def ensure_anchor_venv(name: str, log: bool = True) -> Path:

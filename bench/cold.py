@@ -12,6 +12,8 @@ import wire
 
 SUBJECT_MODULES = {
     "stratus": "examples.add",
+    "stratus-redis": "examples.add",
+    "stratus-dynamodb": "examples.add",
     "floor": "floor_app",
     "awslabs": "awslabs_app",
     "sdk": "sdk_app",

@@ -41,3 +41,28 @@ def test_a_tool_with_plain_parameters_is_served_without_importing_pydantic() -> 
         [sys.executable, "-c", probe], capture_output=True, text=True, timeout=60, check=True, env={"PATH": ""}
     )
     assert json.loads(completed.stdout) == [200, False, False]
+
+
+def test_a_shared_store_client_is_imported_only_when_a_request_needs_the_store() -> None:
+    """On Redis, a 2026-07-28 call of a tool without limits needs no store: redis-py (about 45 ms of CPU) waits for
+    the first request that does, such as a handshake-era initialize."""
+    probe = (
+        "import json, sys; sys.path.insert(0, 'bench'); import wire, examples.add; "
+        "called = examples.add.handler(wire.MODERN_CALL_EVENT, None); before = 'redis' in sys.modules; "
+        "opened = examples.add.handler(wire.http_api_event(wire.LEGACY_INITIALIZE_BODY, wire.BASE_HEADERS), None); "
+        "print(json.dumps([called['statusCode'], before, opened['statusCode'], 'redis' in sys.modules]))"
+    )
+    settings = {
+        "STRATUS_STORE": "redis://127.0.0.1:6379/0",
+        "STRATUS_SECRET_KEY": "k",
+        "STRATUS_STORE_PREFIX": "cold-start-test",
+    }
+    completed = subprocess.run(
+        [sys.executable, "-c", probe],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=True,
+        env={"PATH": "", **settings},
+    )
+    assert json.loads(completed.stdout) == [200, False, 200, True]

@@ -113,17 +113,25 @@ class DynamoTable:
     """The one table: keys, item codecs, and every call, with errors mapped to domain errors in one place."""
 
     def __init__(self, client: Any, table: str, prefix: str, *, timeout: float, clock: Clock = time.time) -> None:
-        from botocore.exceptions import BotoCoreError, ClientError
-
         self.client = client
         self.table = table
         self.prefix = prefix
         self.timeout = timeout
         self.clock = clock
-        self._client_error = ClientError
-        self._transport_error = BotoCoreError
         self.requests = 0
         """How many requests this table has sent (the benchmark reports it per request kind)."""
+
+    @property
+    def _client_error(self) -> Any:
+        from botocore.exceptions import ClientError  # imported with the client, on first use (core.stores.lazy)
+
+        return ClientError
+
+    @property
+    def _transport_error(self) -> Any:
+        from botocore.exceptions import BotoCoreError
+
+        return BotoCoreError
 
     def key(self, kind: str, ident: str) -> Item:
         return {"PK": {"S": f"{self.prefix}#{kind}#{ident}"}, "SK": {"S": kind}}

@@ -109,9 +109,10 @@ def build_stores(
     """
     scheme = validate_store_url(url)
     if scheme in ("redis", "rediss"):
+        from core.stores.lazy import LazyClient
         from core.stores.redis import redis_client, redis_stores
 
-        client = redis_client(url, timeout=timeout)
+        client = LazyClient(lambda: redis_client(url, timeout=timeout))
         return redis_stores(
             client,
             prefix=prefix,
@@ -122,9 +123,10 @@ def build_stores(
         )
     if scheme == "dynamodb":
         from core.stores.dynamodb import dynamodb_client, dynamodb_stores
+        from core.stores.lazy import LazyClient
 
         return dynamodb_stores(
-            dynamodb_client(timeout=timeout),
+            LazyClient(lambda: dynamodb_client(timeout=timeout)),
             urlsplit(url).netloc,
             prefix=prefix,
             session_ttl_seconds=session_ttl_seconds,

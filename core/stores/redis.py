@@ -64,14 +64,22 @@ class RedisScripts:
     """Runs the store's Lua scripts by SHA, alone or several in one round trip, loading them on NOSCRIPT."""
 
     def __init__(self, client: Any, prefix: str, *, timeout: float) -> None:
-        from redis.exceptions import NoScriptError, RedisError
-
         self.client = client
         self.prefix = prefix
         self.timeout = timeout
-        self._errors: tuple[type[BaseException], ...] = (RedisError, OSError, TimeoutError)
-        self._no_script = NoScriptError
         self._sha = {name: hashlib.sha1(source.encode()).hexdigest() for name, source in redis_scripts.ALL.items()}  # noqa: S324 - Redis names scripts by SHA-1
+
+    @property
+    def _errors(self) -> tuple[type[BaseException], ...]:
+        from redis.exceptions import RedisError  # imported with the client, on first use (see core.stores.lazy)
+
+        return (RedisError, OSError, TimeoutError)
+
+    @property
+    def _no_script(self) -> type[BaseException]:
+        from redis.exceptions import NoScriptError
+
+        return NoScriptError
 
     def key(self, tag: str, *suffix: str) -> str:
         return ":".join([self.prefix, "{" + tag + "}", *suffix])
