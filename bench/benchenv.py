@@ -22,6 +22,8 @@ from packaging.utils import canonicalize_name
 
 ANCHOR = "awslabs-mcp-lambda-handler"
 ANCHOR_PACKAGES = {"sdk": ["mcp==2.3.0"], "fastmcp": ["fastmcp==4.2.3"]}
+CHARTS = "matplotlib==3.11.2"
+"""Only the bench venv draws the report's charts; the project never imports matplotlib."""
 """The anchors with venvs of their own, pinned so that reruns compare like with like."""
 PINS_MARKER = ".bench-pins"
 
@@ -63,13 +65,14 @@ def ensure_venv(log: bool = True) -> Path:
     """The main bench venv's python (Stratus, the floor, awslabs). Starlette is the floor's, not Stratus's; redis
     is Stratus's `redis` extra, for its cold start on the Redis store (boto3 comes with awslabs)."""
     extras = [f"{name}=={metadata.version(name)}" for name in ("starlette", "redis")]
-    return _ensure(cache_dir() / "bench-venv", [*runtime_pins(), *extras, ANCHOR], log)
+    return _ensure(cache_dir() / "bench-venv", [*runtime_pins(), *extras, ANCHOR, CHARTS], log)
 
 
 def ensure_anchor_venv(name: str, log: bool = True) -> Path:
-    """The python of anchor `name`'s own venv (`sdk` or `fastmcp`), with Stratus's Mangum pin."""
-    mangum = next(pin for pin in runtime_pins() if pin.startswith("mangum=="))
-    return _ensure(cache_dir() / f"bench-anchor-{name}", [*ANCHOR_PACKAGES[name], mangum], log)
+    """The python of anchor `name`'s own venv (`sdk` or `fastmcp`), with Stratus's Mangum and uvicorn pins (the
+    Lambda adapter and the server of the throughput run are then the same for every subject)."""
+    shared = [pin for pin in runtime_pins() if pin.startswith(("mangum==", "uvicorn==", "h11=="))]
+    return _ensure(cache_dir() / f"bench-anchor-{name}", [*ANCHOR_PACKAGES[name], *shared], log)
 
 
 def _ensure(venv: Path, wanted: list[str], log: bool) -> Path:
@@ -98,7 +101,19 @@ def _ensure(venv: Path, wanted: list[str], log: bool) -> Path:
 
 def versions(python: Path) -> dict[str, str]:
     """Versions of the packages that matter for the comparison, as installed in the bench venv."""
-    names = ["mangum", "starlette", "pydantic", "pydantic-core", "anyio", ANCHOR, "mcp", "fastmcp", "boto3", "botocore"]
+    names = [
+        "mangum",
+        "uvicorn",
+        "starlette",
+        "pydantic",
+        "pydantic-core",
+        "anyio",
+        ANCHOR,
+        "mcp",
+        "fastmcp",
+        "boto3",
+        "botocore",
+    ]
     code = (
         "import sys, platform\nfrom importlib import metadata\n"
         f"names = {names!r}\n"

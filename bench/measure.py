@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+import json
 import os
 import re
 import shutil
@@ -81,6 +82,13 @@ def warm(python: Path, subject: str, calls: int, warmup: int, env: dict[str, str
     return figures
 
 
+def asgi(python: Path, subject: str, calls: int, env: dict[str, str]) -> dict[str, float]:
+    """Warm latency of `subject`'s ASGI app driven in-process, no server or adapter (bench/asgi_warm.py)."""
+    done = spawn([str(python), str(BENCH / "asgi_warm.py"), subject, str(calls), str(max(200, calls // 10))], env)
+    figures: dict[str, float] = ast.literal_eval(done.stdout.strip().splitlines()[-1])
+    return figures
+
+
 def pipeline(python: Path, calls: int, env: dict[str, str]) -> dict[str, float]:
     """Medians of a warm tools/call without the pipeline, through it, and through it with limits (bench/pipeline.py)."""
     done = spawn([str(python), str(BENCH / "pipeline.py"), str(calls)], env)
@@ -102,6 +110,29 @@ def notify(events: int) -> dict[str, float]:
     done = spawn([sys.executable, str(BENCH / "notify.py"), "--events", str(events)], {**os.environ})
     figures: dict[str, float] = ast.literal_eval(done.stdout.strip().splitlines()[-1])
     return figures
+
+
+def scale_tools(python: Path, tools: int, calls: int, env: dict[str, str]) -> dict[str, float]:
+    """A server of `tools` tools: cold start, RSS, warm tools/call and tools/list (bench/scale_tools.py)."""
+    done = spawn([str(python), str(BENCH / "scale_tools.py"), str(tools), str(calls)], env)
+    figures: dict[str, float] = ast.literal_eval(done.stdout.strip().splitlines()[-1])
+    return figures
+
+
+def scale_sessions(calls: int, levels: list[int]) -> list[dict[str, float]]:
+    """Latency, census time and Redis memory as live sessions grow through `levels` (bench/scale_sessions.py)."""
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    done = spawn([sys.executable, str(BENCH / "scale_sessions.py"), str(calls), *map(str, levels)], env)
+    figures: list[dict[str, float]] = ast.literal_eval(done.stdout.strip().splitlines()[-1])
+    return figures
+
+
+def charts(python: Path, results: dict[str, Any], out: Path) -> None:
+    """The report's PNG charts, drawn by bench/charts.py in the bench venv."""
+    with tempfile.NamedTemporaryFile("w", suffix=".json") as data:
+        data.write(json.dumps(results))
+        data.flush()
+        spawn([str(python), str(BENCH / "charts.py"), data.name, str(out)], {**os.environ})
 
 
 _COLLECTED = re.compile(r"Collected\s*:\s*(\d+)")

@@ -32,6 +32,7 @@ from typing import Any
 import backends
 import benchenv
 import measure
+import throughput
 from report import LABELS, SUBJECTS, Row, markdown_table, text_table, verdict
 
 DOCS = measure.REPO / "docs" / "benchmarks.md"
@@ -40,6 +41,8 @@ COLD_AWSLABS_TARGET = 1.0
 COLD_SDK_TARGET = 0.3
 RSS_TARGET_MIB = 40.0
 WARM_SDK_TARGET = 0.1
+THROUGHPUT_SDK_TARGET = 2.0
+SESSION_LEVELS = [10, 100, 1000, 10_000, 100_000]
 WARM_TARGET_US = 100.0
 PIPELINE_TARGET_US = 15.0
 LIMITED_PIPELINE_TARGET_US = 40.0
@@ -127,6 +130,20 @@ def run_warm(pythons: Pythons, calls: int, repeats: int, env: dict[str, str]) ->
     return summary
 
 
+def run_throughput(pythons: Pythons, env: dict[str, str], *, seconds: float) -> dict[str, dict[str, float]]:
+    """req/s and server CPU per request under uvicorn, per subject with an ASGI app (awslabs has none)."""
+    if throughput.wrk() is None:
+        _log("  wrk not found (apt-get install -y wrk): throughput skipped")
+        return {}
+    served = {}
+    for subject in throughput.THROUGHPUT_SUBJECTS:
+        served[subject] = throughput.run(_python(pythons, subject), subject, env, seconds=seconds, connections=16)
+        if served[subject]["non_2xx"]:
+            raise RuntimeError(f"{subject} answered {served[subject]['non_2xx']:.0f} requests with an error status")
+        _log(f"  {subject}: {served[subject]['requests_per_s']:.0f} req/s")
+    return served
+
+
 def run_pipeline(python: Path, calls: int, repeats: int, env: dict[str, str]) -> dict[str, float]:
     """What the pipeline adds to a warm tools/call, medians over `repeats` fresh processes."""
     runs = [measure.pipeline(python, calls, env) for _ in range(repeats)]
@@ -160,6 +177,8 @@ def build_rows(
     pipeline: dict[str, float],
     stores: dict[str, Any],
     notify: dict[str, float],
+    served: dict[str, dict[str, float]],
+    in_process: dict[str, dict[str, float]],
 ) -> tuple[list[Row], list[str]]:
     """The table's rows, and the notes under it."""
 
@@ -232,6 +251,28 @@ def build_rows(
         Row("warm: tools/call p99, us", {subject: warm[subject]["p99_us"] for subject in SUBJECTS}),
         Row("warm: CPU per call, us", {subject: warm[subject]["cpu_per_call_us"] for subject in SUBJECTS}),
     ]
+    rows.append(
+        Row(
+            "ASGI in-process: tools/call median, us",
+            {subject: in_process[subject]["median_us"] for subject in SUBJECTS if subject in in_process},
+        )
+    )
+    if served:
+        rate = {subject: figures["requests_per_s"] for subject, figures in served.items()}
+        to_sdk_rate = rate["stratus"] / (rate["sdk"] or 1.0)
+        rows += [
+            Row(
+                "uvicorn: tools/call throughput, req/s",
+                rate,
+                digits=0,
+                target=f">= {THROUGHPUT_SDK_TARGET:.1f}x SDK",
+                verdict=verdict(to_sdk_rate >= THROUGHPUT_SDK_TARGET),
+            ),
+            Row(
+                "uvicorn: server CPU per request, us",
+                {subject: figures["cpu_per_request_us"] for subject, figures in served.items()},
+            ),
+        ]
     added = pipeline["pipeline_us"] - pipeline["direct_us"]
     added_limited = pipeline["limited_us"] - pipeline["direct_us"]
     rows += [
@@ -308,7 +349,9 @@ def build_rows(
         + "; ".join(f"{subject} {_spread([run['cpu_ms'] for run in cold[subject]])}" for subject in SUBJECTS),
         "modules of note: " + "; ".join(f"{subject}: {', '.join(names)}" for subject, names in watched.items()),
         f"Stratus legacy (2025-11-25, in a session, memory store) warm tools/call: "
-        f"median {legacy['median_us']:.1f} us, p99 {legacy['p99_us']:.1f} us",
+        f"median {legacy['median_us']:.1f} us, p99 {legacy['p99_us']:.1f} us; through the ASGI app in-process "
+        f"median {in_process['stratus-legacy']['median_us']:.1f} us (2026-07-28: "
+        f"{in_process['stratus']['median_us']:.1f} us)",
         "stores (bench/stores.py; legacy tools/call with session + rate limit + breaker through the Lambda handler): "
         + "; ".join(
             f"{name} median {figures['median_us']:.0f} us, p99 {figures['p99_us']:.0f} us"
@@ -320,6 +363,11 @@ def build_rows(
             f"{name}: " + ", ".join(f"{kind} {count}" for kind, count in figures["round_trips"].items())
             for name, figures in stores.items()
         ),
+        "store latency per request kind, median us: "
+        + "; ".join(
+            f"{name}: " + ", ".join(f"{kind} {median:.0f}" for kind, median in figures["latency_by_kind_us"].items())
+            for name, figures in stores.items()
+        ),
         f"notifications (bench/notify.py, {notify['events']:.0f} events): median {notify['median_ms']:.2f} ms, p90 "
         f"{notify['p90_ms']:.2f} ms = {notify['median_ms'] / notify['redis_ping_ms']:.1f}x a Redis PING "
         f"({notify['redis_ping_ms']:.3f} ms) in the same run; Redis commands over the quiet window with no stream "
@@ -328,6 +376,24 @@ def build_rows(
         f"pipeline {pipeline['pipeline_us']:.1f} us, with a rate limit and a breaker {pipeline['limited_us']:.1f} us",
     ]
     return rows, notes
+
+
+def scaling_notes(sessions: list[dict[str, float]], tools: list[dict[str, float]]) -> list[str]:
+    def series(rows: list[dict[str, float]], key: str, digits: int = 0) -> str:
+        return " / ".join(f"{row[key]:,.{digits}f}" for row in rows)
+
+    levels = " / ".join(f"{row['sessions']:,.0f}" for row in sessions)
+    counts = " / ".join(f"{row['tools']:,.0f}" for row in tools)
+    return [
+        f"sessions (bench/scale_sessions.py, Redis) at {levels} live: legacy tools/call median "
+        f"{series(sessions, 'call_median_us')} us, p99 {series(sessions, 'call_p99_us')} us; `/health` census "
+        f"{series(sessions, 'census_us')} us; Redis memory per session {series(sessions, 'memory_per_session_bytes')} "
+        "bytes (the first levels carry the fixed overhead)",
+        f"tools (bench/scale_tools.py) at {counts} registered: cold start CPU {series(tools, 'cold_cpu_ms', 1)} ms; "
+        f"peak RSS {series(tools, 'max_rss_mib', 1)} MiB; tools/call median {series(tools, 'call_median_us')} us; "
+        f"tools/list (first page, {tools[-1]['first_page']:.0f} tools at most) median "
+        f"{series(tools, 'list_median_us')} us",
+    ]
 
 
 def machine_note(pythons: Pythons) -> list[str]:
@@ -377,6 +443,11 @@ def write_docs(
         "",
         *[f"- {note}" for note in notes],
         "",
+        "![cold start](benchmarks-cold.png)",
+        "![warm latency](benchmarks-warm.png)",
+        "![throughput](benchmarks-throughput.png)",
+        "![scaling](benchmarks-scaling.png)",
+        "",
         "## Subjects",
         "",
         "- **Stratus**: `examples/add.py`, a one-tool `add(a, b)` `McpServer` and its module-level buffered Lambda",
@@ -410,9 +481,15 @@ def write_docs(
         "  noisy CPU times.",
         f"- **Warm**: in-process, {calls} timed calls per process after a warm-up, three processes per subject,",
         "  samples pooled; median and p99 of `perf_counter_ns` around each handler call.",
+        "- **ASGI in-process**: each ASGI app (bench/asgi_apps.py) awaited directly with the HTTP scope of the",
+        "  same request, no server or adapter (bench/asgi_warm.py); Stratus in both eras.",
+        "- **Throughput**: each subject's ASGI app (bench/asgi_apps.py) under uvicorn, one worker, the same",
+        "  uvicorn and h11 everywhere; `wrk -t1 -c16` (Debian's wrk) sends the same tools/call for 10 s after a 1 s",
+        "  warm-up; req/s from wrk, the server's CPU per request from /proc/<pid>/stat. awslabs has no ASGI app.",
         "- Targets (issue): cold CPU <= 1.15x the floor, <= 1.0x awslabs and <= 0.3x the SDK; RSS after the",
         "  cold start <= 40 MiB; no boto3, Powertools Tracer or Redis client imported unless configured; warm",
-        "  tools/call median <= 100 us and <= 0.1x the SDK's, on the in-memory store.",
+        "  tools/call median <= 100 us and <= 0.1x the SDK's, on the in-memory store; uvicorn throughput >= 2x the",
+        "  SDK's.",
         "",
     ]
     DOCS.parent.mkdir(parents=True, exist_ok=True)
@@ -481,6 +558,19 @@ def main(argv: Sequence[str] | None = None) -> None:
         stores = measure.stores(calls)
         _log("notifications across processes")
         notify = measure.notify(20 if args.smoke else 100 if args.quick else 300)
+        _log("ASGI in-process")
+        in_process = {
+            subject: measure.asgi(_python(pythons, subject), subject, calls, env)
+            for subject in ("stratus", "stratus-legacy", "floor", "sdk", "fastmcp")
+        }
+        served = run_throughput(pythons, env, seconds=1 if args.smoke else 3 if args.quick else 10)
+        _log("scaling: sessions (Redis) and tools")
+        session_levels = (
+            [10, 100] if args.smoke else [10, 1000, 10_000] if args.quick else [10, 100, 1000, 10_000, 100_000]
+        )
+        sessions = measure.scale_sessions(calls, session_levels)
+        tool_levels = [1, 10] if args.smoke else [1, 100] if args.quick else [1, 10, 100, 1000]
+        tools = [measure.scale_tools(python, count, calls, env) for count in tool_levels]
     except RuntimeError:
         if not python.exists():
             raise SystemExit(
@@ -488,7 +578,8 @@ def main(argv: Sequence[str] | None = None) -> None:
             ) from None
         raise
 
-    rows, notes = build_rows(cold, bare_cpu, ir, warm, pipeline, stores, notify)
+    rows, notes = build_rows(cold, bare_cpu, ir, warm, pipeline, stores, notify, served, in_process)
+    notes += scaling_notes(sessions, tools)
     if ir is None and not args.quick and not args.no_callgrind:
         notes.append("instruction counts skipped: valgrind is not installed")
     machine = machine_note(pythons)
@@ -505,8 +596,16 @@ def main(argv: Sequence[str] | None = None) -> None:
         command = "make bench" if argv is None and len(sys.argv) == 1 else "bench/run.py " + " ".join(sys.argv[1:])
         if os.environ.get("XDG_CACHE_HOME"):
             command = f"XDG_CACHE_HOME={os.environ['XDG_CACHE_HOME']} {command}"
+        chart_data = {
+            "cold": {subject: _median([run["cpu_ms"] for run in cold[subject]]) for subject in SUBJECTS},
+            "warm": {subject: warm[subject]["median_us"] for subject in SUBJECTS},
+            "throughput": {subject: figures["requests_per_s"] for subject, figures in served.items()},
+            "sessions": sessions,
+            "tools": tools,
+        }
+        measure.charts(python, chart_data, DOCS.parent)
         write_docs(command, when, machine, markdown_table(cells), notes, runs, calls)
-        _log(f"wrote {DOCS.relative_to(measure.REPO)}")
+        _log(f"wrote {DOCS.relative_to(measure.REPO)} and its charts")
 
 
 if __name__ == "__main__":

@@ -3,7 +3,8 @@
 For each backend (memory, Redis on 127.0.0.1:6379, DynamoDB on moto in-process) it drives the buffered Lambda
 handler of a one-tool server whose tool has a rate limit and a circuit breaker, and reports:
 - store round trips per request kind (Redis: socket writes of the client; DynamoDB: requests sent);
-- the warm latency of a legacy tools/call (session + rate limit + breaker), median and p99, microseconds;
+- the warm latency of a legacy tools/call (session + rate limit + breaker), median and p99, microseconds, and the
+  median of each request kind;
 - Redis memory per idle session, from `INFO memory` around creating 10,000 sessions.
 Prints one Python literal. moto answers in-process, so its latency says nothing about DynamoDB's own.
 """
@@ -89,16 +90,28 @@ def measure(handler: Handler, count: Callable[[], int], calls: int) -> dict[str,
     before = count()
     handler(wire.http_api_event(wire.LEGACY_INITIALIZE_BODY, wire.BASE_HEADERS), None)
     trips["legacy initialize"] = count() - before
+    latency = {kind: timed(handler, event_for(headers), max(20, calls // 4)) for kind, event_for in KINDS.items()}
     event = KINDS["legacy tools/call"](headers)
+    samples = timed(handler, event, calls, summary=False)
+    body = json.loads(handler(event, None)["body"])
+    assert body["result"]["structuredContent"] == {"result": 3}, body
+    return {
+        "round_trips": trips,
+        "latency_by_kind_us": latency,
+        "median_us": statistics.median(samples),
+        "p99_us": samples[int(len(samples) * 0.99)],
+    }
+
+
+def timed(handler: Handler, event: dict[str, Any], calls: int, *, summary: bool = True) -> Any:
+    """Per-call latencies (us, sorted) of `calls` calls, or their median when `summary`."""
     samples = []
     for _ in range(calls):
         start = time.perf_counter_ns()
         handler(event, None)
         samples.append((time.perf_counter_ns() - start) / 1000)
     samples.sort()
-    body = json.loads(handler(event, None)["body"])
-    assert body["result"]["structuredContent"] == {"result": 3}, body
-    return {"round_trips": trips, "median_us": statistics.median(samples), "p99_us": samples[int(len(samples) * 0.99)]}
+    return statistics.median(samples) if summary else samples
 
 
 @contextmanager
