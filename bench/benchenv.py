@@ -3,7 +3,8 @@
 `${XDG_CACHE_HOME:-~/.cache}/stratus/bench-venv` holds Stratus's runtime dependencies pinned to the versions in
 `.venv` plus `awslabs-mcp-lambda-handler` (which pulls boto3): Stratus, the floor and awslabs run there.
 The official SDK and FastMCP bring their own dependency trees, so each gets a venv of its own
-(`bench-anchor-sdk`, `bench-anchor-fastmcp`) with the same Mangum. Stratus itself is installed nowhere: the
+(`bench-anchor-sdk`, `bench-anchor-fastmcp`, `bench-anchor-rmsl` for run-mcp-servers-with-aws-lambda) with the
+same Mangum and uvicorn. Stratus itself is installed nowhere: the
 children get `PYTHONPATH=<repo>` so they always run the working tree.
 """
 
@@ -21,7 +22,11 @@ from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name
 
 ANCHOR = "awslabs-mcp-lambda-handler"
-ANCHOR_PACKAGES = {"sdk": ["mcp==2.3.0"], "fastmcp": ["fastmcp==4.2.3"]}
+ANCHOR_PACKAGES = {
+    "sdk": ["mcp==2.3.0"],
+    "fastmcp": ["fastmcp==4.2.3"],
+    "rmsl": ["run-mcp-servers-with-aws-lambda==0.5.22"],
+}
 CHARTS = "matplotlib==3.11.2"
 """Only the bench venv draws the report's charts; the project never imports matplotlib."""
 """The anchors with venvs of their own, pinned so that reruns compare like with like."""
@@ -102,6 +107,7 @@ def _ensure(venv: Path, wanted: list[str], log: bool) -> Path:
 def versions(python: Path) -> dict[str, str]:
     """Versions of the packages that matter for the comparison, as installed in the bench venv."""
     names = [
+        "run-mcp-servers-with-aws-lambda",
         "mangum",
         "uvicorn",
         "starlette",

@@ -10,8 +10,22 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt
 
-LABELS = {"stratus": "Stratus", "floor": "floor", "awslabs": "awslabs", "sdk": "SDK", "fastmcp": "FastMCP"}
-COLOURS = {"stratus": "#2b6cb0", "floor": "#718096", "awslabs": "#dd6b20", "sdk": "#38a169", "fastmcp": "#805ad5"}
+LABELS = {
+    "stratus": "Stratus",
+    "floor": "floor",
+    "awslabs": "awslabs",
+    "sdk": "SDK",
+    "fastmcp": "FastMCP",
+    "rmsl": "run-mcp-servers",
+}
+COLOURS = {
+    "stratus": "#2b6cb0",
+    "floor": "#718096",
+    "awslabs": "#dd6b20",
+    "sdk": "#38a169",
+    "fastmcp": "#805ad5",
+    "rmsl": "#d53f8c",
+}
 
 
 def bars(path: Path, title: str, unit: str, values: dict[str, float]) -> None:
@@ -23,6 +37,8 @@ def bars(path: Path, title: str, unit: str, values: dict[str, float]) -> None:
         axes.text(bar.get_width(), bar.get_y() + bar.get_height() / 2, f" {values[name]:,.0f}", va="center")
     axes.invert_yaxis()
     axes.set_xlabel(unit)
+    if max(values.values()) > 20 * min(values.values()):
+        axes.set_xscale("log")
     axes.set_title(title)
     axes.spines[["top", "right"]].set_visible(False)
     figure.tight_layout()

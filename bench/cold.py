@@ -18,6 +18,7 @@ SUBJECT_MODULES = {
     "awslabs": "awslabs_app",
     "sdk": "sdk_app",
     "fastmcp": "fastmcp_app",
+    "rmsl": "rmsl_app",
 }
 WATCHED = ("boto3", "botocore", "redis", "aws_lambda_powertools.tracing", "aws_xray_sdk", "httpx", "anyio")
 

@@ -5,8 +5,15 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-SUBJECTS = ("stratus", "floor", "awslabs", "sdk", "fastmcp")
-LABELS = {"stratus": "Stratus", "floor": "floor", "awslabs": "awslabs", "sdk": "SDK", "fastmcp": "FastMCP"}
+SUBJECTS = ("stratus", "floor", "awslabs", "sdk", "fastmcp", "rmsl")
+LABELS = {
+    "stratus": "Stratus",
+    "floor": "floor",
+    "awslabs": "awslabs",
+    "sdk": "SDK",
+    "fastmcp": "FastMCP",
+    "rmsl": "run-mcp-servers",
+}
 REFERENCES = SUBJECTS[1:]
 HEADER = (
     "figure",

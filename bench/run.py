@@ -11,6 +11,7 @@ Subjects, all run by the same interpreter (see benchenv.py for their venvs):
   awslabs  the same one-tool server on `awslabs-mcp-lambda-handler` (bench/awslabs_app.py)
   sdk      the same on the official MCP Python SDK 2.x under Mangum (bench/sdk_app.py)
   fastmcp  the same on FastMCP under Mangum (bench/fastmcp_app.py)
+  rmsl     the same on run-mcp-servers-with-aws-lambda: a stdio server started per request (bench/rmsl_app.py)
 Every subject answers the same API Gateway HTTP API v2 tools/call event (bench/wire.py). This is a benchmark,
 not a test: it reports, it never fails on a timing.
 """
@@ -49,7 +50,11 @@ LIMITED_PIPELINE_TARGET_US = 40.0
 SESSION_BYTES_TARGET = 1024
 NOTIFY_TARGET_MS = 5.0
 FORBIDDEN = ("boto3", "botocore", "redis", "aws_lambda_powertools.tracing", "aws_xray_sdk")
-WARM_SUBJECTS = ("stratus", "stratus-legacy", "floor", "awslabs", "sdk", "fastmcp")
+WARM_SUBJECTS = ("stratus", "stratus-legacy", "floor", "awslabs", "sdk", "fastmcp", "rmsl")
+SLOW_SUBJECTS = {"rmsl": 20}
+"""Subjects that start a process per request get this many warm calls per process (and a tenth as warm-up)."""
+UNTRACEABLE = ("rmsl",)
+"""Subjects whose work happens mostly in a child process: callgrind, which follows one process, would mislead."""
 Pythons = dict[str, Path]
 """The interpreter (venv) each subject runs in; "bare" and "stratus-legacy" use Stratus's."""
 
@@ -101,7 +106,7 @@ def run_callgrind(pythons: Pythons, env: dict[str, str]) -> dict[str, int] | Non
         _log("  valgrind not found: instruction counts skipped")
         return None
     totals = {}
-    for subject in ("bare", *SUBJECTS):
+    for subject in ("bare", *(subject for subject in SUBJECTS if subject not in UNTRACEABLE)):
         started = time.perf_counter()
         totals[subject] = measure.instructions(_python(pythons, subject), subject, env)
         _log(f"  callgrind {subject}: {totals[subject]:,} instructions ({time.perf_counter() - started:.0f} s)")
@@ -114,7 +119,9 @@ def run_warm(pythons: Pythons, calls: int, repeats: int, env: dict[str, str]) ->
     cpu: dict[str, list[float]] = {subject: [] for subject in WARM_SUBJECTS}
     for repeat in range(repeats):
         for subject in WARM_SUBJECTS:
-            figures = measure.warm(_python(pythons, subject), subject, calls, warmup=max(200, calls // 10), env=env)
+            count = min(calls, SLOW_SUBJECTS.get(subject, calls))
+            warmup = max(1, count // 10) if subject in SLOW_SUBJECTS else max(200, calls // 10)
+            figures = measure.warm(_python(pythons, subject), subject, count, warmup=warmup, env=env)
             pooled[subject].extend(figures["samples_us"])
             cpu[subject].append(figures["cpu_per_call_us"])
         _log(f"  warm round {repeat + 1}/{repeats}")
@@ -218,8 +225,8 @@ def build_rows(
         Row("cold: modules imported by the span", each("modules_added"), digits=0),
     ]
     if ir is not None:
-        span = {subject: float(ir[subject] - ir["bare"]) / 1e6 for subject in SUBJECTS}
-        whole = {subject: float(ir[subject]) / 1e6 for subject in SUBJECTS}
+        span = {subject: float(ir[subject] - ir["bare"]) / 1e6 for subject in SUBJECTS if subject in ir}
+        whole = {subject: float(ir[subject]) / 1e6 for subject in SUBJECTS if subject in ir}
         ir_floor = (span["stratus"] or 0.0) / (span["floor"] or 1.0)
         ir_awslabs = (span["stratus"] or 0.0) / (span["awslabs"] or 1.0)
         ir_sdk = (span["stratus"] or 0.0) / (span["sdk"] or 1.0)
@@ -375,7 +382,49 @@ def build_rows(
         f"pipeline (bench/pipeline.py, in-process medians): tool alone {pipeline['direct_us']:.1f} us, through the "
         f"pipeline {pipeline['pipeline_us']:.1f} us, with a rate limit and a breaker {pipeline['limited_us']:.1f} us",
     ]
-    return rows, notes
+    return rows, notes + findings(warm, in_process, served, stores)
+
+
+def findings(
+    warm: dict[str, dict[str, float]],
+    in_process: dict[str, dict[str, float]],
+    served: dict[str, dict[str, float]],
+    stores: dict[str, Any],
+) -> list[str]:
+    """What costs the time where a target is missed: the gaps, measured in this same run."""
+    found = []
+    stratus_warm, sdk_warm = warm["stratus"]["median_us"], warm["sdk"]["median_us"]
+    if stratus_warm > WARM_SDK_TARGET * sdk_warm:
+        mangum = warm["floor"]["median_us"] - in_process["floor"]["median_us"]
+        found.append(
+            f"finding: the warm Lambda tools/call is {stratus_warm / sdk_warm:.2f}x the SDK's, not "
+            f"{WARM_SDK_TARGET:.2f}x ({stratus_warm - WARM_SDK_TARGET * sdk_warm:.0f} us too slow). Mangum alone "
+            f"costs about {mangum:.0f} us per invocation (the floor through Mangum "
+            f"{warm['floor']['median_us']:.0f} us, its app awaited directly {in_process['floor']['median_us']:.0f} "
+            f"us), {mangum / stratus_warm:.0%} of Stratus's {stratus_warm:.0f} us; meeting the target would take an "
+            "API Gateway event adapter of our own in place of Mangum"
+        )
+    rate_to_sdk = served["stratus"]["requests_per_s"] / served["sdk"]["requests_per_s"] if served else 0.0
+    if served and rate_to_sdk < THROUGHPUT_SDK_TARGET:
+        uvicorn = served["floor"]["cpu_per_request_us"] - in_process["floor"]["median_us"]
+        own = in_process["stratus"]["median_us"] - in_process["floor"]["median_us"]
+        found.append(
+            f"finding: under uvicorn Stratus serves {rate_to_sdk:.3f}x "
+            f"the SDK's requests per second, short of {THROUGHPUT_SDK_TARGET:.1f}x. uvicorn and h11 cost about "
+            f"{uvicorn:.0f} us of CPU per request whatever the app (the floor's CPU per request less its app's "
+            f"time); Stratus's app costs {own:.0f} us more than the floor's: a request accepting SSE runs through "
+            "the relay that can stream (a task for the call and an asyncio.wait), and a 2026-07-28 request adds a "
+            "task watching for the client leaving, which cancels the call"
+        )
+    session_bytes = stores["redis"]["memory_per_session_bytes"]
+    if session_bytes > SESSION_BYTES_TARGET:
+        found.append(
+            f"finding: an idle session costs {session_bytes:.0f} bytes of Redis memory, "
+            f"{session_bytes - SESSION_BYTES_TARGET:.0f} over the target. The roster's two sorted-set entries per "
+            "session (expiry and creation, about 300 bytes) are the difference: they keep the global session "
+            "limit exact across containers and make the /health census O(log n)"
+        )
+    return found
 
 
 def scaling_notes(sessions: list[dict[str, float]], tools: list[dict[str, float]]) -> list[str]:
@@ -461,11 +510,17 @@ def write_docs(
         '  (bench/lifespan_once.py) and Mangum runs with `lifespan="off"`; its per-request INFO logs are off.',
         "- **FastMCP**: bench/fastmcp_app.py, the same on FastMCP's `http_app(stateless_http=True,",
         "  json_response=True)`, set up the same way.",
+        "- **run-mcp-servers** (`run-mcp-servers-with-aws-lambda`): bench/rmsl_app.py, its API Gateway v2 handler",
+        "  in front of the same tool as a stdio server (bench/rmsl_server.py, SDK 1.x), which the package starts,",
+        "  initializes and stops for every request. Its *span* CPU figures leave that server process out; the",
+        "  whole-process CPU (from `wait4`, which counts waited-for descendants) and the wall times include it.",
+        "  Being one process per request, it gets 20 warm calls per process and no callgrind run.",
         "",
         "Stratus, the floor and awslabs run under one interpreter and package set, in the bench venv",
-        "`${XDG_CACHE_HOME:-~/.cache}/stratus/bench-venv`; the SDK and FastMCP, whose dependency trees differ, in",
-        "`bench-anchor-sdk` and `bench-anchor-fastmcp` beside it, on the same interpreter and Mangum (all created on",
-        "first use; `.venv` is never touched). Stratus is imported from the working tree via `PYTHONPATH`. Each",
+        "`${XDG_CACHE_HOME:-~/.cache}/stratus/bench-venv`; the other anchors, whose dependency trees differ, in",
+        "`bench-anchor-sdk`, `bench-anchor-fastmcp` and `bench-anchor-rmsl` beside it, on the same interpreter,",
+        "Mangum and uvicorn (all created on first use; `.venv` is never touched). Stratus is imported from the",
+        "working tree via `PYTHONPATH`. Each",
         "answers the same API Gateway HTTP API v2 event: a 2026-07-28 `tools/call` of `add(1, 2)` to POST /mcp",
         "with the mirrored `Mcp-*` headers.",
         "",

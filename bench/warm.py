@@ -27,6 +27,7 @@ MODULES = {
     "awslabs": "awslabs_app",
     "sdk": "sdk_app",
     "fastmcp": "fastmcp_app",
+    "rmsl": "rmsl_app",
 }
 
 

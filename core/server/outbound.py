@@ -69,11 +69,23 @@ class Outbound:
         self.replies = replies
         self.log: StreamLog | None = None
         self.sent = 0
+        self._arrival: asyncio.Future[None] | None = None
 
     async def _put(self, message: JsonObject) -> None:
         self.sent += 1
         event_id = await self.log.record(message) if self.log is not None else None
         self.messages.put_nowait((event_id, message))
+        if self._arrival is not None and not self._arrival.done():
+            self._arrival.set_result(None)
+
+    def arrival(self) -> asyncio.Future[None]:
+        """A future done once a message is waiting (at once if one is): a plain future, cheaper to wait on than a
+        task around `messages.get()`."""
+        if self._arrival is None or self._arrival.done():
+            self._arrival = asyncio.get_running_loop().create_future()
+        if not self.messages.empty():
+            self._arrival.set_result(None)
+        return self._arrival
 
     async def record_final(self, message: JsonObject) -> str | None:
         """Log the call's final response (for a client that resumes after it was sent); its event id."""

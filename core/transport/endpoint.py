@@ -126,15 +126,21 @@ class McpEndpoint:
         check_json_body(headers)
         check_accepts_json(headers)
         body = decode(await self._read_body(receive, headers))
-        if http.disconnected is None:
-            return await self._answer(body, headers, http, principal)
+        if http.disconnected is None or not _is_modern(body, headers):
+            # Only a 2026-07-28 call is cancelled by its client leaving; a handshake-era client may resume.
+            return await self._answer_or_stream(body, headers, http, principal, send)
         watcher = asyncio.ensure_future(_cancel_on_disconnect(receive, http.disconnected))
         try:
-            if http.outbound is not None and send is not None and not isinstance(body, list) and not is_rest_call(body):
-                return await self._stream(self._answer(body, headers, http, principal), http.outbound, send)
-            return await self._answer(body, headers, http, principal)
+            return await self._answer_or_stream(body, headers, http, principal, send)
         finally:
             watcher.cancel()
+
+    async def _answer_or_stream(
+        self, body: Any, headers: Headers, http: HttpRequest, principal: Principal | None, send: Send | None
+    ) -> Reply | None:
+        if http.outbound is not None and send is not None and not isinstance(body, list) and not is_rest_call(body):
+            return await self._stream(self._answer(body, headers, http, principal), http.outbound, send)
+        return await self._answer(body, headers, http, principal)
 
     async def _stream(self, answer: Awaitable[Reply], outbound: Outbound, send: Send) -> Reply | None:
         """Run the call while relaying what it sends before its result; None once the answer went out as SSE.
@@ -153,18 +159,17 @@ class McpEndpoint:
                     # Long enough for this response: end it cleanly; the client resumes from the log.
                     await writer.close()
                     writer.gone = True
-                next_message = asyncio.ensure_future(outbound.messages.get())
                 wait = (
                     KEEPALIVE_SECONDS
                     if writer is None or writer.gone
                     else min(KEEPALIVE_SECONDS, max(0.0, cut_at - loop.time()))
                 )
-                done, _ = await asyncio.wait({work, next_message}, timeout=wait, return_when=asyncio.FIRST_COMPLETED)
-                if next_message in done:
+                waiting: set[asyncio.Future[Any]] = {work, outbound.arrival()}
+                done, _ = await asyncio.wait(waiting, timeout=wait, return_when=asyncio.FIRST_COMPLETED)
+                if not outbound.messages.empty():
                     writer = writer or await _Relay.open(send, outbound)
-                    await writer.event(*next_message.result())
+                    await writer.event(*outbound.messages.get_nowait())
                     continue
-                next_message.cancel()
                 if work in done:
                     reply = work.result()
                     if writer is None:
@@ -184,7 +189,7 @@ class McpEndpoint:
     async def _answer(self, body: Any, headers: Headers, http: HttpRequest, principal: Principal | None) -> Reply:
         if is_rest_call(body):  # the seed REST API: answered as JSON, never streamed
             return await self.session_api.call(body, http._replace(outbound=None), principal)
-        if request_meta_version(body) is not None or headers.get("mcp-protocol-version") in versions.MODERN_VERSIONS:
+        if _is_modern(body, headers):
             return await handle_modern(body, headers, self.dispatcher, http, principal)
         return await self.legacy.post(body, headers, http, principal)
 
@@ -239,6 +244,10 @@ class _Relay:
             await write()
         except OSError:  # the connection is gone; what is left is in the event log for a resuming client
             self.gone = True
+
+
+def _is_modern(body: Any, headers: Headers) -> bool:
+    return request_meta_version(body) is not None or headers.get("mcp-protocol-version") in versions.MODERN_VERSIONS
 
 
 async def _cancel_on_disconnect(receive: Receive, disconnected: CancellationSignal) -> None:
