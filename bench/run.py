@@ -113,10 +113,11 @@ def run_callgrind(pythons: Pythons, env: dict[str, str]) -> dict[str, int] | Non
     return totals
 
 
-def run_warm(pythons: Pythons, calls: int, repeats: int, env: dict[str, str]) -> dict[str, dict[str, float]]:
+def run_warm(pythons: Pythons, calls: int, repeats: int, env: dict[str, str]) -> dict[str, dict[str, Any]]:
     """Warm latency per subject: `repeats` fresh processes each (interleaved), samples pooled."""
     pooled: dict[str, list[float]] = {subject: [] for subject in WARM_SUBJECTS}
     cpu: dict[str, list[float]] = {subject: [] for subject in WARM_SUBJECTS}
+    kinds: dict[str, dict[str, list[float]]] = {subject: {} for subject in WARM_SUBJECTS}
     for repeat in range(repeats):
         for subject in WARM_SUBJECTS:
             count = min(calls, SLOW_SUBJECTS.get(subject, calls))
@@ -124,8 +125,10 @@ def run_warm(pythons: Pythons, calls: int, repeats: int, env: dict[str, str]) ->
             figures = measure.warm(_python(pythons, subject), subject, count, warmup=warmup, env=env)
             pooled[subject].extend(figures["samples_us"])
             cpu[subject].append(figures["cpu_per_call_us"])
+            for kind, median in figures["kinds_us"].items():
+                kinds[subject].setdefault(kind, []).append(median)
         _log(f"  warm round {repeat + 1}/{repeats}")
-    summary = {}
+    summary: dict[str, dict[str, Any]] = {}
     for subject, samples in pooled.items():
         samples.sort()
         summary[subject] = {
@@ -133,6 +136,7 @@ def run_warm(pythons: Pythons, calls: int, repeats: int, env: dict[str, str]) ->
             "p99_us": samples[min(len(samples) - 1, int(len(samples) * 0.99))],
             "cpu_per_call_us": _median(cpu[subject]),
             "calls": float(len(samples)),
+            "kinds_us": {kind: _median(values) for kind, values in kinds[subject].items()},
         }
     return summary
 
@@ -180,7 +184,7 @@ def build_rows(
     cold: dict[str, list[dict[str, Any]]],
     bare_cpu: list[float],
     ir: dict[str, int] | None,
-    warm: dict[str, dict[str, float]],
+    warm: dict[str, dict[str, Any]],
     pipeline: dict[str, float],
     stores: dict[str, Any],
     notify: dict[str, float],
@@ -256,6 +260,13 @@ def build_rows(
             f"{verdict(warm['stratus']['median_us'] <= WARM_SDK_TARGET * warm['sdk']['median_us'])}",
         ),
         Row("warm: tools/call p99, us", {subject: warm[subject]["p99_us"] for subject in SUBJECTS}),
+        *[
+            Row(
+                f"warm: {kind} median, us",
+                {subject: warm[subject]["kinds_us"].get(kind) for subject in SUBJECTS},
+            )
+            for kind in ("discover or initialize", "tools/list")
+        ],
         Row("warm: CPU per call, us", {subject: warm[subject]["cpu_per_call_us"] for subject in SUBJECTS}),
     ]
     rows.append(
@@ -386,7 +397,7 @@ def build_rows(
 
 
 def findings(
-    warm: dict[str, dict[str, float]],
+    warm: dict[str, dict[str, Any]],
     in_process: dict[str, dict[str, float]],
     served: dict[str, dict[str, float]],
     stores: dict[str, Any],
@@ -535,7 +546,9 @@ def write_docs(
         "  minus that of the same harness importing nothing. Deterministic, so it is the cross-check for the",
         "  noisy CPU times.",
         f"- **Warm**: in-process, {calls} timed calls per process after a warm-up, three processes per subject,",
-        "  samples pooled; median and p99 of `perf_counter_ns` around each handler call.",
+        "  samples pooled; median and p99 of `perf_counter_ns` around each handler call. Each process also times",
+        "  a quarter as many handshakes (2026-07-28 `server/discover` where the subject speaks that revision, else",
+        "  `initialize`) and tools/list calls (the floor answers only tools/call).",
         "- **ASGI in-process**: each ASGI app (bench/asgi_apps.py) awaited directly with the HTTP scope of the",
         "  same request, no server or adapter (bench/asgi_warm.py); Stratus in both eras.",
         "- **Throughput**: each subject's ASGI app (bench/asgi_apps.py) under uvicorn, one worker, the same",

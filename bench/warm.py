@@ -41,6 +41,39 @@ def _event_for(subject: str, handler: Handler) -> dict[str, Any]:
     return wire.http_api_event(wire.LEGACY_CALL_BODY, wire.legacy_headers(session_id))
 
 
+def _other_kinds(subject: str) -> dict[str, dict[str, Any]]:
+    """The subject's handshake (2026-07-28 discover where it speaks that revision, else initialize) and tools/list
+    events; the floor answers only tools/call, and the legacy run measures only the call in its session."""
+    if subject in ("floor", "stratus-legacy"):
+        return {}
+    if subject in ("stratus", "sdk", "fastmcp"):
+
+        def modern(body: str, method: str) -> dict[str, Any]:
+            headers = {name: value for name, value in wire.MODERN_HEADERS.items() if name != "mcp-name"}
+            return wire.http_api_event(body, {**headers, "mcp-method": method})
+
+        return {
+            "discover or initialize": modern(wire.MODERN_DISCOVER_BODY, "server/discover"),
+            "tools/list": modern(wire.MODERN_LIST_BODY, "tools/list"),
+        }
+    return {
+        "discover or initialize": wire.http_api_event(wire.LEGACY_INITIALIZE_BODY, wire.BASE_HEADERS),
+        "tools/list": wire.http_api_event(wire.LEGACY_LIST_BODY, wire.BASE_HEADERS),
+    }
+
+
+def _median_us(handler: Handler, event: dict[str, Any], calls: int) -> float:
+    response = handler(event, None)
+    if response["statusCode"] != 200 or "result" not in json.loads(response["body"]):
+        raise SystemExit(f"unexpected response: {response!r}")
+    samples = []
+    for _ in range(calls):
+        start = time.perf_counter_ns()
+        handler(event, None)
+        samples.append((time.perf_counter_ns() - start) / 1e3)
+    return statistics.median(samples)
+
+
 def _check(response: dict[str, Any]) -> None:
     body = json.loads(response["body"])
     if response["statusCode"] != 200 or "result" not in body or "3" not in json.dumps(body["result"]):
@@ -73,6 +106,7 @@ def main() -> None:
         handler(event, None)
         append(clock() - start)
     cpu = time.process_time() - cpu0
+    kinds = {kind: _median_us(handler, event, max(3, calls // 4)) for kind, event in _other_kinds(subject).items()}
     samples.sort()
     micro = [sample / 1e3 for sample in samples]
     figures = {
@@ -82,6 +116,7 @@ def main() -> None:
         "p99_us": micro[min(len(micro) - 1, int(len(micro) * 0.99))],
         "mean_us": statistics.fmean(micro),
         "cpu_per_call_us": cpu * 1e6 / calls,
+        "kinds_us": kinds,
         "samples_us": micro,
     }
     print(repr(figures))

@@ -6,6 +6,12 @@ Imports nothing, so loading it in a cold-start child adds no library module to t
 MODERN_VERSION = "2026-07-28"
 LEGACY_VERSION = "2025-11-25"
 
+MODERN_META = (
+    '"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}'
+)
+MODERN_LIST_BODY = '{"jsonrpc":"2.0","id":2,"method":"tools/list","params":{' + MODERN_META + "}}"
+MODERN_DISCOVER_BODY = '{"jsonrpc":"2.0","id":3,"method":"server/discover","params":{' + MODERN_META + "}}"
+LEGACY_LIST_BODY = '{"jsonrpc":"2.0","id":2,"method":"tools/list","params":{}}'
 MODERN_CALL_BODY = (
     '{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"add","arguments":{"a":1,"b":2},'
     '"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28",'
