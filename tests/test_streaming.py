@@ -19,7 +19,7 @@ from core import Settings, build_app
 from tests.apps import shared
 from tests.processes import RoundRobinProxy, shared_store_environment, stratus_processes
 from tests.servers import uvicorn_serving
-from tests.wire import BASE_HEADERS, McpHttp
+from tests.wire import BASE_HEADERS, McpHttp, modern_meta
 
 pytestmark = [pytest.mark.anyio, pytest.mark.uvicorn]
 
@@ -89,6 +89,27 @@ async def test_partial_content_streams_on_the_log_channel_to_clients_that_want_i
     assert sse_events(streamed.text)[-1]["result"]["content"] == [{"type": "text", "text": "Once upon a time."}]
     assert modern.headers["content-type"] == "application/json"
     assert modern.json()["result"]["content"] == [{"type": "text", "text": "Once upon a time."}]
+
+
+async def test_a_modern_call_streams_only_when_it_asked_for_progress_or_logs(one_process: str) -> None:
+    """At 2026-07-28 nothing reaches the response before the answer unless the request asked for it, so the
+    call is answered as plain JSON without the relay; with a progressToken it streams its progress."""
+    async with httpx.AsyncClient(base_url=one_process, timeout=10) as http:
+        mcp = McpHttp(http)
+        with anyio.fail_after(10):
+            silent = await mcp.modern("tools/call", {"name": "count_to_three"})
+            meta = {**modern_meta(), "progressToken": "m-1"}
+            streamed = await mcp.modern("tools/call", {"name": "count_to_three", "_meta": meta})
+    assert silent.headers["content-type"] == "application/json"
+    assert silent.json()["result"]["content"] == [{"type": "text", "text": "done"}]
+    assert streamed.headers["content-type"] == "text/event-stream"
+    events = sse_events(streamed.text)
+    assert [event["params"]["progress"] for event in events if event.get("method") == "notifications/progress"] == [
+        1,
+        2,
+        3,
+    ]
+    assert events[-1]["result"]["content"] == [{"type": "text", "text": "done"}]
 
 
 async def test_a_call_with_nothing_to_stream_answers_plain_json(one_process: str) -> None:

@@ -138,6 +138,8 @@ class McpEndpoint:
     async def _answer_or_stream(
         self, body: Any, headers: Headers, http: HttpRequest, principal: Principal | None, send: Send | None
     ) -> Reply | None:
+        if http.outbound is not None and not _may_send_before_answer(body, headers):
+            http = http._replace(outbound=None)  # a plain JSON answer, without the relay's task and waits
         if http.outbound is not None and send is not None and not isinstance(body, list) and not is_rest_call(body):
             return await self._stream(self._answer(body, headers, http, principal), http.outbound, send)
         return await self._answer(body, headers, http, principal)
@@ -244,6 +246,17 @@ class _Relay:
             await write()
         except OSError:  # the connection is gone; what is left is in the event log for a resuming client
             self.gone = True
+
+
+def _may_send_before_answer(body: Any, headers: Headers) -> bool:
+    """Whether a call can send anything on its response before the answer. A handshake-era call can (logs,
+    progress, requests to the client); a 2026-07-28 call only when it asked for progress or log messages
+    (`progressToken`, the log-level `_meta` key) or listens for notifications."""
+    if not isinstance(body, dict) or not _is_modern(body, headers) or body.get("method") == "subscriptions/listen":
+        return True
+    params = body.get("params")
+    meta = params.get("_meta") if isinstance(params, dict) else None
+    return isinstance(meta, dict) and ("progressToken" in meta or versions.LOG_LEVEL_META in meta)
 
 
 def _is_modern(body: Any, headers: Headers) -> bool:
