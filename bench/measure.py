@@ -66,7 +66,7 @@ def cold(python: Path, subject: str, env: dict[str, str]) -> dict[str, Any]:
     """One cold start of `subject` in a fresh process: the child's own figures plus the kernel's."""
     done = spawn([str(python), str(BENCH / "cold.py"), subject], env)
     figures: dict[str, Any] = ast.literal_eval(done.stdout.strip().splitlines()[-1])
-    figures.update(process_cpu_ms=done.cpu_ms, process_wall_ms=done.wall_ms, max_rss_kib=done.max_rss_kib)
+    figures.update(process_cpu_ms=done.cpu_ms, process_wall_ms=done.wall_ms, max_rss_kib=figures.pop("peak_rss_kib"))
     return figures
 
 
