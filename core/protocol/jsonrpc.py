@@ -42,11 +42,14 @@ Message = Request | Notification | ClientResponse
 
 
 def decode(body: bytes) -> Any:
-    """Decode a request body, raising ParseError for anything that is not UTF-8 JSON."""
+    """Decode a request body, raising ParseError for anything that is not UTF-8 JSON (or nests deeper than the
+    interpreter's recursion limit lets the parser go)."""
     try:
         return json.loads(body)
     except (ValueError, UnicodeDecodeError):
         raise ParseError("Parse error: the body is not valid JSON") from None
+    except RecursionError:
+        raise ParseError("Parse error: the JSON is nested too deeply") from None
 
 
 def encode(payload: Any) -> bytes:
