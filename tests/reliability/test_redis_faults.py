@@ -141,9 +141,9 @@ async def test_a_paused_redis_answers_503_within_the_store_timeout_then_recovers
     mcp: McpHttp, own_redis: OwnRedis
 ) -> None:
     session = await mcp.initialize()
-    own_redis.client().execute_command("CLIENT", "PAUSE", 3000, "ALL")
+    own_redis.client().client_pause(3000, all=True)
     refused, waited = await timed(session.request("tools/list"))
     assert refused.status_code == 503
     assert STORE_TIMEOUT <= waited < 5 * STORE_TIMEOUT + 1, waited
-    own_redis.client().execute_command("CLIENT", "UNPAUSE")
+    own_redis.client().client_unpause()
     assert (await session.request("tools/list")).status_code == 200
