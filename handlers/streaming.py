@@ -9,10 +9,12 @@ when the container starts.
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 
 import uvicorn
 
 from core import McpServer, Settings, build_app
+from core.transport.asgi import ASGIApp, Receive, Scope, Send
 from handlers.loading import load_server
 from handlers.secrets import settings_from_env
 from handlers.tasks import task_launcher
@@ -30,9 +32,24 @@ def serve_for_adapter(
     server: McpServer, settings: Settings, *, host: str = "127.0.0.1", port: int | None = None
 ) -> None:
     """Run the app as the adapter expects it: its telemetry, its lifespan, uvicorn on the adapter's port."""
-    metrics, _ = build_telemetry(settings, server.name)
+    metrics, flush = build_telemetry(settings, server.name)
     app = build_app(server, settings, metrics=metrics, task_launcher=task_launcher(settings))
-    uvicorn.run(app, host=host, port=port or adapter_port(), log_level=settings.log_level.lower(), lifespan="on")
+    served = flushing_after_each_request(app, flush)
+    uvicorn.run(served, host=host, port=port or adapter_port(), log_level=settings.log_level.lower(), lifespan="on")
+
+
+def flushing_after_each_request(app: ASGIApp, flush: Callable[[], None]) -> ASGIApp:
+    """`app`, writing its metrics after each HTTP request (one Lambda invocation behind the adapter), so their data
+    points never pile up in a long-lived container."""
+
+    async def served(scope: Scope, receive: Receive, send: Send) -> None:
+        try:
+            await app(scope, receive, send)
+        finally:
+            if scope["type"] == "http":
+                flush()
+
+    return served
 
 
 def main() -> None:

@@ -20,21 +20,38 @@ class MetricsSink(Protocol):
     def latency(self, name: str, milliseconds: float, **dimensions: str) -> None: ...
 
 
+class LatencySummary:
+    """How many data points, their sum and their maximum: constant memory however long the process serves."""
+
+    __slots__ = ("count", "maximum", "total")
+
+    def __init__(self) -> None:
+        self.count = 0
+        self.total = 0.0
+        self.maximum = 0.0
+
+    def add(self, milliseconds: float) -> None:
+        self.count += 1
+        self.total += milliseconds
+        self.maximum = max(self.maximum, milliseconds)
+
+
 class LocalMetrics:
-    """Keeps totals in memory and logs each data point at DEBUG."""
+    """Keeps totals and latency summaries in memory, one entry per metric and dimension set, and logs each
+    count at DEBUG."""
 
     def __init__(self) -> None:
         self.counts: defaultdict[tuple[str, tuple[tuple[str, str], ...]], float] = defaultdict(float)
-        self.latencies: list[tuple[str, float, dict[str, str]]] = []
+        self.latencies: defaultdict[tuple[str, tuple[tuple[str, str], ...]], LatencySummary] = defaultdict(
+            LatencySummary
+        )
 
     def count(self, name: str, value: float = 1.0, **dimensions: str) -> None:
         self.counts[(name, tuple(dimensions.items()))] += value
         logger.debug("metric", extra={"metric": name, "value": value, "dimensions": dimensions})
 
     def latency(self, name: str, milliseconds: float, **dimensions: str) -> None:
-        self.latencies.append((name, milliseconds, dimensions))
-        if len(self.latencies) > 10_000:
-            del self.latencies[:5_000]
+        self.latencies[(name, tuple(dimensions.items()))].add(milliseconds)
 
     def total(self, name: str, **dimensions: str) -> float:
         """The sum of `name` over data points whose dimensions include `dimensions`."""

@@ -204,19 +204,26 @@ class DynamoTable:
         await self._call_transaction(operations)
 
     async def _call_transaction(self, operations: Sequence[Item]) -> None:
-        # TransactWriteItems names the table in each operation, not at the top level.
-        self.requests += 1
-        try:
-            async with asyncio.timeout(self.timeout * 2 + 1):
-                await asyncio.to_thread(self.client.transact_write_items, TransactItems=list(operations))
-        except self._client_error as error:
-            reasons = [reason.get("Code") for reason in error.response.get("CancellationReasons", [])]
-            failed = [index for index, reason in enumerate(reasons) if reason == "ConditionalCheckFailed"]
-            if failed:
-                raise ConditionFailedError(failed) from None
-            raise StoreUnavailableError("The state store failed the request; retry shortly") from error
-        except (self._transport_error, TimeoutError, OSError) as error:
-            raise StoreUnavailableError("The state store is unavailable; retry shortly") from error
+        """One TransactWriteItems; a transaction cancelled because another one touched the same item at the same
+        moment (`TransactionConflict`, nothing applied) is tried again, up to ATTEMPTS times with backoff."""
+        for attempt in range(ATTEMPTS):
+            self.requests += 1
+            try:
+                async with asyncio.timeout(self.timeout * 2 + 1):
+                    # TransactWriteItems names the table in each operation, not at the top level.
+                    await asyncio.to_thread(self.client.transact_write_items, TransactItems=list(operations))
+                return
+            except self._client_error as error:
+                reasons = [reason.get("Code") for reason in error.response.get("CancellationReasons", [])]
+                failed = [index for index, reason in enumerate(reasons) if reason == "ConditionalCheckFailed"]
+                if failed:
+                    raise ConditionFailedError(failed) from None
+                if "TransactionConflict" not in reasons:
+                    raise StoreUnavailableError("The state store failed the request; retry shortly") from error
+            except (self._transport_error, TimeoutError, OSError) as error:
+                raise StoreUnavailableError("The state store is unavailable; retry shortly") from error
+            await _back_off(attempt)
+        raise StoreBusyError("The write is too contended to complete; retry shortly")
 
 
 async def _back_off(attempt: int) -> None:

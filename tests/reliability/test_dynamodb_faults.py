@@ -3,6 +3,7 @@ requests and writes whose conditions always fail. DynamoDB keeps its state, so s
 
 from __future__ import annotations
 
+import json
 import secrets
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
@@ -33,14 +34,22 @@ class Body:
         yield self.data
 
 
-def failing(code: str, operations: tuple[str, ...]) -> Callable[..., AWSResponse | None]:
-    """A `before-send` hook answering the named operations with a DynamoDB error instead of sending them."""
-    body = f'{{"__type":"com.amazonaws.dynamodb.v20120810#{code}","message":"injected"}}'.encode()
+def failing(
+    code: str, operations: tuple[str, ...], *, times: int | None = None, reasons: list[str] | None = None
+) -> Callable[..., AWSResponse | None]:
+    """A `before-send` hook answering the named operations with a DynamoDB error instead of sending them (the
+    first `times` of them, or all); `reasons` are a cancelled transaction's, one per operation."""
+    error: dict[str, Any] = {"__type": f"com.amazonaws.dynamodb.v20120810#{code}", "message": "injected"}
+    if reasons is not None:
+        error["CancellationReasons"] = [{"Code": reason} for reason in reasons]
+    body = json.dumps(error).encode()
+    left = [times]
 
     def hook(request: Any, **kwargs: Any) -> AWSResponse | None:
         target = request.headers.get("X-Amz-Target", b"")
         operation = (target.decode() if isinstance(target, bytes) else target).rpartition(".")[2]
-        if operation in operations:
+        if operation in operations and (left[0] is None or left[0] > 0):
+            left[0] = None if left[0] is None else left[0] - 1
             return AWSResponse(request.url, 400, JSON_1_0, Body(body))
         return None
 
@@ -112,3 +121,19 @@ async def test_writes_whose_conditions_always_fail_end_in_a_clear_503_while_read
     assert refused.json()["error"]["code"] == -31502
     deployment.heal(contended)
     assert (await deployment.mcp.post(initialize_message())).status_code == 200
+
+
+async def test_transactions_cancelled_by_a_conflict_are_tried_again(deployment: Deployment) -> None:
+    """Two containers creating sessions at once touch the same roster count item; DynamoDB cancels one
+    transaction with TransactionConflict (nothing applied), and Stratus tries it again."""
+    conflict = ["None", "None", "TransactionConflict"]
+    twice = failing("TransactionCanceledException", ("TransactWriteItems",), times=2, reasons=conflict)
+    deployment.inject(twice)
+    created = await deployment.mcp.post(initialize_message())
+    assert created.status_code == 200
+    deployment.heal(twice)
+    forever = failing("TransactionCanceledException", ("TransactWriteItems",), reasons=conflict)
+    deployment.inject(forever)
+    refused = await deployment.mcp.post(initialize_message())
+    assert refused.status_code == 503
+    assert refused.json()["error"]["message"] == "The write is too contended to complete; retry shortly"

@@ -107,7 +107,8 @@ async def test_containers_racing_for_the_last_places_never_exceed_the_limit(back
     ]
     outcomes = await asyncio.gather(*attempts, return_exceptions=True)
     assert sum(outcome is None for outcome in outcomes) == LIMIT
-    assert all(isinstance(outcome, TooManySessionsError) for outcome in outcomes if outcome is not None)
+    refusals = [outcome for outcome in outcomes if outcome is not None]
+    assert all(isinstance(outcome, TooManySessionsError) for outcome in refusals), [repr(o) for o in refusals]
     assert (await first.census()).active == LIMIT
 
 
