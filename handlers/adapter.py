@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import asyncio
+import json
+import logging
+import secrets
 import warnings
 from typing import Any
 
@@ -14,6 +17,7 @@ from handlers.tasks import task_launcher
 from handlers.telemetry import build_telemetry
 
 LambdaHandler = Any
+logger = logging.getLogger("stratus.lambda")
 
 
 def _tolerate_null_headers(event: dict[str, Any]) -> dict[str, Any]:
@@ -22,6 +26,26 @@ def _tolerate_null_headers(event: dict[str, Any]) -> dict[str, Any]:
     if event.get("headers") is None:
         return {**event, "headers": {}}
     return event
+
+
+def _answer(asgi: Mangum, event: Any, context: Any) -> dict[str, Any]:
+    """Mangum's answer to the event; a 400 for an event it cannot read as an HTTP request (a malformed or foreign
+    payload invoking the function directly). The app itself never raises (the endpoint answers every error), so
+    anything raised here comes from reading the event; it is logged with a reference, never with the event."""
+    if not isinstance(event, dict):
+        return _not_an_http_event(TypeError("the event is not an object"))
+    try:
+        answer: dict[str, Any] = asgi(_tolerate_null_headers(event), context)
+    except (LookupError, TypeError, ValueError, AttributeError, RuntimeError) as error:  # Mangum reading the event
+        return _not_an_http_event(error)
+    return answer
+
+
+def _not_an_http_event(error: Exception) -> dict[str, Any]:
+    reference = secrets.token_hex(8)
+    logger.warning("unreadable event", extra={"error_ref": reference, "error_type": type(error).__name__})
+    body = {"error": f"Bad Request: not an HTTP event this function can serve (reference {reference})"}
+    return {"statusCode": 400, "headers": {"content-type": "application/json"}, "body": json.dumps(body)}
 
 
 def _ensure_event_loop() -> None:
@@ -56,7 +80,7 @@ def make_handler(server: McpServer, settings: Settings | None = None) -> LambdaH
             if cold[0]:
                 cold[0] = False
                 metrics.count("cold_start")
-            return asgi(_tolerate_null_headers(event), context)
+            return _answer(asgi, event, context)
         finally:
             flush()
             lambda_request_id.reset(token)

@@ -9,22 +9,16 @@ schema of its era accepts, and no Python exception text or stack in the body. CI
 
 from __future__ import annotations
 
-import asyncio
 import json
 import os
-from collections.abc import Iterator
 from typing import Any
 
-import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from core import Settings
-from examples.demo import server
-from handlers.adapter import make_handler
+from tests.fuzz.events import http_event
 from tests.handlers.test_buffered import LambdaContext
-from tests.wire import BASE_HEADERS as BASE
-from tests.wire import MODERN, initialize_message, validate
+from tests.wire import MODERN, validate
 
 EXAMPLES = int(os.environ.get("STRATUS_FUZZ_EXAMPLES", "150"))
 FUZZ = settings(
@@ -129,52 +123,6 @@ def messages(draw: st.DrawFn) -> tuple[Any, dict[str, str], str, bool]:
 
 CONTENT_TYPES = ["text/plain", "application/json; charset=utf-8", "application/xml", ""]
 ACCEPTS = ["application/json", "text/event-stream", "*/*", "text/html", ""]
-
-
-def http_event(raw: str, headers: dict[str, str]) -> dict[str, Any]:
-    return {
-        "version": "2.0",
-        "routeKey": "$default",
-        "rawPath": "/mcp",
-        "rawQueryString": "",
-        "headers": {"host": "localhost", **headers},
-        "requestContext": {
-            "accountId": "123456789012",
-            "apiId": "fuzz",
-            "domainName": "localhost",
-            "http": {"method": "POST", "path": "/mcp", "protocol": "HTTP/1.1", "sourceIp": "127.0.0.1"},
-            "requestId": "fuzz",
-            "routeKey": "$default",
-            "stage": "$default",
-            "timeEpoch": 1767225600000,
-        },
-        "body": raw,
-        "isBase64Encoded": False,
-    }
-
-
-@pytest.fixture(scope="module")
-def handler() -> Iterator[Any]:
-    loop = asyncio.new_event_loop()
-    asyncio.set_event_loop(loop)
-    built = make_handler(server, Settings(max_sessions=0))
-    yield built
-    asyncio.set_event_loop(None)
-    loop.close()
-
-
-@pytest.fixture(scope="module")
-def session_id(handler: Any) -> str:
-    """A live handshake-era session for the fuzzed legacy requests to run in."""
-    opened = handler(http_event(json.dumps(initialize_message()), BASE), LambdaContext())
-    session: str = {key.lower(): value for key, value in opened["headers"].items()}["mcp-session-id"]
-    handler(
-        http_event(
-            json.dumps({"jsonrpc": "2.0", "method": "notifications/initialized"}), {**BASE, "mcp-session-id": session}
-        ),
-        LambdaContext(),
-    )
-    return session
 
 
 def check_answer(status: int, raw_body: str, era: str) -> None:

@@ -161,3 +161,17 @@ def test_one_redis_client_serves_every_warm_invocation_on_the_container_loop(
         response = invoke(redis_handler, "http_api_v2", call, session)
         assert json.loads(response["body"])["result"]["structuredContent"] == {"result": 2}
     redis_handler.close()
+
+
+@pytest.mark.parametrize(
+    "payload",
+    [{"source": "aws.events", "detail": {}}, {"version": "2.0", "rawPath": "/mcp"}, ["not", "an", "object"]],
+)
+def test_an_event_that_is_no_http_request_is_400_naming_a_reference_not_an_invocation_error(
+    handler: Any, payload: Any, caplog: pytest.LogCaptureFixture
+) -> None:
+    response = handler(payload, LambdaContext())
+    assert response["statusCode"] == 400
+    message = json.loads(response["body"])["error"]
+    assert message.startswith("Bad Request: not an HTTP event this function can serve (reference ")
+    assert "aws.events" not in caplog.text and "rawPath" not in caplog.text  # the event itself is never logged
