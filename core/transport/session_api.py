@@ -84,8 +84,10 @@ class SessionApi:
 
     async def call(self, body: dict[str, Any], http: HttpRequest, principal: Principal | None) -> Reply:
         session_id, method, params = body.get("sessionId"), body.get("method"), body.get("params")
-        if not isinstance(session_id, str) or not isinstance(method, str) or not isinstance(params, dict | None):
-            problem = "Bad Request: a call needs sessionId and method strings, and params as an object if any"
+        if not (isinstance(session_id, str) and session_id and isinstance(method, str) and method) or not isinstance(
+            params, dict | None
+        ):
+            problem = "Bad Request: a call needs non-empty sessionId and method strings, and params as an object if any"
             return Reply(400, {"sessionId": session_id, "error": {"code": INVALID_REQUEST, "message": problem}})
         message = {"jsonrpc": "2.0", "id": f"rest-{secrets.token_hex(6)}", "method": method, "params": params or {}}
         reply = await self.legacy.post(message, {SESSION_HEADER: session_id}, http, principal)

@@ -51,3 +51,13 @@ async def test_a_body_over_the_limit_is_413_before_it_is_parsed() -> None:
         response = await McpHttp(http).post(call_body({"a": "1" * 2048, "b": 2}), MODERN_CALL)
     assert response.status_code == 413
     assert response.json()["error"]["code"] == -32600
+
+
+async def test_a_rest_call_with_an_empty_session_id_is_400_not_a_missing_header(mcp: McpHttp) -> None:
+    body = json.dumps({"sessionId": "", "method": "tools/list"}).encode()
+    response = await mcp.post(body, {"accept": "application/json"})
+    assert response.status_code == 400
+    assert response.json()["error"] == {
+        "code": -32600,
+        "message": "Bad Request: a call needs non-empty sessionId and method strings, and params as an object if any",
+    }

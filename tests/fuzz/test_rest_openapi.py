@@ -1,0 +1,33 @@
+"""schemathesis against docs/openapi.yaml: every operation of the seed REST API, with generated (and mutated)
+requests, must answer as the description says, with no server error."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import schemathesis
+from hypothesis import HealthCheck, settings
+
+from core import Settings, build_app
+from examples.demo import server
+from tests.fuzz.test_wire_fuzz import EXAMPLES
+from tests.servers import uvicorn_serving
+
+SCHEMA = schemathesis.openapi.from_path(Path(__file__).parents[2] / "docs" / "openapi.yaml")
+
+
+@pytest.fixture(scope="module")
+def base_url() -> Iterator[str]:
+    with uvicorn_serving(build_app(server, Settings(max_sessions=0))) as url:
+        yield url
+
+
+# A live session's event stream never ends on its own, so the stream itself is left to tests/test_session_api.py.
+@SCHEMA.exclude(path="/events/{sessionId}").parametrize()
+@settings(max_examples=max(10, EXAMPLES // 5), deadline=None, suppress_health_check=list(HealthCheck))
+def test_the_rest_api_answers_as_its_openapi_description_says(case: schemathesis.Case[Any], base_url: str) -> None:
+    response = case.call(base_url=base_url, timeout=10)
+    case.validate_response(response)
