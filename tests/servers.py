@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import asyncio
 import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
+from typing import Any
 
 import pytest
 import uvicorn
@@ -36,3 +38,26 @@ def uvicorn_serving(app: ASGIApp) -> Iterator[str]:
         http_server.should_exit = True
         thread.join(SHUTDOWN_TIMEOUT_SECONDS)
         assert not thread.is_alive(), "uvicorn did not shut down"
+
+
+class LoopWatch:
+    """Wraps an app to learn the event loop serving it, so the test can count that loop's tasks."""
+
+    def __init__(self, app: Any) -> None:
+        self.app = app
+        self.loop: asyncio.AbstractEventLoop | None = None
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        self.loop = self.loop or asyncio.get_running_loop()
+        await self.app(scope, receive, send)
+
+    def run(self, step: Any) -> Any:
+        """Run a coroutine on the server's loop and wait (at most 5 s) for its result."""
+        assert self.loop is not None
+        return asyncio.run_coroutine_threadsafe(step, self.loop).result(timeout=5)
+
+    def tasks(self) -> int:
+        async def count() -> int:
+            return len(asyncio.all_tasks())
+
+        return int(self.run(count()))

@@ -19,7 +19,7 @@ import pytest
 from core import Settings, build_app
 from tests.apps import shared
 from tests.processes import RoundRobinProxy, ServerUrl, shared_store_environment, stratus_processes
-from tests.servers import uvicorn_serving
+from tests.servers import LoopWatch, uvicorn_serving
 from tests.wire import BASE_HEADERS, MODERN, McpHttp, modern_meta
 
 pytestmark = [pytest.mark.anyio, pytest.mark.uvicorn]
@@ -118,29 +118,6 @@ async def test_a_bounded_load_on_two_processes_fails_nothing_and_leaks_nothing(r
         rss_after, fds_after = after[pid]
         assert rss_after <= rss_before * 1.05 + 1024, (pid, rss_before, rss_after)  # flat: 5 % (+1 MiB of slack)
         assert fds_after <= fds_before + 4, (pid, fds_before, fds_after)  # no leaked sockets or files
-
-
-class LoopWatch:
-    """Wraps an app to learn the event loop serving it, so the test can count that loop's tasks."""
-
-    def __init__(self, app: Any) -> None:
-        self.app = app
-        self.loop: asyncio.AbstractEventLoop | None = None
-
-    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
-        self.loop = self.loop or asyncio.get_running_loop()
-        await self.app(scope, receive, send)
-
-    def run(self, step: Any) -> Any:
-        """Run a coroutine on the server's loop and wait (at most 5 s) for its result."""
-        assert self.loop is not None
-        return asyncio.run_coroutine_threadsafe(step, self.loop).result(timeout=5)
-
-    def tasks(self) -> int:
-        async def count() -> int:
-            return len(asyncio.all_tasks())
-
-        return int(self.run(count()))
 
 
 async def test_a_load_leaves_no_tasks_behind_on_the_server_loop(request: pytest.FixtureRequest) -> None:
