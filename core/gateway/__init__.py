@@ -1,0 +1,1 @@
+"""Gateway mode: Stratus in front of upstream MCP servers (configuration first; the client and pool follow)."""

@@ -1,0 +1,186 @@
+"""Upstream MCP servers a gateway fronts, read from the `{"mcpServers": {NAME: {...}}}` document hosts use.
+
+    {"mcpServers": {
+        "github":  {"url": "https://api.example.com/mcp", "headers": {"Authorization": "ssm:/gw/github-token"}},
+        "legacy":  {"type": "sse", "url": "https://old.example.com/sse"},
+        "files":   {"command": "python", "args": ["-m", "files_server"], "env": {"ROOT": "/data"}},
+        "local":   {"url": "http://127.0.0.1:9000/mcp", "namespaced": false, "isActive": false}
+    }}
+
+`type` (or `transport`) is `http` (Streamable HTTP, either protocol era), `sse` (the legacy HTTP+SSE transport) or
+`stdio`; without one, `command` means stdio and `url` means http. Header and env values may name a secret
+(`ssm:NAME`, `secretsmanager:ID`, `env:NAME`) resolved when the upstream is connected, never stored resolved.
+Every problem in a document is reported at once, each naming its server and field.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass, field
+from typing import Any
+from urllib.parse import urlsplit
+
+TRANSPORTS = ("http", "sse", "stdio")
+SCOPES = ("user", "local")
+_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9 ._-]{0,63}$")
+_KNOWN = {
+    "type",
+    "transport",
+    "url",
+    "headers",
+    "command",
+    "args",
+    "env",
+    "isActive",
+    "disabledTools",
+    "disabledAutoApproveTools",
+    "scope",
+    "namespaced",
+    "description",
+}
+
+
+class GatewayConfigError(ValueError):
+    """The document has problems; `problems` lists each one, naming its server and field."""
+
+    def __init__(self, problems: list[str]) -> None:
+        super().__init__("; ".join(problems))
+        self.problems = problems
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Upstream:
+    """One upstream MCP server and how the gateway exposes it."""
+
+    name: str
+    transport: str
+    url: str | None = None
+    headers: dict[str, str] = field(default_factory=dict)
+    command: str | None = None
+    args: tuple[str, ...] = ()
+    env: dict[str, str] = field(default_factory=dict)
+    active: bool = True
+    disabled_tools: frozenset[str] = frozenset()
+    no_auto_approve_tools: frozenset[str] = frozenset()
+    scope: str = "user"
+    namespaced: bool = True
+    """Expose its tools as `mcp__{server}__{tool}`; off, under their own names (one upstream, or no clashes)."""
+
+    @property
+    def prefix(self) -> str:
+        """The namespace of its tools: `mcp__{name}__` with every non-alphanumeric character as `_`."""
+        return f"mcp__{clean(self.name)}__"
+
+
+def clean(name: str) -> str:
+    """A name as a tool-id part: every character other than ASCII letters and digits becomes `_`."""
+    return re.sub(r"[^A-Za-z0-9]", "_", name)
+
+
+def parse_document(text: str) -> list[Upstream]:
+    """The upstreams of a JSON document.
+
+    Raises:
+        GatewayConfigError: the text is not JSON, or the document has problems (all of them listed).
+    """
+    repeated: list[str] = []
+
+    def no_repeats(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+        keys = [key for key, _ in pairs]
+        repeated.extend(key for index, key in enumerate(keys) if key in keys[:index])
+        return dict(pairs)
+
+    try:
+        document = json.loads(text, object_pairs_hook=no_repeats)
+    except (ValueError, RecursionError):
+        raise GatewayConfigError(["the gateway configuration is not valid JSON"]) from None
+    if repeated:
+        raise GatewayConfigError([f"{key}: defined more than once" for key in dict.fromkeys(repeated)])
+    return parse_servers(document)
+
+
+def parse_servers(document: Any) -> list[Upstream]:
+    """The upstreams of a parsed `{"mcpServers": {...}}` document (or of its `mcpServers` object alone)."""
+    servers = document.get("mcpServers", document) if isinstance(document, dict) else None
+    if not isinstance(servers, dict):
+        raise GatewayConfigError(['expected {"mcpServers": {NAME: {...}}}'])
+    problems: list[str] = []
+    upstreams = [upstream for name, entry in servers.items() if (upstream := _upstream(name, entry, problems))]
+    by_id: dict[str, str] = {}
+    for upstream in upstreams:
+        other = by_id.setdefault(clean(upstream.name).lower(), upstream.name)
+        if other != upstream.name:
+            problems.append(f"{upstream.name}: the same tool namespace as {other} (names differ only in punctuation)")
+    if problems:
+        raise GatewayConfigError(problems)
+    return upstreams
+
+
+def _upstream(name: str, entry: Any, problems: list[str]) -> Upstream | None:
+    found: list[str] = []
+    if not _NAME.match(name):
+        found.append(f"{name!r}: a name is 1-64 letters, digits, spaces, '.', '_' or '-', starting alphanumeric")
+    if not isinstance(entry, dict):
+        problems.extend([*found, f"{name}: expected an object"])
+        return None
+    found += [f"{name}.{key}: unknown field" for key in sorted(set(entry) - _KNOWN)]
+    transport = entry.get("type", entry.get("transport"))
+    if transport is None:
+        transport = "stdio" if "command" in entry else "http"
+    if transport == "streamable-http":
+        transport = "http"
+    if transport not in TRANSPORTS:
+        found.append(f"{name}.type: expected one of {', '.join(TRANSPORTS)}, got {transport!r}")
+    url, command = entry.get("url"), entry.get("command")
+    if transport == "stdio":
+        if not isinstance(command, str) or not command:
+            found.append(f"{name}.command: a stdio server needs a command")
+        if url is not None:
+            found.append(f"{name}.url: a stdio server has no url")
+    elif transport in ("http", "sse"):
+        if not isinstance(url, str) or urlsplit(url).scheme not in ("http", "https") or not urlsplit(url).hostname:
+            found.append(f"{name}.url: expected an http(s) URL with a host")
+        if command is not None:
+            found.append(f"{name}.command: an {transport} server has no command")
+    args = _strings(entry.get("args", []), f"{name}.args", found)
+    headers = _string_map(entry.get("headers", {}), f"{name}.headers", found)
+    env = _string_map(entry.get("env", {}), f"{name}.env", found)
+    disabled = _strings(entry.get("disabledTools", []), f"{name}.disabledTools", found)
+    no_auto = _strings(entry.get("disabledAutoApproveTools", []), f"{name}.disabledAutoApproveTools", found)
+    scope = entry.get("scope", "user")
+    if scope not in SCOPES:
+        found.append(f"{name}.scope: expected user or local")
+    flags = {key: entry.get(key, True) for key in ("isActive", "namespaced")}
+    found += [f"{name}.{key}: expected true or false" for key, value in flags.items() if not isinstance(value, bool)]
+    problems.extend(found)
+    if found:
+        return None
+    return Upstream(
+        name=name,
+        transport=transport,
+        url=url,
+        headers=headers,
+        command=command,
+        args=tuple(args),
+        env=env,
+        active=flags["isActive"],
+        disabled_tools=frozenset(disabled),
+        no_auto_approve_tools=frozenset(no_auto),
+        scope=scope,
+        namespaced=flags["namespaced"],
+    )
+
+
+def _strings(value: Any, where: str, problems: list[str]) -> list[str]:
+    if isinstance(value, list) and all(isinstance(item, str) for item in value):
+        return value
+    problems.append(f"{where}: expected a list of strings")
+    return []
+
+
+def _string_map(value: Any, where: str, problems: list[str]) -> dict[str, str]:
+    if isinstance(value, dict) and all(isinstance(item, str) for item in value.values()):
+        return dict(value)
+    problems.append(f"{where}: expected an object of strings")
+    return {}

@@ -1,0 +1,87 @@
+"""The gateway's upstream configuration: the hosts' `mcpServers` document, read strictly, every problem named."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from core.gateway.config import GatewayConfigError, Upstream, parse_document
+
+DOCUMENT = {
+    "mcpServers": {
+        "github": {"url": "https://api.example.com/mcp", "headers": {"Authorization": "ssm:/gw/github-token"}},
+        "legacy": {"type": "sse", "url": "https://old.example.com/sse", "disabledTools": ["drop_tables"]},
+        "files": {"command": "python", "args": ["-m", "files_server"], "env": {"ROOT": "/data"}},
+        "my server.v2": {
+            "url": "http://127.0.0.1:9000/mcp",
+            "namespaced": False,
+            "isActive": False,
+            "disabledAutoApproveTools": ["delete"],
+            "scope": "local",
+        },
+    }
+}
+
+
+def test_a_hosts_document_gives_one_upstream_per_server_with_its_transport_and_settings() -> None:
+    upstreams = {upstream.name: upstream for upstream in parse_document(json.dumps(DOCUMENT))}
+    assert upstreams["github"] == Upstream(
+        name="github",
+        transport="http",
+        url="https://api.example.com/mcp",
+        headers={"Authorization": "ssm:/gw/github-token"},
+    )
+    assert (upstreams["legacy"].transport, upstreams["legacy"].disabled_tools) == ("sse", frozenset({"drop_tables"}))
+    files = upstreams["files"]
+    assert (files.transport, files.command, files.args, files.env) == (
+        "stdio",
+        "python",
+        ("-m", "files_server"),
+        {"ROOT": "/data"},
+    )
+    local = upstreams["my server.v2"]
+    assert (local.active, local.namespaced, local.scope) == (False, False, "local")
+    assert local.no_auto_approve_tools == frozenset({"delete"})
+    assert local.prefix == "mcp__my_server_v2__"
+
+
+def test_every_problem_of_a_document_is_reported_at_once_naming_its_server_and_field() -> None:
+    document = {
+        "mcpServers": {
+            "no-url": {"type": "http"},
+            "ftp": {"url": "ftp://files.example.com"},
+            "no-command": {"type": "stdio", "url": "https://x.example.com"},
+            "odd": {"type": "websocket", "url": "wss://x.example.com", "colour": "blue"},
+            "typed": {"url": "https://x.example.com", "args": "-v", "headers": {"X": 1}, "isActive": "yes"},
+            "a.b": {"url": "https://a.example.com"},
+            "a_b": {"url": "https://b.example.com"},
+            "-bad": {"url": "https://c.example.com"},
+        }
+    }
+    with pytest.raises(GatewayConfigError) as refused:
+        parse_document(json.dumps(document))
+    assert refused.value.problems == [
+        "no-url.url: expected an http(s) URL with a host",
+        "ftp.url: expected an http(s) URL with a host",
+        "no-command.command: a stdio server needs a command",
+        "no-command.url: a stdio server has no url",
+        "odd.colour: unknown field",
+        "odd.type: expected one of http, sse, stdio, got 'websocket'",
+        "typed.args: expected a list of strings",
+        "typed.headers: expected an object of strings",
+        "typed.isActive: expected true or false",
+        "'-bad': a name is 1-64 letters, digits, spaces, '.', '_' or '-', starting alphanumeric",
+        "a_b: the same tool namespace as a.b (names differ only in punctuation)",
+    ]
+
+
+def test_a_server_defined_twice_or_a_document_that_is_not_json_is_refused_clearly() -> None:
+    twice = '{"mcpServers": {"github": {"url": "https://a.example.com"}, "github": {"url": "https://b.example.com"}}}'
+    with pytest.raises(GatewayConfigError) as repeated:
+        parse_document(twice)
+    assert repeated.value.problems == ["github: defined more than once"]
+    for broken in ("{", "[]", '{"mcpServers": []}'):
+        with pytest.raises(GatewayConfigError) as refused:
+            parse_document(broken)
+        assert len(refused.value.problems) == 1
