@@ -1,0 +1,76 @@
+"""Many upstreams' tools as one list: namespaced names, disabled tools hidden, clashes settled the same way every
+time, and the route from each exposed name back to its upstream and original name.
+
+An upstream's tool `search` is exposed as `mcp__{server}__search` (every character other than ASCII letters and
+digits in either part becomes `_`), or as `search` when the upstream is not namespaced. When two tools would be
+exposed under one name, the first in configuration order keeps it; a later one from an un-namespaced upstream
+falls back to its namespaced name, and any clash left gets a numeric suffix. Names stay within MCP's 128
+characters (a long one is cut and given a short digest so it stays unique).
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from core.gateway.config import Upstream, clean
+
+MAX_NAME = 128
+JsonObject = dict[str, Any]
+
+
+@dataclass(frozen=True, slots=True)
+class RoutedTool:
+    """A tool as the gateway lists it, and where a call of it goes."""
+
+    name: str
+    upstream: str
+    original: str
+    definition: JsonObject
+
+
+@dataclass(frozen=True, slots=True)
+class Aggregate:
+    """The gateway's tools in listing order, by exposed name, and what was renamed to avoid a clash."""
+
+    tools: tuple[RoutedTool, ...]
+    renamed: tuple[str, ...]
+
+    def route(self, name: str) -> RoutedTool | None:
+        return next((tool for tool in self.tools if tool.name == name), None)
+
+
+def aggregate_tools(listings: Sequence[tuple[Upstream, Iterable[JsonObject]]]) -> Aggregate:
+    """The tools of every active upstream (`listings` in configuration order, each with its tools/list)."""
+    taken: dict[str, str] = {}
+    tools: list[RoutedTool] = []
+    renamed: list[str] = []
+    for upstream, listed in listings:
+        if not upstream.active:
+            continue
+        for definition in listed:
+            original = definition.get("name")
+            if not isinstance(original, str) or original in upstream.disabled_tools:
+                continue
+            wanted = _within_limit(upstream.prefix + clean(original) if upstream.namespaced else original)
+            name = wanted
+            if name in taken and not upstream.namespaced:
+                name = _within_limit(upstream.prefix + clean(original))
+            suffix = 2
+            while name in taken:
+                name = _within_limit(f"{wanted}_{suffix}")
+                suffix += 1
+            if name != wanted:
+                renamed.append(f"{upstream.name}/{original} is {name}: {wanted} is {taken[wanted]}'s")
+            taken[name] = f"{upstream.name}/{original}"
+            tools.append(RoutedTool(name, upstream.name, original, {**definition, "name": name}))
+    return Aggregate(tuple(tools), tuple(renamed))
+
+
+def _within_limit(name: str) -> str:
+    if len(name) <= MAX_NAME:
+        return name
+    digest = hashlib.sha256(name.encode()).hexdigest()[:8]
+    return f"{name[: MAX_NAME - 9]}_{digest}"

@@ -1,0 +1,59 @@
+"""How the gateway lists its upstreams' tools: namespaced, filtered, clashes settled deterministically, routed."""
+
+from __future__ import annotations
+
+from core.gateway.aggregate import MAX_NAME, aggregate_tools
+from core.gateway.config import Upstream
+
+
+def tool(name: str) -> dict[str, object]:
+    return {"name": name, "description": f"{name} tool", "inputSchema": {"type": "object"}}
+
+
+def http(name: str, **settings: object) -> Upstream:
+    return Upstream(name=name, transport="http", url=f"https://{name}.example.com/mcp", **settings)  # type: ignore[arg-type]
+
+
+def test_tools_are_namespaced_by_server_and_disabled_ones_and_inactive_servers_hidden() -> None:
+    aggregate = aggregate_tools(
+        [
+            (http("git-hub", disabled_tools=frozenset({"delete_repo"})), [tool("search"), tool("delete_repo")]),
+            (http("files"), [tool("read.file")]),
+            (http("off", active=False), [tool("anything")]),
+        ]
+    )
+    assert [routed.name for routed in aggregate.tools] == ["mcp__git_hub__search", "mcp__files__read_file"]
+    routed = aggregate.route("mcp__files__read_file")
+    assert routed is not None and (routed.upstream, routed.original) == ("files", "read.file")
+    assert routed.definition == {**tool("read.file"), "name": "mcp__files__read_file"}
+    assert aggregate.route("mcp__off__anything") is None
+    assert aggregate.renamed == ()
+
+
+def test_a_clash_keeps_the_first_servers_name_and_renames_the_later_one_the_same_way_every_time() -> None:
+    listings = [
+        (http("alpha", namespaced=False), [tool("search")]),
+        (http("beta", namespaced=False), [tool("search")]),
+        (http("gamma"), [tool("a-b"), tool("a_b")]),
+    ]
+    first, again = aggregate_tools(listings), aggregate_tools(listings)
+    assert [routed.name for routed in first.tools] == [
+        "search",
+        "mcp__beta__search",
+        "mcp__gamma__a_b",
+        "mcp__gamma__a_b_2",
+    ]
+    assert first == again
+    assert first.renamed == (
+        "beta/search is mcp__beta__search: search is alpha/search's",
+        "gamma/a_b is mcp__gamma__a_b_2: mcp__gamma__a_b is gamma/a-b's",
+    )
+    routed = first.route("mcp__gamma__a_b_2")
+    assert routed is not None and routed.original == "a_b"
+
+
+def test_long_names_stay_within_the_limit_and_unique() -> None:
+    long_names = ["x" * 200 + "1", "x" * 200 + "2"]
+    aggregate = aggregate_tools([(http("server"), [tool(name) for name in long_names])])
+    names = [routed.name for routed in aggregate.tools]
+    assert all(len(name) <= MAX_NAME for name in names) and len(set(names)) == 2
