@@ -124,19 +124,19 @@ class SequentialGate:
 
 
 def encode_session(record: SessionRecord) -> str:
-    """What a shared store keeps of a session besides its times, as compact JSON."""
-    return json.dumps(
-        {
-            "version": record.protocol_version,
-            "capabilities": record.client_capabilities,
-            "client": record.client_info,
-            "principal": record.principal,
-            "log_level": record.log_level,
-            "subscriptions": record.subscriptions,
-            "initialized": record.initialized,
-        },
-        separators=(",", ":"),
-    )
+    """What a shared store keeps of a session besides its times, as compact JSON (fields at their defaults are
+    left out: most sessions never set a log level or subscribe)."""
+    fields: dict[str, Any] = {"version": record.protocol_version}
+    optional = {
+        "capabilities": record.client_capabilities,
+        "client": record.client_info,
+        "principal": record.principal,
+        "log_level": record.log_level,
+        "subscriptions": record.subscriptions,
+        "initialized": record.initialized,
+    }
+    fields.update({key: value for key, value in optional.items() if value})
+    return json.dumps(fields, separators=(",", ":"))
 
 
 def decode_session(session_id: str, data: str, *, created: float, active: float, expires: float) -> SessionRecord:
@@ -145,12 +145,12 @@ def decode_session(session_id: str, data: str, *, created: float, active: float,
     return SessionRecord(
         session_id=session_id,
         protocol_version=fields["version"],
-        client_capabilities=fields["capabilities"],
-        client_info=fields["client"],
-        principal=fields["principal"],
-        log_level=fields["log_level"],
-        subscriptions=fields["subscriptions"],
-        initialized=fields["initialized"],
+        client_capabilities=fields.get("capabilities") or {},
+        client_info=fields.get("client") or {},
+        principal=fields.get("principal"),
+        log_level=fields.get("log_level"),
+        subscriptions=fields.get("subscriptions") or [],
+        initialized=bool(fields.get("initialized")),
         created_at=created,
         last_active_at=active,
         expires_at=expires,

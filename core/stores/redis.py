@@ -3,7 +3,7 @@
 Keys live under a prefix and carry a hash tag, so all keys of one session, bucket or breaker sit in one slot of a
 Redis Cluster / ElastiCache Serverless:
 
-    {prefix}:{s:<session id>}          hash: data (JSON), created, active, expires
+    {prefix}:{s:<session id>}          hash: data (JSON), created, expires (a load is its activity: it slides expires)
     {prefix}:{roster}:expires          sorted set: session id -> its expiry when last looked at
     {prefix}:{roster}:created          sorted set: session id -> its creation time
     {prefix}:{rl:<limit key>}          hash: tokens, ts

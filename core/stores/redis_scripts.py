@@ -13,7 +13,7 @@ SESSION_LOAD = """
 local row = redis.call('HMGET', KEYS[1], 'data', 'created', 'expires')
 if not row[1] or tonumber(row[3]) <= tonumber(ARGV[1]) then return false end
 local expires = tonumber(ARGV[1]) + tonumber(ARGV[2])
-redis.call('HSET', KEYS[1], 'active', ARGV[1], 'expires', tostring(expires))
+redis.call('HSET', KEYS[1], 'expires', tostring(expires))
 redis.call('PEXPIRE', KEYS[1], math.ceil((tonumber(ARGV[2]) + tonumber(ARGV[3])) * 1000))
 return {row[1], row[2], ARGV[1], tostring(expires)}
 """
@@ -24,7 +24,7 @@ local expires = redis.call('HGET', KEYS[1], 'expires')
 if expires and tonumber(expires) > tonumber(ARGV[2]) then return 0 end
 local until_ = tonumber(ARGV[2]) + tonumber(ARGV[3])
 redis.call('DEL', KEYS[1])
-redis.call('HSET', KEYS[1], 'data', ARGV[1], 'created', ARGV[2], 'active', ARGV[2], 'expires', tostring(until_))
+redis.call('HSET', KEYS[1], 'data', ARGV[1], 'created', ARGV[2], 'expires', tostring(until_))
 redis.call('PEXPIRE', KEYS[1], math.ceil((tonumber(ARGV[3]) + tonumber(ARGV[4])) * 1000))
 return 1
 """
