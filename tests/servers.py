@@ -7,7 +7,7 @@ import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Any
+from typing import Any, Literal
 
 import pytest
 import uvicorn
@@ -19,9 +19,10 @@ SHUTDOWN_TIMEOUT_SECONDS = 10.0
 
 
 @contextmanager
-def uvicorn_serving(app: ASGIApp) -> Iterator[str]:
+def uvicorn_serving(app: ASGIApp, *, lifespan: Literal["auto", "on", "off"] = "off") -> Iterator[str]:
     """Serve `app` until the block ends; yields its base URL. Start-up and shut-down are bounded in time."""
-    http_server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=0, log_level="warning", lifespan="off"))
+    config = uvicorn.Config(app, host="127.0.0.1", port=0, log_level="warning", lifespan=lifespan)
+    http_server = uvicorn.Server(config)
     thread = threading.Thread(target=http_server.run, name="stratus-uvicorn", daemon=True)
     thread.start()
     try:

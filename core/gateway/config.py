@@ -21,6 +21,8 @@ from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import urlsplit
 
+from core.protocol import versions
+
 TRANSPORTS = ("http", "sse", "stdio")
 SCOPES = ("user", "local")
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9 ._-]{0,63}$")
@@ -37,6 +39,7 @@ _KNOWN = {
     "disabledAutoApproveTools",
     "scope",
     "namespaced",
+    "protocolVersion",
     "description",
 }
 
@@ -66,6 +69,9 @@ class Upstream:
     scope: str = "user"
     namespaced: bool = True
     """Expose its tools as `mcp__{server}__{tool}`; off, under their own names (one upstream, or no clashes)."""
+    protocol_version: str | None = None
+    """Pin the upstream's protocol revision; by default the gateway asks `server/discover` and falls back to the
+    `initialize` handshake."""
 
     @property
     def prefix(self) -> str:
@@ -151,6 +157,11 @@ def _upstream(name: str, entry: Any, problems: list[str]) -> Upstream | None:
     scope = entry.get("scope", "user")
     if scope not in SCOPES:
         found.append(f"{name}.scope: expected user or local")
+    pinned = entry.get("protocolVersion")
+    if pinned is not None and pinned not in versions.SUPPORTED_VERSIONS:
+        found.append(f"{name}.protocolVersion: expected one of {', '.join(versions.SUPPORTED_VERSIONS)}")
+    if pinned is not None and transport == "stdio" and pinned in versions.MODERN_VERSIONS:
+        found.append(f"{name}.protocolVersion: a stdio server speaks a handshake-era revision")
     flags = {key: entry.get(key, True) for key in ("isActive", "namespaced")}
     found += [f"{name}.{key}: expected true or false" for key, value in flags.items() if not isinstance(value, bool)]
     problems.extend(found)
@@ -169,6 +180,7 @@ def _upstream(name: str, entry: Any, problems: list[str]) -> Upstream | None:
         no_auto_approve_tools=frozenset(no_auto),
         scope=scope,
         namespaced=flags["namespaced"],
+        protocol_version=pinned,
     )
 
 

@@ -57,6 +57,8 @@ def test_every_problem_of_a_document_is_reported_at_once_naming_its_server_and_f
             "a.b": {"url": "https://a.example.com"},
             "a_b": {"url": "https://b.example.com"},
             "-bad": {"url": "https://c.example.com"},
+            "pinned": {"url": "https://d.example.com", "protocolVersion": "1999-01-01"},
+            "stdio-modern": {"command": "srv", "protocolVersion": "2026-07-28"},
         }
     }
     with pytest.raises(GatewayConfigError) as refused:
@@ -72,6 +74,8 @@ def test_every_problem_of_a_document_is_reported_at_once_naming_its_server_and_f
         "typed.headers: expected an object of strings",
         "typed.isActive: expected true or false",
         "'-bad': a name is 1-64 letters, digits, spaces, '.', '_' or '-', starting alphanumeric",
+        "pinned.protocolVersion: expected one of 2026-07-28, 2025-11-25, 2025-06-18, 2025-03-26, 2024-11-05",
+        "stdio-modern.protocolVersion: a stdio server speaks a handshake-era revision",
         "a_b: the same tool namespace as a.b (names differ only in punctuation)",
     ]
 

@@ -1,0 +1,84 @@
+"""The gateway's upstream client against real MCP servers on 127.0.0.1: Stratus in either era (found by
+server/discover, or pinned to the handshake), and a server built with the official Python SDK."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+from mcp.server.mcpserver import MCPServer
+from mcp.server.transport_security import TransportSecuritySettings
+
+from core import Settings, build_app
+from core.gateway.client import UpstreamClient, UpstreamError, UpstreamUnavailableError
+from core.gateway.config import Upstream
+from examples.demo import server as demo
+from tests.processes import free_port
+from tests.servers import uvicorn_serving
+
+pytestmark = [pytest.mark.anyio, pytest.mark.uvicorn]
+
+
+@pytest.fixture(scope="module")
+def anyio_backend() -> str:
+    return "asyncio"
+
+
+@pytest.fixture(scope="module")
+def stratus_upstream() -> Iterator[str]:
+    with uvicorn_serving(build_app(demo, Settings())) as url:
+        yield f"{url}/mcp"
+
+
+def sdk_app() -> object:
+    built = MCPServer("sdk-upstream")
+
+    @built.tool()
+    def multiply(a: int, b: int) -> int:
+        """Multiply two integers."""
+        return a * b
+
+    security = TransportSecuritySettings(enable_dns_rebinding_protection=False)
+    return built.streamable_http_app(stateless_http=True, transport_security=security)
+
+
+@pytest.mark.parametrize("pinned", [None, "2025-11-25", "2025-06-18"])
+async def test_a_stratus_upstream_is_used_in_the_era_found_or_pinned(stratus_upstream: str, pinned: str | None) -> None:
+    client = UpstreamClient(Upstream(name="demo", transport="http", url=stratus_upstream, protocol_version=pinned))
+    try:
+        await client.connect()
+        assert client.version == (pinned or "2026-07-28")
+        assert (client.session_id is not None) == (pinned is not None)  # a handshake-era upstream has a session
+        assert client.server_info["name"] == "stratus-demo"
+        names = [tool["name"] for tool in await client.list_tools()]
+        assert {"add", "divide"} <= set(names)
+        added = await client.call_tool("add", {"a": 2, "b": 3})
+        assert added["structuredContent"] == {"result": 5}
+        refused = await client.call_tool("divide", {"numerator": 1, "denominator": 0})
+        assert refused["isError"] is True  # the upstream's tool error passes through unchanged
+        with pytest.raises(UpstreamError) as unknown:
+            await client.call_tool("no-such-tool", {})
+        assert unknown.value.error["code"] == -32602
+    finally:
+        await client.close()
+
+
+async def test_an_sdk_upstream_answering_in_sse_is_read_from_its_stream() -> None:
+    with uvicorn_serving(sdk_app(), lifespan="on") as url:  # type: ignore[arg-type]
+        client = UpstreamClient(Upstream(name="sdk", transport="http", url=f"{url}/mcp"))
+        try:
+            await client.connect()
+            assert [tool["name"] for tool in await client.list_tools()] == ["multiply"]
+            assert (await client.call_tool("multiply", {"a": 6, "b": 7}))["structuredContent"] == {"result": 42}
+        finally:
+            await client.close()
+
+
+async def test_an_upstream_that_is_not_there_is_unavailable_not_a_crash() -> None:
+    client = UpstreamClient(
+        Upstream(name="gone", transport="http", url=f"http://127.0.0.1:{free_port()}/mcp"), timeout=2.0
+    )
+    with pytest.raises(UpstreamUnavailableError) as refused:
+        await client.connect()
+    assert str(refused.value) == "gone did not answer: ConnectError"
+    await client.close()
