@@ -109,15 +109,19 @@ class UpstreamClient:
 
     async def list_tools(self) -> list[JsonObject]:
         """Every page of the upstream's tools/list."""
-        tools: list[JsonObject] = []
+        return await self.list_all("tools/list", "tools")
+
+    async def list_all(self, method: str, key: str) -> list[JsonObject]:
+        """Every page of a list method (`tools/list`, `prompts/list`, `resources/list`, ...), at most MAX_PAGES."""
+        items: list[JsonObject] = []
         cursor: str | None = None
         for _ in range(MAX_PAGES):
-            page = await self.request("tools/list", {"cursor": cursor} if cursor else {})
-            tools += [tool for tool in page.get("tools", []) if isinstance(tool, dict)]
+            page = await self.request(method, {"cursor": cursor} if cursor else {})
+            items += [item for item in page.get(key, []) if isinstance(item, dict)]
             cursor = page.get("nextCursor")
             if not isinstance(cursor, str) or not cursor:
                 break
-        return tools
+        return items
 
     async def call_tool(self, name: str, arguments: JsonObject) -> JsonObject:
         """The upstream's CallToolResult, `isError` results included, unchanged."""

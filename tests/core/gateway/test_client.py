@@ -12,6 +12,7 @@ from mcp.server.transport_security import TransportSecuritySettings
 from core import Settings, build_app
 from core.gateway.client import UpstreamClient, UpstreamError, UpstreamUnavailableError
 from core.gateway.config import Upstream
+from core.gateway.operations import check_connection, discover
 from examples.demo import server as demo
 from tests.processes import free_port
 from tests.servers import uvicorn_serving
@@ -82,3 +83,36 @@ async def test_an_upstream_that_is_not_there_is_unavailable_not_a_crash() -> Non
         await client.connect()
     assert str(refused.value) == "gone did not answer: ConnectError"
     await client.close()
+
+
+async def test_discovery_lists_tools_prompts_and_resources_and_reports_what_an_upstream_lacks(
+    stratus_upstream: str,
+) -> None:
+    client = UpstreamClient(Upstream(name="demo", transport="http", url=stratus_upstream))
+    try:
+        await client.connect()
+        found = await discover(client)
+    finally:
+        await client.close()
+    assert found.version == "2026-07-28" and found.failures == {}
+    assert {"add", "divide"} <= {tool["name"] for tool in found.tools}
+    assert found.prompts and found.resources
+
+    with uvicorn_serving(sdk_app(), lifespan="on") as url:  # type: ignore[arg-type]
+        sdk = UpstreamClient(Upstream(name="sdk", transport="http", url=f"{url}/mcp"))
+        try:
+            await sdk.connect()
+            partial = await discover(sdk)
+        finally:
+            await sdk.close()
+    assert [tool["name"] for tool in partial.tools] == ["multiply"]
+    assert (partial.version, partial.prompts, partial.resources, partial.failures) == ("2026-07-28", [], [], {})
+
+
+async def test_the_connection_test_names_the_tools_or_the_reason(stratus_upstream: str) -> None:
+    passed = await check_connection(Upstream(name="demo", transport="http", url=stratus_upstream))
+    assert passed.ok and "add" in passed.tools and passed.error is None
+    failed = await check_connection(
+        Upstream(name="gone", transport="http", url=f"http://127.0.0.1:{free_port()}/mcp"), within=2.0
+    )
+    assert (failed.ok, failed.tools, failed.error) == (False, [], "gone did not answer: ConnectError")
