@@ -16,6 +16,7 @@ from typing import Any
 
 import asgi_apps
 import wire
+from lifespan_once import start_lifespan
 
 Headers = list[tuple[bytes, bytes]]
 
@@ -58,28 +59,6 @@ async def call(app: Any, scope: dict[str, Any], body: bytes) -> tuple[int, dict[
 
     await app(scope, receive, send)
     return status, headers
-
-
-async def start_lifespan(app: Any) -> None:
-    started = asyncio.get_running_loop().create_future()
-
-    async def receive() -> dict[str, Any]:
-        if not started.done():
-            return {"type": "lifespan.startup"}
-        await asyncio.Event().wait()
-        return {"type": "lifespan.shutdown"}
-
-    async def send(message: dict[str, Any]) -> None:
-        if message["type"] == "lifespan.startup.complete":
-            started.set_result(None)
-        elif message["type"] == "lifespan.startup.failed":
-            started.set_exception(RuntimeError(message.get("message", "lifespan startup failed")))
-
-    _LIFESPANS.append(asyncio.ensure_future(app({"type": "lifespan", "asgi": {"version": "3.0"}}, receive, send)))
-    await started
-
-
-_LIFESPANS: list[asyncio.Future[None]] = []
 
 
 async def main() -> None:

@@ -9,15 +9,8 @@ import matplotlib
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt
+from report import LABELS
 
-LABELS = {
-    "stratus": "Stratus",
-    "floor": "floor",
-    "awslabs": "awslabs",
-    "sdk": "SDK",
-    "fastmcp": "FastMCP",
-    "rmsl": "run-mcp-servers",
-}
 COLOURS = {
     "stratus": "#2b6cb0",
     "floor": "#718096",

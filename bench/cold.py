@@ -9,6 +9,7 @@ import sys
 import time
 
 import wire
+from procstat import peak_rss_kib
 
 SUBJECT_MODULES = {
     "stratus": "examples.add",
@@ -21,16 +22,6 @@ SUBJECT_MODULES = {
     "rmsl": "rmsl_app",
 }
 WATCHED = ("boto3", "botocore", "redis", "aws_lambda_powertools.tracing", "aws_xray_sdk", "httpx", "anyio")
-
-
-def _peak_rss_kib() -> int:
-    """This process's peak resident set since exec (VmHWM): unlike `wait4`'s maxrss, it does not start from the
-    size of the parent it was forked from."""
-    with open("/proc/self/status") as status:
-        for line in status:
-            if line.startswith("VmHWM:"):
-                return int(line.split()[1])
-    return 0
 
 
 def main() -> None:
@@ -49,7 +40,7 @@ def main() -> None:
     wall1 = time.perf_counter()
     loaded = sys.modules
     figures = {
-        "peak_rss_kib": _peak_rss_kib(),
+        "peak_rss_kib": peak_rss_kib(),
         "subject": subject,
         "cpu_ms": (cpu1 - cpu0) * 1e3,
         "wall_ms": (wall1 - wall0) * 1e3,

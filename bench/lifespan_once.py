@@ -15,11 +15,9 @@ from typing import Any
 _RUNNING: list[asyncio.Task[Any]] = []
 
 
-def start_lifespan_once(app: Any) -> None:
-    """Run `app`'s lifespan startup on a new current event loop, leaving it running there."""
-    loop = asyncio.new_event_loop()
-    asyncio.set_event_loop(loop)
-    started: asyncio.Future[None] = loop.create_future()
+async def start_lifespan(app: Any) -> None:
+    """Run `app`'s lifespan startup on the running loop, leaving the lifespan task running there."""
+    started: asyncio.Future[None] = asyncio.get_running_loop().create_future()
 
     async def receive() -> dict[str, Any]:
         if not started.done():
@@ -33,6 +31,13 @@ def start_lifespan_once(app: Any) -> None:
         elif message["type"] == "lifespan.startup.failed":
             started.set_exception(RuntimeError(message.get("message", "lifespan startup failed")))
 
-    lifespan = loop.create_task(app({"type": "lifespan", "asgi": {"version": "3.0"}, "state": {}}, receive, send))
-    loop.run_until_complete(started)
+    lifespan = asyncio.ensure_future(app({"type": "lifespan", "asgi": {"version": "3.0"}, "state": {}}, receive, send))
     _RUNNING.append(lifespan)  # referenced for the life of the process
+    await started
+
+
+def start_lifespan_once(app: Any) -> None:
+    """Run `app`'s lifespan startup on a new current event loop, leaving it running there."""
+    loop = asyncio.new_event_loop()
+    asyncio.set_event_loop(loop)
+    loop.run_until_complete(start_lifespan(app))

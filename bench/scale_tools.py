@@ -11,15 +11,7 @@ import sys
 import time
 
 import wire
-
-
-def peak_rss_kib() -> int:
-    """Peak resident set since exec (VmHWM; `getrusage` would count the parent's size at fork)."""
-    with open("/proc/self/status") as status:
-        for line in status:
-            if line.startswith("VmHWM:"):
-                return int(line.split()[1])
-    return 0
+from procstat import peak_rss_kib
 
 
 def main() -> None:

@@ -9,6 +9,7 @@ from core import McpServer, Settings, build_app
 from core.pipeline.metrics import LocalMetrics
 from examples.demo import server as demo_server
 from tests.moto_server import SerialMotoServer
+from tests.redis_server import OwnRedis
 from tests.wire import McpHttp
 
 
@@ -51,5 +52,16 @@ def moto_server() -> Iterator[str]:
     server = SerialMotoServer()
     try:
         yield server.start()
+    finally:
+        server.stop()
+
+
+@pytest.fixture
+def own_redis() -> Iterator[OwnRedis]:
+    """A redis-server of the test's own (fault tests stop, restart, flush and pause it)."""
+    server = OwnRedis()
+    server.start()
+    try:
+        yield server
     finally:
         server.stop()

@@ -6,75 +6,24 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import socket
-import subprocess
 import time
 from collections import Counter
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 
 import anyio
 import httpx
 import pytest
-import redis
 
 from core import McpServer, Settings, build_app
 from core.resilience.limiter import RateLimit
+from tests.redis_server import OwnRedis
 from tests.servers import LoopWatch, uvicorn_serving
 from tests.wire import LegacySession, McpHttp, initialize_message
 
 pytestmark = pytest.mark.anyio
 logger = logging.getLogger("stratus.tests.faults")
 STORE_TIMEOUT = 0.5
-START_TIMEOUT_SECONDS = 10.0
-
-
-class OwnRedis:
-    """A redis-server this test started, on its own port, without persistence: stop and start it at will."""
-
-    def __init__(self) -> None:
-        with socket.socket() as probe:
-            probe.bind(("127.0.0.1", 0))
-            self.port = int(probe.getsockname()[1])
-        self.process: subprocess.Popen[bytes] | None = None
-
-    @property
-    def url(self) -> str:
-        return f"redis://127.0.0.1:{self.port}/0"
-
-    def start(self) -> None:
-        argv = ["redis-server", "--port", str(self.port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"]
-        self.process = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        client = redis.Redis(port=self.port, socket_connect_timeout=0.2)
-        deadline = time.monotonic() + START_TIMEOUT_SECONDS
-        while True:
-            try:
-                if client.ping():
-                    break
-            except redis.ConnectionError:
-                if time.monotonic() > deadline:
-                    raise
-                time.sleep(0.02)  # polling a process start-up, bounded by the deadline
-        client.close()
-
-    def stop(self) -> None:
-        if self.process is not None:
-            self.process.terminate()
-            self.process.wait(timeout=10)
-            self.process = None
-
-    def client(self) -> redis.Redis:
-        return redis.Redis(port=self.port)
-
-
-@pytest.fixture
-def own_redis() -> Iterator[OwnRedis]:
-    server = OwnRedis()
-    server.start()
-    try:
-        yield server
-    finally:
-        server.stop()
 
 
 def fault_server() -> McpServer:

@@ -4,10 +4,7 @@ tools/call, and bounded, documented failures when Redis is gone."""
 from __future__ import annotations
 
 import secrets
-import shutil
-import socket
-import subprocess
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator
 from typing import Any
 
 import anyio
@@ -21,6 +18,7 @@ from core.resilience.limiter import RateLimit
 from core.stores.redis import redis_client, redis_stores
 from core.transport.app import build_app
 from tests.core.stores.conftest import REDIS_URL
+from tests.redis_server import OwnRedis
 from tests.wire import McpHttp
 
 pytestmark = pytest.mark.anyio
@@ -77,60 +75,6 @@ async def test_a_modern_tools_call_with_a_limit_and_a_breaker_is_one_round_trip(
     CountingConnection.writes = 0
     response = await counted.modern("tools/call", {"name": "add", "arguments": {"a": 1, "b": 2}})
     assert response.status_code == 200 and CountingConnection.writes == 1
-
-
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
-
-
-class OwnRedis:
-    """A redis-server this test starts on its own port, and stops and restarts at will."""
-
-    def __init__(self) -> None:
-        self.port = free_port()
-        self.process: subprocess.Popen[bytes] | None = None
-
-    @property
-    def url(self) -> str:
-        return f"redis://127.0.0.1:{self.port}/0"
-
-    def start(self) -> None:
-        binary = shutil.which("redis-server")
-        assert binary, "redis-server is not installed (.ci/run installs it)"
-        self.process = subprocess.Popen(
-            [binary, "--port", str(self.port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"],
-            stdout=subprocess.DEVNULL,
-        )
-        with anyio.from_thread.start_blocking_portal() as portal:
-            portal.call(self._wait_until_up)
-
-    async def _wait_until_up(self) -> None:
-        with anyio.fail_after(10):
-            while True:
-                try:
-                    stream = await anyio.connect_tcp("127.0.0.1", self.port)
-                    await stream.aclose()
-                    return
-                except OSError:
-                    await anyio.sleep(0.02)  # polling a process start-up, bounded by fail_after above
-
-    def stop(self) -> None:
-        if self.process is not None:
-            self.process.terminate()
-            self.process.wait(timeout=10)
-            self.process = None
-
-
-@pytest.fixture
-def own_redis() -> Iterator[OwnRedis]:
-    server = OwnRedis()
-    server.start()
-    try:
-        yield server
-    finally:
-        server.stop()
 
 
 def fault_server() -> McpServer:
