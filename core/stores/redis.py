@@ -3,7 +3,7 @@
 Keys live under a prefix and carry a hash tag, so all keys of one session, bucket or breaker sit in one slot of a
 Redis Cluster / ElastiCache Serverless:
 
-    {prefix}:{s:<session id>}          hash: data (JSON), created, expires (a load is its activity: it slides expires)
+    {prefix}:{s:<session id>}          hash: data (JSON), created, expires (slid by each load), w (write token)
     {prefix}:{roster}:expires          sorted set: session id -> its expiry when last looked at
     {prefix}:{roster}:created          sorted set: session id -> its creation time
     {prefix}:{rl:<limit key>}          hash: tokens, ts
@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
+import secrets
 import time
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
@@ -187,6 +188,7 @@ class RedisSessionStore:
         """Admit the session to the roster and write it in one round trip; when the roster is full, undo the write,
         sweep, and try once more."""
         key = self.scripts.key(f"s:{record.session_id}")
+        token = secrets.token_hex(4)  # tells this write from another create of the same id
         for attempt in range(2):
             now = self.clock()
             admit: Call = (
@@ -194,7 +196,8 @@ class RedisSessionStore:
                 [self.by_expiry, self.by_creation],
                 [record.session_id, repr(now), repr(now + self.ttl), self.max_sessions],
             )
-            create: Call = ("session_create", [key], [encode_session(record), repr(now), self.ttl, GRACE_SECONDS])
+            created_args = [encode_session(record), repr(now), self.ttl, GRACE_SECONDS, token]
+            create: Call = ("session_create", [key], created_args)
             admitted, created = await self.scripts.run_many([admit, create])
             if not created:
                 raise SessionExistsError(record.session_id)

@@ -18,13 +18,18 @@ redis.call('PEXPIRE', KEYS[1], math.ceil((tonumber(ARGV[2]) + tonumber(ARGV[3]))
 return {row[1], row[2], ARGV[1], tostring(expires)}
 """
 
-# KEYS[1] session hash. ARGV: data, now, ttl, grace. -> 1 created, 0 taken (a live session has this id).
+# KEYS[1] session hash. ARGV: data, now, ttl, grace, write token. -> 1 created, 0 taken (a live session has this
+# id). The same write arriving twice (redis-py resends a pipeline whose answer a dropped connection lost) carries
+# the same token, finds its own session, and counts as created.
 SESSION_CREATE = """
-local expires = redis.call('HGET', KEYS[1], 'expires')
-if expires and tonumber(expires) > tonumber(ARGV[2]) then return 0 end
+local row = redis.call('HMGET', KEYS[1], 'expires', 'w')
+if row[1] and tonumber(row[1]) > tonumber(ARGV[2]) then
+  if row[2] == ARGV[5] then return 1 end
+  return 0
+end
 local until_ = tonumber(ARGV[2]) + tonumber(ARGV[3])
 redis.call('DEL', KEYS[1])
-redis.call('HSET', KEYS[1], 'data', ARGV[1], 'created', ARGV[2], 'expires', tostring(until_))
+redis.call('HSET', KEYS[1], 'data', ARGV[1], 'created', ARGV[2], 'expires', tostring(until_), 'w', ARGV[5])
 redis.call('PEXPIRE', KEYS[1], math.ceil((tonumber(ARGV[3]) + tonumber(ARGV[4])) * 1000))
 return 1
 """
@@ -38,8 +43,10 @@ return 1
 """
 
 # KEYS[1] roster by expiry, KEYS[2] roster by creation (sorted sets of session ids). ARGV: id, now, expires,
-# limit (0: none). -> 1 admitted, 0 full. Entries whose session has ended only make the count high, never low.
+# limit (0: none). -> 1 admitted (also when already in: the same write sent again), 0 full. Entries whose session
+# has ended only make the count high, never low.
 ROSTER_ADMIT = """
+if redis.call('ZSCORE', KEYS[2], ARGV[1]) then return 1 end
 local limit = tonumber(ARGV[4])
 if limit > 0 and redis.call('ZCARD', KEYS[1]) >= limit then return 0 end
 redis.call('ZADD', KEYS[1], ARGV[3], ARGV[1])

@@ -16,6 +16,7 @@ from core.pipeline.metrics import LocalMetrics
 from core.resilience.breaker import BreakerPolicy
 from core.resilience.limiter import RateLimit
 from core.stores.redis import redis_client, redis_stores
+from core.stores.redis_scripts import SESSION_CREATE
 from core.transport.app import build_app
 from tests.core.stores.conftest import REDIS_URL
 from tests.redis_server import OwnRedis
@@ -137,3 +138,18 @@ async def test_the_client_bounds_its_sockets() -> None:
     kwargs = client.connection_pool.connection_kwargs
     assert (kwargs["socket_connect_timeout"], kwargs["socket_timeout"]) == (0.5, 0.5)
     await client.aclose()
+
+
+async def test_a_session_create_sent_twice_counts_once_and_a_rival_create_is_refused() -> None:
+    """redis-py resends a pipeline whose answer a dropped connection lost; the resend must not read as a clash."""
+    client = Redis.from_url(REDIS_URL)
+    key = f"stratus-test:{{s:{secrets.token_hex(8)}}}"
+    try:
+        first = await client.eval(SESSION_CREATE, 1, key, "{}", "100", "60", "5", "token-a")
+        resent = await client.eval(SESSION_CREATE, 1, key, "{}", "100", "60", "5", "token-a")
+        rival = await client.eval(SESSION_CREATE, 1, key, "{}", "101", "60", "5", "token-b")
+        assert (first, resent, rival) == (1, 1, 0)
+        assert await client.hget(key, "w") == b"token-a"
+    finally:
+        await client.delete(key)
+        await client.aclose()
