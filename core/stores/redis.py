@@ -14,8 +14,9 @@ Expiry is a field compared on every read; Redis key TTLs (with a grace period) o
 counts live sessions for the session limit and `/health`: a request sliding a session's expiry does not touch it,
 so `sweep` re-reads the sessions whose roster expiry has passed, moving the live ones forward and dropping the
 rest. One client,
-with its connection pool, serves every warm invocation on the process's one event loop. Socket timeouts and a
-single immediate retry bound every call; a store that does not answer becomes `StoreUnavailableError`.
+with its connection pool, serves every warm invocation on the process's one event loop. Socket timeouts, a
+single immediate retry and a bounded wait for a pooled connection bound every call; a store that does not answer
+becomes `StoreUnavailableError`.
 """
 
 from __future__ import annotations
@@ -44,6 +45,8 @@ from core.stores.base import (
 from core.stores.factory import Stores
 
 GRACE_SECONDS = 60.0
+MAX_CONNECTIONS = 100
+"""Connections one process's pool opens at most: each open stream holds one while it follows its log."""
 Clock = Callable[[], float]
 Call = tuple[str, Sequence[str], Sequence[Any]]
 
@@ -307,20 +310,29 @@ class RedisBreakerStore:
         return CircuitState(before.decode()), CircuitState(after.decode())
 
 
-def redis_client(url: str, *, timeout: float) -> Any:
-    """A client for `url` (`redis://` or `rediss://`, password and database in the URL) with bounded sockets."""
-    from redis.asyncio import Redis
+def redis_client(url: str, *, timeout: float, max_connections: int = MAX_CONNECTIONS) -> Any:
+    """A client for `url` (`redis://` or `rediss://`, password and database in the URL) with bounded sockets and a
+    bounded pool.
+
+    The pool opens at most `max_connections` (the URL's `?max_connections=N` wins). A call that finds them all
+    busy waits for one to come back, at most `timeout` seconds, and then fails like a Redis that does not answer
+    (`StoreUnavailableError`, 503); a burst of concurrent calls therefore queues instead of being refused.
+    """
+    from redis.asyncio import BlockingConnectionPool, Redis
     from redis.asyncio.retry import Retry
     from redis.backoff import NoBackoff
 
-    # One immediate retry replaces a pooled connection that died (e.g. Redis restarted); more would only wait.
-    return Redis.from_url(
+    pool = BlockingConnectionPool.from_url(
         url,
+        max_connections=max_connections,
+        timeout=timeout,
         socket_connect_timeout=timeout,
         socket_timeout=timeout,
+        # One immediate retry replaces a pooled connection that died (e.g. Redis restarted); more would only wait.
         retry=Retry(NoBackoff(), 1),
         health_check_interval=30,
     )
+    return Redis.from_pool(pool)
 
 
 class RedisGate:

@@ -3,7 +3,9 @@ tools/call, and bounded, documented failures when Redis is gone."""
 
 from __future__ import annotations
 
+import asyncio
 import secrets
+import time
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -12,10 +14,12 @@ import pytest
 from redis.asyncio import Connection, Redis
 
 from core import McpServer, Settings
+from core.errors import StoreUnavailableError
 from core.pipeline.metrics import LocalMetrics
 from core.resilience.breaker import BreakerPolicy
 from core.resilience.limiter import RateLimit
-from core.stores.redis import redis_client, redis_stores
+from core.stores.base import SessionRecord
+from core.stores.redis import MAX_CONNECTIONS, redis_client, redis_stores
 from core.stores.redis_scripts import SESSION_CREATE
 from core.transport.app import build_app
 from tests.core.stores.conftest import REDIS_URL
@@ -133,11 +137,53 @@ async def test_limits_can_fail_closed_instead(own_redis: OwnRedis) -> None:
     assert response.status_code == 503
 
 
-async def test_the_client_bounds_its_sockets() -> None:
+async def test_the_client_bounds_its_sockets_and_its_pool() -> None:
     client = redis_client(REDIS_URL, timeout=0.5)
-    kwargs = client.connection_pool.connection_kwargs
+    pool = client.connection_pool
+    kwargs = pool.connection_kwargs
     assert (kwargs["socket_connect_timeout"], kwargs["socket_timeout"]) == (0.5, 0.5)
+    assert (pool.max_connections, pool.timeout) == (MAX_CONNECTIONS, 0.5)  # a busy pool is waited for, boundedly
     await client.aclose()
+    sized = redis_client(f"{REDIS_URL}?max_connections=7", timeout=0.5)  # the store URL sizes the pool
+    assert sized.connection_pool.max_connections == 7
+    await sized.aclose()
+
+
+async def test_500_concurrent_session_creates_all_succeed_through_a_pool_of_20_connections(
+    own_redis: OwnRedis,
+) -> None:
+    client = redis_client(own_redis.url, timeout=2.0, max_connections=20)
+    stores = redis_stores(client, prefix="t", session_ttl_seconds=600, timeout=2.0)
+    records = [SessionRecord(session_id=f"s{index}", protocol_version="2025-11-25") for index in range(500)]
+    try:
+        with anyio.fail_after(30):
+            await asyncio.gather(*(stores.sessions.create(record) for record in records))
+            assert (await stores.sessions.census()).active == 500
+        connected = own_redis.client().info("clients")["connected_clients"]
+        assert connected <= 20 + 1, connected  # the pool's connections and the one asking
+    finally:
+        await stores.aclose()
+
+
+async def test_a_call_that_finds_every_connection_held_waits_at_most_the_store_timeout(own_redis: OwnRedis) -> None:
+    timeout = 0.3
+    client = redis_client(own_redis.url, timeout=timeout, max_connections=2)
+    stores = redis_stores(client, prefix="t", session_ttl_seconds=600, timeout=timeout)
+    held = [client.pubsub() for _ in range(2)]  # a stream following its log holds a connection like these
+    try:
+        for subscription in held:
+            await subscription.subscribe("held")
+        started = time.monotonic()
+        with anyio.fail_after(5), pytest.raises(StoreUnavailableError):
+            await stores.sessions.load("nobody")
+        assert timeout * 0.9 <= time.monotonic() - started < timeout + 1
+        await held.pop().aclose()  # a connection comes back: calls are served again
+        with anyio.fail_after(5):
+            assert await stores.sessions.load("nobody") is None
+    finally:
+        for subscription in held:
+            await subscription.aclose()
+        await stores.aclose()
 
 
 async def test_a_session_create_sent_twice_counts_once_and_a_rival_create_is_refused() -> None:
