@@ -26,10 +26,11 @@ check: $(VENV)/.installed  ## lint and type-check
 unit: $(VENV)/.installed  ## the pytest suite
 	$(BIN)/python -m pytest
 
-conformance: $(VENV)/.installed  ## the official MCP conformance suite: one process, then two sharing Redis / DynamoDB
+conformance: $(VENV)/.installed  ## the official MCP conformance suite: one process, two sharing Redis / DynamoDB, a gateway
 	bash scripts/conformance
 	CONFORMANCE_TARGET=shared-redis bash scripts/conformance
 	CONFORMANCE_TARGET=shared-dynamodb bash scripts/conformance
+	CONFORMANCE_TARGET=gateway bash scripts/conformance
 
 template:  ## sam validate --lint, and cfn-lint on the SAM-translated template (tools pinned in their own venv)
 	bash scripts/lint-template
@@ -45,7 +46,7 @@ bench-smoke: $(VENV)/.installed  ## the benchmark in seconds, every subject once
 # `sam build --build-in-source` calls these (template Metadata: BuildMethod makefile): the packages Stratus runs
 # on Lambda, as wheels for the function's platform, plus its own code. boto3 comes with the Lambda runtime.
 LAMBDA_PLATFORM ?= manylinux2014_aarch64
-LAMBDA_REQUIREMENTS := "mangum>=0.19" "pydantic>=2.7" "uvicorn>=0.30" "redis>=5.0" "pyjwt[crypto]>=2.8"
+LAMBDA_REQUIREMENTS := "mangum>=0.19" "pydantic>=2.7" "uvicorn>=0.30" "redis>=5.0" "pyjwt[crypto]>=2.8" "httpx>=0.27"
 
 build-BufferedFunction build-StreamingFunction build-SweeperFunction build-TaskWorkerFunction:
 	$(PYTHON) -m pip install --quiet --target "$(ARTIFACTS_DIR)" --platform $(LAMBDA_PLATFORM) --implementation cp \

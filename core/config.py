@@ -59,6 +59,11 @@ class Settings:
     """Extra Host values to accept, beside localhost and the API Gateway domain the request arrived on."""
     allowed_origins: tuple[str, ...] = ()
     """Extra Origin values to accept, beside localhost origins and the request's own origin."""
+    gateway_config: str | None = None
+    """A `{"mcpServers": {...}}` JSON file: serve those upstream servers as one gateway instead of `app`."""
+    gateway_allowed_networks: tuple[str, ...] = ()
+    """Private networks (CIDR) the gateway may reach upstreams in, e.g. `127.0.0.0/8` for local servers;
+    loopback, private, link-local and metadata addresses are refused otherwise."""
     max_stream_seconds: float = 840.0
     """A resumable (handshake-era) SSE response ends cleanly after this long, below Lambda's 15-minute limit;
     the client resumes it with `Last-Event-ID` while the call goes on. 2026-07-28 streams are not cut."""
@@ -179,6 +184,7 @@ _PARSERS: dict[str, Callable[[str], Any]] = {
     "allowed_hosts": _csv,
     "allowed_origins": _csv,
     "auth_scopes": _csv,
+    "gateway_allowed_networks": _csv,
     "max_body_bytes": _positive_int,
     "session_ttl_seconds": _positive_int,
     "max_sessions": _count,

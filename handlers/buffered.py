@@ -9,10 +9,10 @@ after each restore (`handlers.snapstart`).
 from __future__ import annotations
 
 from handlers.adapter import make_handler
-from handlers.loading import load_server
+from handlers.loading import load_served
 from handlers.secrets import settings_from_env
 from handlers.snapstart import snapstart_aware
 
 _settings = settings_from_env()
-_server = load_server(_settings.app)
+_server = load_served(_settings)
 handler = snapstart_aware(lambda: make_handler(_server, _settings), _settings.mcp_path)

@@ -1,8 +1,8 @@
 """The `stratus` command line.
 
-    stratus serve [--app MODULE:ATTR] [--host HOST] [--port PORT] [--store URL]
-    stratus local [--app MODULE:ATTR] [--host HOST] [--port PORT] [--shape buffered|streaming] [--payload v2|v1]
-                  [--store URL]
+    stratus serve [--app MODULE:ATTR | --gateway FILE] [--host HOST] [--port PORT] [--store URL]
+    stratus local [--app MODULE:ATTR | --gateway FILE] [--host HOST] [--port PORT] [--shape buffered|streaming]
+                  [--payload v2|v1] [--store URL]
     stratus store create --store dynamodb://TABLE
 
 Flags override the matching `STRATUS_*` variables; the defaults serve the demo server on 127.0.0.1:8000 with the
@@ -18,7 +18,7 @@ from collections.abc import Sequence
 
 from core import build_app
 from core.config import SettingsError
-from handlers.loading import load_server
+from handlers.loading import load_served
 from handlers.secrets import settings_from_env
 
 
@@ -30,6 +30,7 @@ def _parser() -> argparse.ArgumentParser:
     serve.add_argument("--host", default="127.0.0.1", help="interface to bind (default: 127.0.0.1)")
     serve.add_argument("--port", type=int, help="port to bind (default: MCP_HTTP_PORT, else 8000)")
     serve.add_argument("--store", help="state store URL (default: memory://, or STRATUS_STORE)")
+    serve.add_argument("--gateway", metavar="FILE", help='serve the upstreams of a {"mcpServers": ...} file as one')
     local = commands.add_parser(
         "local", help="serve through the buffered Lambda handler, each request turned into an API Gateway event"
     )
@@ -46,6 +47,7 @@ def _parser() -> argparse.ArgumentParser:
     )
     local.add_argument("--payload", choices=["v2", "v1"], default="v2", help="HTTP API (v2) or REST API (v1) events")
     local.add_argument("--store", help="state store URL (default: memory://, or STRATUS_STORE)")
+    local.add_argument("--gateway", metavar="FILE", help='serve the upstreams of a {"mcpServers": ...} file as one')
     store = commands.add_parser("store", help="manage the state store")
     store_commands = store.add_subparsers(dest="store_command", required=True)
     create = store_commands.add_parser(
@@ -82,9 +84,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.command == "store":
         return _create_store(args.store)
     try:
-        settings = settings_from_env(app=args.app, store=args.store)
-        server = load_server(settings.app)
-    except (SettingsError, ValueError, ImportError) as exc:
+        settings = settings_from_env(app=args.app, store=args.store, gateway_config=args.gateway)
+        server = load_served(settings)
+    except (SettingsError, ValueError, ImportError, OSError) as exc:
         print(f"stratus: {exc}", file=sys.stderr)
         return 2
     import uvicorn

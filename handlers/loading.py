@@ -1,9 +1,11 @@
-"""Find the server a deployment serves from a `module:attribute` reference."""
+"""Find the server a deployment serves: a `module:attribute` reference, or a gateway's upstream configuration."""
 
 from __future__ import annotations
 
 import importlib
+from pathlib import Path
 
+from core.config import Settings
 from core.server.server import McpServer
 
 
@@ -20,3 +22,20 @@ def load_server(reference: str) -> McpServer:
     if not isinstance(server, McpServer):
         raise ValueError(f"{reference} is not an McpServer")
     return server
+
+
+def load_served(settings: Settings) -> McpServer:
+    """The gateway `settings.gateway_config` describes, else the server `settings.app` names.
+
+    Raises:
+        ValueError: the reference or the configuration is bad (a GatewayConfigError lists every problem).
+        OSError: the configuration file cannot be read.
+    """
+    if settings.gateway_config is None:
+        return load_server(settings.app)
+    from core.gateway.config import parse_document
+    from core.gateway.served import GatewayServer
+    from handlers.secrets import resolve_reference
+
+    upstreams = parse_document(Path(settings.gateway_config).read_text(encoding="utf-8"))
+    return GatewayServer(upstreams, resolve=resolve_reference, allowed_networks=settings.gateway_allowed_networks)

@@ -45,6 +45,21 @@ def resolve_secret(value: str) -> str:
     return str(secret)
 
 
+def resolve_reference(value: str) -> str:
+    """A gateway upstream's header or env value: `env:NAME` reads this process's environment, `ssm:` and
+    `secretsmanager:` the secret they name; anything else is the value itself.
+
+    Raises:
+        SettingsError: the variable is not set, or the secret cannot be read.
+    """
+    if value.startswith("env:"):
+        name = value.removeprefix("env:")
+        if name not in os.environ:
+            raise SettingsError(f"the environment variable {name} is not set")
+        return os.environ[name]
+    return resolve_secret(value)
+
+
 def settings_from_env(environ: Mapping[str, str] | None = None, **overrides: Any) -> Settings:
     """`Settings.from_env`, with the secret settings' references replaced by the secrets they name.
 

@@ -15,7 +15,7 @@ import uvicorn
 
 from core import McpServer, Settings, build_app
 from core.transport.asgi import ASGIApp, Receive, Scope, Send
-from handlers.loading import load_server
+from handlers.loading import load_served
 from handlers.secrets import settings_from_env
 from handlers.tasks import task_launcher
 from handlers.telemetry import build_telemetry
@@ -54,7 +54,7 @@ def flushing_after_each_request(app: ASGIApp, flush: Callable[[], None]) -> ASGI
 
 def main() -> None:
     settings = settings_from_env()
-    serve_for_adapter(load_server(settings.app), settings)
+    serve_for_adapter(load_served(settings), settings)
 
 
 if __name__ == "__main__":

@@ -60,6 +60,14 @@ async def wait_for_cancel(ctx: Context) -> str:
     return "cancelled"
 
 
+@shared.tool(timeout=20)
+async def hold(ctx: Context) -> str:
+    """Says it started, then waits until cancelled (or 20 s pass): a call in flight when its server dies."""
+    await ctx.info("holding")
+    await ctx.signal.wait()
+    return "released"
+
+
 @shared.tool()
 async def touch(uri: str, ctx: Context) -> str:
     """Tells subscribers that `uri` changed."""

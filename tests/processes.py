@@ -38,11 +38,11 @@ class ServerUrl(str):
 
 @contextmanager
 def stratus_process(
-    app: str, environment: dict[str, str], *, command_line: Sequence[str] = ("serve",)
+    app: str, environment: dict[str, str], *, command_line: Sequence[str] = ("serve",), port: int | None = None
 ) -> Iterator[str]:
-    """`stratus serve --app APP` (or another command line) in its own process on a free port; yields its base URL
-    (a `ServerUrl`, with the process's pid), ends it by PID."""
-    port = free_port()
+    """`stratus serve --app APP` (or another command line) in its own process on `port` (a free one by default);
+    yields its base URL (a `ServerUrl`, with the process's pid), ends it by PID."""
+    port = port or free_port()
     env = {**{k: v for k, v in os.environ.items() if not k.startswith("STRATUS_")}, **environment}
     command = [sys.executable, "-m", "handlers.cli", *command_line, "--app", app, "--port", str(port)]
     process = subprocess.Popen(command, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)

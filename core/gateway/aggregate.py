@@ -42,8 +42,11 @@ class Aggregate:
         return next((tool for tool in self.tools if tool.name == name), None)
 
 
-def aggregate_tools(listings: Sequence[tuple[Upstream, Iterable[JsonObject]]]) -> Aggregate:
-    """The tools of every active upstream (`listings` in configuration order, each with its tools/list)."""
+def aggregate_tools(
+    listings: Sequence[tuple[Upstream, Iterable[JsonObject]]], *, hide_disabled: bool = True
+) -> Aggregate:
+    """The tools of every active upstream (`listings` in configuration order, each with its tools/list); prompts
+    are named the same way (`hide_disabled=False`: `disabledTools` concerns tools only)."""
     taken: dict[str, str] = {}
     tools: list[RoutedTool] = []
     renamed: list[str] = []
@@ -52,7 +55,7 @@ def aggregate_tools(listings: Sequence[tuple[Upstream, Iterable[JsonObject]]]) -
             continue
         for definition in listed:
             original = definition.get("name")
-            if not isinstance(original, str) or original in upstream.disabled_tools:
+            if not isinstance(original, str) or (hide_disabled and original in upstream.disabled_tools):
                 continue
             wanted = _within_limit(upstream.prefix + clean(original) if upstream.namespaced else original)
             name = wanted

@@ -1,6 +1,7 @@
-"""Each upstream's tools list, cached in the shared store so every container answers tools/list without asking
-the upstream: for a TTL (5 minutes by default), until the upstream says its list changed, or until its
-configuration changes (the key carries a digest of everything that decides what the upstream is)."""
+"""Each upstream's lists (tools, and likewise its prompts, resources and templates), cached in the shared store so
+every container answers a list request without asking the upstream: for a TTL (5 minutes by default), until the
+upstream says a list changed, or until its configuration changes (the key carries a digest of everything that
+decides what the upstream is)."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ from core.gateway.config import Upstream
 from core.stores.extras import CacheStore
 
 TOOLS_TTL_SECONDS = 300.0
+KINDS = ("tools", "prompts", "resources", "resourceTemplates")
 
 
 def config_digest(upstream: Upstream) -> str:
@@ -28,17 +30,20 @@ class ToolsCache:
         self.store = store
         self.ttl_seconds = ttl_seconds
 
-    def _key(self, upstream: Upstream) -> str:
-        return f"gateway:tools:{upstream.name}:{config_digest(upstream)}"
+    @staticmethod
+    def _key(upstream: Upstream, kind: str) -> str:
+        return f"gateway:{kind}:{upstream.name}:{config_digest(upstream)}"
 
-    async def get(self, upstream: Upstream) -> list[dict[str, Any]] | None:
-        """The cached tools of `upstream` as it is configured now, or None."""
-        cached = await self.store.get(self._key(upstream))
+    async def get(self, upstream: Upstream, kind: str = "tools") -> list[dict[str, Any]] | None:
+        """The cached list of `kind` of `upstream` as it is configured now, or None."""
+        cached = await self.store.get(self._key(upstream, kind))
         return None if cached is None else list(json.loads(cached))
 
-    async def put(self, upstream: Upstream, tools: list[dict[str, Any]]) -> None:
-        await self.store.set(self._key(upstream), json.dumps(tools, separators=(",", ":")), self.ttl_seconds)
+    async def put(self, upstream: Upstream, items: list[dict[str, Any]], kind: str = "tools") -> None:
+        value = json.dumps(items, separators=(",", ":"))
+        await self.store.set(self._key(upstream, kind), value, self.ttl_seconds)
 
-    async def invalidate(self, upstream: Upstream) -> None:
-        """Forget the list (the upstream sent `notifications/tools/list_changed`)."""
-        await self.store.delete(self._key(upstream))
+    async def invalidate(self, upstream: Upstream, kinds: tuple[str, ...] = KINDS) -> None:
+        """Forget the lists (the upstream sent a `notifications/*/list_changed`, or it was reconfigured)."""
+        for kind in kinds:
+            await self.store.delete(self._key(upstream, kind))

@@ -1,26 +1,39 @@
-"""An MCP client of one upstream over Streamable HTTP, in whichever protocol era it speaks.
+"""An MCP client of one upstream, in whichever protocol era it speaks, over any of the gateway's transports.
 
 `connect` asks `server/discover` (2026-07-28) and, when the upstream does not know it, falls back to the
 `initialize` handshake (2025-11-25 down to 2024-11-05), keeping the session it opens; an upstream may also be
-pinned to a revision. Requests then carry what their era needs: the `_meta` envelope and mirrored `Mcp-*`
-headers, or the session's headers. Answers may come as JSON or as an SSE stream (the response with our id is
-taken from it). Every request is bounded by the timeout; transport failures are `UpstreamUnavailableError`,
-JSON-RPC errors the upstream answered are `UpstreamError` carrying them unchanged. httpx is imported only here.
+pinned to a revision (stdio and legacy SSE upstreams always shake hands). While a request runs, what the
+upstream sends about it goes to the caller's `UpstreamPeer`: notifications (progress, log messages) are passed
+on, the upstream's own requests (sampling, elicitation, roots) are asked of the peer and its answer (or error)
+sent back. A request that outlives the timeout, or whose caller is cancelled, is cancelled upstream too
+(`notifications/cancelled` on the handshake wire; the stream is closed either way). Transport failures are
+`UpstreamUnavailableError`; JSON-RPC errors the upstream answered are `UpstreamError` carrying them unchanged.
 """
 
 from __future__ import annotations
 
+import asyncio
 import itertools
-import json
-from typing import Any
+from typing import Any, Protocol
 
 from core.gateway.config import Upstream
+from core.gateway.transport import (
+    SessionLostError,
+    StreamableHttpTransport,
+    UpstreamTransport,
+    UpstreamUnavailableError,
+)
 from core.protocol import versions
+
+__all__ = ["UpstreamClient", "UpstreamError", "UpstreamPeer", "UpstreamUnavailableError", "make_transport"]
 
 JsonObject = dict[str, Any]
 CLIENT_INFO = {"name": "stratus-gateway", "version": "0.1.0"}
 MAX_PAGES = 100
-_NAMED = {"tools/call": "name", "prompts/get": "name", "resources/read": "uri"}
+MAX_INPUT_ROUNDS = 10
+"""How many times a 2026-07-28 upstream may answer `input_required` to one call before the gateway gives up."""
+CANCEL_SEND_SECONDS = 2.0
+"""How long a cancellation notice to the upstream may take before the gateway gives up on telling it."""
 
 
 class UpstreamError(Exception):
@@ -31,81 +44,198 @@ class UpstreamError(Exception):
         self.error = error
 
 
-class UpstreamUnavailableError(Exception):
-    """The upstream could not be reached, did not answer in time, or answered something that is not MCP."""
+class UpstreamPeer(Protocol):
+    """Whoever a request runs for: told the upstream's notifications, asked the upstream's requests."""
+
+    @property
+    def capabilities(self) -> JsonObject:
+        """The client capabilities to declare upstream on a 2026-07-28 request (sampling, elicitation, roots)."""
+
+    @property
+    def log_level(self) -> str | None:
+        """The lowest level of log messages wanted (None: none), asked of a 2026-07-28 upstream in `_meta`."""
+
+    async def notify(self, method: str, params: JsonObject) -> None:
+        """An upstream notification about the request (progress, a log message, a list change)."""
+
+    async def ask(self, method: str, params: JsonObject, key: str | None = None) -> JsonObject:
+        """Answer an upstream request (`key`: the upstream's name for it, at 2026-07-28). Raises UpstreamError to
+        answer it with that error; anything else it raises ends the request."""
+
+
+def make_transport(upstream: Upstream, *, timeout: float, http: Any = None) -> UpstreamTransport:
+    """The transport an upstream's configuration names."""
+    if upstream.transport == "stdio":
+        from core.gateway.stdio import StdioTransport
+
+        return StdioTransport(upstream.command or "", upstream.args, upstream.env, timeout=timeout)
+    if upstream.transport == "sse":
+        from core.gateway.legacy_sse import LegacySseTransport
+
+        return LegacySseTransport(upstream.url or "", upstream.headers, timeout=timeout, http=http)
+    return StreamableHttpTransport(upstream.url or "", upstream.headers, timeout=timeout, http=http)
 
 
 class UpstreamClient:
     """One upstream, connected on first use of `connect`."""
 
-    def __init__(self, upstream: Upstream, *, timeout: float = 30.0, http: Any = None) -> None:
-        import httpx
-
+    def __init__(
+        self,
+        upstream: Upstream,
+        *,
+        timeout: float = 30.0,
+        http: Any = None,
+        transport: UpstreamTransport | None = None,
+    ) -> None:
         self.upstream = upstream
         self.timeout = timeout
-        self._owns_http = http is None
-        self.http = http or httpx.AsyncClient(timeout=httpx.Timeout(timeout, connect=min(timeout, 5.0)))
-        self._errors: tuple[type[BaseException], ...] = (httpx.HTTPError, OSError)
+        self.transport = transport or make_transport(upstream, timeout=timeout, http=http)
         self._ids = itertools.count(1)
         self.version: str | None = upstream.protocol_version
-        self.session_id: str | None = None
         self.server_info: JsonObject = {}
+        self.capabilities: JsonObject = {}
 
     @property
     def modern(self) -> bool:
         return self.version is not None and versions.is_modern(self.version)
 
+    @property
+    def session_id(self) -> str | None:
+        """The upstream session of a handshake-era Streamable HTTP upstream, if one is open."""
+        return getattr(self.transport, "session_id", None)
+
     async def connect(self) -> None:
         """Find the upstream's era (unless pinned) and, for a handshake-era one, open its session."""
-        if self.version is None or self.modern:
+        await self.transport.open()
+        if self.upstream.transport == "http" and (self.version is None or self.modern):
             try:
-                self.version = versions.MODERN_VERSIONS[0]
+                self._agree(versions.MODERN_VERSIONS[0])
                 found = await self.request("server/discover", {})
                 if versions.MODERN_VERSIONS[0] in found.get("supportedVersions", []):
                     self.server_info = found.get("_meta", {}).get(versions.SERVER_INFO_META, {})
+                    self.capabilities = found.get("capabilities", {})
                     return
             except UpstreamError:
                 if self.upstream.protocol_version is not None:
                     raise
-            self.version = None
+            self._agree(None)
         await self._initialize()
+
+    def _agree(self, version: str | None) -> None:
+        self.version = version
+        self.transport.protocol_version = version
 
     async def _initialize(self) -> None:
         asked = self.upstream.protocol_version or versions.LATEST_LEGACY
-        params = {"protocolVersion": asked, "capabilities": {}, "clientInfo": CLIENT_INFO}
-        body = {"jsonrpc": "2.0", "id": next(self._ids), "method": "initialize", "params": params}
-        answer, headers = await self._post(body, {"mcp-protocol-version": asked})
-        result = self._result(answer)
+        capabilities: JsonObject = {"sampling": {}, "elicitation": {}, "roots": {}}
+        params = {"protocolVersion": asked, "capabilities": capabilities, "clientInfo": CLIENT_INFO}
+        self.transport.protocol_version = None
+        result = await self._exchange(
+            {"jsonrpc": "2.0", "id": next(self._ids), "method": "initialize", "params": params}, None
+        )
         agreed = result.get("protocolVersion")
         if agreed not in versions.LEGACY_VERSIONS:
             raise UpstreamUnavailableError(f"{self.upstream.name} agreed to no revision the gateway speaks: {agreed!r}")
-        self.version, self.session_id = agreed, headers.get("mcp-session-id")
+        self._agree(agreed)
         self.server_info = result.get("serverInfo", {})
-        await self._post({"jsonrpc": "2.0", "method": "notifications/initialized"}, self._session_headers())
+        self.capabilities = result.get("capabilities", {})
+        await self._send({"jsonrpc": "2.0", "method": "notifications/initialized"})
 
-    async def request(self, method: str, params: JsonObject) -> JsonObject:
-        """The upstream's result for `method`.
+    async def request(self, method: str, params: JsonObject, *, peer: UpstreamPeer | None = None) -> JsonObject:
+        """The upstream's result for `method`; what it sends meanwhile goes to `peer`.
 
         Raises:
             UpstreamError: the upstream answered with a JSON-RPC error.
             UpstreamUnavailableError: no usable answer in time.
         """
-        body: JsonObject = {"jsonrpc": "2.0", "id": next(self._ids), "method": method, "params": dict(params)}
+        body = self._body(method, params, peer)
+        try:
+            return await self._exchange(body, peer)
+        except SessionLostError:
+            if method == "initialize":
+                raise
+            await self._initialize()  # the upstream forgot the session before running anything: open another
+            return await self._exchange(self._body(method, params, peer), peer)
+
+    def _body(self, method: str, params: JsonObject, peer: UpstreamPeer | None) -> JsonObject:
+        request_id = next(self._ids)
+        sent: JsonObject = dict(params)
+        meta: JsonObject = dict(params.get("_meta") or {})
+        if peer is not None:
+            meta["progressToken"] = request_id
         if self.modern:
-            meta = {
-                versions.PROTOCOL_VERSION_META: self.version,
-                versions.CLIENT_CAPABILITIES_META: {},
-                versions.CLIENT_INFO_META: CLIENT_INFO,
-            }
-            body["params"]["_meta"] = {**params.get("_meta", {}), **meta}
-            headers = {"mcp-protocol-version": str(self.version), "mcp-method": method}
-            named = params.get(_NAMED.get(method, ""))
-            if isinstance(named, str):
-                headers["mcp-name"] = named
+            meta[versions.PROTOCOL_VERSION_META] = self.version
+            meta[versions.CLIENT_CAPABILITIES_META] = peer.capabilities if peer is not None else {}
+            meta[versions.CLIENT_INFO_META] = CLIENT_INFO
+            if peer is not None and peer.log_level is not None:
+                meta[versions.LOG_LEVEL_META] = peer.log_level
+        if meta:
+            sent["_meta"] = meta
+        return {"jsonrpc": "2.0", "id": request_id, "method": method, "params": sent}
+
+    async def _exchange(self, body: JsonObject, peer: UpstreamPeer | None) -> JsonObject:
+        finished = False
+        try:
+            async with asyncio.timeout(self.timeout):
+                async for message in self.transport.exchange(body):
+                    if message.get("id") == body["id"] and ("result" in message or "error" in message):
+                        finished = True
+                        return self._result(message)
+                    await self._relay(message, peer)
+        except TimeoutError:
+            raise UpstreamUnavailableError(
+                f"{self.upstream.name} did not answer {body['method']} within {self.timeout:g} s"
+            ) from None
+        except UpstreamUnavailableError as error:
+            if isinstance(error, SessionLostError):
+                raise
+            raise UpstreamUnavailableError(f"{self.upstream.name} {error}") from None
+        finally:
+            if not finished:
+                await self._cancel_upstream(body)
+        raise UpstreamUnavailableError(f"{self.upstream.name} ended its stream without answering {body['method']}")
+
+    async def _relay(self, message: JsonObject, peer: UpstreamPeer | None) -> None:
+        method = message.get("method")
+        if not isinstance(method, str):
+            return  # a stray response: not ours
+        sent = message.get("params")
+        params: JsonObject = sent if isinstance(sent, dict) else {}
+        if "id" not in message:
+            if peer is not None:
+                await peer.notify(method, params)
+            return
+        if peer is None:
+            reply: JsonObject = {"error": {"code": -32601, "message": f"{method} is not available here"}}
         else:
-            headers = self._session_headers()
-        answer, _ = await self._post(body, headers)
-        return self._result(answer)
+            try:
+                reply = {"result": await peer.ask(method, params)}
+            except UpstreamError as refused:
+                reply = {"error": refused.error}
+        await self._send({"jsonrpc": "2.0", "id": message["id"], **reply})
+
+    async def _cancel_upstream(self, body: JsonObject) -> None:
+        """Tell a handshake-era upstream to stop a request the gateway no longer waits for (best effort)."""
+        if self.modern or body["method"] == "initialize":
+            return
+        notice = {
+            "jsonrpc": "2.0",
+            "method": "notifications/cancelled",
+            "params": {"requestId": body["id"], "reason": "the gateway's caller stopped waiting"},
+        }
+        try:
+            async with asyncio.timeout(CANCEL_SEND_SECONDS):
+                await asyncio.shield(self._send(notice))
+        except (TimeoutError, UpstreamUnavailableError, asyncio.CancelledError):
+            pass
+
+    async def _send(self, message: JsonObject) -> None:
+        try:
+            await self.transport.send(message)
+        except SessionLostError:
+            raise
+        except UpstreamUnavailableError as error:
+            raise UpstreamUnavailableError(f"{self.upstream.name} {error}") from None
 
     async def list_tools(self) -> list[JsonObject]:
         """Every page of the upstream's tools/list."""
@@ -123,51 +253,48 @@ class UpstreamClient:
                 break
         return items
 
-    async def call_tool(self, name: str, arguments: JsonObject) -> JsonObject:
-        """The upstream's CallToolResult, `isError` results included, unchanged."""
-        return await self.request("tools/call", {"name": name, "arguments": arguments})
+    async def call_tool(self, name: str, arguments: JsonObject, *, peer: UpstreamPeer | None = None) -> JsonObject:
+        """The upstream's CallToolResult, `isError` results included, unchanged (see `request_with_inputs`)."""
+        return await self.request_with_inputs("tools/call", {"name": name, "arguments": arguments}, peer=peer)
+
+    async def request_with_inputs(
+        self, method: str, params: JsonObject, *, peer: UpstreamPeer | None = None
+    ) -> JsonObject:
+        """`request`, for the methods whose handler may ask the client (`tools/call`, `prompts/get`,
+        `resources/read`): a 2026-07-28 upstream that answers `input_required` has its questions asked of `peer`
+        (each under the upstream's key) and the request sent again with every answer so far, up to
+        MAX_INPUT_ROUNDS times."""
+        sent = dict(params)
+        answers: JsonObject = {}
+        for _ in range(MAX_INPUT_ROUNDS):
+            result = await self.request(method, sent, peer=peer)
+            asked = result.get("inputRequests")
+            if result.get("resultType") != "input_required" or peer is None or not isinstance(asked, dict):
+                return result
+            await self._answer_all(asked, answers, peer)
+            sent = {**params, "inputResponses": dict(answers)}
+            if isinstance(result.get("requestState"), str):
+                sent["requestState"] = result["requestState"]
+        raise UpstreamUnavailableError(f"{self.upstream.name} kept asking for input ({MAX_INPUT_ROUNDS} rounds)")
+
+    @staticmethod
+    async def _answer_all(asked: JsonObject, answers: JsonObject, peer: UpstreamPeer) -> None:
+        """Ask the peer every question of one round, even when one of them ends the peer's own round, so all of
+        them reach its client together."""
+        stopped: BaseException | None = None
+        for key, question in asked.items():
+            if not isinstance(question, dict) or not isinstance(question.get("method"), str):
+                continue
+            try:
+                answers[key] = await peer.ask(question["method"], question.get("params") or {}, key)
+            except Exception as error:  # noqa: BLE001 - re-raised below once every question was asked
+                stopped = stopped or error
+        if stopped is not None:
+            raise stopped
 
     async def close(self) -> None:
-        """End the upstream session (handshake era) and release the connections."""
-        try:
-            if self.session_id is not None:
-                await self.http.delete(self.upstream.url or "", headers=self._session_headers())
-        except self._errors:
-            pass  # the session expires on its own
-        finally:
-            self.session_id = None
-            if self._owns_http:
-                await self.http.aclose()
-
-    def _session_headers(self) -> dict[str, str]:
-        headers = {"mcp-protocol-version": str(self.version)}
-        if self.session_id:
-            headers["mcp-session-id"] = self.session_id
-        return headers
-
-    async def _post(self, body: JsonObject, headers: dict[str, str]) -> tuple[JsonObject, dict[str, str]]:
-        sent = {
-            **self.upstream.headers,
-            **headers,
-            "content-type": "application/json",
-            "accept": "application/json, text/event-stream",
-        }
-        try:
-            response = await self.http.post(self.upstream.url or "", content=json.dumps(body), headers=sent)
-        except self._errors as error:
-            raise UpstreamUnavailableError(f"{self.upstream.name} did not answer: {type(error).__name__}") from None
-        received = {name.lower(): value for name, value in response.headers.items()}
-        if "id" not in body:
-            return {}, received  # a notification: 202, no body
-        if response.headers.get("content-type", "").startswith("text/event-stream"):
-            return _from_stream(response.text, body["id"], self.upstream.name), received
-        try:
-            answer = response.json()
-        except ValueError:
-            raise UpstreamUnavailableError(f"{self.upstream.name} answered HTTP {response.status_code}") from None
-        if not isinstance(answer, dict) or ("result" not in answer and "error" not in answer):
-            raise UpstreamUnavailableError(f"{self.upstream.name} answered HTTP {response.status_code}")
-        return answer, received
+        """End the upstream session (handshake era) and release the connections or the process."""
+        await self.transport.close()
 
     @staticmethod
     def _result(answer: JsonObject) -> JsonObject:
@@ -176,22 +303,3 @@ class UpstreamClient:
             raise UpstreamError(error if isinstance(error, dict) else {"code": -32603, "message": str(error)})
         result = answer.get("result")
         return result if isinstance(result, dict) else {}
-
-
-def _from_stream(text: str, request_id: Any, upstream: str) -> JsonObject:
-    """The JSON-RPC response to `request_id` among the events of an SSE body (notifications before it skipped)."""
-    for block in text.split("\n\n"):
-        data = "\n".join(line[5:].lstrip() for line in block.splitlines() if line.startswith("data:"))
-        if not data:
-            continue
-        try:
-            message = json.loads(data)
-        except ValueError:
-            continue
-        if (
-            isinstance(message, dict)
-            and message.get("id") == request_id
-            and ("result" in message or "error" in message)
-        ):
-            return message
-    raise UpstreamUnavailableError(f"{upstream} ended its stream without answering")

@@ -140,14 +140,14 @@ class Pipeline:
             return _NO_CHECKS
         limits = self.policy.rate_limits
         wanted = [
-            (f"tool:{tool.name}", tool.policy.rate_limit or limits.per_tool),
+            (f"tool:{tool.policy.group or tool.name}", tool.policy.rate_limit or limits.per_tool),
             (f"principal:{principal.key}" if principal else None, limits.per_principal),
             (f"session:{session_id}" if session_id else None, limits.per_session),
             ("overall", limits.overall),
         ]
         return CallChecks(
             limits=tuple((key, limit) for key, limit in wanted if key is not None and limit is not None),
-            breaker=(f"tool:{tool.name}", breaker) if breaker else None,
+            breaker=(f"tool:{tool.policy.group or tool.name}", breaker) if breaker else None,
         )
 
     async def admit_with_session(

@@ -12,13 +12,13 @@ def server_capabilities(server: McpServer, *, modern: bool, version: str | None 
     """Capabilities for `server/discover` (modern) or `initialize` (legacy, at the negotiated `version`)."""
     capabilities: dict[str, Any] = {}
     # Subscriptions and list changes reach a legacy session's GET stream or a subscriptions/listen stream.
-    if server.tools:
+    if server.tools or server.dynamic:
         capabilities["tools"] = {"listChanged": True}
-    if server.resources or server.templates:
+    if server.resources or server.templates or server.dynamic:
         capabilities["resources"] = {"subscribe": True, "listChanged": True}
-    if server.prompts:
+    if server.prompts or server.dynamic:
         capabilities["prompts"] = {"listChanged": True}
-    if server.prompts or server.templates:
+    if server.prompts or server.templates or server.dynamic:
         capabilities["completions"] = {}
     if not modern:
         capabilities["logging"] = {}

@@ -234,6 +234,21 @@ class Context:
         self.require_capability("roots")
         return await self._ask("roots/list", {}, "Listing roots", key)
 
+    async def ask(self, method: str, params: dict[str, Any], *, key: str | None = None) -> dict[str, Any]:
+        """Send the client a request of `method` (`sampling/createMessage`, `elicitation/create` or `roots/list`)
+        with `params` as they are: what a gateway does with an upstream's question.
+
+        Raises:
+            ValueError: not a request a server may send a client.
+            MissingCapabilityError: the client did not declare the capability it needs.
+            StreamRequiredError: on a JSON-only response.
+        """
+        capability = CLIENT_REQUESTS.get(method)
+        if capability is None:
+            raise ValueError(f"{method} is not a request a server sends its client")
+        self.require_capability(capability)
+        return await self._ask(method, params, method, key)
+
     async def _ask(self, method: str, params: dict[str, Any], what: str, key: str | None) -> dict[str, Any]:
         """Ask the client: an input request of this round at 2026-07-28, a request on the stream before."""
         if self.inputs is not None:
@@ -244,6 +259,9 @@ class Context:
         within = self.deadline.remaining() if self.deadline is not None else ASK_TIMEOUT_SECONDS
         return await outbound.request(method, params, within=min(within, ASK_TIMEOUT_SECONDS))
 
+
+CLIENT_REQUESTS = {"sampling/createMessage": "sampling", "elicitation/create": "elicitation", "roots/list": "roots"}
+"""The requests a server may send its client, and the client capability each needs."""
 
 ASK_TIMEOUT_SECONDS = 300.0
 """The longest a call waits for the client to answer a request it sent mid-call (the deadline may cut it)."""

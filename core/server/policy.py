@@ -83,6 +83,9 @@ class ToolPolicy(NamedTuple):
     retry: RetryPolicy | None = None
     breaker: BreakerPolicy | None = None
     middleware: Sequence[Middleware] = ()
+    group: str | None = None
+    """Tools of one group share their tool rate limit and circuit breaker (a gateway's upstream); default: the
+    tool's name."""
 
 
 class ServerPolicy(NamedTuple):

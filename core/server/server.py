@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import inspect
 from collections.abc import Awaitable, Callable, Iterable, Sequence
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from core.resilience.breaker import BreakerPolicy
 from core.resilience.limiter import RateLimit
@@ -23,6 +23,9 @@ from core.server.resources import Resource, ResourceTemplate
 from core.server.signature import enum_values
 from core.server.tools import Tool
 
+if TYPE_CHECKING:
+    from core.stores.extras import CacheStore
+
 F = TypeVar("F", bound=Callable[..., Any])
 JsonObject = dict[str, Any]
 CompletionHandler = Callable[[str, str, dict[str, str]], Iterable[str] | Awaitable[Iterable[str]]]
@@ -35,6 +38,9 @@ class McpServer:
 
     Handlers register at import with the decorators; the transport built by `core.build_app` serves them.
     """
+
+    dynamic = False
+    """Whether what it offers changes while it runs (a gateway): `refresh` is awaited before each request."""
 
     def __init__(
         self,
@@ -93,6 +99,12 @@ class McpServer:
             breaker=breaker,
             deadline_margin=deadline_margin,
         )
+
+    async def refresh(self, cache: CacheStore, method: str, params: JsonObject) -> None:
+        """Bring the registries up to date before serving `method` (only called when `dynamic`)."""
+
+    async def aclose(self) -> None:
+        """Release what the server holds (a gateway's upstream connections); run when the app shuts down."""
 
     @property
     def info(self) -> JsonObject:

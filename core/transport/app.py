@@ -70,7 +70,14 @@ def build_app(
         metadata = ProtectedResourceMetadata(resource.metadata())
         routes[WELL_KNOWN] = metadata
         routes[WELL_KNOWN + settings.mcp_path] = metadata
-    return Router(routes, prefixes=dict.fromkeys(REST_PREFIXES, endpoint), on_shutdown=stores.aclose)
+
+    async def shutdown() -> None:
+        try:
+            await server.aclose()
+        finally:
+            await stores.aclose()
+
+    return Router(routes, prefixes=dict.fromkeys(REST_PREFIXES, endpoint), on_shutdown=shutdown)
 
 
 def stores_for(settings: Settings) -> Stores:

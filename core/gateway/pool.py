@@ -1,0 +1,204 @@
+"""The container's connections to its upstreams: made on first use, checked before reuse, rebuilt when broken.
+
+Each upstream has at most one client per container, connected lazily under a lock (concurrent first calls share
+one handshake). A connection is reused as it is while it is known to work; one idle for longer than
+`check_after` seconds, or whose last request failed, is health-checked first (`tools/list`) and replaced when the
+check fails. A failed connection attempt moves the upstream to `error`, and the next attempt waits the
+tracker's backoff (`min(30 s, 1 s * 2^attempt)`); calls meanwhile fail at once with the time left, and after
+`max_attempts` failures in a row they fail until the configuration changes (`replace`). Every change of state
+is reported to `on_state`. `aclose` waits for the calls in flight (up to a bound) before closing everything.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
+from contextlib import asynccontextmanager, suppress
+from dataclasses import dataclass, field
+
+from core.gateway.client import UpstreamClient, UpstreamError, UpstreamUnavailableError
+from core.gateway.config import Upstream
+from core.gateway.connection import ConnectionState, ConnectionTracker, StateListener
+
+Opener = Callable[[Upstream], Awaitable[UpstreamClient]]
+"""Builds and connects a client of an upstream, or raises UpstreamError / UpstreamUnavailableError."""
+CHECK_AFTER_SECONDS = 30.0
+
+
+@dataclass
+class _Slot:
+    upstream: Upstream
+    tracker: ConnectionTracker
+    lock: asyncio.Lock = field(default_factory=asyncio.Lock)
+    client: UpstreamClient | None = None
+    last_ok: float = 0.0
+    suspect: bool = False
+    retry_at: float = 0.0
+
+
+class UpstreamPool:
+    """Connections to every configured upstream, one per upstream, shared by the calls of this container."""
+
+    def __init__(
+        self,
+        upstreams: Iterable[Upstream],
+        *,
+        opener: Opener | None = None,
+        clock: Callable[[], float] = time.monotonic,
+        check_after: float = CHECK_AFTER_SECONDS,
+        max_attempts: int = 8,
+        on_state: StateListener | None = None,
+    ) -> None:
+        self._open = opener or open_client
+        self._clock = clock
+        self._check_after = check_after
+        self._max_attempts = max_attempts
+        self._listeners = [on_state] if on_state is not None else []
+        self._slots = {upstream.name: self._slot(upstream) for upstream in upstreams}
+        self._in_flight = 0
+        self._idle = asyncio.Event()
+        self._idle.set()
+
+    def _slot(self, upstream: Upstream) -> _Slot:
+        tracker = ConnectionTracker(upstream.name, self._max_attempts, listeners=list(self._listeners))
+        return _Slot(upstream, tracker)
+
+    @property
+    def upstreams(self) -> list[Upstream]:
+        """The upstreams in configuration order."""
+        return [slot.upstream for slot in self._slots.values()]
+
+    def state(self, name: str) -> ConnectionState:
+        return self._slots[name].tracker.state
+
+    async def client(self, name: str) -> UpstreamClient:
+        """A working client of upstream `name`, connecting (or reconnecting) as needed.
+
+        Raises:
+            KeyError: no such upstream.
+            UpstreamUnavailableError: it cannot be reached now (with when the next attempt is due).
+        """
+        slot = self._slots[name]
+        now = self._clock()
+        if slot.client is not None and not slot.suspect and now - slot.last_ok < self._check_after:
+            return slot.client
+        async with slot.lock:
+            if slot.client is not None and (slot.suspect or self._clock() - slot.last_ok >= self._check_after):
+                await self._check(slot)
+            if slot.client is None:
+                await self._connect(slot)
+            assert slot.client is not None
+            return slot.client
+
+    async def _check(self, slot: _Slot) -> None:
+        client = slot.client
+        assert client is not None
+        try:
+            await client.list_tools()
+        except (UpstreamError, UpstreamUnavailableError):
+            slot.client = None
+            slot.tracker.move(ConnectionState.CONNECTING)
+            slot.tracker.move(ConnectionState.ERROR)
+            slot.retry_at = self._clock()  # a connection that worked earlier is rebuilt at once
+            await _quietly_close(client)
+            return
+        slot.suspect, slot.last_ok = False, self._clock()
+
+    async def _connect(self, slot: _Slot) -> None:
+        now = self._clock()
+        if slot.tracker.state is ConnectionState.ERROR:
+            wait = slot.tracker.next_attempt_in()
+            if wait is None:
+                raise UpstreamUnavailableError(
+                    f"{slot.upstream.name} failed {slot.tracker.failures} connection attempts in a row; "
+                    "it is tried again when its configuration changes"
+                )
+            if now < slot.retry_at:
+                raise UpstreamUnavailableError(
+                    f"{slot.upstream.name} is unreachable; next connection attempt in {slot.retry_at - now:.1f} s"
+                )
+        slot.tracker.move(ConnectionState.CONNECTING)
+        try:
+            client = await self._open(slot.upstream)
+        except (UpstreamError, UpstreamUnavailableError):
+            slot.tracker.move(ConnectionState.ERROR)
+            slot.retry_at = self._clock() + (slot.tracker.next_attempt_in() or 0.0)
+            raise
+        slot.tracker.move(ConnectionState.CONNECTED)
+        slot.client, slot.suspect, slot.last_ok = client, False, self._clock()
+
+    def succeeded(self, name: str) -> None:
+        """A request through the upstream's connection just worked: no check needed for a while."""
+        slot = self._slots.get(name)
+        if slot is not None:
+            slot.last_ok, slot.suspect = self._clock(), False
+
+    def failed(self, name: str) -> None:
+        """A request through the upstream's connection failed: check it before its next use."""
+        slot = self._slots.get(name)
+        if slot is not None:
+            slot.suspect = True
+
+    @asynccontextmanager
+    async def in_flight(self) -> AsyncIterator[None]:
+        """Count a call as in flight, so `aclose` waits for it."""
+        self._in_flight += 1
+        self._idle.clear()
+        try:
+            yield
+        finally:
+            self._in_flight -= 1
+            if self._in_flight == 0:
+                self._idle.set()
+
+    async def replace(self, upstreams: Iterable[Upstream]) -> None:
+        """Take a new configuration: changed or removed upstreams are disconnected (a changed one reconnects on
+        its next use, its attempts counted afresh); unchanged ones keep their connections."""
+        wanted = {upstream.name: upstream for upstream in upstreams}
+        slots: dict[str, _Slot] = {}
+        for name, upstream in wanted.items():
+            slot = self._slots.get(name)
+            if slot is not None and slot.upstream == upstream:
+                slots[name] = slot
+            else:
+                slots[name] = self._slot(upstream)
+                if slot is not None:
+                    await self._drop(slot)
+        for name, slot in self._slots.items():
+            if name not in wanted:
+                await self._drop(slot)
+        self._slots = slots
+
+    async def _drop(self, slot: _Slot) -> None:
+        client, slot.client = slot.client, None
+        if slot.tracker.state in (ConnectionState.CONNECTED, ConnectionState.ERROR):
+            slot.tracker.move(ConnectionState.DISCONNECTED)
+        if client is not None:
+            await _quietly_close(client)
+
+    async def aclose(self, *, within: float = 10.0) -> None:
+        """Wait up to `within` seconds for the calls in flight, then close every connection."""
+        try:
+            async with asyncio.timeout(within):
+                await self._idle.wait()
+        except TimeoutError:
+            pass
+        for slot in self._slots.values():
+            await self._drop(slot)
+
+
+async def open_client(upstream: Upstream) -> UpstreamClient:
+    """A connected client of `upstream` (closed again when connecting fails)."""
+    client = UpstreamClient(upstream)
+    try:
+        await client.connect()
+    except BaseException:
+        await _quietly_close(client)
+        raise
+    return client
+
+
+async def _quietly_close(client: UpstreamClient) -> None:
+    with suppress(UpstreamError, UpstreamUnavailableError, OSError):
+        await client.close()

@@ -1,0 +1,297 @@
+"""`GatewayServer`: an `McpServer` whose tools, prompts, resources and templates are those of its upstreams.
+
+Before each request the dispatcher lets it `refresh`: the container's catalog is rebuilt from the upstreams'
+lists in the shared cache (each fetched from its upstream only when the cache misses) once it is older than
+`catalog_seconds`, at once when a call names something the catalog lacks (at most once a second), and whenever an
+upstream says a list changed. A failing upstream offers nothing until it answers again; the others are served.
+
+Calls go through the same pipeline as local tools; each upstream's tools share one circuit breaker and one rate
+limit (`group` = `upstream:{name}`). An unreachable upstream is a failure for its breaker and an `isError` result
+naming it; a JSON-RPC error it answers reaches the client with its code, message and data.
+
+Events (`connection:state`, `servers:changed`, `tool:called` with duration and success) go to the listeners and
+to the `stratus.gateway` logger; `gateway_tool_calls` and `gateway_tool_latency` are counted per upstream.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import logging
+import time
+from collections.abc import Callable, Iterable, Sequence
+from typing import Any
+
+from core.errors import INTERNAL_ERROR, McpError
+from core.gateway.addresses import UpstreamAddressError, check_upstream_address_async, parse_allowed_networks
+from core.gateway.aggregate import aggregate_tools
+from core.gateway.cache import TOOLS_TTL_SECONDS, ToolsCache
+from core.gateway.client import UpstreamClient, UpstreamError, UpstreamUnavailableError
+from core.gateway.config import Upstream
+from core.gateway.connection import ConnectionState
+from core.gateway.pool import UpstreamPool, open_client
+from core.gateway.proxies import ContextPeer, ProxyPrompt, ProxyResource, ProxyTemplate, ProxyTool, UpstreamCallError
+from core.pipeline.metrics import MetricsSink
+from core.resilience.breaker import BreakerPolicy
+from core.resilience.limiter import RateLimit
+from core.server.context import Context
+from core.server.policy import ToolPolicy
+from core.server.server import McpServer
+from core.server.tools import ToolError
+from core.stores.extras import CacheStore
+
+logger = logging.getLogger("stratus.gateway")
+
+JsonObject = dict[str, Any]
+EventListener = Callable[[str, JsonObject], None]
+LIST_METHODS = {"tools": "tools/list", "prompts": "prompts/list", "resources": "resources/list"}
+LIST_METHODS["resourceTemplates"] = "resources/templates/list"
+CATALOG_SECONDS = 5.0
+UPSTREAM_BREAKER = BreakerPolicy(failure_threshold=5, window_seconds=60.0, cooldown_seconds=30.0)
+
+
+class UpstreamUnavailableCallError(McpError):
+    """A prompt or resource could not be had because its upstream did not answer (tools answer `isError`)."""
+
+    code = INTERNAL_ERROR
+
+
+class GatewayServer(McpServer):
+    """The upstreams' offer served as one MCP server."""
+
+    dynamic = True
+
+    def __init__(
+        self,
+        upstreams: Iterable[Upstream],
+        name: str = "stratus-gateway",
+        *,
+        pool: UpstreamPool | None = None,
+        resolve: Callable[[str], str] | None = None,
+        allowed_networks: Sequence[str] = (),
+        breaker: BreakerPolicy | None = UPSTREAM_BREAKER,
+        rate_limit: RateLimit | None = None,
+        cache_ttl: float = TOOLS_TTL_SECONDS,
+        catalog_seconds: float = CATALOG_SECONDS,
+        metrics: MetricsSink | None = None,
+        clock: Callable[[], float] = time.monotonic,
+        **server: Any,
+    ) -> None:
+        super().__init__(name, **server)
+        self.listeners: list[EventListener] = []
+        self.resolve = resolve
+        self.allowed_networks = parse_allowed_networks(",".join(allowed_networks))
+        self.pool = pool or UpstreamPool(upstreams, opener=self._open, on_state=self._state_changed, clock=clock)
+        self.upstream_breaker = breaker
+        self.upstream_rate_limit = rate_limit
+        self.cache_ttl = cache_ttl
+        self.catalog_seconds = catalog_seconds
+        self.metrics = metrics
+        self._clock = clock
+        self._built_at: float | None = None
+        self._missed_at = -1.0
+        self._lock = asyncio.Lock()
+        self._cache: ToolsCache | None = None
+        self.renamed: tuple[str, ...] = ()
+        self.failures: dict[str, str] = {}
+        """Upstreams left out of the catalog at its last rebuild, with the reason."""
+
+    # -- the catalog -----------------------------------------------------------------------------------------
+
+    async def refresh(self, cache: CacheStore, method: str, params: JsonObject) -> None:
+        now = self._clock()
+        stale = self._built_at is None or now - self._built_at >= self.catalog_seconds
+        if not stale and self._misses(method, params) and now - self._missed_at >= 1.0:
+            self._missed_at, stale = now, True
+        if self._cache is None or self._cache.store is not cache:
+            self._cache = ToolsCache(cache, ttl_seconds=self.cache_ttl)
+        if stale:
+            async with self._lock:
+                if self._built_at is None or self._built_at < now:
+                    await self._rebuild(self._cache)
+
+    def _misses(self, method: str, params: JsonObject) -> bool:
+        if method == "tools/call":
+            return params.get("name") not in self.tools
+        if method == "prompts/get":
+            return params.get("name") not in self.prompts
+        if method == "resources/read":
+            uri = params.get("uri")
+            return uri not in self.resources and not any(t.match(str(uri)) for t in self.templates.values())
+        return False
+
+    async def _rebuild(self, cache: ToolsCache) -> None:
+        offers: list[tuple[Upstream, dict[str, list[JsonObject]]]] = []
+        failures: dict[str, str] = {}
+        for upstream in self.pool.upstreams:
+            if not upstream.active:
+                continue
+            try:
+                offers.append((upstream, await self._offer(upstream, cache)))
+            except (UpstreamError, UpstreamUnavailableError) as error:
+                failures[upstream.name] = str(error)
+                logger.warning(
+                    "upstream left out of the catalog", extra={"upstream": upstream.name, "reason": str(error)}
+                )
+        self._install(offers)
+        self.failures = failures
+        self._built_at = self._clock() if not failures else self._clock() - self.catalog_seconds + 1.0
+
+    async def _offer(self, upstream: Upstream, cache: ToolsCache) -> dict[str, list[JsonObject]]:
+        offer: dict[str, list[JsonObject]] = {}
+        client = None
+        for kind, method in LIST_METHODS.items():
+            cached = await cache.get(upstream, kind)
+            if cached is None:
+                client = client or await self.pool.client(upstream.name)
+                cached = await self._list(client, upstream, kind, method)
+                await cache.put(upstream, cached, kind)
+            offer[kind] = cached
+        return offer
+
+    @staticmethod
+    async def _list(client: UpstreamClient, upstream: Upstream, kind: str, method: str) -> list[JsonObject]:
+        capability = "resources" if kind == "resourceTemplates" else kind
+        if kind != "tools" and capability not in client.capabilities:
+            return []  # the upstream offers none: asking would be an error
+        return await client.list_all(method, kind)
+
+    def _install(self, offers: list[tuple[Upstream, dict[str, list[JsonObject]]]]) -> None:
+        before = set(self.tools), set(self.prompts), set(self.resources), set(self.templates)
+        tools = aggregate_tools([(upstream, offer["tools"]) for upstream, offer in offers])
+        self.tools = {
+            routed.name: ProxyTool(routed, self._policy(routed.upstream), self._forward) for routed in tools.tools
+        }
+        prompts = aggregate_tools([(upstream, offer["prompts"]) for upstream, offer in offers], hide_disabled=False)
+        self.prompts = {
+            routed.name: ProxyPrompt(routed.upstream, routed.original, routed.definition, self._forward)
+            for routed in prompts.tools
+        }
+        self.resources, self.templates = {}, {}
+        for upstream, offer in offers:
+            for definition in offer["resources"]:
+                if isinstance(definition.get("uri"), str):
+                    self.resources.setdefault(
+                        definition["uri"], ProxyResource(upstream.name, definition, self._forward)
+                    )
+            for definition in offer["resourceTemplates"]:
+                if isinstance(definition.get("uriTemplate"), str):
+                    try:
+                        template = ProxyTemplate(upstream.name, definition, self._forward)
+                    except ValueError:
+                        continue  # a template form the gateway cannot match: listed by its upstream only
+                    self.templates.setdefault(template.uri_template, template)
+        self.renamed = tools.renamed + prompts.renamed
+        after = set(self.tools), set(self.prompts), set(self.resources), set(self.templates)
+        if self._built_at is not None and before != after:
+            self._emit("servers:changed", {"tools": len(self.tools), "prompts": len(self.prompts)})
+
+    async def _open(self, upstream: Upstream) -> UpstreamClient:
+        """Connect to an upstream whose address is allowed, with its secrets resolved (never kept in the
+        configuration or the cache)."""
+        if upstream.url is not None:
+            try:
+                await check_upstream_address_async(upstream.url, self.allowed_networks)
+            except UpstreamAddressError as refused:
+                # The reason names the internal address the host resolved to: for the operator's log only.
+                logger.warning("upstream address refused", extra={"upstream": upstream.name, "reason": str(refused)})
+                raise UpstreamUnavailableError(
+                    f"{upstream.name}: its address is not allowed (private, loopback, link-local or reserved; "
+                    "see STRATUS_GATEWAY_ALLOWED_NETWORKS)"
+                ) from None
+        if self.resolve is not None:
+            try:
+                upstream = dataclasses.replace(
+                    upstream,
+                    headers={name: self.resolve(value) for name, value in upstream.headers.items()},
+                    env={name: self.resolve(value) for name, value in upstream.env.items()},
+                )
+            except ValueError as error:
+                raise UpstreamUnavailableError(f"{upstream.name}: {error}") from None
+        return await open_client(upstream)
+
+    def _policy(self, upstream: str) -> ToolPolicy:
+        return ToolPolicy(
+            breaker=self.upstream_breaker, rate_limit=self.upstream_rate_limit, group=f"upstream:{upstream}"
+        )
+
+    async def list_changed(self, upstream: str, kind: str) -> None:
+        """An upstream said a list changed: forget it everywhere, rebuild here on the next request."""
+        found = next((each for each in self.pool.upstreams if each.name == upstream), None)
+        if found is not None and self._cache is not None:
+            kinds = ("resources", "resourceTemplates") if kind == "resources" else (kind,)
+            await self._cache.invalidate(found, kinds)
+        self._built_at = None
+
+    # -- calls -----------------------------------------------------------------------------------------------
+
+    async def _forward(self, upstream: str, method: str, params: JsonObject, context: Context) -> JsonObject:
+        started = time.perf_counter()
+        success = False
+        peer = ContextPeer(upstream, context, self.list_changed)
+        async with self.pool.in_flight():
+            try:
+                client = await self.pool.client(upstream)
+                result = await client.request_with_inputs(method, params, peer=peer)
+                self.pool.succeeded(upstream)
+                success = method != "tools/call" or result.get("isError") is not True
+                return result
+            except UpstreamUnavailableError as error:
+                self.pool.failed(upstream)
+                message = f"Upstream {upstream} is unavailable: {error}"
+                if method == "tools/call":
+                    raise ToolError(message, retryable=True) from None
+                raise UpstreamUnavailableCallError(message) from None
+            except UpstreamError as error:
+                self.pool.succeeded(upstream)  # it answered: the connection works
+                raise UpstreamCallError(error.error) from None
+            finally:
+                if method == "tools/call":
+                    self._called(upstream, params["name"], time.perf_counter() - started, success)
+
+    def _called(self, upstream: str, tool: str, seconds: float, success: bool) -> None:
+        milliseconds = seconds * 1000
+        if self.metrics is not None:
+            self.metrics.count("gateway_tool_calls", upstream=upstream, outcome="success" if success else "failure")
+            self.metrics.latency("gateway_tool_latency", milliseconds, upstream=upstream)
+        self._emit(
+            "tool:called", {"upstream": upstream, "tool": tool, "ms": round(milliseconds, 3), "success": success}
+        )
+
+    async def complete(
+        self, ref_type: str, ref_name: str, argument: str, value: str, context: dict[str, str]
+    ) -> JsonObject:
+        owner = self.prompts.get(ref_name) if ref_type == "ref/prompt" else self.templates.get(ref_name)
+        if not isinstance(owner, ProxyPrompt | ProxyTemplate):
+            return await super().complete(ref_type, ref_name, argument, value, context)
+        ref = (
+            {"type": "ref/prompt", "name": owner.original}
+            if isinstance(owner, ProxyPrompt)
+            else {"type": ref_type, "uri": ref_name}
+        )
+        params: JsonObject = {"ref": ref, "argument": {"name": argument, "value": value}}
+        if context:
+            params["context"] = {"arguments": context}
+        client = await self.pool.client(owner.upstream)
+        try:
+            result = await client.request("completion/complete", params)
+        except UpstreamError as error:
+            raise UpstreamCallError(error.error) from None
+        completion = result.get("completion")
+        return completion if isinstance(completion, dict) else {"values": []}
+
+    # -- events ----------------------------------------------------------------------------------------------
+
+    def _state_changed(self, upstream: str, old: ConnectionState, new: ConnectionState) -> None:
+        self._emit("connection:state", {"upstream": upstream, "from": old.value, "to": new.value})
+        if new is ConnectionState.CONNECTED:
+            self._emit("connected", {"upstream": upstream})
+
+    def _emit(self, event: str, fields: JsonObject) -> None:
+        logger.info(event, extra={"gateway_event": event, **{f"gateway_{key}": value for key, value in fields.items()}})
+        for listener in self.listeners:
+            listener(event, fields)
+
+    async def aclose(self) -> None:
+        """Wait for the calls in flight (up to 10 s), then close every upstream connection."""
+        await self.pool.aclose(within=10.0)

@@ -1,0 +1,98 @@
+"""What an upstream sends during a call reaches the gateway's client, and the client's answers reach the upstream:
+progress, log messages, sampling and elicitation, in both eras of the client, through a Stratus upstream running
+in its own process; and a call the client cancels is cancelled upstream."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterator
+
+import anyio
+import httpx
+import pytest
+from mcp import Client
+from mcp.client.client import ConnectMode
+
+from core import Context, McpServer, Settings, build_app
+from core.gateway.config import Upstream
+from core.gateway.served import GatewayServer
+from tests.processes import stratus_process
+from tests.servers import uvicorn_serving
+from tests.test_streaming import answer_elicitation, answer_sampling
+from tests.wire import McpHttp
+
+pytestmark = [pytest.mark.anyio, pytest.mark.uvicorn]
+LOOPBACK = ("127.0.0.0/8",)
+
+
+@pytest.fixture(scope="module")
+def anyio_backend() -> str:
+    return "asyncio"
+
+
+@pytest.fixture(scope="module")
+def gateway_url() -> Iterator[str]:
+    with stratus_process("tests.apps:shared", {"STRATUS_SECRET_KEY": "k"}) as upstream:
+        gateway = GatewayServer(
+            [Upstream(name="shared", transport="http", url=f"{upstream}/mcp", namespaced=False)],
+            allowed_networks=LOOPBACK,
+        )
+        with uvicorn_serving(build_app(gateway, Settings()), lifespan="on") as url:
+            yield f"{url}/mcp"
+
+
+@pytest.mark.parametrize("mode", ["auto", "legacy"])
+async def test_progress_logs_sampling_and_elicitation_cross_the_gateway(gateway_url: str, mode: ConnectMode) -> None:
+    seen: list[float] = []
+    logs: list[object] = []
+
+    async def on_progress(progress: float, total: float | None, message: str | None) -> None:
+        seen.append(progress)
+
+    async def on_log(params: object) -> None:
+        logs.append(getattr(params, "data", None))
+
+    with anyio.fail_after(30):
+        async with Client(
+            gateway_url,
+            mode=mode,
+            sampling_callback=answer_sampling,
+            elicitation_callback=answer_elicitation,
+            logging_callback=on_log,
+        ) as client:
+            sampled = await client.call_tool("ask_model", {"question": "2+2?"})
+            elicited = await client.call_tool("ask_user", {})
+            counted = await client.call_tool("count_to_three", {}, progress_callback=on_progress)
+    assert sampled.content[0].text == "model said: an answer to 2+2?"  # type: ignore[union-attr]
+    assert elicited.content[0].text == "hello Ada (accept)"  # type: ignore[union-attr]
+    assert counted.content[0].text == "done"  # type: ignore[union-attr]
+    assert seen == [1, 2, 3]
+    if mode == "legacy":  # a 2026-07-28 client gets log messages only when its _meta asks for a level
+        assert "counting" in logs
+
+
+async def test_a_call_the_client_cancels_is_cancelled_upstream() -> None:
+    upstream = McpServer("cancellable")
+    started, cancelled = threading.Event(), threading.Event()
+
+    @upstream.tool(timeout=20)
+    async def wait(ctx: Context) -> str:
+        started.set()
+        await ctx.signal.wait()
+        cancelled.set()
+        return "stopped"
+
+    with uvicorn_serving(build_app(upstream, Settings())) as upstream_url:
+        gateway = GatewayServer(
+            [Upstream(name="u", transport="http", url=f"{upstream_url}/mcp", protocol_version="2025-11-25")],
+            allowed_networks=LOOPBACK,
+        )
+        with uvicorn_serving(build_app(gateway, Settings()), lifespan="on") as url, anyio.fail_after(15):
+            async with httpx.AsyncClient(base_url=url, timeout=10) as http, anyio.create_task_group() as group:
+                session = await McpHttp(http).initialize()
+                call = {"name": "mcp__u__wait", "arguments": {}}
+                body = {"jsonrpc": "2.0", "id": "long-1", "method": "tools/call", "params": call}
+                group.start_soon(session.client.post, body, session.headers)
+                assert await anyio.to_thread.run_sync(started.wait, 10)
+                await session.notify("notifications/cancelled", {"requestId": "long-1", "reason": "user"})
+                assert await anyio.to_thread.run_sync(cancelled.wait, 10)  # the upstream's own call was cancelled

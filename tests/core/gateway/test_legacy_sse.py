@@ -1,0 +1,210 @@
+"""The gateway's upstream client over the legacy HTTP+SSE transport (2024-11-05): a server built with the official
+Python SDK (`sse_app()`) on 127.0.0.1, and small raw ASGI servers for what a well-behaved one never does."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator, Iterator
+from typing import Any
+
+import pytest
+from mcp.server.transport_security import TransportSecuritySettings
+
+from core.gateway.client import UpstreamClient, UpstreamError, UpstreamUnavailableError
+from core.gateway.config import Upstream
+from core.gateway.legacy_sse import LegacySseTransport, NamedSseEvents, SseEventError, bounded_lines
+from core.transport.asgi import Receive, Scope, Send, read_body, until_disconnected
+from tests.fixtures.peers import RecordingPeer, text_of
+from tests.fixtures.sdk_upstream import REFUSED_CODE, build
+from tests.servers import uvicorn_serving
+
+pytestmark = [pytest.mark.anyio, pytest.mark.uvicorn]
+
+TIMEOUT = 10.0
+QUICKLY = 5.0
+"""Well under TIMEOUT: a failure seen within it was noticed, not waited out."""
+
+
+@pytest.fixture(scope="module")
+def anyio_backend() -> str:
+    return "asyncio"
+
+
+@pytest.fixture(scope="module")
+def sdk_sse_url() -> Iterator[str]:
+    security = TransportSecuritySettings(enable_dns_rebinding_protection=False)
+    with uvicorn_serving(build().sse_app(transport_security=security), lifespan="on") as url:
+        yield f"{url}/sse"
+
+
+@pytest.fixture
+async def connected(sdk_sse_url: str) -> AsyncIterator[UpstreamClient]:
+    client = UpstreamClient(Upstream(name="sdk", transport="sse", url=sdk_sse_url), timeout=TIMEOUT)
+    try:
+        await client.connect()
+        yield client
+    finally:
+        await client.close()
+
+
+async def test_an_sdk_upstream_shakes_hands_lists_its_tools_and_answers_calls(connected: UpstreamClient) -> None:
+    assert connected.version == "2025-11-25"
+    assert connected.server_info["name"] == "sdk-upstream"
+    assert {"add", "fail", "refuse", "count", "greet"} <= {tool["name"] for tool in await connected.list_tools()}
+    assert (await connected.call_tool("add", {"a": 2, "b": 3}))["structuredContent"] == {"result": 5}
+    assert (await connected.call_tool("fail", {}))["isError"] is True
+    with pytest.raises(UpstreamError) as refused:
+        await connected.call_tool("refuse", {})
+    assert refused.value.error["code"] == REFUSED_CODE
+
+
+async def test_progress_reaches_the_peer_of_the_call_it_is_about(connected: UpstreamClient) -> None:
+    counting = RecordingPeer()
+    assert (await connected.call_tool("count", {"steps": 3}, peer=counting))["structuredContent"] == {"result": 3}
+    assert [params["progress"] for _, params in counting.notified] == [1, 2, 3]
+
+
+async def test_progress_of_an_older_call_is_not_given_to_a_newer_one(connected: UpstreamClient) -> None:
+    older, newer = RecordingPeer("Ada", release=asyncio.Event()), RecordingPeer("Grace", release=asyncio.Event())
+    async with asyncio.timeout(QUICKLY):
+        first = asyncio.create_task(connected.call_tool("greet", {}, peer=older))
+        await older.was_asked.wait()
+        second = asyncio.create_task(connected.call_tool("greet", {}, peer=newer))
+        await newer.was_asked.wait()  # each question went to the call waiting most recently when it came
+        assert older.release is not None and newer.release is not None
+        older.release.set()
+        assert text_of(await first) == "hello Ada"  # its progress came while the newer call was waiting
+        newer.release.set()
+        assert text_of(await second) == "hello Grace"
+    assert [method for method, _ in older.notified] == ["notifications/progress"]
+    assert [method for method, _ in newer.notified] == ["notifications/progress"]
+
+
+async def test_an_elicitation_reaches_the_peer_and_its_answer_reaches_the_tool(connected: UpstreamClient) -> None:
+    peer = RecordingPeer("Grace")
+    greeted = await connected.call_tool("greet", {}, peer=peer)
+    assert (peer.asked, text_of(greeted)) == (["elicitation/create"], "hello Grace")
+
+
+async def test_a_closed_transport_refuses_further_calls(connected: UpstreamClient) -> None:
+    await connected.close()
+    with pytest.raises(UpstreamUnavailableError):
+        await connected.call_tool("add", {"a": 1, "b": 2})
+
+
+class EndpointOnly:
+    """A raw legacy SSE server whose stream names `endpoint` and then idles until the client leaves."""
+
+    def __init__(self, endpoint: str | None) -> None:
+        self.endpoint = endpoint
+        self.posts = 0
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["method"] == "POST":
+            self.posts += 1
+            await read_body(receive)
+            await send({"type": "http.response.start", "status": 202, "headers": []})
+            await send({"type": "http.response.body", "body": b""})
+            return
+        await send({"type": "http.response.start", "status": 200, "headers": [(b"content-type", b"text/event-stream")]})
+        first = f"event: endpoint\ndata: {self.endpoint}\n\n" if self.endpoint else ": no endpoint here\n\n"
+        await send({"type": "http.response.body", "body": first.encode(), "more_body": True})
+        await until_disconnected(receive)
+
+
+@pytest.mark.parametrize(
+    "endpoint",
+    ["http://169.254.169.254/x", "//169.254.169.254/x", "https://127.0.0.1/messages", "http://127.0.0.1:1/messages"],
+)
+async def test_an_endpoint_on_another_origin_is_refused_before_anything_is_posted(endpoint: str) -> None:
+    app = EndpointOnly(endpoint)
+    with uvicorn_serving(app) as url:
+        client = UpstreamClient(Upstream(name="evil", transport="sse", url=f"{url}/sse"), timeout=TIMEOUT)
+        try:
+            with pytest.raises(UpstreamUnavailableError):
+                async with asyncio.timeout(QUICKLY):
+                    await client.connect()
+        finally:
+            await client.close()
+    assert app.posts == 0
+
+
+async def test_a_relative_endpoint_on_the_same_origin_is_posted_to() -> None:
+    app = EndpointOnly("/messages?session=1")
+    with uvicorn_serving(app) as url:
+        transport = LegacySseTransport(f"{url}/sse", {}, timeout=TIMEOUT)
+        try:
+            await transport.open()
+            assert transport.endpoint == f"{url}/messages?session=1"
+            await transport.send({"jsonrpc": "2.0", "method": "notifications/initialized"})
+        finally:
+            await transport.close()
+    assert app.posts == 1
+
+
+async def test_a_stream_that_names_no_endpoint_is_given_up_on_within_the_timeout() -> None:
+    with uvicorn_serving(EndpointOnly(None)) as url:
+        client = UpstreamClient(Upstream(name="mute", transport="sse", url=f"{url}/sse"), timeout=1.0)
+        try:
+            with pytest.raises(UpstreamUnavailableError):
+                async with asyncio.timeout(QUICKLY):
+                    await client.connect()
+        finally:
+            await client.close()
+
+
+class EndsOnFirstMessage:
+    """A raw legacy SSE server that ends its stream, unanswered, as soon as a message is posted."""
+
+    def __init__(self) -> None:
+        self.posted: asyncio.Event | None = None
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        self.posted = self.posted or asyncio.Event()
+        if scope["method"] == "POST":
+            await read_body(receive)
+            await send({"type": "http.response.start", "status": 202, "headers": []})
+            await send({"type": "http.response.body", "body": b""})
+            self.posted.set()
+            return
+        await send({"type": "http.response.start", "status": 200, "headers": [(b"content-type", b"text/event-stream")]})
+        await send({"type": "http.response.body", "body": b"event: endpoint\ndata: /messages\n\n", "more_body": True})
+        async with asyncio.timeout(QUICKLY):
+            await self.posted.wait()
+        await send({"type": "http.response.body", "body": b""})
+
+
+async def test_the_stream_ending_fails_the_waiting_request_at_once() -> None:
+    with uvicorn_serving(EndsOnFirstMessage()) as url:
+        client = UpstreamClient(Upstream(name="fickle", transport="sse", url=f"{url}/sse"), timeout=TIMEOUT)
+        try:
+            with pytest.raises(UpstreamUnavailableError):
+                async with asyncio.timeout(QUICKLY):
+                    await client.connect()  # the initialize request waits on the stream
+        finally:
+            await client.close()
+
+
+async def chunks_of(*texts: str) -> AsyncIterator[str]:
+    for text in texts:
+        yield text
+
+
+async def test_lines_end_at_cr_lf_or_crlf_even_when_split_across_chunks() -> None:
+    lines = [line async for line in bounded_lines(chunks_of("a\r", "\nb\rc", "\n\nd"))]
+    assert lines == ["a", "b", "c", "", "d"]
+
+
+async def test_a_line_over_the_bound_is_an_error_not_a_buffer() -> None:
+    with pytest.raises(SseEventError):
+        _ = [line async for line in bounded_lines(chunks_of("x" * 6, "x" * 6), limit=10)]
+
+
+def test_events_carry_their_name_and_multi_line_data_and_skip_comments() -> None:
+    events = NamedSseEvents()
+    fed: list[Any] = [
+        events.feed(line) for line in [": keep-alive", "event: endpoint", "data: /a", "data: b", "", "data: {}", ""]
+    ]
+    assert [event for event in fed if event is not None] == [("endpoint", "/a\nb"), ("message", "{}")]
+    with pytest.raises(SseEventError):
+        NamedSseEvents(limit=4).feed("data: too long")

@@ -1,0 +1,187 @@
+"""A gateway served over real HTTP in front of real upstreams on 127.0.0.1: two Stratus servers (one found in the
+2026-07-28 era, one pinned to the 2025-11-25 handshake) and one built with the official Python SDK; the official
+SDK client lists and calls their tools through it by their namespaced names, in both eras."""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import AsyncIterator, Iterator
+from contextlib import asynccontextmanager
+
+import anyio
+import pytest
+from mcp import Client
+from mcp.client.client import ConnectMode
+from mcp.server.mcpserver import MCPServer
+from mcp.server.transport_security import TransportSecuritySettings
+from mcp.shared.exceptions import MCPError
+from mcp_types import TextContent
+
+from core import Settings, build_app
+from core.gateway.config import Upstream
+from core.gateway.served import GatewayServer
+from examples.demo import server as demo
+from tests.fixtures import sdk_upstream
+from tests.servers import uvicorn_serving
+
+pytestmark = [pytest.mark.anyio, pytest.mark.uvicorn]
+TEST_TIMEOUT_SECONDS = 15.0
+LOOPBACK = ("127.0.0.0/8",)
+
+
+@pytest.fixture(scope="module")
+def anyio_backend() -> str:
+    return "asyncio"
+
+
+def sdk_app() -> object:
+    built = MCPServer("sdk-upstream")
+
+    @built.tool()
+    def multiply(a: int, b: int) -> int:
+        """Multiply two integers."""
+        return a * b
+
+    security = TransportSecuritySettings(enable_dns_rebinding_protection=False)
+    return built.streamable_http_app(stateless_http=True, transport_security=security)
+
+
+@pytest.fixture(scope="module")
+def upstream_urls() -> Iterator[dict[str, str]]:
+    with (
+        uvicorn_serving(build_app(demo, Settings())) as alpha,
+        uvicorn_serving(build_app(demo, Settings())) as beta,
+        uvicorn_serving(sdk_app(), lifespan="on") as sdk,  # type: ignore[arg-type]
+    ):
+        yield {"alpha": f"{alpha}/mcp", "beta": f"{beta}/mcp", "sdk": f"{sdk}/mcp"}
+
+
+def upstreams(urls: dict[str, str], *, namespaced: bool = True) -> list[Upstream]:
+    return [
+        Upstream(name="alpha", transport="http", url=urls["alpha"], namespaced=namespaced),
+        Upstream(name="beta", transport="http", url=urls["beta"], protocol_version="2025-11-25", namespaced=namespaced),
+        Upstream(name="sdk", transport="http", url=urls["sdk"], disabled_tools=frozenset()),
+    ]
+
+
+@pytest.fixture(scope="module")
+def gateway_url(upstream_urls: dict[str, str]) -> Iterator[str]:
+    with uvicorn_serving(
+        build_app(GatewayServer(upstreams(upstream_urls), allowed_networks=LOOPBACK), Settings()), lifespan="on"
+    ) as url:
+        yield f"{url}/mcp"
+
+
+@asynccontextmanager
+async def connect(url: str, mode: ConnectMode) -> AsyncIterator[Client]:
+    async with Client(url, mode=mode, read_timeout_seconds=5.0) as client:
+        yield client
+
+
+@pytest.mark.parametrize("mode", ["auto", "legacy"])
+async def test_the_sdk_client_lists_every_upstreams_tools_by_namespaced_name(
+    gateway_url: str, mode: ConnectMode
+) -> None:
+    with anyio.fail_after(TEST_TIMEOUT_SECONDS):
+        async with connect(gateway_url, mode) as client:
+            assert client.server_capabilities.tools is not None
+            listing = await client.list_tools()
+    names = [tool.name for tool in listing.tools]
+    assert names == [
+        "mcp__alpha__add",
+        "mcp__alpha__forecast",
+        "mcp__alpha__divide",
+        "mcp__beta__add",
+        "mcp__beta__forecast",
+        "mcp__beta__divide",
+        "mcp__sdk__multiply",
+    ]
+    multiply = listing.tools[-1]
+    assert multiply.description == "Multiply two integers."
+    assert multiply.input_schema["required"] == ["a", "b"]
+
+
+@pytest.mark.parametrize("mode", ["auto", "legacy"])
+async def test_calls_reach_the_owning_upstream_in_its_own_era(gateway_url: str, mode: ConnectMode) -> None:
+    with anyio.fail_after(TEST_TIMEOUT_SECONDS):
+        async with connect(gateway_url, mode) as client:
+            modern = await client.call_tool("mcp__alpha__add", {"a": 2, "b": 3})
+            legacy = await client.call_tool("mcp__beta__add", {"a": 20, "b": 3})
+            sdk = await client.call_tool("mcp__sdk__multiply", {"a": 6, "b": 7})
+            refused = await client.call_tool("mcp__beta__divide", {"numerator": 1, "denominator": 0})
+    assert modern.structured_content == {"result": 5}
+    assert legacy.structured_content == {"result": 23}
+    assert sdk.is_error is False
+    assert sdk.content == [TextContent(type="text", text="42")]
+    assert refused.is_error is True  # the upstream's own tool error, unchanged
+    assert refused.content == [TextContent(type="text", text="Cannot divide by zero")]
+
+
+async def test_resources_and_prompts_of_the_upstreams_are_served_too(gateway_url: str) -> None:
+    with anyio.fail_after(TEST_TIMEOUT_SECONDS):
+        async with connect(gateway_url, "legacy") as client:
+            resources = await client.list_resources()
+            read = await client.read_resource("demo://notes/welcome")
+            prompts = await client.list_prompts()
+            prompt = await client.get_prompt("mcp__alpha__greeting", {"name": "Ada"})
+    assert [resource.uri for resource in resources.resources] == ["demo://notes/welcome"]  # first upstream keeps a URI
+    assert read.contents[0].text.startswith("# Welcome")  # type: ignore[union-attr]
+    assert [each.name for each in prompts.prompts] == ["mcp__alpha__greeting", "mcp__beta__greeting"]
+    assert "Ada" in prompt.messages[0].content.text  # type: ignore[union-attr]
+
+
+async def test_unnamespaced_upstreams_with_the_same_tool_settle_the_clash_in_configuration_order(
+    upstream_urls: dict[str, str],
+) -> None:
+    gateway = GatewayServer(upstreams(upstream_urls, namespaced=False), allowed_networks=LOOPBACK)
+    with uvicorn_serving(build_app(gateway, Settings()), lifespan="on") as url, anyio.fail_after(TEST_TIMEOUT_SECONDS):
+        async with connect(f"{url}/mcp", "legacy") as client:
+            names = [tool.name for tool in (await client.list_tools()).tools]
+            first = await client.call_tool("add", {"a": 1, "b": 1})
+            second = await client.call_tool("mcp__beta__add", {"a": 2, "b": 2})
+    assert names[:6] == ["add", "forecast", "divide", "mcp__beta__add", "mcp__beta__forecast", "mcp__beta__divide"]
+    assert first.structured_content == {"result": 2}
+    assert second.structured_content == {"result": 4}
+    assert any("beta/add is mcp__beta__add" in note for note in gateway.renamed)
+
+
+async def test_an_upstream_in_a_private_range_is_refused_unless_its_network_is_allowed(
+    upstream_urls: dict[str, str],
+) -> None:
+    gateway = GatewayServer(upstreams(upstream_urls))  # loopback not allowed: the default
+    with uvicorn_serving(build_app(gateway, Settings()), lifespan="on") as url, anyio.fail_after(TEST_TIMEOUT_SECONDS):
+        async with connect(f"{url}/mcp", "legacy") as client:
+            listing = await client.list_tools()
+    assert listing.tools == []  # nothing was fetched from any of them
+    assert set(gateway.failures) == {"alpha", "beta", "sdk"}
+    reason = gateway.failures["alpha"]
+    assert "address is not allowed" in reason and "127.0.0.1" not in reason  # the internal address is not told
+
+
+async def test_a_stdio_and_a_legacy_sse_upstream_are_served_with_their_disabled_tools_hidden() -> None:
+    hidden = frozenset({"die", "shout", "big", "environment", "greet", "count"})
+    with uvicorn_serving(sdk_upstream.build().sse_app(), lifespan="on") as legacy_url:
+        gateway = GatewayServer(
+            [
+                Upstream(name="files", transport="stdio", command=sys.executable, args=(sdk_upstream.__file__,)),
+                Upstream(name="old sse", transport="sse", url=f"{legacy_url}/sse", disabled_tools=hidden),
+            ],
+            allowed_networks=LOOPBACK,
+        )
+        with uvicorn_serving(build_app(gateway, Settings()), lifespan="on") as url:
+            with anyio.fail_after(TEST_TIMEOUT_SECONDS):
+                async with connect(f"{url}/mcp", "auto") as client:
+                    names = [tool.name for tool in (await client.list_tools()).tools]
+                    by_stdio = await client.call_tool("mcp__files__add", {"a": 2, "b": 2})
+                    by_sse = await client.call_tool("mcp__old_sse__add", {"a": 3, "b": 3})
+                    with pytest.raises(MCPError) as refused:
+                        await client.call_tool("mcp__old_sse__refuse", {})
+    assert "mcp__files__die" in names and "mcp__old_sse__die" not in names
+    assert [name for name in names if name.startswith("mcp__old_sse__")] == [
+        "mcp__old_sse__add",
+        "mcp__old_sse__fail",
+        "mcp__old_sse__refuse",
+    ]
+    assert by_stdio.content == [TextContent(type="text", text="4")]
+    assert by_sse.content == [TextContent(type="text", text="6")]
+    assert refused.value.error.code == sdk_upstream.REFUSED_CODE  # the upstream's JSON-RPC error, unchanged

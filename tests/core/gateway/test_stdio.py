@@ -1,0 +1,193 @@
+"""The gateway's upstream client over stdio, against a server built with the official Python SDK in its own
+process (tests/fixtures/sdk_upstream.py): the handshake, calls, what the upstream sends meanwhile, and the
+process's life and death."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import sys
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import pytest
+
+from core.gateway import stdio
+from core.gateway.client import UpstreamClient, UpstreamError, UpstreamUnavailableError
+from core.gateway.config import Upstream
+from core.gateway.stdio import StdioTransport
+from tests.fixtures.peers import RecordingPeer, text_of
+from tests.fixtures.sdk_upstream import REFUSED_CODE
+
+pytestmark = pytest.mark.anyio
+
+SERVER = str(Path(__file__).parents[2] / "fixtures" / "sdk_upstream.py")
+TIMEOUT = 20.0
+"""The client's timeout: generous, since the SDK takes a second or two to import on a busy machine."""
+QUICKLY = 5.0
+"""Well under TIMEOUT: a failure seen within it was noticed, not waited out."""
+
+
+@pytest.fixture(scope="module")
+def anyio_backend() -> str:
+    return "asyncio"
+
+
+def sdk_upstream(env: dict[str, str] | None = None) -> Upstream:
+    return Upstream(name="sdk", transport="stdio", command=sys.executable, args=(SERVER,), env=env or {})
+
+
+@pytest.fixture(scope="module")
+async def connected() -> AsyncIterator[UpstreamClient]:
+    """One SDK server process shared by the tests that leave it running."""
+    client = UpstreamClient(sdk_upstream(), timeout=TIMEOUT)
+    try:
+        await client.connect()
+        yield client
+    finally:
+        await client.close()
+
+
+async def test_an_sdk_upstream_shakes_hands_lists_its_tools_and_answers_calls(connected: UpstreamClient) -> None:
+    assert connected.version == "2025-11-25"
+    assert connected.server_info["name"] == "sdk-upstream"
+    assert {"add", "fail", "refuse", "count", "greet"} <= {tool["name"] for tool in await connected.list_tools()}
+    assert (await connected.call_tool("add", {"a": 2, "b": 3}))["structuredContent"] == {"result": 5}
+    assert (await connected.call_tool("fail", {}))["isError"] is True  # the tool's own failure passes through
+    with pytest.raises(UpstreamError) as refused:
+        await connected.call_tool("refuse", {})
+    assert refused.value.error["code"] == REFUSED_CODE  # the JSON-RPC error passes through unchanged
+
+
+async def test_progress_reaches_the_peer_of_the_call_it_is_about(connected: UpstreamClient) -> None:
+    counting = RecordingPeer()
+    assert (await connected.call_tool("count", {"steps": 3}, peer=counting))["structuredContent"] == {"result": 3}
+    assert [params["progress"] for _, params in counting.notified] == [1, 2, 3]
+
+
+async def test_progress_of_an_older_call_is_not_given_to_a_newer_one(connected: UpstreamClient) -> None:
+    older, newer = RecordingPeer("Ada", release=asyncio.Event()), RecordingPeer("Grace", release=asyncio.Event())
+    async with asyncio.timeout(QUICKLY):
+        first = asyncio.create_task(connected.call_tool("greet", {}, peer=older))
+        await older.was_asked.wait()
+        second = asyncio.create_task(connected.call_tool("greet", {}, peer=newer))
+        await newer.was_asked.wait()  # each question went to the call waiting most recently when it came
+        assert older.release is not None and newer.release is not None
+        older.release.set()
+        assert text_of(await first) == "hello Ada"  # its progress came while the newer call was waiting
+        newer.release.set()
+        assert text_of(await second) == "hello Grace"
+    assert [method for method, _ in older.notified] == ["notifications/progress"]
+    assert [method for method, _ in newer.notified] == ["notifications/progress"]
+
+
+async def test_an_elicitation_reaches_the_peer_and_its_answer_reaches_the_tool(connected: UpstreamClient) -> None:
+    peer = RecordingPeer("Grace")
+    greeted = await connected.call_tool("greet", {}, peer=peer)
+    assert (peer.asked, text_of(greeted)) == (["elicitation/create"], "hello Grace")
+
+
+async def test_a_request_after_a_timed_out_one_is_still_answered(connected: UpstreamClient) -> None:
+    quick = UpstreamClient(connected.upstream, timeout=0.001, transport=connected.transport)
+    quick.version = connected.version
+    with pytest.raises(UpstreamUnavailableError):
+        await quick.call_tool("count", {"steps": 1000})
+    assert (await connected.call_tool("add", {"a": 4, "b": 5}))["structuredContent"] == {"result": 9}
+
+
+async def test_the_upstream_gets_its_configured_environment_and_not_the_gateways(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("STRATUS_TEST_SECRET", "not for upstreams")
+    assert "STRATUS_TEST_SECRET" not in stdio.upstream_environment({})
+    client = UpstreamClient(sdk_upstream({"GREETING": "hi"}), timeout=TIMEOUT)
+    try:
+        await client.connect()
+        seen = await client.call_tool("environment", {"names": ["GREETING", "STRATUS_TEST_SECRET", "PATH"]})
+    finally:
+        await client.close()
+    assert seen["structuredContent"] == {"GREETING": "hi", "PATH": os.environ["PATH"]}
+
+
+async def test_a_process_dying_mid_call_fails_the_call_and_every_later_one_at_once() -> None:
+    client = UpstreamClient(sdk_upstream(), timeout=TIMEOUT)
+    try:
+        await client.connect()
+        with pytest.raises(UpstreamUnavailableError):
+            async with asyncio.timeout(QUICKLY):
+                await client.call_tool("die", {})
+        with pytest.raises(UpstreamUnavailableError):
+            async with asyncio.timeout(QUICKLY):
+                await client.call_tool("add", {"a": 1, "b": 2})
+    finally:
+        await client.close()
+
+
+async def test_a_message_over_the_line_bound_is_an_error_not_a_hang() -> None:
+    upstream = sdk_upstream()
+    transport = StdioTransport(sys.executable, (SERVER,), {}, timeout=TIMEOUT, max_line_bytes=64 * 1024)
+    client = UpstreamClient(upstream, timeout=TIMEOUT, transport=transport)
+    try:
+        await client.connect()
+        assert text_of(await client.call_tool("big", {"size": 1000})) == "x" * 1000
+        with pytest.raises(UpstreamUnavailableError):
+            async with asyncio.timeout(QUICKLY):
+                await client.call_tool("big", {"size": 200_000})
+    finally:
+        await client.close()
+    assert transport.process is not None and transport.process.returncode is not None
+
+
+async def test_a_chatty_stderr_is_drained_to_the_log_and_never_blocks_the_upstream(
+    connected: UpstreamClient, caplog: pytest.LogCaptureFixture
+) -> None:
+    with caplog.at_level(logging.DEBUG, logger="stratus.gateway"):
+        shouted = await connected.call_tool("shout", {"size": 1_000_000})  # far more than a pipe holds
+    assert shouted["structuredContent"] == {"result": 1_000_000}
+    assert any(getattr(record, "gateway_stderr", "").startswith("!") for record in caplog.records)
+
+
+async def test_close_ends_the_process_and_leaves_no_zombie() -> None:
+    client = UpstreamClient(sdk_upstream(), timeout=TIMEOUT)
+    await client.connect()
+    transport = client.transport
+    assert isinstance(transport, StdioTransport) and transport.process is not None
+    await client.close()
+    assert transport.process.returncode == 0  # it exited on its own once its input closed
+    assert_reaped(transport.process.pid)
+    with pytest.raises(UpstreamUnavailableError):
+        await client.call_tool("add", {"a": 1, "b": 2})
+
+
+@pytest.mark.parametrize(
+    "program",
+    [
+        "import signal; signal.pause()",  # ignores its closed input: terminated
+        "import signal; signal.signal(signal.SIGTERM, signal.SIG_IGN); signal.pause()",  # ignores SIGTERM: killed
+    ],
+)
+async def test_a_process_that_will_not_exit_is_terminated_then_killed(
+    program: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(stdio, "EXIT_SECONDS", 0.5)
+    transport = StdioTransport(sys.executable, ("-c", program), {}, timeout=TIMEOUT)
+    await transport.open()
+    assert transport.process is not None
+    async with asyncio.timeout(QUICKLY):
+        await transport.close()
+    assert transport.process.returncode is not None and transport.process.returncode < 0  # ended by a signal
+    assert_reaped(transport.process.pid)
+
+
+async def test_a_command_that_cannot_start_is_unavailable() -> None:
+    client = UpstreamClient(Upstream(name="gone", transport="stdio", command="/nonexistent/mcp-server"))
+    with pytest.raises(UpstreamUnavailableError):
+        await client.connect()
+    await client.close()
+
+
+def assert_reaped(pid: int) -> None:
+    """The process is gone from the process table: a zombie would still accept signal 0."""
+    with pytest.raises(ProcessLookupError):
+        os.kill(pid, 0)

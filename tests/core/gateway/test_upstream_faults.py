@@ -1,0 +1,117 @@
+"""An upstream that dies mid-call: the client gets a clear error, the upstream's breaker opens, and the gateway
+reconnects (after its backoff) once the upstream is back. A Stratus upstream in its own process, killed with
+SIGKILL while a call is running on it; the gateway served by uvicorn with the breaker's and the pool's clock in the
+test's hands."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+from contextlib import ExitStack
+from typing import Any
+
+import anyio
+import httpx
+import pytest
+
+from core import Settings, build_app
+from core.errors import CIRCUIT_OPEN
+from core.gateway.config import Upstream
+from core.gateway.served import GatewayServer
+from core.resilience.breaker import BreakerPolicy
+from core.stores.factory import build_stores
+from tests.core.pipeline.conftest import FakeClock
+from tests.processes import ServerUrl, free_port, stratus_process
+from tests.servers import uvicorn_serving
+from tests.wire import BASE_HEADERS, McpHttp
+
+pytestmark = [pytest.mark.anyio, pytest.mark.uvicorn]
+UPSTREAM_ENV = {"STRATUS_SECRET_KEY": "k"}
+
+
+@pytest.fixture(scope="module")
+def anyio_backend() -> str:
+    return "asyncio"
+
+
+def call(request_id: int, tool: str, arguments: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "jsonrpc": "2.0",
+        "id": request_id,
+        "method": "tools/call",
+        "params": {"name": tool, "arguments": arguments},
+    }
+
+
+async def hold_until_the_upstream_dies(http: httpx.AsyncClient, headers: dict[str, str], upstream: ServerUrl) -> Any:
+    """Call `hold` on a stream; once the upstream says it holds, kill it; the call's final answer."""
+    async with http.stream("POST", "/mcp", json=call(90, "mcp__up__hold", {}), headers=headers) as response:
+        assert response.headers["content-type"].startswith("text/event-stream")
+        async for line in response.aiter_lines():
+            if not line.startswith("data:") or not line[5:].strip():
+                continue
+            message = json.loads(line[5:])
+            if message.get("method") == "notifications/message" and message["params"]["data"] == "holding":
+                os.kill(upstream.pid, signal.SIGKILL)
+            if message.get("id") == 90:
+                return message
+    pytest.fail("the gateway ended the stream without answering")
+
+
+async def test_an_upstream_dying_mid_call_opens_its_breaker_and_is_reconnected_once_it_returns() -> None:
+    clock = FakeClock()
+    port = free_port()
+    upstream = Upstream(name="up", transport="http", url=f"http://127.0.0.1:{port}/mcp", protocol_version="2025-11-25")
+    breaker = BreakerPolicy(failure_threshold=2, window_seconds=60, cooldown_seconds=30)
+    gateway = GatewayServer([upstream], breaker=breaker, clock=clock, allowed_networks=["127.0.0.0/8"])
+    events: list[tuple[str, dict[str, Any]]] = []
+    gateway.listeners.append(lambda event, fields: events.append((event, fields)))
+    stores = build_stores("memory://", session_ttl_seconds=600, clock=clock)
+    app = build_app(gateway, Settings(), stores=stores)
+    with ExitStack() as stack, anyio.fail_after(60):
+        first = stack.enter_context(stratus_process("tests.apps:shared", UPSTREAM_ENV, port=port))
+        url = stack.enter_context(uvicorn_serving(app, lifespan="on"))
+        async with httpx.AsyncClient(base_url=url, timeout=15) as http:
+            session = await McpHttp(http).initialize()
+            headers = {**BASE_HEADERS, **session.headers}
+            assert isinstance(first, ServerUrl)
+            died = await hold_until_the_upstream_dies(http, headers, first)
+
+            unreachable = (
+                await session.request("tools/call", {"name": "mcp__up__add", "arguments": {"a": 1, "b": 2}})
+            ).json()
+            open_circuit = (
+                await session.request("tools/call", {"name": "mcp__up__add", "arguments": {"a": 1, "b": 2}})
+            ).json()
+            with stratus_process("tests.apps:shared", UPSTREAM_ENV, port=port):
+                still_open = (
+                    await session.request("tools/call", {"name": "mcp__up__add", "arguments": {"a": 1, "b": 2}})
+                ).json()
+                clock.advance(31)  # the breaker's cooldown and the reconnect backoff pass
+                recovered = (
+                    await session.request("tools/call", {"name": "mcp__up__add", "arguments": {"a": 1, "b": 2}})
+                ).json()
+
+    result = died["result"]
+    assert result["isError"] is True
+    assert result["content"][0]["text"].startswith("Upstream up is unavailable: up did not answer")
+    assert unreachable["result"]["isError"] is True  # the reconnect is refused: the breaker's second failure
+    assert "Upstream up is unavailable" in unreachable["result"]["content"][0]["text"]
+    assert open_circuit["error"]["code"] == CIRCUIT_OPEN
+    assert still_open["error"]["code"] == CIRCUIT_OPEN  # fails fast until the cooldown passes
+    assert recovered["result"]["structuredContent"] == {"result": 3}
+    moves = [(fields["from"], fields["to"]) for event, fields in events if event == "connection:state"]
+    assert moves == [
+        ("disconnected", "connecting"),
+        ("connecting", "connected"),
+        ("connected", "connecting"),  # the health check before reuse after the failure ...
+        ("connecting", "error"),  # ... fails
+        ("error", "connecting"),  # rebuilt at once: refused
+        ("connecting", "error"),
+        ("error", "connecting"),  # after the backoff, with the upstream back
+        ("connecting", "connected"),
+        ("connected", "disconnected"),  # the gateway shuts down
+    ]
+    called = [fields for event, fields in events if event == "tool:called"]
+    assert [(each["tool"], each["success"]) for each in called] == [("hold", False), ("add", False), ("add", True)]
