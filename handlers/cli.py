@@ -4,6 +4,7 @@
     stratus local [--app MODULE:ATTR | --gateway FILE] [--host HOST] [--port PORT] [--shape buffered|streaming]
                   [--payload v2|v1] [--store URL]
     stratus store create --store dynamodb://TABLE
+    stratus gateway list | add NAME JSON | update NAME JSON | remove NAME | import FILE | test NAME [--store URL]
 
 Flags override the matching `STRATUS_*` variables; the defaults serve the demo server on 127.0.0.1:8000 with the
 in-memory store.
@@ -18,6 +19,7 @@ from collections.abc import Sequence
 
 from core import build_app
 from core.config import SettingsError
+from handlers import gateway_admin
 from handlers.loading import load_served
 from handlers.secrets import settings_from_env
 
@@ -54,6 +56,7 @@ def _parser() -> argparse.ArgumentParser:
         "create", help="create the DynamoDB table (key schema and TTL) a store URL names"
     )
     create.add_argument("--store", required=True, help="dynamodb://TABLE")
+    gateway_admin.add_parser(commands)
     return parser
 
 
@@ -83,6 +86,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     if args.command == "store":
         return _create_store(args.store)
+    if args.command == "gateway":
+        try:
+            # The records sign nothing: a shared store's required secret key is not needed to edit them.
+            settings = settings_from_env(store=args.store, secret_key=os.environ.get("STRATUS_SECRET_KEY") or "-")
+        except SettingsError as exc:
+            print(f"stratus: {exc}", file=sys.stderr)
+            return 2
+        return gateway_admin.run(args, settings)
     try:
         settings = settings_from_env(app=args.app, store=args.store, gateway_config=args.gateway)
         server = load_served(settings)

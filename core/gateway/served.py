@@ -1,9 +1,12 @@
 """`GatewayServer`: an `McpServer` whose tools, prompts, resources and templates are those of its upstreams.
 
-Before each request the dispatcher lets it `refresh`: the container's catalog is rebuilt from the upstreams'
-lists in the shared cache (each fetched from its upstream only when the cache misses) once it is older than
-`catalog_seconds`, at once when a call names something the catalog lacks (at most once a second), and whenever an
-upstream says a list changed. A failing upstream offers nothing until it answers again; the others are served.
+Its upstreams are the configured ones (the `mcpServers` file) and those recorded in the store
+(core/gateway/registry.py), re-read with every rebuild: a recorded upstream that was added, changed or removed is
+connected, reconnected or dropped. Before each request the dispatcher lets it `refresh`: the container's catalog
+is rebuilt from the upstreams' lists in the shared cache (each fetched from its upstream only when the cache
+misses) once it is older than `catalog_seconds`, at once when a call names something the catalog lacks (at most
+once a second), and whenever an upstream says a list changed. A failing upstream offers nothing until it answers
+again; the others are served.
 
 Calls go through the same pipeline as local tools; each upstream's tools share one circuit breaker and one rate
 limit (`group` = `upstream:{name}`). An unreachable upstream is a failure for its breaker and an `isError` result
@@ -27,10 +30,11 @@ from core.gateway.addresses import UpstreamAddressError, check_upstream_address_
 from core.gateway.aggregate import aggregate_tools
 from core.gateway.cache import TOOLS_TTL_SECONDS, ToolsCache
 from core.gateway.client import UpstreamClient, UpstreamError, UpstreamUnavailableError
-from core.gateway.config import Upstream
+from core.gateway.config import GatewayConfigError, Upstream
 from core.gateway.connection import ConnectionState
 from core.gateway.pool import UpstreamPool, open_client
 from core.gateway.proxies import ContextPeer, ProxyPrompt, ProxyResource, ProxyTemplate, ProxyTool, UpstreamCallError
+from core.gateway.registry import UpstreamRegistry
 from core.pipeline.metrics import MetricsSink
 from core.resilience.breaker import BreakerPolicy
 from core.resilience.limiter import RateLimit
@@ -67,6 +71,7 @@ class GatewayServer(McpServer):
         name: str = "stratus-gateway",
         *,
         pool: UpstreamPool | None = None,
+        use_records: bool = True,
         resolve: Callable[[str], str] | None = None,
         allowed_networks: Sequence[str] = (),
         breaker: BreakerPolicy | None = UPSTREAM_BREAKER,
@@ -79,9 +84,12 @@ class GatewayServer(McpServer):
     ) -> None:
         super().__init__(name, **server)
         self.listeners: list[EventListener] = []
+        self.configured = list(upstreams)
+        self.use_records = use_records
+        self._records_version = 0
         self.resolve = resolve
         self.allowed_networks = parse_allowed_networks(",".join(allowed_networks))
-        self.pool = pool or UpstreamPool(upstreams, opener=self._open, on_state=self._state_changed, clock=clock)
+        self.pool = pool or UpstreamPool(self.configured, opener=self._open, on_state=self._state_changed, clock=clock)
         self.upstream_breaker = breaker
         self.upstream_rate_limit = rate_limit
         self.cache_ttl = cache_ttl
@@ -120,7 +128,25 @@ class GatewayServer(McpServer):
             return uri not in self.resources and not any(t.match(str(uri)) for t in self.templates.values())
         return False
 
+    async def _take_records(self, store: CacheStore) -> None:
+        """Serve the upstreams recorded in the store beside the configured ones, when the records changed."""
+        configured = {upstream.name for upstream in self.configured}
+        snapshot = await UpstreamRegistry(store, reserved=configured).snapshot()
+        if snapshot.version == self._records_version:
+            return
+        recorded = [upstream for upstream in snapshot.upstreams if upstream.name not in configured]
+        await self.pool.replace([*self.configured, *recorded])
+        self._records_version = snapshot.version
+        self._emit("servers:changed", {"upstreams": len(self.configured) + len(recorded)})
+
     async def _rebuild(self, cache: ToolsCache) -> None:
+        if self.use_records:
+            try:
+                await self._take_records(cache.store)
+            except GatewayConfigError as error:
+                logger.error(
+                    "the recorded upstreams are invalid; serving the previous set", extra={"reason": str(error)}
+                )
         offers: list[tuple[Upstream, dict[str, list[JsonObject]]]] = []
         failures: dict[str, str] = {}
         for upstream in self.pool.upstreams:
