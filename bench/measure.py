@@ -112,6 +112,14 @@ def notify(events: int) -> dict[str, float]:
     return figures
 
 
+def gateway(calls: int) -> dict[str, float]:
+    """A tools/call through a gateway beside the same call to its upstream, and its cached tools/list
+    (bench/gateway.py)."""
+    done = spawn([sys.executable, str(BENCH / "gateway.py"), "--calls", str(calls)], {**os.environ})
+    figures: dict[str, float] = ast.literal_eval(done.stdout.strip().splitlines()[-1])
+    return figures
+
+
 def scale_tools(python: Path, tools: int, calls: int, env: dict[str, str]) -> dict[str, float]:
     """A server of `tools` tools: cold start, RSS, warm tools/call and tools/list (bench/scale_tools.py)."""
     done = spawn([str(python), str(BENCH / "scale_tools.py"), str(tools), str(calls)], env)

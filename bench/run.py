@@ -49,6 +49,7 @@ PIPELINE_TARGET_US = 15.0
 LIMITED_PIPELINE_TARGET_US = 40.0
 SESSION_BYTES_TARGET = 1024
 NOTIFY_TARGET_MS = 5.0
+GATEWAY_OVERHEAD_TARGET_MS = 1.0
 FORBIDDEN = ("boto3", "botocore", "redis", "aws_lambda_powertools.tracing", "aws_xray_sdk")
 WARM_SUBJECTS = ("stratus", "stratus-legacy", "floor", "awslabs", "sdk", "fastmcp", "rmsl")
 SLOW_SUBJECTS = {"rmsl": 20}
@@ -190,6 +191,7 @@ def build_rows(
     notify: dict[str, float],
     served: dict[str, dict[str, float]],
     in_process: dict[str, dict[str, float]],
+    gateway: dict[str, float],
 ) -> tuple[list[Row], list[str]]:
     """The table's rows, and the notes under it."""
 
@@ -353,6 +355,22 @@ def build_rows(
             target="= 0 (none between heartbeats)",
             verdict=verdict(notify["idle_commands"] == 0),
         ),
+        Row(
+            "gateway: median ms added to a warm tools/call (loopback)",
+            {"stratus": gateway["overhead_median_ms"]},
+            digits=3,
+            ratios=False,
+            target=f"<= {GATEWAY_OVERHEAD_TARGET_MS:.0f}",
+            verdict=verdict(gateway["overhead_median_ms"] <= GATEWAY_OVERHEAD_TARGET_MS),
+        ),
+        Row(
+            "gateway: cached tools/list with the upstream stopped, median ms",
+            {"stratus": gateway["list_cached_median_ms"]},
+            digits=3,
+            ratios=False,
+            target="answered from the cache",
+            verdict=verdict(gateway["list_cached_without_upstream"] == 1.0),
+        ),
     ]
     watched = {
         subject: sorted({name for run in cold[subject] for name in run["watched"]}) or ["none"]
@@ -390,6 +408,11 @@ def build_rows(
         f"{notify['p90_ms']:.2f} ms = {notify['median_ms'] / notify['redis_ping_ms']:.1f}x a Redis PING "
         f"({notify['redis_ping_ms']:.3f} ms) in the same run; Redis commands over the quiet window with no stream "
         f"open: {notify['quiet_commands']:.0f}",
+        f"gateway (bench/gateway.py, {gateway['calls']:.0f} calls, 2026-07-28): tools/call median "
+        f"{gateway['direct_median_ms']:.3f} ms to the upstream, {gateway['gateway_median_ms']:.3f} ms through the "
+        f"gateway ({gateway['gateway_median_ms'] / gateway['direct_median_ms']:.2f}x); tools/list median "
+        f"{gateway['list_direct_median_ms']:.3f} ms to the upstream, {gateway['list_cached_median_ms']:.3f} ms from "
+        "the gateway's cache with the upstream stopped",
         f"pipeline (bench/pipeline.py, in-process medians): tool alone {pipeline['direct_us']:.1f} us, through the "
         f"pipeline {pipeline['pipeline_us']:.1f} us, with a rate limit and a breaker {pipeline['limited_us']:.1f} us",
     ]
@@ -627,6 +650,8 @@ def main(argv: Sequence[str] | None = None) -> None:
         stores = measure.stores(calls)
         _log("notifications across processes")
         notify = measure.notify(20 if args.smoke else 100 if args.quick else 300)
+        _log("gateway overhead")
+        gateway = measure.gateway(20 if args.smoke else 200 if args.quick else 1000)
         _log("ASGI in-process")
         in_process = {
             subject: measure.asgi(_python(pythons, subject), subject, calls, env)
@@ -647,7 +672,7 @@ def main(argv: Sequence[str] | None = None) -> None:
             ) from None
         raise
 
-    rows, notes = build_rows(cold, bare_cpu, ir, warm, pipeline, stores, notify, served, in_process)
+    rows, notes = build_rows(cold, bare_cpu, ir, warm, pipeline, stores, notify, served, in_process, gateway)
     notes += scaling_notes(sessions, tools)
     if ir is None and not args.quick and not args.no_callgrind:
         notes.append("instruction counts skipped: valgrind is not installed")

@@ -188,9 +188,10 @@ class UpstreamPool:
             await self._drop(slot)
 
 
-async def open_client(upstream: Upstream) -> UpstreamClient:
-    """A connected client of `upstream` (closed again when connecting fails)."""
-    client = UpstreamClient(upstream)
+async def open_client(upstream: Upstream, *, request_seconds: float = 30.0) -> UpstreamClient:
+    """A connected client of `upstream` whose requests may each take `request_seconds` (closed again when
+    connecting fails)."""
+    client = UpstreamClient(upstream, timeout=request_seconds)
     try:
         await client.connect()
     except BaseException:

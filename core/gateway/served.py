@@ -72,6 +72,7 @@ class GatewayServer(McpServer):
         *,
         pool: UpstreamPool | None = None,
         use_records: bool = True,
+        upstream_timeout: float = 30.0,
         resolve: Callable[[str], str] | None = None,
         allowed_networks: Sequence[str] = (),
         breaker: BreakerPolicy | None = UPSTREAM_BREAKER,
@@ -86,6 +87,7 @@ class GatewayServer(McpServer):
         self.listeners: list[EventListener] = []
         self.configured = list(upstreams)
         self.use_records = use_records
+        self.upstream_timeout = upstream_timeout
         self._records_version = 0
         self.resolve = resolve
         self.allowed_networks = parse_allowed_networks(",".join(allowed_networks))
@@ -234,7 +236,7 @@ class GatewayServer(McpServer):
                 )
             except ValueError as error:
                 raise UpstreamUnavailableError(f"{upstream.name}: {error}") from None
-        return await open_client(upstream)
+        return await open_client(upstream, request_seconds=self.upstream_timeout)
 
     def _policy(self, upstream: str) -> ToolPolicy:
         return ToolPolicy(

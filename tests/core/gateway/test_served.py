@@ -18,8 +18,10 @@ from mcp.shared.exceptions import MCPError
 from mcp_types import TextContent
 
 from core import Settings, build_app
+from core.errors import RATE_LIMITED
 from core.gateway.config import Upstream
 from core.gateway.served import GatewayServer
+from core.resilience.limiter import RateLimit
 from examples.demo import server as demo
 from tests.fixtures import sdk_upstream
 from tests.servers import uvicorn_serving
@@ -185,3 +187,20 @@ async def test_a_stdio_and_a_legacy_sse_upstream_are_served_with_their_disabled_
     assert by_stdio.content == [TextContent(type="text", text="4")]
     assert by_sse.content == [TextContent(type="text", text="6")]
     assert refused.value.error.code == sdk_upstream.REFUSED_CODE  # the upstream's JSON-RPC error, unchanged
+
+
+async def test_an_upstreams_tools_share_one_rate_limit_that_leaves_the_others_alone(
+    upstream_urls: dict[str, str],
+) -> None:
+    gateway = GatewayServer(
+        upstreams(upstream_urls), allowed_networks=LOOPBACK, rate_limit=RateLimit(rate=0.001, burst=2)
+    )
+    with uvicorn_serving(build_app(gateway, Settings()), lifespan="on") as url, anyio.fail_after(TEST_TIMEOUT_SECONDS):
+        async with connect(f"{url}/mcp", "legacy") as client:
+            await client.call_tool("mcp__alpha__add", {"a": 1, "b": 1})
+            await client.call_tool("mcp__alpha__divide", {"numerator": 1, "denominator": 1})
+            with pytest.raises(MCPError) as limited:
+                await client.call_tool("mcp__alpha__add", {"a": 1, "b": 1})  # alpha's third call
+            other = await client.call_tool("mcp__beta__add", {"a": 1, "b": 1})
+    assert limited.value.error.code == RATE_LIMITED
+    assert other.structured_content == {"result": 2}

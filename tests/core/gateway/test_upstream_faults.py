@@ -1,13 +1,15 @@
 """An upstream that dies mid-call: the client gets a clear error, the upstream's breaker opens, and the gateway
-reconnects (after its backoff) once the upstream is back. A Stratus upstream in its own process, killed with
-SIGKILL while a call is running on it; the gateway served by uvicorn with the breaker's and the pool's clock in the
-test's hands."""
+reconnects (after its backoff) once the upstream is back. An upstream that hangs: given up on at the gateway's
+upstream timeout, told to stop, and its connection kept for the next call. The dying upstream is a Stratus server in
+its own process, killed with SIGKILL while a call runs on it; the gateway is served by uvicorn with the breaker's and
+the pool's clock in the test's hands."""
 
 from __future__ import annotations
 
 import json
 import os
 import signal
+import threading
 from contextlib import ExitStack
 from typing import Any
 
@@ -15,7 +17,7 @@ import anyio
 import httpx
 import pytest
 
-from core import Settings, build_app
+from core import Context, McpServer, Settings, build_app
 from core.errors import CIRCUIT_OPEN
 from core.gateway.config import Upstream
 from core.gateway.served import GatewayServer
@@ -115,3 +117,40 @@ async def test_an_upstream_dying_mid_call_opens_its_breaker_and_is_reconnected_o
     ]
     called = [fields for event, fields in events if event == "tool:called"]
     assert [(each["tool"], each["success"]) for each in called] == [("hold", False), ("add", False), ("add", True)]
+
+
+async def test_an_upstream_that_hangs_is_given_up_on_at_its_timeout_and_told_to_stop() -> None:
+    upstream = McpServer("hanging")
+    told_to_stop = threading.Event()
+
+    @upstream.tool(timeout=30)
+    async def hang(ctx: Context) -> str:
+        await ctx.signal.wait()
+        told_to_stop.set()
+        return "stopped"
+
+    @upstream.tool()
+    def ping() -> str:
+        return "pong"
+
+    with uvicorn_serving(build_app(upstream, Settings())) as upstream_url:
+        gateway = GatewayServer(
+            [Upstream(name="up", transport="http", url=f"{upstream_url}/mcp", protocol_version="2025-11-25")],
+            allowed_networks=["127.0.0.0/8"],
+            upstream_timeout=0.5,
+        )
+        events: list[tuple[str, dict[str, Any]]] = []
+        gateway.listeners.append(lambda event, fields: events.append((event, fields)))
+        with uvicorn_serving(build_app(gateway, Settings()), lifespan="on") as url, anyio.fail_after(20):
+            async with httpx.AsyncClient(base_url=url, timeout=15) as http:
+                session = await McpHttp(http).initialize()
+                hung = (await session.request("tools/call", {"name": "mcp__up__hang", "arguments": {}})).json()
+                assert await anyio.to_thread.run_sync(told_to_stop.wait, 10)
+                after = (await session.request("tools/call", {"name": "mcp__up__ping", "arguments": {}})).json()
+    assert hung["result"]["isError"] is True
+    assert (
+        hung["result"]["content"][0]["text"] == "Upstream up is unavailable: up did not answer tools/call within 0.5 s"
+    )
+    assert after["result"]["content"][0]["text"] == "pong"  # the same upstream serves its other tools at once
+    took = [fields["ms"] for event, fields in events if event == "tool:called"]
+    assert 500 <= took[0] < 5000

@@ -1,0 +1,135 @@
+"""Gateway overhead: a tools/call through `stratus serve --gateway` beside the same call made to its upstream.
+
+    .venv/bin/python bench/gateway.py [--calls 500]
+
+Two processes on loopback: the upstream (`stratus serve --app examples.add:server`) and a gateway fronting it, not
+namespaced; the client (httpx, in this process) alternates a 2026-07-28 `add` call to each, after a warm-up that
+leaves the gateway's pooled connection open, and reports both medians and their difference (the gateway's cost:
+one more HTTP hop on loopback plus its own pipeline). Then the upstream is stopped and `tools/list` is asked of the
+gateway: answered from the shared cache, it needs no upstream. Prints a summary, then the figures as one Python
+literal (what bench/run.py reads). A benchmark: it reports, it never fails on a timing.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+REPO = Path(__file__).resolve().parent.parent
+HEADERS = {"accept": "application/json, text/event-stream", "content-type": "application/json"}
+META = {
+    "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+    "io.modelcontextprotocol/clientCapabilities": {},
+    "io.modelcontextprotocol/clientInfo": {"name": "bench", "version": "1"},
+}
+TARGET_OVERHEAD_MS = 1.0
+ADD = {"name": "add", "arguments": {"a": 1, "b": 2}}
+Process = subprocess.Popen[bytes]
+
+
+def _free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+@contextmanager
+def serving(*arguments: str, environment: dict[str, str] | None = None) -> Iterator[tuple[str, Process]]:
+    """One `stratus serve` process; ended by its PID."""
+    port = _free_port()
+    env = {k: v for k, v in os.environ.items() if not k.startswith("STRATUS_")} | (environment or {})
+    command = [sys.executable, "-m", "handlers.cli", "serve", *arguments, "--port", str(port)]
+    process = subprocess.Popen(command, cwd=REPO, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        deadline = time.monotonic() + 20
+        while True:
+            try:
+                with socket.create_connection(("127.0.0.1", port), timeout=0.2):
+                    break
+            except OSError:
+                if process.poll() is not None or time.monotonic() > deadline:
+                    raise SystemExit("stratus serve did not start") from None
+                time.sleep(0.05)
+        yield f"http://127.0.0.1:{port}/mcp", process
+    finally:
+        if process.poll() is None:
+            process.terminate()
+            process.wait(timeout=10)
+
+
+def request(method: str, request_id: int, **params: Any) -> tuple[bytes, dict[str, str]]:
+    body = {"jsonrpc": "2.0", "id": request_id, "method": method, "params": {**params, "_meta": META}}
+    headers = {**HEADERS, "mcp-protocol-version": "2026-07-28", "mcp-method": method}
+    if "name" in params:
+        headers["mcp-name"] = params["name"]
+    return json.dumps(body).encode(), headers
+
+
+async def timed(http: httpx.AsyncClient, url: str, method: str, request_id: int, **params: Any) -> float:
+    content, headers = request(method, request_id, **params)
+    began = time.perf_counter()
+    answer = await http.post(url, content=content, headers=headers)
+    elapsed = (time.perf_counter() - began) * 1000
+    assert answer.status_code == 200 and "result" in answer.json(), answer.text
+    return elapsed
+
+
+async def run(calls: int) -> dict[str, float]:
+    with tempfile.TemporaryDirectory() as folder, serving("--app", "examples.add:server") as (upstream, process):
+        config = Path(folder) / "gateway.json"
+        config.write_text(json.dumps({"mcpServers": {"add": {"url": upstream, "namespaced": False}}}))
+        allowed = {"STRATUS_GATEWAY_ALLOWED_NETWORKS": "127.0.0.0/8"}
+        with serving("--gateway", str(config), environment=allowed) as (gateway, _):
+            async with httpx.AsyncClient(timeout=30) as http:
+                for number in range(max(20, calls // 10)):  # warm-up: connections, the gateway's catalog and pool
+                    await timed(http, gateway, "tools/call", number, **ADD)
+                    await timed(http, upstream, "tools/call", number, **ADD)
+                direct, through = [], []
+                for number in range(calls):
+                    direct.append(await timed(http, upstream, "tools/call", number, **ADD))
+                    through.append(await timed(http, gateway, "tools/call", number, **ADD))
+                lists_direct = [await timed(http, upstream, "tools/list", number) for number in range(calls // 5)]
+                process.terminate()  # the upstream goes away; the gateway's lists come from the cache
+                process.wait(timeout=10)
+                lists_cached = [await timed(http, gateway, "tools/list", number) for number in range(calls // 5)]
+    return {
+        "calls": calls,
+        "direct_median_ms": statistics.median(direct),
+        "gateway_median_ms": statistics.median(through),
+        "overhead_median_ms": statistics.median(through) - statistics.median(direct),
+        "list_direct_median_ms": statistics.median(lists_direct),
+        "list_cached_median_ms": statistics.median(lists_cached),
+        "list_cached_without_upstream": 1.0,
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--calls", type=int, default=500)
+    figures = asyncio.run(run(parser.parse_args().calls))
+    print(
+        f"tools/call median: direct {figures['direct_median_ms']:.3f} ms, through the gateway "
+        f"{figures['gateway_median_ms']:.3f} ms, overhead {figures['overhead_median_ms']:.3f} ms "
+        f"(target <= {TARGET_OVERHEAD_MS:.0f} ms); tools/list from the cache with the upstream stopped: "
+        f"{figures['list_cached_median_ms']:.3f} ms (direct {figures['list_direct_median_ms']:.3f} ms)",
+        file=sys.stderr,
+    )
+    print(repr(figures))
+
+
+if __name__ == "__main__":
+    main()
