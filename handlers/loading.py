@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib
+import os
 from pathlib import Path
 
 from core.config import Settings
@@ -38,4 +39,10 @@ def load_served(settings: Settings) -> McpServer:
     from handlers.secrets import resolve_reference
 
     upstreams = parse_document(Path(settings.gateway_config).read_text(encoding="utf-8"))
-    return GatewayServer(upstreams, resolve=resolve_reference, allowed_networks=settings.gateway_allowed_networks)
+    return GatewayServer(
+        upstreams,
+        resolve=resolve_reference,
+        allowed_networks=settings.gateway_allowed_networks,
+        # A Lambda container is frozen between invocations: it cannot keep listening to its upstreams.
+        watch="AWS_LAMBDA_FUNCTION_NAME" not in os.environ,
+    )

@@ -14,9 +14,11 @@ from __future__ import annotations
 
 import asyncio
 import itertools
+from collections.abc import AsyncIterator
 from typing import Any, Protocol
 
 from core.gateway.config import Upstream
+from core.gateway.demux import LIST_CHANGES
 from core.gateway.transport import (
     SessionLostError,
     StreamableHttpTransport,
@@ -30,6 +32,8 @@ __all__ = ["UpstreamClient", "UpstreamError", "UpstreamPeer", "UpstreamUnavailab
 JsonObject = dict[str, Any]
 CLIENT_INFO = {"name": "stratus-gateway", "version": "0.1.0"}
 MAX_PAGES = 100
+LISTEN_SECONDS = 3600.0
+"""The longest one `subscriptions/listen` request is left open (the upstream usually ends it sooner)."""
 MAX_INPUT_ROUNDS = 10
 """How many times a 2026-07-28 upstream may answer `input_required` to one call before the gateway gives up."""
 CANCEL_SEND_SECONDS = 2.0
@@ -141,8 +145,11 @@ class UpstreamClient:
         self.capabilities = result.get("capabilities", {})
         await self._send({"jsonrpc": "2.0", "method": "notifications/initialized"})
 
-    async def request(self, method: str, params: JsonObject, *, peer: UpstreamPeer | None = None) -> JsonObject:
-        """The upstream's result for `method`; what it sends meanwhile goes to `peer`.
+    async def request(
+        self, method: str, params: JsonObject, *, peer: UpstreamPeer | None = None, within: float | None = None
+    ) -> JsonObject:
+        """The upstream's result for `method` within `within` seconds (the client's timeout by default); what it
+        sends meanwhile goes to `peer`.
 
         Raises:
             UpstreamError: the upstream answered with a JSON-RPC error.
@@ -150,12 +157,12 @@ class UpstreamClient:
         """
         body = self._body(method, params, peer)
         try:
-            return await self._exchange(body, peer)
+            return await self._exchange(body, peer, within)
         except SessionLostError:
             if method == "initialize":
                 raise
             await self._initialize()  # the upstream forgot the session before running anything: open another
-            return await self._exchange(self._body(method, params, peer), peer)
+            return await self._exchange(self._body(method, params, peer), peer, within)
 
     def _body(self, method: str, params: JsonObject, peer: UpstreamPeer | None) -> JsonObject:
         request_id = next(self._ids)
@@ -173,10 +180,11 @@ class UpstreamClient:
             sent["_meta"] = meta
         return {"jsonrpc": "2.0", "id": request_id, "method": method, "params": sent}
 
-    async def _exchange(self, body: JsonObject, peer: UpstreamPeer | None) -> JsonObject:
+    async def _exchange(self, body: JsonObject, peer: UpstreamPeer | None, within: float | None = None) -> JsonObject:
         finished = False
+        limit = self.timeout if within is None else within
         try:
-            async with asyncio.timeout(self.timeout):
+            async with asyncio.timeout(limit):
                 async for message in self.transport.exchange(body):
                     if message.get("id") == body["id"] and ("result" in message or "error" in message):
                         finished = True
@@ -184,7 +192,7 @@ class UpstreamClient:
                     await self._relay(message, peer)
         except TimeoutError:
             raise UpstreamUnavailableError(
-                f"{self.upstream.name} did not answer {body['method']} within {self.timeout:g} s"
+                f"{self.upstream.name} did not answer {body['method']} within {limit:g} s"
             ) from None
         except UpstreamUnavailableError as error:
             if isinstance(error, SessionLostError):
@@ -292,6 +300,44 @@ class UpstreamClient:
         if stopped is not None:
             raise stopped
 
+    async def changes(self) -> AsyncIterator[str]:
+        """The kinds of list (`tools`, `prompts`, `resources`) the upstream says changed, until the connection
+        ends: from a 2026-07-28 upstream's `subscriptions/listen` streams, else from what the transport receives
+        about no request (a session's GET stream, stdio, the legacy SSE stream)."""
+        source = self._listen() if self.modern else self.transport.notifications()
+        async for message in source:
+            kind = LIST_CHANGES.get(message.get("method"))  # type: ignore[arg-type]
+            if kind is not None:
+                yield kind
+
+    async def _listen(self) -> AsyncIterator[JsonObject]:
+        """Notifications of successive `subscriptions/listen` requests (each ends at the upstream's stream limit)."""
+        heard: asyncio.Queue[JsonObject] = asyncio.Queue()
+        listener = _Listener(heard)
+        wanted = {
+            "notifications": dict.fromkeys(("toolsListChanged", "promptsListChanged", "resourcesListChanged"), True)
+        }
+        while True:
+            listening = asyncio.ensure_future(
+                self.request("subscriptions/listen", wanted, peer=listener, within=LISTEN_SECONDS)
+            )
+            try:
+                while not listening.done() or not heard.empty():
+                    if not heard.empty():
+                        yield heard.get_nowait()
+                        continue
+                    arrival = asyncio.ensure_future(heard.get())
+                    await asyncio.wait({arrival, listening}, return_when=asyncio.FIRST_COMPLETED)
+                    if arrival.done():
+                        yield arrival.result()
+                    else:
+                        arrival.cancel()
+                listening.result()  # an error (the upstream does not offer it, or went away) ends the watch
+            except (UpstreamError, UpstreamUnavailableError):
+                return
+            finally:
+                listening.cancel()
+
     async def close(self) -> None:
         """End the upstream session (handshake era) and release the connections or the process."""
         await self.transport.close()
@@ -303,3 +349,24 @@ class UpstreamClient:
             raise UpstreamError(error if isinstance(error, dict) else {"code": -32603, "message": str(error)})
         result = answer.get("result")
         return result if isinstance(result, dict) else {}
+
+
+class _Listener:
+    """The peer of a `subscriptions/listen` request: keeps what it hears, asks the gateway's client nothing."""
+
+    def __init__(self, heard: asyncio.Queue[JsonObject]) -> None:
+        self.heard = heard
+
+    @property
+    def capabilities(self) -> JsonObject:
+        return {}
+
+    @property
+    def log_level(self) -> str | None:
+        return None
+
+    async def notify(self, method: str, params: JsonObject) -> None:
+        self.heard.put_nowait({"method": method, "params": params})
+
+    async def ask(self, method: str, params: JsonObject, key: str | None = None) -> JsonObject:
+        raise UpstreamError({"code": -32601, "message": f"{method} is not available here"})

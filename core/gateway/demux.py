@@ -3,8 +3,9 @@
 A response goes to the request with its id. A notification whose params carry `progressToken` goes to the
 request of that token (the client sets it to the request's id); any other notification or upstream request
 goes to the most recent request still waiting, for want of anything better on these wires, and is dropped when
-none waits. The transport answers what nobody else can: `ping`, and an upstream request no request waits for
-(the upstream would otherwise wait for an answer until its own timeout). When the stream ends, every waiting
+none waits; list changes (`notifications/*/list_changed`) belong to no request and go to `changes()` instead.
+The transport answers what nobody else can: `ping`, and an upstream request no request waits for (the upstream
+would otherwise wait for an answer until its own timeout). When the stream ends, every waiting
 request fails with the reason, and so does every later one.
 """
 
@@ -21,6 +22,8 @@ from core.gateway.transport import UpstreamUnavailableError
 JsonObject = dict[str, Any]
 MAX_BACKLOG = 1000
 """How many messages about one request may wait to be passed on before the request fails as flooded."""
+MAX_CHANGES = 100
+"""How many list changes may wait for the watcher; older ones are dropped first (a newer one says the same)."""
 
 logger = logging.getLogger("stratus.gateway")
 
@@ -63,6 +66,7 @@ class Demux:
     def __init__(self) -> None:
         self._waiting: dict[str | int, Inbox] = {}
         self._ended: str | None = None
+        self._changes: asyncio.Queue[JsonObject | None] = asyncio.Queue()
 
     @contextmanager
     def expecting(self, request_id: Any) -> Iterator[Inbox]:
@@ -100,6 +104,9 @@ class Demux:
             else:
                 inbox.put(message)
             return None
+        if "id" not in message and is_list_change(method):
+            self._announce(message)
+            return None
         if "id" in message and method == "ping":
             return {"jsonrpc": "2.0", "id": message["id"], "result": {}}
         params = message.get("params")
@@ -117,8 +124,23 @@ class Demux:
         if message is not None and _is_response(message):
             self.route(message)
 
+    async def changes(self) -> AsyncIterator[JsonObject]:
+        """The upstream's list-change notifications, until the stream ends."""
+        while self._ended is None or not self._changes.empty():
+            message = await self._changes.get()
+            if message is None:
+                return
+            yield message
+
+    def _announce(self, message: JsonObject | None) -> None:
+        if self._changes.qsize() >= MAX_CHANGES:
+            self._changes.get_nowait()
+        self._changes.put_nowait(message)
+
     def fail(self, reason: str) -> None:
         """End the stream: every waiting request and every later one fails with `reason` (the first one given)."""
+        if self._ended is None:
+            self._announce(None)
         self._ended = self._ended or reason
         waiting, self._waiting = self._waiting, {}
         for inbox in waiting.values():
@@ -139,3 +161,12 @@ class Demux:
 
 def _is_response(message: JsonObject) -> bool:
     return "method" not in message and ("result" in message or "error" in message)
+
+
+def is_list_change(method: object) -> bool:
+    """Whether `method` is a `notifications/{tools,prompts,resources}/list_changed`."""
+    return method in LIST_CHANGES
+
+
+LIST_CHANGES = {f"notifications/{kind}/list_changed": kind for kind in ("tools", "prompts", "resources")}
+"""Each list-change notification, and the kind of list it is about."""

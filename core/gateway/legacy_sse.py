@@ -133,6 +133,10 @@ class LegacySseTransport:
                 await self._stop_listening("was not opened")
                 raise
 
+    def notifications(self) -> AsyncIterator[JsonObject]:
+        """The upstream's list changes, until the stream ends."""
+        return self._demux.changes()
+
     async def exchange(self, message: JsonObject) -> AsyncIterator[JsonObject]:
         with self._demux.expecting(message.get("id")) as inbox:
             await self._post(message)

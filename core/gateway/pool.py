@@ -21,6 +21,8 @@ from core.gateway.client import UpstreamClient, UpstreamError, UpstreamUnavailab
 from core.gateway.config import Upstream
 from core.gateway.connection import ConnectionState, ConnectionTracker, StateListener
 
+ChangeListener = Callable[[str, str], Awaitable[None]]
+"""(upstream, kind): the upstream says its list of `kind` changed."""
 Opener = Callable[[Upstream], Awaitable[UpstreamClient]]
 """Builds and connects a client of an upstream, or raises UpstreamError / UpstreamUnavailableError."""
 CHECK_AFTER_SECONDS = 30.0
@@ -35,6 +37,7 @@ class _Slot:
     last_ok: float = 0.0
     suspect: bool = False
     retry_at: float = 0.0
+    watcher: asyncio.Task[None] | None = None
 
 
 class UpstreamPool:
@@ -49,12 +52,14 @@ class UpstreamPool:
         check_after: float = CHECK_AFTER_SECONDS,
         max_attempts: int = 8,
         on_state: StateListener | None = None,
+        on_change: ChangeListener | None = None,
     ) -> None:
         self._open = opener or open_client
         self._clock = clock
         self._check_after = check_after
         self._max_attempts = max_attempts
         self._listeners = [on_state] if on_state is not None else []
+        self._on_change = on_change
         self._slots = {upstream.name: self._slot(upstream) for upstream in upstreams}
         self._in_flight = 0
         self._idle = asyncio.Event()
@@ -98,6 +103,7 @@ class UpstreamPool:
             await client.list_tools()
         except (UpstreamError, UpstreamUnavailableError):
             slot.client = None
+            _stop(slot)
             slot.tracker.move(ConnectionState.CONNECTING)
             slot.tracker.move(ConnectionState.ERROR)
             slot.retry_at = self._clock()  # a connection that worked earlier is rebuilt at once
@@ -127,6 +133,20 @@ class UpstreamPool:
             raise
         slot.tracker.move(ConnectionState.CONNECTED)
         slot.client, slot.suspect, slot.last_ok = client, False, self._clock()
+        if self._on_change is not None:
+            slot.watcher = asyncio.create_task(
+                self._watch(slot.upstream.name, client), name=f"watch-{slot.upstream.name}"
+            )
+
+    async def _watch(self, name: str, client: UpstreamClient) -> None:
+        """Pass on the upstream's list changes while its connection lives (long-lived processes only: a frozen
+        Lambda container's watcher simply waits)."""
+        assert self._on_change is not None
+        try:
+            async for kind in client.changes():
+                await self._on_change(name, kind)
+        except (UpstreamError, UpstreamUnavailableError):
+            return  # the connection broke: its next use checks it
 
     def succeeded(self, name: str) -> None:
         """A request through the upstream's connection just worked: no check needed for a while."""
@@ -172,6 +192,7 @@ class UpstreamPool:
 
     async def _drop(self, slot: _Slot) -> None:
         client, slot.client = slot.client, None
+        _stop(slot)
         if slot.tracker.state in (ConnectionState.CONNECTED, ConnectionState.ERROR):
             slot.tracker.move(ConnectionState.DISCONNECTED)
         if client is not None:
@@ -186,6 +207,12 @@ class UpstreamPool:
             pass
         for slot in self._slots.values():
             await self._drop(slot)
+
+
+def _stop(slot: _Slot) -> None:
+    watcher, slot.watcher = slot.watcher, None
+    if watcher is not None:
+        watcher.cancel()
 
 
 async def open_client(upstream: Upstream, *, request_seconds: float = 30.0) -> UpstreamClient:

@@ -25,7 +25,7 @@ import time
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
-from core.errors import INTERNAL_ERROR, McpError
+from core.errors import INTERNAL_ERROR, McpError, StoreUnavailableError
 from core.gateway.addresses import UpstreamAddressError, check_upstream_address_async, parse_allowed_networks
 from core.gateway.aggregate import aggregate_tools
 from core.gateway.cache import TOOLS_TTL_SECONDS, ToolsCache
@@ -36,6 +36,7 @@ from core.gateway.pool import UpstreamPool, open_client
 from core.gateway.proxies import ContextPeer, ProxyPrompt, ProxyResource, ProxyTemplate, ProxyTool, UpstreamCallError
 from core.gateway.registry import UpstreamRegistry
 from core.pipeline.metrics import MetricsSink
+from core.protocol.notices import NoticeBoard
 from core.resilience.breaker import BreakerPolicy
 from core.resilience.limiter import RateLimit
 from core.server.context import Context
@@ -43,6 +44,7 @@ from core.server.policy import ToolPolicy
 from core.server.server import McpServer
 from core.server.tools import ToolError
 from core.stores.extras import CacheStore
+from core.stores.factory import Stores
 
 logger = logging.getLogger("stratus.gateway")
 
@@ -73,6 +75,7 @@ class GatewayServer(McpServer):
         pool: UpstreamPool | None = None,
         use_records: bool = True,
         upstream_timeout: float = 30.0,
+        watch: bool = True,
         resolve: Callable[[str], str] | None = None,
         allowed_networks: Sequence[str] = (),
         breaker: BreakerPolicy | None = UPSTREAM_BREAKER,
@@ -91,7 +94,13 @@ class GatewayServer(McpServer):
         self._records_version = 0
         self.resolve = resolve
         self.allowed_networks = parse_allowed_networks(",".join(allowed_networks))
-        self.pool = pool or UpstreamPool(self.configured, opener=self._open, on_state=self._state_changed, clock=clock)
+        self.pool = pool or UpstreamPool(
+            self.configured,
+            opener=self._open,
+            on_state=self._state_changed,
+            on_change=self.list_changed if watch else None,
+            clock=clock,
+        )
         self.upstream_breaker = breaker
         self.upstream_rate_limit = rate_limit
         self.cache_ttl = cache_ttl
@@ -102,19 +111,22 @@ class GatewayServer(McpServer):
         self._missed_at = -1.0
         self._lock = asyncio.Lock()
         self._cache: ToolsCache | None = None
+        self._notices: NoticeBoard | None = None
         self.renamed: tuple[str, ...] = ()
         self.failures: dict[str, str] = {}
         """Upstreams left out of the catalog at its last rebuild, with the reason."""
 
     # -- the catalog -----------------------------------------------------------------------------------------
 
-    async def refresh(self, cache: CacheStore, method: str, params: JsonObject) -> None:
+    async def refresh(self, stores: Stores, method: str, params: JsonObject) -> None:
+        cache = stores.cache
         now = self._clock()
         stale = self._built_at is None or now - self._built_at >= self.catalog_seconds
         if not stale and self._misses(method, params) and now - self._missed_at >= 1.0:
             self._missed_at, stale = now, True
         if self._cache is None or self._cache.store is not cache:
             self._cache = ToolsCache(cache, ttl_seconds=self.cache_ttl)
+            self._notices = NoticeBoard(stores.events)
         if stale:
             async with self._lock:
                 if self._built_at is None or self._built_at < now:
@@ -244,12 +256,19 @@ class GatewayServer(McpServer):
         )
 
     async def list_changed(self, upstream: str, kind: str) -> None:
-        """An upstream said a list changed: forget it everywhere, rebuild here on the next request."""
+        """An upstream said a list changed: forget it everywhere, rebuild here on the next request, and tell the
+        gateway's own listening clients."""
         found = next((each for each in self.pool.upstreams if each.name == upstream), None)
-        if found is not None and self._cache is not None:
-            kinds = ("resources", "resourceTemplates") if kind == "resources" else (kind,)
-            await self._cache.invalidate(found, kinds)
         self._built_at = None
+        self._emit("list:changed", {"upstream": upstream, "kind": kind})
+        try:
+            if found is not None and self._cache is not None:
+                kinds = ("resources", "resourceTemplates") if kind == "resources" else (kind,)
+                await self._cache.invalidate(found, kinds)
+            if self._notices is not None:
+                await self._notices.publish(f"notifications/{kind}/list_changed", {})
+        except StoreUnavailableError:
+            logger.warning("a list change could not be shared: the store is unavailable", extra={"upstream": upstream})
 
     # -- calls -----------------------------------------------------------------------------------------------
 

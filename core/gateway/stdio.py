@@ -96,6 +96,10 @@ class StdioTransport:
         except (OSError, ValueError) as error:
             raise UpstreamUnavailableError(f"could not be started: {type(error).__name__}") from None
 
+    def notifications(self) -> AsyncIterator[JsonObject]:
+        """The upstream's list changes, until the stream ends."""
+        return self._demux.changes()
+
     async def exchange(self, message: JsonObject) -> AsyncIterator[JsonObject]:
         with self._demux.expecting(message.get("id")) as inbox:
             await self._write(message)

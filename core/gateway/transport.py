@@ -41,6 +41,10 @@ class UpstreamTransport(Protocol):
     async def send(self, message: JsonObject) -> None:
         """Send a notification, or a reply to one of the upstream's requests."""
 
+    def notifications(self) -> AsyncIterator[JsonObject]:
+        """What the upstream sends about no request (its list changes), until the connection ends; nothing where
+        the wire has no such channel."""
+
     async def open(self) -> None:
         """Get ready to exchange (start a process, open a stream); nothing for plain HTTP."""
 
@@ -89,6 +93,7 @@ class StreamableHttpTransport:
         self._owns_http = http is None
         self.http = http or httpx.AsyncClient(timeout=httpx.Timeout(timeout, connect=min(timeout, 5.0)))
         self._errors: tuple[type[BaseException], ...] = (httpx.HTTPError, OSError)
+        self._stream_timeout = httpx.Timeout(timeout, read=None)  # an idle GET stream is not a failure
 
     async def open(self) -> None:
         return None
@@ -116,6 +121,23 @@ class StreamableHttpTransport:
         if answer is None or ("result" not in answer and "error" not in answer):
             raise UpstreamUnavailableError(f"answered HTTP {response.status_code} without a JSON-RPC response")
         yield answer
+
+    async def notifications(self) -> AsyncIterator[JsonObject]:
+        """A handshake-era session's GET stream (none without a session, or when the upstream offers none)."""
+        if self.session_id is None:
+            return
+        headers = {key: value for key, value in self._headers({}).items() if key != "content-type"}
+        headers["accept"] = "text/event-stream"
+        try:
+            async with self.http.stream("GET", self.url, headers=headers, timeout=self._stream_timeout) as response:
+                if response.status_code != 200:
+                    return  # 405: the upstream keeps no stream for its sessions
+                events = SseEvents()
+                async for line in response.aiter_lines():
+                    if (event := events.feed(line)) is not None and "id" not in event:
+                        yield event
+        except self._errors:
+            return  # the stream broke: the watcher ends, and the next use checks the connection
 
     async def send(self, message: JsonObject) -> None:
         try:

@@ -201,7 +201,7 @@ class Dispatcher:
         table = self._modern if call.modern else self._legacy
         handler = table.get(call.request.method)
         if self.server.dynamic and handler is not None:
-            await self.server.refresh(self.pipeline.stores.cache, call.request.method, call.params)
+            await self.server.refresh(self.pipeline.stores, call.request.method, call.params)
         if handler is None:
             raise MethodNotFoundError(
                 f"Method not found: {call.request.method}", http_status=404 if call.modern else None

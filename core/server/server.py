@@ -24,7 +24,7 @@ from core.server.signature import enum_values
 from core.server.tools import Tool
 
 if TYPE_CHECKING:
-    from core.stores.extras import CacheStore
+    from core.stores.factory import Stores
 
 F = TypeVar("F", bound=Callable[..., Any])
 JsonObject = dict[str, Any]
@@ -100,7 +100,7 @@ class McpServer:
             deadline_margin=deadline_margin,
         )
 
-    async def refresh(self, cache: CacheStore, method: str, params: JsonObject) -> None:
+    async def refresh(self, stores: Stores, method: str, params: JsonObject) -> None:
         """Bring the registries up to date before serving `method` (only called when `dynamic`)."""
 
     async def aclose(self) -> None:

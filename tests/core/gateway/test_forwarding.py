@@ -1,6 +1,7 @@
 """What an upstream sends during a call reaches the gateway's client, and the client's answers reach the upstream:
 progress, log messages, sampling and elicitation, in both eras of the client, through a Stratus upstream running
-in its own process; and a call the client cancels is cancelled upstream."""
+in its own process; a call the client cancels is cancelled upstream; and an upstream's list changes, heard on its
+GET stream or its subscriptions/listen stream, reach the gateway's own listening clients."""
 
 from __future__ import annotations
 
@@ -96,3 +97,32 @@ async def test_a_call_the_client_cancels_is_cancelled_upstream() -> None:
                 assert await anyio.to_thread.run_sync(started.wait, 10)
                 await session.notify("notifications/cancelled", {"requestId": "long-1", "reason": "user"})
                 assert await anyio.to_thread.run_sync(cancelled.wait, 10)  # the upstream's own call was cancelled
+
+
+@pytest.mark.parametrize("pinned", [None, "2025-11-25"], ids=["2026-07-28 upstream", "2025-11-25 upstream"])
+async def test_an_upstreams_list_change_drops_its_cached_lists_and_reaches_the_gateways_clients(
+    pinned: str | None,
+) -> None:
+    heard = threading.Event()
+    with stratus_process("tests.apps:shared", {"STRATUS_SECRET_KEY": "k"}) as upstream:
+        gateway = GatewayServer(
+            [Upstream(name="up", transport="http", url=f"{upstream}/mcp", protocol_version=pinned)],
+            allowed_networks=LOOPBACK,
+            catalog_seconds=3600,
+        )
+        gateway.listeners.append(lambda event, fields: heard.set() if event == "list:changed" else None)
+        with uvicorn_serving(build_app(gateway, Settings()), lifespan="on") as url, anyio.fail_after(20):
+            async with httpx.AsyncClient(base_url=url, timeout=10) as http:
+                session = await McpHttp(http).initialize()
+                stream_headers = {**session.headers, "accept": "text/event-stream"}
+                async with http.stream("GET", "/mcp", headers=stream_headers) as gateway_stream:
+                    lines = gateway_stream.aiter_lines()
+                    for _ in range(50):  # until the gateway's watcher listens upstream (bounded)
+                        call = {"name": "mcp__up__reshuffle_tools", "arguments": {}}
+                        assert (await session.request("tools/call", call)).status_code == 200
+                        if await anyio.to_thread.run_sync(heard.wait, 0.2):
+                            break
+                    assert heard.is_set(), "no list change heard after 50 calls"
+                    async for line in lines:
+                        if "notifications/tools/list_changed" in line:
+                            break
