@@ -12,6 +12,7 @@ is reported to `on_state`. `aclose` waits for the calls in flight (up to a bound
 from __future__ import annotations
 
 import asyncio
+import logging
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
 from contextlib import asynccontextmanager, suppress
@@ -21,6 +22,7 @@ from core.gateway.client import UpstreamClient, UpstreamError, UpstreamUnavailab
 from core.gateway.config import Upstream
 from core.gateway.connection import ConnectionState, ConnectionTracker, StateListener
 
+logger = logging.getLogger("stratus.gateway")
 ChangeListener = Callable[[str, str], Awaitable[None]]
 """(upstream, kind): the upstream says its list of `kind` changed."""
 Opener = Callable[[Upstream], Awaitable[UpstreamClient]]
@@ -147,6 +149,8 @@ class UpstreamPool:
                 await self._on_change(name, kind)
         except (UpstreamError, UpstreamUnavailableError):
             return  # the connection broke: its next use checks it
+        except Exception:  # a watcher must never die unseen; calls do not depend on it
+            logger.exception("watching an upstream for list changes failed", extra={"upstream": name})
 
     def succeeded(self, name: str) -> None:
         """A request through the upstream's connection just worked: no check needed for a while."""
