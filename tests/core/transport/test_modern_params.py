@@ -111,3 +111,32 @@ async def test_sampling_with_the_capability_asks_through_an_input_required_resul
         }
     }
     assert isinstance(result["requestState"], str)
+
+
+@pytest.mark.parametrize(
+    ("arguments", "header"),
+    [
+        ({"region": "eu"}, "=?base64?ZXUNClgtSW5qZWN0ZWQ6IDE=?="),  # "eu\r\nX-Injected: 1": not the argument
+        ({"region": "eu"}, "=?base64?not base64!?="),
+        ({"region": "eu"}, "=?base64?ZXU?"),  # an unterminated sentinel is a literal, and not "eu"
+        ({"region": "eu"}, "=?base64?//79?="),  # bytes that are not UTF-8
+    ],
+)
+async def test_a_forged_or_smuggling_base64_sentinel_is_header_mismatch(
+    mcp: McpHttp, arguments: dict[str, object], header: str
+) -> None:
+    status, body = await call(mcp, arguments, {"mcp-param-region": header})
+    assert status == 400
+    assert body["error"]["code"] == -32020  # type: ignore[index]
+
+
+async def test_a_sentinel_carrying_line_breaks_matches_only_its_argument_and_is_never_reflected(mcp: McpHttp) -> None:
+    smuggled = "eu\r\nX-Injected: 1"
+    response = await mcp.modern(
+        "tools/call",
+        {"name": "query", "arguments": {"region": smuggled}},
+        headers={"mcp-param-region": "=?base64?ZXUNClgtSW5qZWN0ZWQ6IDE=?="},
+    )
+    assert response.status_code == 200  # the value is compared, as the spec asks; it goes nowhere else
+    assert "x-injected" not in response.headers
+    assert all("\r" not in value and "\n" not in value for value in response.headers.values())
