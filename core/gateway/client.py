@@ -56,6 +56,10 @@ class UpstreamPeer(Protocol):
         """The client capabilities to declare upstream on a 2026-07-28 request (sampling, elicitation, roots)."""
 
     @property
+    def wants_progress(self) -> bool:
+        """Whether progress notifications are wanted (the upstream is given a progress token)."""
+
+    @property
     def log_level(self) -> str | None:
         """The lowest level of log messages wanted (None: none), asked of a 2026-07-28 upstream in `_meta`."""
 
@@ -77,7 +81,7 @@ def make_transport(upstream: Upstream, *, timeout: float, http: Any = None) -> U
         from core.gateway.legacy_sse import LegacySseTransport
 
         return LegacySseTransport(upstream.url or "", upstream.headers, timeout=timeout, http=http)
-    return StreamableHttpTransport(upstream.url or "", upstream.headers, timeout=timeout, http=http)
+    return StreamableHttpTransport(upstream.url or "", upstream.headers, timeout=timeout)
 
 
 class UpstreamClient:
@@ -168,8 +172,8 @@ class UpstreamClient:
         request_id = next(self._ids)
         sent: JsonObject = dict(params)
         meta: JsonObject = dict(params.get("_meta") or {})
-        if peer is not None:
-            meta["progressToken"] = request_id
+        if peer is not None and peer.wants_progress:
+            meta["progressToken"] = request_id  # only when asked: a token makes the upstream stream its answer
         if self.modern:
             meta[versions.PROTOCOL_VERSION_META] = self.version
             meta[versions.CLIENT_CAPABILITIES_META] = peer.capabilities if peer is not None else {}
@@ -360,6 +364,10 @@ class _Listener:
     @property
     def capabilities(self) -> JsonObject:
         return {}
+
+    @property
+    def wants_progress(self) -> bool:
+        return False
 
     @property
     def log_level(self) -> str | None:

@@ -13,86 +13,20 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
-import re
 from collections.abc import AsyncIterator
 from typing import TYPE_CHECKING, Any
 
 from core.gateway.demux import Demux
+from core.gateway.event_stream import SseEventError, SseEvents, bounded_body, bounded_lines, json_object
 from core.gateway.transport import UpstreamUnavailableError
 
 if TYPE_CHECKING:
     import httpx
 
 JsonObject = dict[str, Any]
-MAX_EVENT_CHARS = 16 * 1024 * 1024
-"""The longest line or event the stream may send (a POST's JSON answer likewise): longer ends the transport."""
 CLOSE_SECONDS = 2.0
-_LINE_BREAK = re.compile(r"\r\n|\r|\n")
 
 logger = logging.getLogger("stratus.gateway")
-
-
-class SseEventError(ValueError):
-    """The stream sent a line or an event over the size bound."""
-
-
-class NamedSseEvents:
-    """Turns an SSE body, fed line by line, into `(event name, data)` pairs (the name `message` by default)."""
-
-    def __init__(self, limit: int = MAX_EVENT_CHARS) -> None:
-        self.limit = limit
-        self._name = ""
-        self._data: list[str] = []
-        self._size = 0
-
-    def feed(self, line: str) -> tuple[str, str] | None:
-        """The event `line` ends (a blank line), if it carried data; else None.
-
-        Raises:
-            SseEventError: the event's data outgrew the bound.
-        """
-        if line == "":
-            event = (self._name or "message", "\n".join(self._data)) if self._data else None
-            self._name, self._data, self._size = "", [], 0
-            return event
-        field, _, value = line.partition(":")
-        value = value.removeprefix(" ")
-        if field == "event":
-            self._name = value
-        elif field == "data":
-            self._size += len(value) + 1
-            if self._size > self.limit:
-                raise SseEventError(f"sent an event over {self.limit} characters")
-            self._data.append(value)
-        return None  # a comment (keep-alive), an id, a retry, or a field SSE does not define
-
-
-async def bounded_lines(chunks: AsyncIterator[str], limit: int = MAX_EVENT_CHARS) -> AsyncIterator[str]:
-    """The lines of a text stream (CR, LF or CRLF ended), refusing any longer than `limit` characters.
-
-    Raises:
-        SseEventError: a line outgrew the bound.
-    """
-    pending: list[str] = []
-    size = 0
-    after_cr = False
-    async for chunk in chunks:  # ends with the body
-        text = chunk[1:] if after_cr and chunk.startswith("\n") else chunk
-        after_cr = text.endswith("\r")
-        *ended, rest = _LINE_BREAK.split(text)
-        if ended:
-            ended[0] = "".join([*pending, ended[0]])
-            pending, size = [], 0
-        for line in ended:
-            if len(line) > limit:
-                raise SseEventError(f"sent a line over {limit} characters")
-            yield line
-        pending.append(rest)
-        size += len(rest)
-        if size > limit:
-            raise SseEventError(f"sent a line over {limit} characters")
-    if pending and (last := "".join(pending)):
-        yield last
 
 
 class LegacySseTransport:
@@ -170,8 +104,8 @@ class LegacySseTransport:
                 if not 200 <= answer.status_code < 300:
                     raise UpstreamUnavailableError(f"answered HTTP {answer.status_code} to a message")
                 if answer.headers.get("content-type", "").startswith("application/json"):
-                    body = await _bounded_text(answer.aiter_text())
-                    self._demux.route_response(_json_object(body))  # some servers answer in the POST as well
+                    body = await bounded_body(answer.aiter_bytes())
+                    self._demux.route_response(json_object(body))  # some servers answer in the POST as well
         except SseEventError as error:
             raise UpstreamUnavailableError(str(error)) from None
         except self._errors as error:
@@ -186,8 +120,8 @@ class LegacySseTransport:
             ) as response:
                 if response.status_code != 200:
                     raise UpstreamUnavailableError(f"answered HTTP {response.status_code} to the event stream request")
-                events = NamedSseEvents()
-                async for line in bounded_lines(response.aiter_text()):  # ends with the stream
+                events = SseEvents()
+                async for line in bounded_lines(response.aiter_bytes()):  # ends with the stream
                     event = events.feed(line)
                     if event is None:
                         continue
@@ -209,7 +143,7 @@ class LegacySseTransport:
             self._demux.fail(reason)
 
     async def _route(self, data: str) -> None:
-        message = _json_object(data)
+        message = json_object(data)
         if message is None:
             logger.debug("upstream sent an event that is not a JSON object", extra={"gateway_url": self.url})
         elif (reply := self._demux.route(message)) is not None:
@@ -237,22 +171,3 @@ class LegacySseTransport:
 def _origin(url: httpx.URL) -> tuple[str, str, int | None]:
     default = {"http": 80, "https": 443}.get(url.scheme)
     return (url.scheme, url.host, url.port or default)
-
-
-async def _bounded_text(chunks: AsyncIterator[str], limit: int = MAX_EVENT_CHARS) -> str:
-    pieces: list[str] = []
-    size = 0
-    async for chunk in chunks:  # ends with the body
-        size += len(chunk)
-        if size > limit:
-            raise SseEventError(f"answered a message over {limit} characters")
-        pieces.append(chunk)
-    return "".join(pieces)
-
-
-def _json_object(text: str) -> JsonObject | None:
-    try:
-        value = json.loads(text)
-    except ValueError:
-        return None
-    return value if isinstance(value, dict) else None

@@ -66,6 +66,10 @@ class ContextPeer:
         return {name: {} for name in self.context.client_capabilities if name in wanted}
 
     @property
+    def wants_progress(self) -> bool:
+        return self.context.outbound is not None and self.context.progress_token is not None
+
+    @property
     def log_level(self) -> str | None:
         if self.context.outbound is None or not self.context.log_opted_in:
             return None

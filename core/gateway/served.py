@@ -301,9 +301,8 @@ class GatewayServer(McpServer):
         if self.metrics is not None:
             self.metrics.count("gateway_tool_calls", upstream=upstream, outcome="success" if success else "failure")
             self.metrics.latency("gateway_tool_latency", milliseconds, upstream=upstream)
-        self._emit(
-            "tool:called", {"upstream": upstream, "tool": tool, "ms": round(milliseconds, 3), "success": success}
-        )
+        fields = {"upstream": upstream, "tool": tool, "ms": round(milliseconds, 3), "success": success}
+        self._emit("tool:called", fields, level=logging.DEBUG)  # one per call: metrics carry it, the log need not
 
     async def complete(
         self, ref_type: str, ref_name: str, argument: str, value: str, context: dict[str, str]
@@ -334,8 +333,10 @@ class GatewayServer(McpServer):
         if new is ConnectionState.CONNECTED:
             self._emit("connected", {"upstream": upstream})
 
-    def _emit(self, event: str, fields: JsonObject) -> None:
-        logger.info(event, extra={"gateway_event": event, **{f"gateway_{key}": value for key, value in fields.items()}})
+    def _emit(self, event: str, fields: JsonObject, *, level: int = logging.INFO) -> None:
+        if logger.isEnabledFor(level):
+            extra = {"gateway_event": event, **{f"gateway_{key}": value for key, value in fields.items()}}
+            logger.log(level, event, extra=extra)
         for listener in self.listeners:
             listener(event, fields)
 

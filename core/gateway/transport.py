@@ -5,16 +5,20 @@ Streamable HTTP that is the POST's JSON body or its SSE stream (notifications an
 first); on stdio and the legacy HTTP+SSE transport it is the shared inbound stream, sorted by request. Anything
 the client sends that expects no answer (notifications, the client's replies to the upstream's requests) goes
 through `send`. Transport failures are `UpstreamUnavailableError`; a session the upstream no longer knows is
-`SessionLostError`, so the client can open a new one and send again. httpx is imported only when a Streamable
-HTTP transport is built.
+`SessionLostError`, so the client can open a new one and send again. Streamable HTTP runs on the gateway's own
+lean HTTP/1.1 client (core/gateway/http11.py: a tenth of httpx's CPU per forwarded call); its keep-alive
+connections are the upstream's pooled connection.
 """
 
 from __future__ import annotations
 
+import asyncio
 import json
 from collections.abc import AsyncIterator
 from typing import Any, Protocol
 
+from core.gateway.event_stream import SseEventError, bounded_body, json_object, messages
+from core.gateway.http11 import Http11Pool, HttpProtocolError
 from core.protocol import versions
 
 JsonObject = dict[str, Any]
@@ -52,112 +56,89 @@ class UpstreamTransport(Protocol):
         """End the session and release the connections or the process."""
 
 
-class SseEvents:
-    """Turns an SSE body, fed line by line, into the JSON objects its events carry (other events skipped)."""
-
-    def __init__(self) -> None:
-        self._data: list[str] = []
-
-    def feed(self, line: str) -> JsonObject | None:
-        """The message an event carries once `line` ends it (a blank line), else None."""
-        if line == "":
-            data, self._data = self._data, []
-            return _json_object("\n".join(data)) if data else None
-        if line.startswith("data:"):
-            self._data.append(line[5:].removeprefix(" "))
-        return None
-
-    def end(self) -> JsonObject | None:
-        """The last event, if the body ended without the blank line that closes it."""
-        return self.feed("")
-
-
-def _json_object(text: str) -> JsonObject | None:
-    try:
-        value = json.loads(text)
-    except ValueError:
-        return None
-    return value if isinstance(value, dict) else None
+ERRORS = (OSError, EOFError, HttpProtocolError, asyncio.LimitOverrunError, SseEventError)
+"""What a failed or unreadable HTTP exchange raises (connection refused or reset, closed early, bad framing, an
+oversized head or body)."""
 
 
 class StreamableHttpTransport:
     """MCP's Streamable HTTP, as a client, in either era: one POST per message, answers as JSON or SSE."""
 
-    def __init__(self, url: str, headers: dict[str, str], *, timeout: float, http: Any = None) -> None:
-        import httpx
-
+    def __init__(self, url: str, headers: dict[str, str], *, timeout: float) -> None:
         self.url = url
         self.headers = headers
+        self.timeout = timeout
         self.protocol_version: str | None = None
         self.session_id: str | None = None
-        self._owns_http = http is None
-        self.http = http or httpx.AsyncClient(timeout=httpx.Timeout(timeout, connect=min(timeout, 5.0)))
-        self._errors: tuple[type[BaseException], ...] = (httpx.HTTPError, OSError)
-        self._stream_timeout = httpx.Timeout(timeout, read=None)  # an idle GET stream is not a failure
+        self.pool = Http11Pool(url, connect_seconds=min(timeout, 5.0))
 
     async def open(self) -> None:
         return None
 
     async def exchange(self, message: JsonObject) -> AsyncIterator[JsonObject]:
         try:
-            async with self.http.stream(
-                "POST", self.url, content=json.dumps(message), headers=self._headers(message)
+            async with self.pool.request(
+                "POST", self.url, self._headers(message), json.dumps(message).encode()
             ) as response:
-                self._note_session(message, response.headers)
-                if response.status_code == 404 and self.session_id and message.get("method") != "initialize":
+                headers = response.headers
+                if message.get("method") == "initialize":
+                    self.session_id = headers.get("mcp-session-id")
+                if response.status == 404 and self.session_id and message.get("method") != "initialize":
                     self.session_id = None
                     raise SessionLostError("the upstream ended its session (HTTP 404)")
-                if response.headers.get("content-type", "").startswith("text/event-stream"):
-                    events = SseEvents()
-                    async for line in response.aiter_lines():
-                        if (event := events.feed(line)) is not None:
-                            yield event
-                    if (event := events.end()) is not None:
-                        yield event
+                if headers.get("content-type", "").startswith("text/event-stream"):
+                    async for each in messages(response.chunks()):
+                        yield each
                     return
-                answer = _json_object((await response.aread()).decode("utf-8", "replace"))
-        except self._errors as error:
-            raise UpstreamUnavailableError(f"did not answer: {type(error).__name__}") from None
+                answer = json_object(await bounded_body(response.chunks()))
+        except ERRORS as error:
+            raise UpstreamUnavailableError(_reason(error)) from None
         if answer is None or ("result" not in answer and "error" not in answer):
-            raise UpstreamUnavailableError(f"answered HTTP {response.status_code} without a JSON-RPC response")
+            raise UpstreamUnavailableError(f"answered HTTP {response.status} without a JSON-RPC response")
         yield answer
 
     async def notifications(self) -> AsyncIterator[JsonObject]:
         """A handshake-era session's GET stream (none without a session, or when the upstream offers none)."""
         if self.session_id is None:
             return
-        headers = {key: value for key, value in self._headers({}).items() if key != "content-type"}
-        headers["accept"] = "text/event-stream"
+        headers = {**self._headers({}), "accept": "text/event-stream"}
+        del headers["content-type"]
         try:
-            async with self.http.stream("GET", self.url, headers=headers, timeout=self._stream_timeout) as response:
-                if response.status_code != 200:
+            async with self.pool.request("GET", self.url, headers) as response:  # no timeout: idle is not failed
+                if response.status != 200:
                     return  # 405: the upstream keeps no stream for its sessions
-                events = SseEvents()
-                async for line in response.aiter_lines():
-                    if (event := events.feed(line)) is not None and "id" not in event:
-                        yield event
-        except self._errors:
+                async for message in messages(response.chunks()):
+                    if "id" not in message:
+                        yield message
+        except ERRORS:
             return  # the stream broke: the watcher ends, and the next use checks the connection
 
     async def send(self, message: JsonObject) -> None:
         try:
-            response = await self.http.post(self.url, content=json.dumps(message), headers=self._headers(message))
-        except self._errors as error:
-            raise UpstreamUnavailableError(f"did not answer: {type(error).__name__}") from None
-        if response.status_code == 404 and self.session_id:
+            async with asyncio.timeout(self.timeout):
+                async with self.pool.request(
+                    "POST", self.url, self._headers(message), json.dumps(message).encode()
+                ) as response:
+                    await response.read()
+        except TimeoutError:
+            raise UpstreamUnavailableError(f"did not take a message within {self.timeout:g} s") from None
+        except ERRORS as error:
+            raise UpstreamUnavailableError(_reason(error)) from None
+        if response.status == 404 and self.session_id:
             self.session_id = None
             raise SessionLostError("the upstream ended its session (HTTP 404)")
 
     async def close(self) -> None:
         try:
             if self.session_id is not None:
-                await self.http.delete(self.url, headers=self._headers({}))
-        except self._errors:
+                async with asyncio.timeout(min(self.timeout, 5.0)):
+                    async with self.pool.request("DELETE", self.url, self._headers({})) as response:
+                        await response.read()
+        except (TimeoutError, *ERRORS):
             pass  # the session expires on its own
         finally:
             self.session_id = None
-            if self._owns_http:
-                await self.http.aclose()
+            await self.pool.aclose()
 
     def _headers(self, message: JsonObject) -> dict[str, str]:
         headers = {
@@ -178,6 +159,8 @@ class StreamableHttpTransport:
                 headers["mcp-name"] = named
         return headers
 
-    def _note_session(self, message: JsonObject, headers: Any) -> None:
-        if message.get("method") == "initialize":
-            self.session_id = headers.get("mcp-session-id")
+
+def _reason(error: BaseException) -> str:
+    if isinstance(error, SseEventError):
+        return str(error)
+    return f"did not answer: {type(error).__name__}"

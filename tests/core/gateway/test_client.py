@@ -81,7 +81,7 @@ async def test_an_upstream_that_is_not_there_is_unavailable_not_a_crash() -> Non
     )
     with pytest.raises(UpstreamUnavailableError) as refused:
         await client.connect()
-    assert str(refused.value) == "gone did not answer: ConnectError"
+    assert str(refused.value) == "gone did not answer: ConnectionRefusedError"
     await client.close()
 
 
@@ -115,4 +115,4 @@ async def test_the_connection_test_names_the_tools_or_the_reason(stratus_upstrea
     failed = await check_connection(
         Upstream(name="gone", transport="http", url=f"http://127.0.0.1:{free_port()}/mcp"), within=2.0
     )
-    assert (failed.ok, failed.tools, failed.error) == (False, [], "gone did not answer: ConnectError")
+    assert (failed.ok, failed.tools, failed.error) == (False, [], "gone did not answer: ConnectionRefusedError")

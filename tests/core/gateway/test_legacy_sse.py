@@ -5,14 +5,13 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncIterator, Iterator
-from typing import Any
 
 import pytest
 from mcp.server.transport_security import TransportSecuritySettings
 
 from core.gateway.client import UpstreamClient, UpstreamError, UpstreamUnavailableError
 from core.gateway.config import Upstream
-from core.gateway.legacy_sse import LegacySseTransport, NamedSseEvents, SseEventError, bounded_lines
+from core.gateway.legacy_sse import LegacySseTransport
 from core.transport.asgi import Receive, Scope, Send, read_body, until_disconnected
 from tests.fixtures.peers import RecordingPeer, text_of
 from tests.fixtures.sdk_upstream import REFUSED_CODE, build
@@ -183,28 +182,3 @@ async def test_the_stream_ending_fails_the_waiting_request_at_once() -> None:
                     await client.connect()  # the initialize request waits on the stream
         finally:
             await client.close()
-
-
-async def chunks_of(*texts: str) -> AsyncIterator[str]:
-    for text in texts:
-        yield text
-
-
-async def test_lines_end_at_cr_lf_or_crlf_even_when_split_across_chunks() -> None:
-    lines = [line async for line in bounded_lines(chunks_of("a\r", "\nb\rc", "\n\nd"))]
-    assert lines == ["a", "b", "c", "", "d"]
-
-
-async def test_a_line_over_the_bound_is_an_error_not_a_buffer() -> None:
-    with pytest.raises(SseEventError):
-        _ = [line async for line in bounded_lines(chunks_of("x" * 6, "x" * 6), limit=10)]
-
-
-def test_events_carry_their_name_and_multi_line_data_and_skip_comments() -> None:
-    events = NamedSseEvents()
-    fed: list[Any] = [
-        events.feed(line) for line in [": keep-alive", "event: endpoint", "data: /a", "data: b", "", "data: {}", ""]
-    ]
-    assert [event for event in fed if event is not None] == [("endpoint", "/a\nb"), ("message", "{}")]
-    with pytest.raises(SseEventError):
-        NamedSseEvents(limit=4).feed("data: too long")
