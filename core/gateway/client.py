@@ -71,7 +71,7 @@ class UpstreamPeer(Protocol):
         answer it with that error; anything else it raises ends the request."""
 
 
-def make_transport(upstream: Upstream, *, timeout: float, http: Any = None) -> UpstreamTransport:
+def make_transport(upstream: Upstream, *, timeout: float) -> UpstreamTransport:
     """The transport an upstream's configuration names."""
     if upstream.transport == "stdio":
         from core.gateway.stdio import StdioTransport
@@ -80,7 +80,7 @@ def make_transport(upstream: Upstream, *, timeout: float, http: Any = None) -> U
     if upstream.transport == "sse":
         from core.gateway.legacy_sse import LegacySseTransport
 
-        return LegacySseTransport(upstream.url or "", upstream.headers, timeout=timeout, http=http)
+        return LegacySseTransport(upstream.url or "", upstream.headers, timeout=timeout)
     return StreamableHttpTransport(upstream.url or "", upstream.headers, timeout=timeout)
 
 
@@ -92,12 +92,11 @@ class UpstreamClient:
         upstream: Upstream,
         *,
         timeout: float = 30.0,
-        http: Any = None,
         transport: UpstreamTransport | None = None,
     ) -> None:
         self.upstream = upstream
         self.timeout = timeout
-        self.transport = transport or make_transport(upstream, timeout=timeout, http=http)
+        self.transport = transport or make_transport(upstream, timeout=timeout)
         self._ids = itertools.count(1)
         self.version: str | None = upstream.protocol_version
         self.server_info: JsonObject = {}

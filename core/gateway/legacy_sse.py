@@ -5,7 +5,8 @@ absolute); one on another origin (scheme, host, port) is refused, so an upstream
 requests, and the headers configured for it, at another host. Every later `message` event carries one JSON-RPC
 message, sorted to the request it is about (`Demux`). Lines and events are bounded in size; `open` waits at most
 the timeout for the endpoint. When the stream ends, every waiting request and every later one fails with
-`UpstreamUnavailableError`. httpx is imported only when a transport is built; redirects are never followed.
+`UpstreamUnavailableError`. It runs on the gateway's HTTP/1.1 client (core/gateway/http11.py), which never
+follows redirects.
 """
 
 from __future__ import annotations
@@ -14,14 +15,13 @@ import asyncio
 import json
 import logging
 from collections.abc import AsyncIterator
-from typing import TYPE_CHECKING, Any
+from typing import Any
+from urllib.parse import urljoin, urlsplit
 
 from core.gateway.demux import Demux
-from core.gateway.event_stream import SseEventError, SseEvents, bounded_body, bounded_lines, json_object
-from core.gateway.transport import UpstreamUnavailableError
-
-if TYPE_CHECKING:
-    import httpx
+from core.gateway.event_stream import SseEvents, bounded_body, bounded_lines, json_object
+from core.gateway.http11 import Http11Pool
+from core.gateway.transport import ERRORS, UpstreamUnavailableError, reason
 
 JsonObject = dict[str, Any]
 CLOSE_SECONDS = 2.0
@@ -32,20 +32,15 @@ logger = logging.getLogger("stratus.gateway")
 class LegacySseTransport:
     """One upstream stream, opened by `open` and closed by `close`; requests are POSTed to its endpoint."""
 
-    def __init__(self, url: str, headers: dict[str, str], *, timeout: float, http: Any = None) -> None:
-        import httpx
-
+    def __init__(self, url: str, headers: dict[str, str], *, timeout: float) -> None:
         self.url = url
         self.headers = headers
         self.timeout = timeout
         self.protocol_version: str | None = None
         self.endpoint: str | None = None
-        self._owns_http = http is None
-        self.http = http or httpx.AsyncClient(timeout=httpx.Timeout(timeout, connect=min(timeout, 5.0)))
-        self._stream_timeout = httpx.Timeout(timeout, connect=min(timeout, 5.0), read=None)
-        """The stream may idle between events for as long as no request waits; each request has its timeout."""
-        self._errors: tuple[type[BaseException], ...] = (httpx.HTTPError, OSError)
-        self._url_type = httpx.URL
+        self.pool = Http11Pool(url, connect_seconds=min(timeout, 5.0))
+        """The stream holds one connection (it may idle between events as long as no request waits: each request
+        has its own timeout); messages are posted on others."""
         self._demux = Demux()
         self._reader: asyncio.Task[None] | None = None
         self._opening = asyncio.Lock()
@@ -85,8 +80,7 @@ class LegacySseTransport:
         try:
             await self._stop_listening("was closed")
         finally:
-            if self._owns_http:
-                await self.http.aclose()
+            await self.pool.aclose()
 
     async def _stop_listening(self, reason: str) -> None:
         self._demux.fail(reason)
@@ -100,28 +94,27 @@ class LegacySseTransport:
             raise UpstreamUnavailableError("is not connected")
         headers = {**self.headers, "content-type": "application/json"}
         try:
-            async with self.http.stream("POST", self.endpoint, content=json.dumps(message), headers=headers) as answer:
-                if not 200 <= answer.status_code < 300:
-                    raise UpstreamUnavailableError(f"answered HTTP {answer.status_code} to a message")
-                if answer.headers.get("content-type", "").startswith("application/json"):
-                    body = await bounded_body(answer.aiter_bytes())
-                    self._demux.route_response(json_object(body))  # some servers answer in the POST as well
-        except SseEventError as error:
-            raise UpstreamUnavailableError(str(error)) from None
-        except self._errors as error:
-            raise UpstreamUnavailableError(f"did not answer: {type(error).__name__}") from None
+            async with asyncio.timeout(self.timeout):
+                async with self.pool.request("POST", self.endpoint, headers, json.dumps(message).encode()) as answer:
+                    body = await bounded_body(answer.chunks())
+        except TimeoutError:
+            raise UpstreamUnavailableError(f"did not take a message within {self.timeout:g} s") from None
+        except ERRORS as error:
+            raise UpstreamUnavailableError(reason(error)) from None
+        if not 200 <= answer.status < 300:
+            raise UpstreamUnavailableError(f"answered HTTP {answer.status} to a message")
+        if answer.headers.get("content-type", "").startswith("application/json"):
+            self._demux.route_response(json_object(body))  # some servers answer in the POST as well
 
     async def _listen(self, found: asyncio.Future[str]) -> None:
         """Read the stream: the endpoint first, then every message, until it ends (or `close` cancels it)."""
-        reason = "ended its event stream"
+        ended = "ended its event stream"
         try:
-            async with self.http.stream(
-                "GET", self.url, headers={**self.headers, "accept": "text/event-stream"}, timeout=self._stream_timeout
-            ) as response:
-                if response.status_code != 200:
-                    raise UpstreamUnavailableError(f"answered HTTP {response.status_code} to the event stream request")
+            async with self.pool.request("GET", self.url, {**self.headers, "accept": "text/event-stream"}) as response:
+                if response.status != 200:
+                    raise UpstreamUnavailableError(f"answered HTTP {response.status} to the event stream request")
                 events = SseEvents()
-                async for line in bounded_lines(response.aiter_bytes()):  # ends with the stream
+                async for line in bounded_lines(response.chunks()):  # ends with the stream
                     event = events.feed(line)
                     if event is None:
                         continue
@@ -132,15 +125,13 @@ class LegacySseTransport:
                     elif name == "message" and found.done():
                         await self._route(data)
         except UpstreamUnavailableError as error:
-            reason = str(error)
-        except SseEventError as error:
-            reason = str(error)
-        except self._errors as error:
-            reason = f"did not answer: {type(error).__name__}"
+            ended = str(error)
+        except ERRORS as error:
+            ended = reason(error)
         finally:
             if not found.done():
-                found.set_exception(UpstreamUnavailableError(reason))
-            self._demux.fail(reason)
+                found.set_exception(UpstreamUnavailableError(ended))
+            self._demux.fail(ended)
 
     async def _route(self, data: str) -> None:
         message = json_object(data)
@@ -158,16 +149,20 @@ class LegacySseTransport:
         Raises:
             UpstreamUnavailableError: it is on another origin (or not a URL).
         """
-        stream = self._url_type(self.url)
         try:
-            resolved = stream.join(endpoint.strip())
+            resolved = urljoin(self.url, endpoint.strip())
+            if _origin(resolved) != _origin(self.url):
+                raise UpstreamUnavailableError("named an endpoint on another origin")
         except ValueError:
             raise UpstreamUnavailableError("named an endpoint that is not a URL") from None
-        if _origin(resolved) != _origin(stream):
-            raise UpstreamUnavailableError("named an endpoint on another origin")
-        return str(resolved)
+        return resolved
 
 
-def _origin(url: httpx.URL) -> tuple[str, str, int | None]:
-    default = {"http": 80, "https": 443}.get(url.scheme)
-    return (url.scheme, url.host, url.port or default)
+def _origin(url: str) -> tuple[str, str | None, int | None]:
+    """Scheme, host and port (the scheme's default when none is given).
+
+    Raises:
+        ValueError: the port is not a number.
+    """
+    parts = urlsplit(url)
+    return (parts.scheme, parts.hostname, parts.port or {"http": 80, "https": 443}.get(parts.scheme))

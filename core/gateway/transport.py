@@ -92,7 +92,7 @@ class StreamableHttpTransport:
                     return
                 answer = json_object(await bounded_body(response.chunks()))
         except ERRORS as error:
-            raise UpstreamUnavailableError(_reason(error)) from None
+            raise UpstreamUnavailableError(reason(error)) from None
         if answer is None or ("result" not in answer and "error" not in answer):
             raise UpstreamUnavailableError(f"answered HTTP {response.status} without a JSON-RPC response")
         yield answer
@@ -123,7 +123,7 @@ class StreamableHttpTransport:
         except TimeoutError:
             raise UpstreamUnavailableError(f"did not take a message within {self.timeout:g} s") from None
         except ERRORS as error:
-            raise UpstreamUnavailableError(_reason(error)) from None
+            raise UpstreamUnavailableError(reason(error)) from None
         if response.status == 404 and self.session_id:
             self.session_id = None
             raise SessionLostError("the upstream ended its session (HTTP 404)")
@@ -160,7 +160,8 @@ class StreamableHttpTransport:
         return headers
 
 
-def _reason(error: BaseException) -> str:
+def reason(error: BaseException) -> str:
+    """What a failed exchange tells the operator: an oversized message by its bound, anything else by its kind."""
     if isinstance(error, SseEventError):
         return str(error)
     return f"did not answer: {type(error).__name__}"
