@@ -5,7 +5,8 @@ An upstream's tool `search` is exposed as `mcp__{server}__search` (every charact
 digits in either part becomes `_`), or as `search` when the upstream is not namespaced. When two tools would be
 exposed under one name, the first in configuration order keeps it; a later one from an un-namespaced upstream
 falls back to its namespaced name, and any clash left gets a numeric suffix. Names stay within MCP's 128
-characters (a long one is cut and given a short digest so it stays unique).
+characters (a long one is cut and given a short digest so it stays unique). A tool the configuration lists in
+`disabledAutoApproveTools` carries `"stratus/autoApprove": false` in its `_meta`, so the host asks before each call.
 """
 
 from __future__ import annotations
@@ -18,6 +19,9 @@ from typing import Any
 from core.gateway.config import Upstream, clean
 
 MAX_NAME = 128
+AUTO_APPROVE_META = "stratus/autoApprove"
+"""Set to false in the `_meta` of a tool its upstream's `disabledAutoApproveTools` names: the host must ask the user
+before each call."""
 JsonObject = dict[str, Any]
 
 
@@ -68,7 +72,11 @@ def aggregate_tools(
             if name != wanted:
                 renamed.append(f"{upstream.name}/{original} is {name}: {wanted} is {taken[wanted]}'s")
             taken[name] = f"{upstream.name}/{original}"
-            tools.append(RoutedTool(name, upstream.name, original, {**definition, "name": name}))
+            exposed = {**definition, "name": name}
+            if original in upstream.no_auto_approve_tools:
+                meta = definition.get("_meta")
+                exposed["_meta"] = {**(meta if isinstance(meta, dict) else {}), AUTO_APPROVE_META: False}
+            tools.append(RoutedTool(name, upstream.name, original, exposed))
     return Aggregate(tuple(tools), tuple(renamed))
 
 

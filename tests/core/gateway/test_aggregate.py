@@ -57,3 +57,12 @@ def test_long_names_stay_within_the_limit_and_unique() -> None:
     aggregate = aggregate_tools([(http("server"), [tool(name) for name in long_names])])
     names = [routed.name for routed in aggregate.tools]
     assert all(len(name) <= MAX_NAME for name in names) and len(set(names)) == 2
+
+
+def test_tools_that_may_not_be_auto_approved_say_so_in_their_meta() -> None:
+    upstream = http("git", no_auto_approve_tools=frozenset({"push"}))
+    pushed = {**tool("push"), "_meta": {"vendor/x": 1}}
+    aggregate = aggregate_tools([(upstream, [tool("status"), pushed])])
+    status, push = aggregate.tools
+    assert "_meta" not in status.definition
+    assert push.definition["_meta"] == {"vendor/x": 1, "stratus/autoApprove": False}
