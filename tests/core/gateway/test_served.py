@@ -22,6 +22,7 @@ from core.errors import RATE_LIMITED
 from core.gateway.config import Upstream
 from core.gateway.served import GatewayServer
 from core.resilience.limiter import RateLimit
+from core.stores.factory import build_stores
 from examples.demo import server as demo
 from tests.fixtures import sdk_upstream
 from tests.servers import uvicorn_serving
@@ -204,3 +205,21 @@ async def test_an_upstreams_tools_share_one_rate_limit_that_leaves_the_others_al
             other = await client.call_tool("mcp__beta__add", {"a": 1, "b": 1})
     assert limited.value.error.code == RATE_LIMITED
     assert other.structured_content == {"result": 2}
+
+
+async def test_a_cached_tools_list_is_answered_with_the_upstream_gone() -> None:
+    stores = build_stores("memory://", session_ttl_seconds=600)
+    with uvicorn_serving(build_app(demo, Settings())) as upstream_url:
+        upstream = Upstream(name="demo", transport="http", url=f"{upstream_url}/mcp")
+        gateway = GatewayServer([upstream], allowed_networks=LOOPBACK, catalog_seconds=0.0, watch=False)
+        app = build_app(gateway, Settings(), stores=stores)
+        with uvicorn_serving(app, lifespan="on") as url, anyio.fail_after(TEST_TIMEOUT_SECONDS):
+            async with connect(f"{url}/mcp", "auto") as client:
+                before = [tool.name for tool in (await client.list_tools()).tools]
+    another = GatewayServer([upstream], allowed_networks=LOOPBACK, watch=False)  # another container, same store
+    with uvicorn_serving(build_app(another, Settings(), stores=stores), lifespan="on") as url:
+        with anyio.fail_after(TEST_TIMEOUT_SECONDS):
+            async with connect(f"{url}/mcp", "auto") as client:
+                after = [tool.name for tool in (await client.list_tools()).tools]
+    assert before == after == ["mcp__demo__add", "mcp__demo__forecast", "mcp__demo__divide"]
+    assert another.failures == {}  # nothing was asked of the upstream, which is gone
