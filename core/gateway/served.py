@@ -340,6 +340,10 @@ class GatewayServer(McpServer):
         for listener in self.listeners:
             listener(event, fields)
 
+    def attach(self, metrics: MetricsSink) -> None:
+        if self.metrics is None:
+            self.metrics = metrics
+
     async def aclose(self) -> None:
         """Wait for the calls in flight (up to 10 s), then close every upstream connection."""
         await self.pool.aclose(within=10.0)

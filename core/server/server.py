@@ -24,6 +24,7 @@ from core.server.signature import enum_values
 from core.server.tools import Tool
 
 if TYPE_CHECKING:
+    from core.pipeline.metrics import MetricsSink
     from core.stores.factory import Stores
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -102,6 +103,9 @@ class McpServer:
 
     async def refresh(self, stores: Stores, method: str, params: JsonObject) -> None:
         """Bring the registries up to date before serving `method` (only called when `dynamic`)."""
+
+    def attach(self, metrics: MetricsSink) -> None:
+        """Receive the app's metrics sink (a gateway reports its upstream calls there); nothing for a plain server."""
 
     async def aclose(self) -> None:
         """Release what the server holds (a gateway's upstream connections); run when the app shuts down."""

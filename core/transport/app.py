@@ -107,6 +107,7 @@ def build_dispatcher(
     state_key = settings.secret_key.encode() if settings.secret_key else secrets.token_bytes(32)
     fail_open = settings.limits_on_store_failure == "open"
     pipeline = Pipeline(server.policy, stores, metrics or LocalMetrics(), fail_open=fail_open)
+    server.attach(pipeline.metrics)
     return Dispatcher(
         server,
         stores.sessions,

@@ -21,6 +21,7 @@ from core import Context, McpServer, Settings, build_app
 from core.errors import CIRCUIT_OPEN
 from core.gateway.config import Upstream
 from core.gateway.served import GatewayServer
+from core.pipeline.metrics import LocalMetrics
 from core.resilience.breaker import BreakerPolicy
 from core.stores.factory import build_stores
 from tests.core.pipeline.conftest import FakeClock
@@ -70,7 +71,8 @@ async def test_an_upstream_dying_mid_call_opens_its_breaker_and_is_reconnected_o
     events: list[tuple[str, dict[str, Any]]] = []
     gateway.listeners.append(lambda event, fields: events.append((event, fields)))
     stores = build_stores("memory://", session_ttl_seconds=600, clock=clock)
-    app = build_app(gateway, Settings(), stores=stores)
+    metrics = LocalMetrics()
+    app = build_app(gateway, Settings(), stores=stores, metrics=metrics)
     with ExitStack() as stack, anyio.fail_after(60):
         first = stack.enter_context(stratus_process("tests.apps:shared", UPSTREAM_ENV, port=port))
         url = stack.enter_context(uvicorn_serving(app, lifespan="on"))
@@ -117,6 +119,8 @@ async def test_an_upstream_dying_mid_call_opens_its_breaker_and_is_reconnected_o
     ]
     called = [fields for event, fields in events if event == "tool:called"]
     assert [(each["tool"], each["success"]) for each in called] == [("hold", False), ("add", False), ("add", True)]
+    assert metrics.total("gateway_tool_calls", upstream="up", outcome="failure") == 2  # in the app's own sink
+    assert metrics.total("gateway_tool_calls", upstream="up", outcome="success") == 1
 
 
 async def test_an_upstream_that_hangs_is_given_up_on_at_its_timeout_and_told_to_stop() -> None:
