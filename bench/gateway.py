@@ -15,21 +15,17 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
-import os
-import socket
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+from stratus_process import serving
+
 from core.gateway.http11 import Http11Pool
 
-REPO = Path(__file__).resolve().parent.parent
 HEADERS = {"accept": "application/json, text/event-stream", "content-type": "application/json"}
 META = {
     "io.modelcontextprotocol/protocolVersion": "2026-07-28",
@@ -38,41 +34,6 @@ META = {
 }
 TARGET_OVERHEAD_MS = 1.0
 ADD = {"name": "add", "arguments": {"a": 1, "b": 2}}
-Process = subprocess.Popen[bytes]
-
-
-def _free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
-
-
-@contextmanager
-def serving(*arguments: str, environment: dict[str, str] | None = None) -> Iterator[tuple[str, Process]]:
-    """One `stratus serve` process; ended by its PID."""
-    port = _free_port()
-    env = {k: v for k, v in os.environ.items() if not k.startswith("STRATUS_")} | (environment or {})
-    command = [sys.executable, "-m", "handlers.cli", "serve", *arguments, "--port", str(port)]
-    process = subprocess.Popen(command, cwd=REPO, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    try:
-        deadline = time.monotonic() + 20
-        while True:
-            try:
-                with socket.create_connection(("127.0.0.1", port), timeout=0.2):
-                    break
-            except OSError:
-                if process.poll() is not None or time.monotonic() > deadline:
-                    raise SystemExit("stratus serve did not start") from None
-                time.sleep(0.05)
-        yield f"http://127.0.0.1:{port}/mcp", process
-    finally:
-        if process.poll() is None:
-            process.terminate()
-            try:
-                process.wait(timeout=10)
-            except subprocess.TimeoutExpired:  # an open stream holds up uvicorn's graceful shutdown
-                process.kill()
-                process.wait(timeout=10)
 
 
 def request(method: str, request_id: int, **params: Any) -> tuple[bytes, dict[str, str]]:
@@ -106,11 +67,13 @@ class Clients:
 
 
 async def run(calls: int) -> dict[str, float]:
-    with tempfile.TemporaryDirectory() as folder, serving("--app", "examples.add:server") as (upstream, process):
+    with tempfile.TemporaryDirectory() as folder, serving("--app", "examples.add:server") as (upstream_base, process):
+        upstream = f"{upstream_base}/mcp"
         config = Path(folder) / "gateway.json"
         config.write_text(json.dumps({"mcpServers": {"add": {"url": upstream, "namespaced": False}}}))
         allowed = {"STRATUS_GATEWAY_ALLOWED_NETWORKS": "127.0.0.0/8"}
-        with serving("--gateway", str(config), environment=allowed) as (gateway, _):
+        with serving("--gateway", str(config), environment=allowed) as (gateway_base, _):
+            gateway = f"{gateway_base}/mcp"
             http = Clients()
             try:
                 for number in range(max(20, calls // 10)):  # warm-up: connections, the gateway's catalog and pool

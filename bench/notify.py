@@ -15,21 +15,16 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
-import os
 import secrets
-import socket
 import statistics
-import subprocess
-import sys
 import time
 from collections.abc import AsyncIterator, Iterator
 from contextlib import contextmanager
-from pathlib import Path
 
 import httpx
 import redis.asyncio as redis
+import stratus_process
 
-REPO = Path(__file__).resolve().parent.parent
 REDIS_URL = "redis://127.0.0.1:6379/0"
 HEADERS = {"accept": "application/json, text/event-stream", "content-type": "application/json"}
 IDLE_SECONDS = 3.0
@@ -38,34 +33,12 @@ SETTLE_SECONDS = 0.5
 TARGET_MEDIAN_MS = 5.0
 
 
-def _free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
-
-
 @contextmanager
 def serving(prefix: str) -> Iterator[str]:
-    """One `stratus serve` process on the shared Redis; ended by its PID."""
-    port = _free_port()
-    environment = {k: v for k, v in os.environ.items() if not k.startswith("STRATUS_")}
-    environment |= {"STRATUS_STORE": REDIS_URL, "STRATUS_STORE_PREFIX": prefix, "STRATUS_SECRET_KEY": "bench"}
-    command = [sys.executable, "-m", "handlers.cli", "serve", "--app", "bench.notify_app:server", "--port", str(port)]
-    process = subprocess.Popen(command, cwd=REPO, env=environment, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    try:
-        deadline = time.monotonic() + 20
-        while True:
-            try:
-                with socket.create_connection(("127.0.0.1", port), timeout=0.2):
-                    break
-            except OSError:
-                if process.poll() is not None or time.monotonic() > deadline:
-                    raise SystemExit("stratus serve did not start") from None
-                time.sleep(0.05)
-        yield f"http://127.0.0.1:{port}"
-    finally:
-        process.terminate()
-        process.wait(timeout=10)
+    """One `stratus serve` process on the shared Redis."""
+    environment = {"STRATUS_STORE": REDIS_URL, "STRATUS_STORE_PREFIX": prefix, "STRATUS_SECRET_KEY": "bench"}
+    with stratus_process.serving("--app", "bench.notify_app:server", environment=environment) as (url, _):
+        yield url
 
 
 async def session_headers(http: httpx.AsyncClient, url: str) -> dict[str, str]:

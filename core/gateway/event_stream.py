@@ -124,7 +124,7 @@ async def bounded_body(chunks: AsyncIterator[bytes], limit: int = MAX_EVENT_CHAR
     return b"".join(pieces).decode("utf-8", "replace")
 
 
-def json_object(text: str) -> JsonObject | None:
+def json_object(text: str | bytes) -> JsonObject | None:
     """`text` parsed, if it is a JSON object."""
     try:
         value = json.loads(text)

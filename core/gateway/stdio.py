@@ -21,6 +21,7 @@ from collections.abc import AsyncIterator
 from typing import Any
 
 from core.gateway.demux import Demux
+from core.gateway.event_stream import json_object
 from core.gateway.transport import UpstreamUnavailableError
 
 JsonObject = dict[str, Any]
@@ -144,7 +145,7 @@ class StdioTransport:
         reason: str | None = None
         try:
             while line := await stdout.readline():  # ends with the process's output
-                message = _json_object(line)
+                message = json_object(line)
                 if message is None:
                     logger.debug("upstream wrote a line that is not JSON", extra={"gateway_command": self.command})
                 elif (reply := self._demux.route(message)) is not None:
@@ -208,11 +209,3 @@ async def _stop(process: asyncio.subprocess.Process) -> None:
         if process.returncode is None:
             with contextlib.suppress(ProcessLookupError):
                 process.kill()
-
-
-def _json_object(line: bytes) -> JsonObject | None:
-    try:
-        value = json.loads(line)
-    except ValueError:
-        return None
-    return value if isinstance(value, dict) else None

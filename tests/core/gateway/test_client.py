@@ -6,14 +6,13 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 import pytest
-from mcp.server.mcpserver import MCPServer
-from mcp.server.transport_security import TransportSecuritySettings
 
 from core import Settings, build_app
 from core.gateway.client import UpstreamClient, UpstreamError, UpstreamUnavailableError
 from core.gateway.config import Upstream
 from core.gateway.operations import check_connection, discover
 from examples.demo import server as demo
+from tests.fixtures import sdk_upstream
 from tests.processes import free_port
 from tests.servers import uvicorn_serving
 
@@ -29,18 +28,6 @@ def anyio_backend() -> str:
 def stratus_upstream() -> Iterator[str]:
     with uvicorn_serving(build_app(demo, Settings())) as url:
         yield f"{url}/mcp"
-
-
-def sdk_app() -> object:
-    built = MCPServer("sdk-upstream")
-
-    @built.tool()
-    def multiply(a: int, b: int) -> int:
-        """Multiply two integers."""
-        return a * b
-
-    security = TransportSecuritySettings(enable_dns_rebinding_protection=False)
-    return built.streamable_http_app(stateless_http=True, transport_security=security)
 
 
 @pytest.mark.parametrize("pinned", [None, "2025-11-25", "2025-06-18"])
@@ -65,7 +52,7 @@ async def test_a_stratus_upstream_is_used_in_the_era_found_or_pinned(stratus_ups
 
 
 async def test_an_sdk_upstream_answering_in_sse_is_read_from_its_stream() -> None:
-    with uvicorn_serving(sdk_app(), lifespan="on") as url:  # type: ignore[arg-type]
+    with uvicorn_serving(sdk_upstream.multiply_app(), lifespan="on") as url:  # type: ignore[arg-type]
         client = UpstreamClient(Upstream(name="sdk", transport="http", url=f"{url}/mcp"))
         try:
             await client.connect()
@@ -98,7 +85,7 @@ async def test_discovery_lists_tools_prompts_and_resources_and_reports_what_an_u
     assert {"add", "divide"} <= {tool["name"] for tool in found.tools}
     assert found.prompts and found.resources
 
-    with uvicorn_serving(sdk_app(), lifespan="on") as url:  # type: ignore[arg-type]
+    with uvicorn_serving(sdk_upstream.multiply_app(), lifespan="on") as url:  # type: ignore[arg-type]
         sdk = UpstreamClient(Upstream(name="sdk", transport="http", url=f"{url}/mcp"))
         try:
             await sdk.connect()

@@ -12,8 +12,6 @@ import anyio
 import pytest
 from mcp import Client
 from mcp.client.client import ConnectMode
-from mcp.server.mcpserver import MCPServer
-from mcp.server.transport_security import TransportSecuritySettings
 from mcp.shared.exceptions import MCPError
 from mcp_types import TextContent
 
@@ -37,24 +35,12 @@ def anyio_backend() -> str:
     return "asyncio"
 
 
-def sdk_app() -> object:
-    built = MCPServer("sdk-upstream")
-
-    @built.tool()
-    def multiply(a: int, b: int) -> int:
-        """Multiply two integers."""
-        return a * b
-
-    security = TransportSecuritySettings(enable_dns_rebinding_protection=False)
-    return built.streamable_http_app(stateless_http=True, transport_security=security)
-
-
 @pytest.fixture(scope="module")
 def upstream_urls() -> Iterator[dict[str, str]]:
     with (
         uvicorn_serving(build_app(demo, Settings())) as alpha,
         uvicorn_serving(build_app(demo, Settings())) as beta,
-        uvicorn_serving(sdk_app(), lifespan="on") as sdk,  # type: ignore[arg-type]
+        uvicorn_serving(sdk_upstream.multiply_app(), lifespan="on") as sdk,  # type: ignore[arg-type]
     ):
         yield {"alpha": f"{alpha}/mcp", "beta": f"{beta}/mcp", "sdk": f"{sdk}/mcp"}
 
