@@ -13,6 +13,7 @@ sent back. A request that outlives the timeout, or whose caller is cancelled, is
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import itertools
 from collections.abc import AsyncIterator
 from typing import Any, Protocol
@@ -187,8 +188,9 @@ class UpstreamClient:
         finished = False
         limit = self.timeout if within is None else within
         try:
-            async with asyncio.timeout(limit):
-                async for message in self.transport.exchange(body):
+            # Closed here, not left to the garbage collector: a Lambda container's loop is not running then.
+            async with asyncio.timeout(limit), contextlib.aclosing(self.transport.exchange(body)) as inbound:
+                async for message in inbound:
                     if message.get("id") == body["id"] and ("result" in message or "error" in message):
                         finished = True
                         return self._result(message)

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncGenerator, AsyncIterator, Iterator
 from contextlib import contextmanager
 from typing import Any
 
@@ -46,7 +46,7 @@ class Inbox:
             self.failed = True
             self._queue.put_nowait(reason)
 
-    async def messages(self) -> AsyncIterator[JsonObject]:
+    async def messages(self) -> AsyncGenerator[JsonObject, None]:
         """Every message routed here, the response last; raises UpstreamUnavailableError if the stream fails first.
 
         Ends on the response or the failure: the caller bounds the wait for either (the client's timeout).

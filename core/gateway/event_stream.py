@@ -9,9 +9,10 @@ unbounded message.
 from __future__ import annotations
 
 import codecs
+import contextlib
 import json
 import re
-from collections.abc import AsyncIterator
+from collections.abc import AsyncGenerator, AsyncIterator
 from typing import Any
 
 JsonObject = dict[str, Any]
@@ -59,23 +60,24 @@ class SseEvents:
         return self.feed("")
 
 
-async def messages(chunks: AsyncIterator[bytes], limit: int = MAX_EVENT_CHARS) -> AsyncIterator[JsonObject]:
+async def messages(chunks: AsyncIterator[bytes], limit: int = MAX_EVENT_CHARS) -> AsyncGenerator[JsonObject, None]:
     """The JSON objects of an SSE body's `message` events (anything else skipped).
 
     Raises:
         SseEventError: a line or an event outgrew the bound.
     """
     events = SseEvents(limit)
-    async for line in bounded_lines(chunks, limit):
-        event = events.feed(line)
-        if event is not None and event[0] == "message" and (message := json_object(event[1])) is not None:
-            yield message
+    async with contextlib.aclosing(bounded_lines(chunks, limit)) as lines:
+        async for line in lines:
+            event = events.feed(line)
+            if event is not None and event[0] == "message" and (message := json_object(event[1])) is not None:
+                yield message
     last = events.end()
     if last is not None and last[0] == "message" and (message := json_object(last[1])) is not None:
         yield message
 
 
-async def bounded_lines(chunks: AsyncIterator[bytes], limit: int = MAX_EVENT_CHARS) -> AsyncIterator[str]:
+async def bounded_lines(chunks: AsyncIterator[bytes], limit: int = MAX_EVENT_CHARS) -> AsyncGenerator[str, None]:
     """The lines of a UTF-8 byte stream (CR, LF or CRLF ended), refusing any longer than `limit` characters.
 
     Raises:

@@ -114,11 +114,13 @@ class Http11Pool:
             yield HttpResponse(status, head, finished)
         except BaseException:
             _close(connection)
+            await finished.aclose()
             raise
         if finished.done and reusable:
             self._release(connection)
         else:
             _close(connection)
+            await finished.aclose()
 
     async def _exchange(self, connection: _Connection, wire: bytes) -> tuple[int, dict[str, str]]:
         connection.writer.write(wire)
@@ -178,6 +180,10 @@ class _Finished:
         except StopAsyncIteration:
             self.done = True
             raise
+
+    async def aclose(self) -> None:
+        """Finish the frames' generator now (its connection is already closed), not in the garbage collector."""
+        await self.frames.aclose()  # type: ignore[attr-defined]
 
 
 def _framing(

@@ -12,9 +12,10 @@ follows redirects.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import logging
-from collections.abc import AsyncIterator
+from collections.abc import AsyncGenerator, AsyncIterator
 from typing import Any
 from urllib.parse import urljoin, urlsplit
 
@@ -66,11 +67,12 @@ class LegacySseTransport:
         """The upstream's list changes, until the stream ends."""
         return self._demux.changes()
 
-    async def exchange(self, message: JsonObject) -> AsyncIterator[JsonObject]:
+    async def exchange(self, message: JsonObject) -> AsyncGenerator[JsonObject, None]:
         with self._demux.expecting(message.get("id")) as inbox:
             await self._post(message)
-            async for inbound in inbox.messages():
-                yield inbound
+            async with contextlib.aclosing(inbox.messages()) as messages:
+                async for inbound in messages:
+                    yield inbound
 
     async def send(self, message: JsonObject) -> None:
         self._demux.raise_if_ended()

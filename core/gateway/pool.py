@@ -76,6 +76,15 @@ class UpstreamPool:
         """The upstreams in configuration order."""
         return [slot.upstream for slot in self._slots.values()]
 
+    @property
+    def watching(self) -> bool:
+        """Whether connections are watched for list changes."""
+        return self._on_change is not None
+
+    def clients(self) -> list[UpstreamClient]:
+        """The connected clients, one per connected upstream."""
+        return [slot.client for slot in self._slots.values() if slot.client is not None]
+
     def state(self, name: str) -> ConnectionState:
         return self._slots[name].tracker.state
 

@@ -17,7 +17,7 @@ import json
 import logging
 import os
 import sys
-from collections.abc import AsyncIterator
+from collections.abc import AsyncGenerator, AsyncIterator
 from typing import Any
 
 from core.gateway.demux import Demux
@@ -101,11 +101,12 @@ class StdioTransport:
         """The upstream's list changes, until the stream ends."""
         return self._demux.changes()
 
-    async def exchange(self, message: JsonObject) -> AsyncIterator[JsonObject]:
+    async def exchange(self, message: JsonObject) -> AsyncGenerator[JsonObject, None]:
         with self._demux.expecting(message.get("id")) as inbox:
             await self._write(message)
-            async for inbound in inbox.messages():
-                yield inbound
+            async with contextlib.aclosing(inbox.messages()) as messages:
+                async for inbound in messages:
+                    yield inbound
 
     async def send(self, message: JsonObject) -> None:
         await self._write(message)

@@ -13,8 +13,9 @@ connections are the upstream's pooled connection.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
-from collections.abc import AsyncIterator
+from collections.abc import AsyncGenerator, AsyncIterator
 from typing import Any, Protocol
 
 from core.gateway.event_stream import SseEventError, bounded_body, json_object, messages
@@ -39,7 +40,7 @@ class UpstreamTransport(Protocol):
     protocol_version: str | None
     """The revision agreed with the upstream; HTTP transports mirror it (and the era's headers) on requests."""
 
-    def exchange(self, message: JsonObject) -> AsyncIterator[JsonObject]:
+    def exchange(self, message: JsonObject) -> AsyncGenerator[JsonObject, None]:
         """Send a request; yield every message the upstream sends about it, the response to it last."""
 
     async def send(self, message: JsonObject) -> None:
@@ -75,7 +76,7 @@ class StreamableHttpTransport:
     async def open(self) -> None:
         return None
 
-    async def exchange(self, message: JsonObject) -> AsyncIterator[JsonObject]:
+    async def exchange(self, message: JsonObject) -> AsyncGenerator[JsonObject, None]:
         try:
             async with self.pool.request(
                 "POST", self.url, self._headers(message), json.dumps(message).encode()
@@ -87,8 +88,9 @@ class StreamableHttpTransport:
                     self.session_id = None
                     raise SessionLostError("the upstream ended its session (HTTP 404)")
                 if headers.get("content-type", "").startswith("text/event-stream"):
-                    async for each in messages(response.chunks()):
-                        yield each
+                    async with contextlib.aclosing(messages(response.chunks())) as inbound:
+                        async for each in inbound:
+                            yield each
                     return
                 answer = json_object(await bounded_body(response.chunks()))
         except ERRORS as error:
@@ -107,9 +109,10 @@ class StreamableHttpTransport:
             async with self.pool.request("GET", self.url, headers) as response:  # no timeout: idle is not failed
                 if response.status != 200:
                     return  # 405: the upstream keeps no stream for its sessions
-                async for message in messages(response.chunks()):
-                    if "id" not in message:
-                        yield message
+                async with contextlib.aclosing(messages(response.chunks())) as inbound:
+                    async for message in inbound:
+                        if "id" not in message:
+                            yield message
         except ERRORS:
             return  # the stream broke: the watcher ends, and the next use checks the connection
 
