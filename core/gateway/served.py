@@ -167,7 +167,7 @@ class GatewayServer(McpServer):
             if not upstream.active:
                 continue
             try:
-                offers.append((upstream, await self._offer(upstream, cache)))
+                offers.append((upstream, await self._offer(upstream, cache, failures)))
             except (UpstreamError, UpstreamUnavailableError) as error:
                 failures[upstream.name] = str(error)
                 logger.warning(
@@ -177,14 +177,29 @@ class GatewayServer(McpServer):
         self.failures = failures
         self._built_at = self._clock() if not failures else self._clock() - self.catalog_seconds + 1.0
 
-    async def _offer(self, upstream: Upstream, cache: ToolsCache) -> dict[str, list[JsonObject]]:
+    async def _offer(
+        self, upstream: Upstream, cache: ToolsCache, failures: dict[str, str]
+    ) -> dict[str, list[JsonObject]]:
+        """The upstream's lists. Its tools are required; a prompts or resources list that fails is served empty
+        and reported in `failures` (as `upstream/kind`), not cached, so it is asked again next time.
+
+        Raises:
+            UpstreamError, UpstreamUnavailableError: the tools could not be listed.
+        """
         offer: dict[str, list[JsonObject]] = {}
         client = None
         for kind, method in LIST_METHODS.items():
             cached = await cache.get(upstream, kind)
             if cached is None:
                 client = client or await self.pool.client(upstream.name)
-                cached = await self._list(client, upstream, kind, method)
+                try:
+                    cached = await self._list(client, upstream, kind, method)
+                except UpstreamError as error:
+                    if kind == "tools":
+                        raise
+                    failures[f"{upstream.name}/{kind}"] = f"{error.error.get('code')}: {error}"
+                    offer[kind] = []
+                    continue
                 await cache.put(upstream, cached, kind)
             offer[kind] = cached
         return offer

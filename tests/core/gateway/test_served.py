@@ -4,9 +4,11 @@ SDK client lists and calls their tools through it by their namespaced names, in 
 
 from __future__ import annotations
 
+import json
 import sys
 from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager
+from typing import Any
 
 import anyio
 import pytest
@@ -21,6 +23,7 @@ from core.gateway.config import Upstream
 from core.gateway.served import GatewayServer
 from core.resilience.limiter import RateLimit
 from core.stores.factory import build_stores
+from core.transport.asgi import read_body
 from examples.demo import server as demo
 from tests.fixtures import sdk_upstream
 from tests.servers import uvicorn_serving
@@ -209,3 +212,46 @@ async def test_a_cached_tools_list_is_answered_with_the_upstream_gone() -> None:
                 after = [tool.name for tool in (await client.list_tools()).tools]
     assert before == after == ["mcp__demo__add", "mcp__demo__forecast", "mcp__demo__divide"]
     assert another.failures == {}  # nothing was asked of the upstream, which is gone
+
+
+async def half_broken_upstream(scope: dict[str, Any], receive: Any, send: Any) -> None:
+    """A minimal handshake-era MCP server whose tools list works and whose prompts list always fails."""
+    if scope["type"] != "http":
+        return
+    body = json.loads(await read_body(receive) or b"{}")
+    if "id" not in body:
+        await send({"type": "http.response.start", "status": 202, "headers": []})
+        await send({"type": "http.response.body", "body": b""})
+        return
+    results: dict[str, Any] = {
+        "initialize": {
+            "protocolVersion": "2025-11-25",
+            "capabilities": {"tools": {}, "prompts": {}},
+            "serverInfo": {"name": "half", "version": "1"},
+        },
+        "tools/list": {"tools": [{"name": "ok", "inputSchema": {"type": "object"}}]},
+    }
+    method = body.get("method")
+    answer: dict[str, Any] = {"jsonrpc": "2.0", "id": body["id"]}
+    if method in results:
+        answer["result"] = results[method]
+    else:
+        answer["error"] = {"code": -32603, "message": f"{method} is broken"}
+    await send({"type": "http.response.start", "status": 200, "headers": [(b"content-type", b"application/json")]})
+    await send({"type": "http.response.body", "body": json.dumps(answer).encode()})
+
+
+async def test_a_failing_prompts_list_is_reported_while_the_tools_are_served() -> None:
+    with uvicorn_serving(half_broken_upstream) as upstream_url:  # type: ignore[arg-type]
+        gateway = GatewayServer(
+            [Upstream(name="half", transport="http", url=upstream_url, protocol_version="2025-11-25")],
+            allowed_networks=LOOPBACK,
+            watch=False,
+        )
+        with uvicorn_serving(build_app(gateway, Settings()), lifespan="on") as url, anyio.fail_after(10):
+            async with connect(f"{url}/mcp", "legacy") as client:
+                tools = [tool.name for tool in (await client.list_tools()).tools]
+                prompts = (await client.list_prompts()).prompts
+    assert tools == ["mcp__half__ok"]
+    assert prompts == []
+    assert gateway.failures == {"half/prompts": "-32603: prompts/list is broken"}
