@@ -22,8 +22,8 @@ import asyncio
 import dataclasses
 import logging
 import time
-from collections.abc import Callable, Iterable, Sequence
-from typing import Any
+from collections.abc import Awaitable, Callable, Iterable, Sequence
+from typing import Any, TypeVar
 
 from core.errors import INTERNAL_ERROR, McpError, StoreUnavailableError
 from core.gateway.addresses import UpstreamAddressError, check_upstream_address_async, parse_allowed_networks
@@ -47,6 +47,7 @@ from core.stores.extras import CacheStore
 from core.stores.factory import Stores
 
 logger = logging.getLogger("stratus.gateway")
+T = TypeVar("T")
 
 JsonObject = dict[str, Any]
 EventListener = Callable[[str, JsonObject], None]
@@ -161,6 +162,8 @@ class GatewayServer(McpServer):
                 logger.error(
                     "the recorded upstreams are invalid; serving the previous set", extra={"reason": str(error)}
                 )
+            except StoreUnavailableError:
+                logger.warning("the store is unavailable: serving the upstreams recorded when it last answered")
         offers: list[tuple[Upstream, dict[str, list[JsonObject]]]] = []
         failures: dict[str, str] = {}
         for upstream in self.pool.upstreams:
@@ -189,7 +192,7 @@ class GatewayServer(McpServer):
         offer: dict[str, list[JsonObject]] = {}
         client = None
         for kind, method in LIST_METHODS.items():
-            cached = await cache.get(upstream, kind)
+            cached = await _unless_unavailable(cache.get(upstream, kind))
             if cached is None:
                 client = client or await self.pool.client(upstream.name)
                 try:
@@ -200,7 +203,7 @@ class GatewayServer(McpServer):
                     failures[f"{upstream.name}/{kind}"] = f"{error.error.get('code')}: {error}"
                     offer[kind] = []
                     continue
-                await cache.put(upstream, cached, kind)
+                await _unless_unavailable(cache.put(upstream, cached, kind))
             offer[kind] = cached
         return offer
 
@@ -362,3 +365,12 @@ class GatewayServer(McpServer):
     async def aclose(self) -> None:
         """Wait for the calls in flight (up to 10 s), then close every upstream connection."""
         await self.pool.aclose(within=10.0)
+
+
+async def _unless_unavailable(step: Awaitable[T]) -> T | None:
+    """The store's answer, or None while it is unavailable: the lists are then asked of the upstreams themselves."""
+    try:
+        return await step
+    except StoreUnavailableError:
+        logger.warning("the store is unavailable: the gateway's lists bypass the cache")
+        return None
