@@ -23,6 +23,9 @@ from handlers import gateway_admin
 from handlers.loading import load_served
 from handlers.secrets import settings_from_env
 
+SHUTDOWN_GRACE_SECONDS = 5
+"""How long `stratus serve` waits for open requests and streams when told to stop."""
+
 
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="stratus", description="Serve MCP servers locally and on AWS Lambda.")
@@ -125,7 +128,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.port is None:
         args.port = int(os.environ.get("MCP_HTTP_PORT") or 8000)
     print(f"Serving {server.name} at http://{args.host}:{args.port}{settings.mcp_path} (store {settings.store})")
-    uvicorn.run(app, host=args.host, port=args.port, log_level=settings.log_level.lower())
+    # Open streams (a session's GET stream, a gateway watching this server) would hold a graceful shutdown forever;
+    # after this long they are cut, and their clients resume elsewhere with Last-Event-ID.
+    uvicorn.run(
+        app,
+        host=args.host,
+        port=args.port,
+        log_level=settings.log_level.lower(),
+        timeout_graceful_shutdown=SHUTDOWN_GRACE_SECONDS,
+    )
     return 0
 
 

@@ -34,6 +34,7 @@ class ServerUrl(str):
     """A server's base URL that also names its process (for tests that watch its memory or file descriptors)."""
 
     pid: int
+    process: subprocess.Popen[bytes]
 
 
 @contextmanager
@@ -59,7 +60,7 @@ def stratus_process(
                     pytest.fail(f"stratus serve did not listen within {START_TIMEOUT_SECONDS} s")
                 time.sleep(0.05)  # polling a process start-up, bounded by the deadline
         url = ServerUrl(f"http://127.0.0.1:{port}")
-        url.pid = process.pid
+        url.pid, url.process = process.pid, process
         yield url
     finally:
         process.terminate()

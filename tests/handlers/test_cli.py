@@ -1,11 +1,16 @@
-"""`stratus serve` validates its configuration before it binds a port."""
+"""`stratus serve` validates its configuration before it binds a port, and stops within its grace period."""
 
 from __future__ import annotations
 
+import signal
+
+import httpx
 import pytest
 
 from core.stores.dynamodb import dynamodb_client
-from handlers.cli import main
+from handlers.cli import SHUTDOWN_GRACE_SECONDS, main
+from tests.processes import ServerUrl, stratus_process
+from tests.wire import BASE_HEADERS, initialize_message
 
 
 def test_an_unusable_store_exits_2_with_a_clear_message(capsys: pytest.CaptureFixture[str]) -> None:
@@ -35,3 +40,18 @@ def test_store_create_makes_the_table_with_its_ttl(
 def test_store_create_refuses_other_stores(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["store", "create", "--store", "memory://"]) == 2
     assert "only dynamodb://" in capsys.readouterr().err
+
+
+@pytest.mark.uvicorn
+def test_stratus_serve_stops_within_its_grace_period_with_a_stream_open() -> None:
+    with stratus_process("examples.demo:server", {}) as url:
+        assert isinstance(url, ServerUrl)
+        with httpx.Client(base_url=url, timeout=10) as http:
+            opened = http.post("/mcp", json=initialize_message(), headers=BASE_HEADERS)
+            headers = {"mcp-session-id": opened.headers["mcp-session-id"], "mcp-protocol-version": "2025-11-25"}
+            with http.stream("GET", "/mcp", headers={**headers, "accept": "text/event-stream"}) as stream:
+                assert stream.status_code == 200
+                url.process.send_signal(signal.SIGTERM)
+                # Without the grace period uvicorn would wait for this stream for as long as it stays open.
+                exit_status = url.process.wait(timeout=SHUTDOWN_GRACE_SECONDS + 5)
+    assert exit_status in (0, -signal.SIGTERM)  # uvicorn re-raises the signal it stopped for

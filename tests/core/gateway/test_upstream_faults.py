@@ -67,7 +67,7 @@ async def test_an_upstream_dying_mid_call_opens_its_breaker_and_is_reconnected_o
     port = free_port()
     upstream = Upstream(name="up", transport="http", url=f"http://127.0.0.1:{port}/mcp", protocol_version="2025-11-25")
     breaker = BreakerPolicy(failure_threshold=2, window_seconds=60, cooldown_seconds=30)
-    # Not watching: its GET stream would hold up the restarted upstream's graceful shutdown at the end.
+    # Not watching: its GET stream would hold the restarted upstream's shutdown for its 5 s grace period.
     gateway = GatewayServer([upstream], breaker=breaker, clock=clock, allowed_networks=["127.0.0.0/8"], watch=False)
     events: list[tuple[str, dict[str, Any]]] = []
     gateway.listeners.append(lambda event, fields: events.append((event, fields)))
