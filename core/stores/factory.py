@@ -110,11 +110,13 @@ def build_stores(
     scheme = validate_store_url(url)
     if scheme in ("redis", "rediss"):
         from core.stores.lazy import LazyClient
-        from core.stores.redis import redis_client, redis_stores
+        from core.stores.redis import redis_client, redis_stores, redis_waiting_client
 
         client = LazyClient(lambda: redis_client(url, timeout=timeout))
+        waiting = LazyClient(lambda: redis_waiting_client(url, timeout=timeout))
         return redis_stores(
             client,
+            waiting_client=waiting,
             prefix=prefix,
             session_ttl_seconds=session_ttl_seconds,
             timeout=timeout,

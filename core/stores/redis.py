@@ -28,6 +28,7 @@ import time
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
+from urllib.parse import parse_qsl, urlencode, urlsplit
 
 from core.errors import StoreUnavailableError, TooManySessionsError
 from core.resilience.breaker import Admission, BreakerPolicy, CircuitState
@@ -46,7 +47,10 @@ from core.stores.factory import Stores
 
 GRACE_SECONDS = 60.0
 MAX_CONNECTIONS = 100
-"""Connections one process's pool opens at most: each open stream holds one while it follows its log."""
+"""Connections one process's pool for calls opens at most (the store URL's `?max_connections=N` sets it)."""
+WAITING_CONNECTIONS = 1000
+"""Connections one process's pool for long waits opens at most: each open stream following its log, and each call
+awaiting its client's reply, holds one while it waits."""
 Clock = Callable[[], float]
 Call = tuple[str, Sequence[str], Sequence[Any]]
 
@@ -310,6 +314,14 @@ class RedisBreakerStore:
         return CircuitState(before.decode()), CircuitState(after.decode())
 
 
+def redis_waiting_client(url: str, *, timeout: float) -> Any:
+    """A client for the long waits only, its pool apart from the calls' (the URL's `max_connections` sizes the
+    calls' pool, not this one)."""
+    parts = urlsplit(url)
+    query = urlencode([(name, value) for name, value in parse_qsl(parts.query) if name != "max_connections"])
+    return redis_client(parts._replace(query=query).geturl(), timeout=timeout, max_connections=WAITING_CONNECTIONS)
+
+
 def redis_client(url: str, *, timeout: float, max_connections: int = MAX_CONNECTIONS) -> Any:
     """A client for `url` (`redis://` or `rediss://`, password and database in the URL) with bounded sockets and a
     bounded pool.
@@ -371,9 +383,13 @@ def redis_stores(
     timeout: float,
     max_sessions: int = 0,
     clock: Clock = time.time,
+    waiting_client: Any = None,
 ) -> Stores:
-    """Every store over one Redis client (and its connection pool)."""
+    """Every store over one Redis client (and its connection pool). Long waits (a stream following its log, a call
+    awaiting the client's reply) hold a connection each for as long as they last: `waiting_client`, a client of
+    its own, keeps them from starving the calls of connections (by default they share `client`)."""
     scripts = RedisScripts(client, prefix, timeout=timeout)
+    waits = RedisScripts(waiting_client, prefix, timeout=timeout) if waiting_client is not None else scripts
     sessions = RedisSessionStore(scripts, ttl_seconds=session_ttl_seconds, max_sessions=max_sessions, clock=clock)
     rate_limits = RedisRateLimitStore(scripts, clock=clock)
     breakers = RedisBreakerStore(scripts, clock=clock)
@@ -383,10 +399,19 @@ def redis_stores(
         sessions,
         rate_limits,
         breakers,
-        events=RedisEventLogStore(scripts, ttl_seconds=session_ttl_seconds, clock=clock),
-        pending=RedisPendingRequestStore(scripts, clock=clock),
+        events=RedisEventLogStore(scripts, ttl_seconds=session_ttl_seconds, clock=clock, waits=waits),
+        pending=RedisPendingRequestStore(scripts, clock=clock, waits=waits),
         tasks=RedisTaskStore(scripts, clock=clock),
         cache=RedisCacheStore(scripts, clock=clock),
         gate=RedisGate(sessions, rate_limits, breakers),
-        close=client.aclose,
+        close=_closing(client, waiting_client),
     )
+
+
+def _closing(*clients: Any) -> Callable[[], Awaitable[None]]:
+    async def close() -> None:
+        for client in clients:
+            if client is not None:
+                await client.aclose()
+
+    return close

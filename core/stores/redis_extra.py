@@ -32,9 +32,17 @@ class RedisEventLogStore:
     """Event logs as capped lists with a counter, appended to in one script."""
 
     def __init__(
-        self, scripts: RedisScripts, *, max_events: int = 1000, ttl_seconds: float = 3600.0, clock: Clock = time.time
+        self,
+        scripts: RedisScripts,
+        *,
+        max_events: int = 1000,
+        ttl_seconds: float = 3600.0,
+        clock: Clock = time.time,
+        waits: RedisScripts | None = None,
     ) -> None:
         self.scripts = scripts
+        self.waits = waits or scripts
+        """Where a follower's subscription waits (a pool apart from the calls', see `redis_stores`)."""
         self.max_events = max_events
         self.ttl = ttl_seconds
         self.clock = clock
@@ -57,9 +65,9 @@ class RedisEventLogStore:
 
     async def wait_after(self, stream: str, seq: int, within: float) -> list[StreamEvent]:
         channel = self._keys(stream)[1]
-        subscription = self.scripts.client.pubsub(ignore_subscribe_messages=True)
+        subscription = self.waits.client.pubsub(ignore_subscribe_messages=True)
         try:
-            await self.scripts.command_on(subscription, "subscribe", channel)
+            await self.waits.command_on(subscription, "subscribe", channel)
             # Read only once subscribed, so an event appended in between is either read here or published.
             events = await self.read_after(stream, seq)
             deadline = asyncio.get_running_loop().time() + within
@@ -68,9 +76,7 @@ class RedisEventLogStore:
                 if left <= 0:
                     return []
                 slice_seconds = min(left, max(0.01, self.scripts.timeout / 2))
-                message = await self.scripts.command_on(
-                    subscription, "get_message", timeout=slice_seconds, blocking=True
-                )
+                message = await self.waits.command_on(subscription, "get_message", timeout=slice_seconds, blocking=True)
                 if message is not None:
                     events = await self.read_after(stream, seq)
             return events
@@ -81,8 +87,10 @@ class RedisEventLogStore:
 class RedisPendingRequestStore:
     """Awaited replies: a marker while open, a list the reply is pushed to, a blocking pop to wait."""
 
-    def __init__(self, scripts: RedisScripts, *, clock: Clock = time.time) -> None:
+    def __init__(self, scripts: RedisScripts, *, clock: Clock = time.time, waits: RedisScripts | None = None) -> None:
         self.scripts = scripts
+        self.waits = waits or scripts
+        """Where the blocking pops wait (a pool apart from the calls', see `redis_stores`)."""
         self.clock = clock
 
     def _keys(self, request_key: str) -> list[str]:
@@ -104,7 +112,7 @@ class RedisPendingRequestStore:
             if left <= 0:
                 await self.scripts.command("delete", marker, replies)
                 return None
-            popped = await self.scripts.command("blpop", [replies], timeout=min(left, slice_seconds), blocking=True)
+            popped = await self.waits.command("blpop", [replies], timeout=min(left, slice_seconds), blocking=True)
             if popped is not None:
                 await self.scripts.command("delete", marker, replies)
                 return _text(popped[1])

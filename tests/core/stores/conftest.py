@@ -82,4 +82,4 @@ async def backend(request: pytest.FixtureRequest, aws_credentials: None) -> Asyn
         keys = [key async for key in client.scan_iter(match=f"{prefix}:*")]
         if keys:
             await client.delete(*keys)
-        await client.aclose()
+        await stores.aclose()  # both pools: the calls' and the long waits'

@@ -19,6 +19,7 @@ from core.pipeline.metrics import LocalMetrics
 from core.resilience.breaker import BreakerPolicy
 from core.resilience.limiter import RateLimit
 from core.stores.base import SessionRecord
+from core.stores.factory import build_stores
 from core.stores.redis import MAX_CONNECTIONS, redis_client, redis_stores
 from core.stores.redis_scripts import SESSION_CREATE
 from core.transport.app import build_app
@@ -152,8 +153,9 @@ async def test_the_client_bounds_its_sockets_and_its_pool() -> None:
 async def test_500_concurrent_session_creates_all_succeed_through_a_pool_of_20_connections(
     own_redis: OwnRedis,
 ) -> None:
-    client = redis_client(own_redis.url, timeout=2.0, max_connections=20)
-    stores = redis_stores(client, prefix="t", session_ttl_seconds=600, timeout=2.0)
+    # A queued create waits for a free connection up to the store timeout: generous, for a loaded machine.
+    client = redis_client(own_redis.url, timeout=5.0, max_connections=20)
+    stores = redis_stores(client, prefix="t", session_ttl_seconds=600, timeout=5.0)
     records = [SessionRecord(session_id=f"s{index}", protocol_version="2025-11-25") for index in range(500)]
     try:
         with anyio.fail_after(30):
@@ -199,3 +201,23 @@ async def test_a_session_create_sent_twice_counts_once_and_a_rival_create_is_ref
     finally:
         await client.delete(key)
         await client.aclose()
+
+
+async def test_open_streams_wait_on_a_pool_of_their_own_and_leave_the_calls_theirs(own_redis: OwnRedis) -> None:
+    stores = build_stores(f"{own_redis.url}?max_connections=2", session_ttl_seconds=600, prefix="w", timeout=0.3)
+    try:
+        await stores.events.append("s", "first")
+        followers = [asyncio.ensure_future(stores.events.wait_after("s", 1, within=5)) for _ in range(5)]
+        watcher = own_redis.client()
+        with anyio.fail_after(5):
+            for _ in range(500):  # until every follower has subscribed: at most 500 looks, 5 s
+                if watcher.pubsub_numsub("w:{ev:s}:events")[0][1] == 5:
+                    break
+                await asyncio.sleep(0.01)
+            assert watcher.pubsub_numsub("w:{ev:s}:events")[0][1] == 5
+            assert await stores.sessions.load("nobody") is None  # five waits hold connections; the calls' two are free
+            await stores.events.append("s", "second")
+            woken = await asyncio.gather(*followers)
+        assert [[event.data for event in events] for events in woken] == [["second"]] * 5
+    finally:
+        await stores.aclose()
