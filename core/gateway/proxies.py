@@ -142,7 +142,7 @@ class ProxyTool(Tool):
         return await self._forward(self.routed.upstream, "tools/call", params, context)
 
     def result(self, value: Any) -> JsonObject:
-        return dict(value)
+        return without_envelope(value)
 
 
 class ProxyPrompt(Prompt):
@@ -159,7 +159,7 @@ class ProxyPrompt(Prompt):
 
     async def get(self, arguments: dict[str, Any], context: Context) -> JsonObject:
         params = {"name": self.original, "arguments": arguments}
-        return await self._forward(self.upstream, "prompts/get", params, context)
+        return without_envelope(await self._forward(self.upstream, "prompts/get", params, context))
 
 
 class ProxyResource(Resource):
@@ -193,6 +193,23 @@ class ProxyTemplate(ResourceTemplate):
 
     async def read(self, uri: str, variables: dict[str, str], context: Context) -> list[JsonObject]:
         return await _read(self._forward, self.upstream, uri, context)
+
+
+def without_envelope(result: JsonObject) -> JsonObject:
+    """An upstream's result without what its own wire era added (`resultType`, the protocol's `_meta` keys such
+    as the upstream's `serverInfo`): the gateway's dispatcher adds its own for its client's era."""
+    kept = {key: value for key, value in result.items() if key != "resultType"}
+    meta = kept.get("_meta")
+    if isinstance(meta, dict):
+        own = {key: value for key, value in meta.items() if not key.startswith(PROTOCOL_META_PREFIX)}
+        if own:
+            kept["_meta"] = own
+        else:
+            del kept["_meta"]
+    return kept
+
+
+PROTOCOL_META_PREFIX = "io.modelcontextprotocol/"
 
 
 async def _read(forward: Forward, upstream: str, uri: str, context: Context) -> list[JsonObject]:

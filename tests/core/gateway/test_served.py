@@ -11,6 +11,7 @@ from contextlib import asynccontextmanager
 from typing import Any
 
 import anyio
+import httpx
 import pytest
 from mcp import Client
 from mcp.client.client import ConnectMode
@@ -27,6 +28,7 @@ from core.transport.asgi import read_body
 from examples.demo import server as demo
 from tests.fixtures import sdk_upstream
 from tests.servers import uvicorn_serving
+from tests.wire import McpHttp
 
 pytestmark = [pytest.mark.anyio, pytest.mark.uvicorn]
 TEST_TIMEOUT_SECONDS = 15.0
@@ -255,3 +257,14 @@ async def test_a_failing_prompts_list_is_reported_while_the_tools_are_served() -
     assert tools == ["mcp__half__ok"]
     assert prompts == []
     assert gateway.failures == {"half/prompts": "-32603: prompts/list is broken"}
+
+
+async def test_a_modern_upstreams_envelope_does_not_reach_a_handshake_era_client(gateway_url: str) -> None:
+    async with httpx.AsyncClient(timeout=10) as http:
+        session = await McpHttp(http, path=gateway_url).initialize()
+        response = await session.request("tools/call", {"name": "mcp__alpha__add", "arguments": {"a": 1, "b": 1}})
+        prompt = await session.request("prompts/get", {"name": "mcp__alpha__greeting", "arguments": {"name": "Ada"}})
+    result = response.json()["result"]  # schema-checked against 2025-11-25 by the session
+    assert result["structuredContent"] == {"result": 2}
+    assert "resultType" not in result and "_meta" not in result  # alpha speaks 2026-07-28; this client does not
+    assert "resultType" not in prompt.json()["result"]
