@@ -1,7 +1,9 @@
-"""What an operator asks of an upstream: discover everything it offers, and test that it answers.
+"""What is asked of an upstream: discover everything it offers (the gateway's catalog and an operator's look),
+and test that it answers.
 
-Discovery needs the tools list; prompts and resources are optional (many servers offer neither), so their
-failures are reported beside what was found instead of failing the whole discovery.
+Discovery needs the tools list; prompts, resources and resource templates are optional (many servers offer none,
+and those not in the upstream's capabilities are not asked for), so their failures are reported beside what was
+found instead of failing the whole discovery.
 """
 
 from __future__ import annotations
@@ -13,17 +15,31 @@ from core.gateway.client import UpstreamClient, UpstreamError, UpstreamUnavailab
 from core.gateway.config import Upstream
 
 JsonObject = dict[str, Any]
+OPTIONAL_LISTS = {"prompts": "prompts/list", "resources": "resources/list"}
+OPTIONAL_LISTS["resourceTemplates"] = "resources/templates/list"
+"""Each optional list (by its key in the list result) and its method."""
 
 
 @dataclass(frozen=True, slots=True)
 class Discovery:
-    """An upstream's offer: tools, prompts and resources, and what could not be listed (by kind: the reason)."""
+    """An upstream's offer: tools, prompts, resources and templates, and what could not be listed (by kind: the
+    reason)."""
 
     version: str | None
     tools: list[JsonObject]
     prompts: list[JsonObject] = field(default_factory=list)
     resources: list[JsonObject] = field(default_factory=list)
     failures: dict[str, str] = field(default_factory=dict)
+    templates: list[JsonObject] = field(default_factory=list)
+
+    def lists(self) -> dict[str, list[JsonObject]]:
+        """Every list by its kind (`tools`, `prompts`, `resources`, `resourceTemplates`)."""
+        return {
+            "tools": self.tools,
+            "prompts": self.prompts,
+            "resources": self.resources,
+            "resourceTemplates": self.templates,
+        }
 
 
 @dataclass(frozen=True, slots=True)
@@ -44,14 +60,24 @@ async def discover(client: UpstreamClient) -> Discovery:
     tools = await client.list_tools()
     optional: dict[str, list[JsonObject]] = {}
     failures: dict[str, str] = {}
-    for kind in ("prompts", "resources"):
+    for kind, method in OPTIONAL_LISTS.items():
+        capability = "resources" if kind == "resourceTemplates" else kind
+        if capability not in client.capabilities:
+            continue  # the upstream offers none: asking would be an error
         try:
-            optional[kind] = await client.list_all(f"{kind}/list", kind)
+            optional[kind] = await client.list_all(method, kind)
         except UpstreamError as error:
             failures[kind] = f"{error.error.get('code')}: {error}"
         except UpstreamUnavailableError as error:
             failures[kind] = str(error)
-    return Discovery(client.version, tools, optional.get("prompts", []), optional.get("resources", []), failures)
+    return Discovery(
+        client.version,
+        tools,
+        optional.get("prompts", []),
+        optional.get("resources", []),
+        failures,
+        optional.get("resourceTemplates", []),
+    )
 
 
 async def check_connection(upstream: Upstream, *, within: float = 10.0) -> ConnectionTest:

@@ -30,7 +30,7 @@ from core.server.resources import Resource, ResourceTemplate, compile_template
 from core.server.tools import Tool
 
 JsonObject = dict[str, Any]
-Forward = Callable[[str, str, JsonObject, Context], Awaitable[JsonObject]]
+Forward = Callable[[str, str, JsonObject, Context | None], Awaitable[JsonObject]]
 """(upstream, method, params, context) -> the upstream's result: the gateway's one way to an upstream."""
 ListChanged = Callable[[str, str], Awaitable[None]]
 """(upstream, kind): an upstream said its list of `kind` changed."""
@@ -103,19 +103,15 @@ class ProxyTool(Tool):
     """An upstream's tool as the gateway lists it; a call goes to the upstream under the tool's own name."""
 
     def __init__(self, routed: RoutedTool, policy: ToolPolicy, forward: Forward) -> None:
-        # No Python function stands behind a proxy, so Tool's signature machinery is not set up.
+        # No Python function stands behind a proxy, so Tool's signature machinery is not set up: its definition
+        # and `x-mcp-header` parameters are filled in from the upstream's definition, where Tool reads them.
         definition = routed.definition
         self.routed = routed
-        self.fn = forward
         self.policy = policy
         self.task_support = None
         self.name = routed.name
-        self.title = definition.get("title")
-        self.description = str(definition.get("description", ""))
         annotations = definition.get("annotations")
-        self.annotations = annotations if isinstance(annotations, dict) else None
-        self.icons = definition.get("icons")
-        self.meta = definition.get("_meta")
+        self.annotations = annotations if isinstance(annotations, dict) else None  # `idempotent` reads them
         self._definition = definition
         self._forward = forward
         schema = definition.get("inputSchema")
@@ -125,14 +121,6 @@ class ProxyTool(Tool):
             for name, spec in (properties or {}).items()
             if isinstance(spec, dict) and "x-mcp-header" in spec
         }
-
-    @property
-    def header_parameters(self) -> dict[str, str]:
-        return self._header_parameters or {}
-
-    def definition(self) -> JsonObject:
-        assert self._definition is not None
-        return self._definition
 
     def validate(self, arguments: JsonObject) -> dict[str, Any]:
         return dict(arguments)

@@ -28,10 +28,11 @@ from typing import Any, TypeVar
 from core.errors import INTERNAL_ERROR, McpError, StoreUnavailableError
 from core.gateway.addresses import UpstreamAddressError, check_upstream_address_async, parse_allowed_networks
 from core.gateway.aggregate import aggregate_tools
-from core.gateway.cache import TOOLS_TTL_SECONDS, ToolsCache
+from core.gateway.cache import KINDS, TOOLS_TTL_SECONDS, ToolsCache
 from core.gateway.client import UpstreamClient, UpstreamError, UpstreamUnavailableError
 from core.gateway.config import GatewayConfigError, Upstream
 from core.gateway.connection import ConnectionState
+from core.gateway.operations import discover
 from core.gateway.pool import UpstreamPool, open_client
 from core.gateway.proxies import ContextPeer, ProxyPrompt, ProxyResource, ProxyTemplate, ProxyTool, UpstreamCallError
 from core.gateway.registry import UpstreamRegistry
@@ -51,8 +52,6 @@ T = TypeVar("T")
 
 JsonObject = dict[str, Any]
 EventListener = Callable[[str, JsonObject], None]
-LIST_METHODS = {"tools": "tools/list", "prompts": "prompts/list", "resources": "resources/list"}
-LIST_METHODS["resourceTemplates"] = "resources/templates/list"
 CATALOG_SECONDS = 5.0
 UPSTREAM_BREAKER = BreakerPolicy(failure_threshold=5, window_seconds=60.0, cooldown_seconds=30.0)
 
@@ -183,36 +182,24 @@ class GatewayServer(McpServer):
     async def _offer(
         self, upstream: Upstream, cache: ToolsCache, failures: dict[str, str]
     ) -> dict[str, list[JsonObject]]:
-        """The upstream's lists. Its tools are required; a prompts or resources list that fails is served empty
-        and reported in `failures` (as `upstream/kind`), not cached, so it is asked again next time.
+        """The upstream's lists, from the shared cache, else discovered from the upstream and cached. Its tools are
+        required; an optional list that fails is served empty and reported in `failures` (as `upstream/kind`), not
+        cached, so it is asked again next time.
 
         Raises:
             UpstreamError, UpstreamUnavailableError: the tools could not be listed.
         """
-        offer: dict[str, list[JsonObject]] = {}
-        client = None
-        for kind, method in LIST_METHODS.items():
-            cached = await _unless_unavailable(cache.get(upstream, kind))
-            if cached is None:
-                client = client or await self.pool.client(upstream.name)
-                try:
-                    cached = await self._list(client, upstream, kind, method)
-                except UpstreamError as error:
-                    if kind == "tools":
-                        raise
-                    failures[f"{upstream.name}/{kind}"] = f"{error.error.get('code')}: {error}"
-                    offer[kind] = []
-                    continue
-                await _unless_unavailable(cache.put(upstream, cached, kind))
-            offer[kind] = cached
-        return offer
-
-    @staticmethod
-    async def _list(client: UpstreamClient, upstream: Upstream, kind: str, method: str) -> list[JsonObject]:
-        capability = "resources" if kind == "resourceTemplates" else kind
-        if kind != "tools" and capability not in client.capabilities:
-            return []  # the upstream offers none: asking would be an error
-        return await client.list_all(method, kind)
+        cached = {kind: await _unless_unavailable(cache.get(upstream, kind)) for kind in KINDS}
+        if all(items is not None for items in cached.values()):
+            return {kind: items or [] for kind, items in cached.items()}
+        found = await discover(await self.pool.client(upstream.name))
+        for kind, reason in found.failures.items():
+            failures[f"{upstream.name}/{kind}"] = reason
+        lists = found.lists()
+        for kind, items in lists.items():
+            if kind not in found.failures:
+                await _unless_unavailable(cache.put(upstream, items, kind))
+        return lists
 
     def _install(self, offers: list[tuple[Upstream, dict[str, list[JsonObject]]]]) -> None:
         before = set(self.tools), set(self.prompts), set(self.resources), set(self.templates)
@@ -290,10 +277,17 @@ class GatewayServer(McpServer):
 
     # -- calls -----------------------------------------------------------------------------------------------
 
-    async def _forward(self, upstream: str, method: str, params: JsonObject, context: Context) -> JsonObject:
+    async def _forward(self, upstream: str, method: str, params: JsonObject, context: Context | None) -> JsonObject:
+        """The upstream's result for `method`, what it sends meanwhile passed to `context`'s caller (if any).
+
+        Raises:
+            ToolError: a tools/call whose upstream is unavailable (retryable: the breaker counts it).
+            UpstreamUnavailableCallError: any other request whose upstream is unavailable.
+            UpstreamCallError: the upstream answered a JSON-RPC error.
+        """
         started = time.perf_counter()
         success = False
-        peer = ContextPeer(upstream, context, self.list_changed)
+        peer = ContextPeer(upstream, context, self.list_changed) if context is not None else None
         async with self.pool.in_flight():
             try:
                 client = await self.pool.client(upstream)
@@ -336,11 +330,7 @@ class GatewayServer(McpServer):
         params: JsonObject = {"ref": ref, "argument": {"name": argument, "value": value}}
         if context:
             params["context"] = {"arguments": context}
-        client = await self.pool.client(owner.upstream)
-        try:
-            result = await client.request("completion/complete", params)
-        except UpstreamError as error:
-            raise UpstreamCallError(error.error) from None
+        result = await self._forward(owner.upstream, "completion/complete", params, None)
         completion = result.get("completion")
         return completion if isinstance(completion, dict) else {"values": []}
 
