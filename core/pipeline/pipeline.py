@@ -153,13 +153,27 @@ class Pipeline:
     async def admit_with_session(
         self, tool: Tool, principal: Principal | None, session_id: str
     ) -> CallAdmission | None:
-        """Load a legacy session together with the tool's limits and breaker (one store round trip); None when
-        the tool asks the store nothing, so the session is loaded on its own. Sessions fail closed: a store
-        outage raises StoreUnavailableError whatever the limits' policy."""
+        """Load a legacy session together with the tool's limits and breaker (one store round trip).
+
+        None when the session should be loaded on its own: the tool asks the store nothing, or something that runs
+        before the limits could still refuse the call (authenticators, guards, middleware, a scope or role the
+        caller lacks), and a refused call must spend nothing. The gate itself spends nothing unless the session is
+        the caller's and every check passes. Sessions fail closed: a store outage raises StoreUnavailableError
+        whatever the limits' policy.
+        """
         checks = self.checks_for(tool, principal, session_id)
         if not checks.limits and checks.breaker is None:
             return None
-        return await self.stores.call_gate().admit(checks._replace(session_id=session_id))
+        if not self._nothing_refuses_before_the_limits(tool, principal):
+            return None
+        owner = principal.key if principal else None
+        return await self.stores.call_gate().admit(checks._replace(session_id=session_id, owner=owner))
+
+    def _nothing_refuses_before_the_limits(self, tool: Tool, principal: Principal | None) -> bool:
+        access = tool.policy.access
+        if self.policy.authenticators or self.policy.middleware or tool.policy.middleware or access.guards:
+            return False
+        return not access.restricted or access.grants(principal)
 
     async def call_tool(
         self, tool: Tool, arguments: JsonObject, context: Context, admitted: CallAdmission | None = None

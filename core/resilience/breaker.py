@@ -41,11 +41,16 @@ class BreakerState(NamedTuple):
 
 
 class Admission(NamedTuple):
-    """Whether a call may proceed, the state it saw, and how long until an open circuit tries again."""
+    """Whether a call may proceed, the state it saw, and how long until an open circuit tries again.
+
+    `trial_at` names the half-open trial this admission took, so a call refused for another reason can give it
+    back (`release`) instead of holding the circuit for a cool-down.
+    """
 
     allowed: bool
     state: CircuitState
     retry_after: float = 0.0
+    trial_at: float | None = None
 
 
 def admit(current: BreakerState, policy: BreakerPolicy, now: float) -> tuple[Admission, BreakerState]:
@@ -55,14 +60,21 @@ def admit(current: BreakerState, policy: BreakerPolicy, now: float) -> tuple[Adm
         if now < reopen_at:
             return Admission(False, CircuitState.OPEN, reopen_at - now), current
         trial = current._replace(state=CircuitState.HALF_OPEN, trial_started_at=now)
-        return Admission(True, CircuitState.HALF_OPEN), trial
+        return Admission(True, CircuitState.HALF_OPEN, trial_at=now), trial
     if current.state is CircuitState.HALF_OPEN:
         # A trial whose caller died (e.g. its container was frozen) must not hold the circuit half-open forever.
         stale = current.trial_started_at is None or now - current.trial_started_at >= policy.cooldown_seconds
         if stale:
-            return Admission(True, CircuitState.HALF_OPEN), current._replace(trial_started_at=now)
+            return Admission(True, CircuitState.HALF_OPEN, trial_at=now), current._replace(trial_started_at=now)
         return Admission(False, CircuitState.HALF_OPEN, policy.cooldown_seconds), current
     return Admission(True, CircuitState.CLOSED), current
+
+
+def release(current: BreakerState, trial_at: float) -> BreakerState:
+    """The state after an admitted trial gave its place back without running: the next call may be the trial."""
+    if current.state is CircuitState.HALF_OPEN and current.trial_started_at == trial_at:
+        return current._replace(trial_started_at=None)
+    return current
 
 
 def record(current: BreakerState, policy: BreakerPolicy, now: float, *, success: bool) -> BreakerState:

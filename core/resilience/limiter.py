@@ -51,6 +51,14 @@ def take(bucket: Bucket | None, limit: RateLimit, now: float, cost: float = 1.0)
     return Decision(False, (cost - tokens) / limit.rate), Bucket(tokens, now)
 
 
+def give_back(bucket: Bucket | None, limit: RateLimit, now: float, cost: float = 1.0) -> Bucket:
+    """The bucket after a call that took `cost` was refused for another reason: as if it had never taken them."""
+    if bucket is None:
+        return Bucket(limit.burst, now)
+    elapsed = max(0.0, now - bucket.updated_at)
+    return Bucket(min(limit.burst, bucket.tokens + elapsed * limit.rate + cost), now)
+
+
 def idle_seconds(limit: RateLimit) -> float:
     """How long until an untouched bucket is full again, i.e. how long its state is worth keeping."""
     return limit.burst / limit.rate

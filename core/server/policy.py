@@ -51,6 +51,14 @@ class Access(NamedTuple):
     def restricted(self) -> bool:
         return not self.public and bool(self.scopes or self.roles or self.guards)
 
+    def grants(self, user: Principal | None) -> bool:
+        """Whether `user` holds what the item's scopes and roles ask (its guards are not consulted)."""
+        if not self.restricted:
+            return True
+        if user is None or not user.scopes.issuperset(self.scopes):
+            return False
+        return not self.roles or bool(user.roles.intersection(self.roles))
+
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class RetryPolicy:

@@ -72,6 +72,9 @@ class RateLimitStore(Protocol):
     async def acquire(self, key: str, limit: RateLimit, cost: float = 1.0) -> Decision:
         """Take `cost` tokens from the bucket `key`, refilled to the store's now."""
 
+    async def refund(self, key: str, limit: RateLimit, cost: float = 1.0) -> None:
+        """Give back `cost` tokens that a call took and was then refused for another reason (never past `burst`)."""
+
 
 class BreakerStore(Protocol):
     """Circuit-breaker state shared by every container; each method is one atomic step."""
@@ -82,11 +85,16 @@ class BreakerStore(Protocol):
     async def record(self, key: str, policy: BreakerPolicy, *, success: bool) -> tuple[CircuitState, CircuitState]:
         """Record how an admitted call ended; the states before and after."""
 
+    async def release(self, key: str, trial_at: float) -> None:
+        """Give back the half-open trial taken at `trial_at` by a call that was refused before it ran."""
+
 
 class CallChecks(NamedTuple):
     """Everything a tool call asks the store before it runs, so a backend can answer in one round trip."""
 
     session_id: str | None = None
+    owner: str | None = None
+    """The principal key the session must belong to (None: a session opened without authentication)."""
     limits: tuple[tuple[str, RateLimit], ...] = ()
     """(bucket key, limit) pairs, in the order they are checked."""
     breaker: tuple[str, BreakerPolicy] | None = None
@@ -99,17 +107,33 @@ class CallAdmission(NamedTuple):
     decisions: tuple[Decision, ...]
     breaker: Admission | None
 
+    @property
+    def allowed(self) -> bool:
+        """Whether every bucket and the breaker let the call through."""
+        return all(decision.allowed for decision in self.decisions) and (self.breaker is None or self.breaker.allowed)
+
+
+NO_SESSION = CallAdmission(None, (), None)
+"""The gate's answer when the checks name no live session of the caller: nothing was asked or taken."""
+
+
+def owned(session: SessionRecord | None, owner: str | None) -> bool:
+    """Whether a loaded session is live and belongs to `owner`."""
+    return session is not None and session.principal == owner
+
 
 class CallGate(Protocol):
     """Answers a call's checks together (Redis: one pipelined round trip)."""
 
     async def admit(self, checks: CallChecks) -> CallAdmission:
-        """Load the session, take from each bucket and ask the breaker; every bucket is taken from even when an
-        earlier one refuses, so a refused call may still spend tokens of the others."""
+        """Load the session, take from each bucket and ask the breaker, all or nothing: a call refused for any
+        reason (no live session of `owner`: `NO_SESSION`; a bucket; the breaker) spends no token and no half-open
+        trial, so refused requests cannot use up what real callers share."""
 
 
 class SequentialGate:
-    """A gate over any stores: one operation after another (the in-memory stores have no round trips to save)."""
+    """A gate over any stores: one operation after another, giving back what a refused call took (the in-memory
+    stores have no round trips to save, and nothing awaits inside them, so no other call sees the tokens gone)."""
 
     def __init__(self, sessions: SessionStore, rate_limits: RateLimitStore, breakers: BreakerStore) -> None:
         self.sessions = sessions
@@ -117,10 +141,21 @@ class SequentialGate:
         self.breakers = breakers
 
     async def admit(self, checks: CallChecks) -> CallAdmission:
-        session = await self.sessions.load(checks.session_id) if checks.session_id else None
+        session = None
+        if checks.session_id is not None:
+            session = await self.sessions.load(checks.session_id)
+            if not owned(session, checks.owner):
+                return NO_SESSION
         decisions = tuple([await self.rate_limits.acquire(key, limit) for key, limit in checks.limits])
         breaker = await self.breakers.admit(*checks.breaker) if checks.breaker else None
-        return CallAdmission(session, decisions, breaker)
+        admission = CallAdmission(session, decisions, breaker)
+        if not admission.allowed:
+            for (key, limit), decision in zip(checks.limits, decisions, strict=True):
+                if decision.allowed:
+                    await self.rate_limits.refund(key, limit)
+            if checks.breaker and breaker is not None and breaker.trial_at is not None:
+                await self.breakers.release(checks.breaker[0], breaker.trial_at)
+        return admission
 
 
 def encode_session(record: SessionRecord) -> str:

@@ -23,6 +23,7 @@ made (`DynamoTable`).
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import time
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
@@ -34,8 +35,10 @@ from core.resilience.backoff import full_jitter
 from core.resilience.breaker import Admission, BreakerPolicy, BreakerState, CircuitState
 from core.resilience.limiter import Decision, RateLimit
 from core.stores.base import (
+    NO_SESSION,
     CallAdmission,
     CallChecks,
+    owned,
 )
 from core.stores.factory import Stores
 
@@ -270,6 +273,22 @@ class DynamoRateLimitStore:
             return Decision(False, ends - now)
         return Decision(True)
 
+    async def refund(self, key: str, limit: RateLimit, cost: float = 1.0) -> None:
+        """Uncount a call in the current window (a call counted in a window that has ended needs no refund)."""
+        index, _ = limiter.window(limit, self.table.clock())
+        update = {
+            "Update": {
+                "TableName": self.table.table,
+                "Key": self.table.key("window", f"{key}#{index}"),
+                "UpdateExpression": "ADD #count :minus",
+                "ConditionExpression": "#count >= :cost",
+                "ExpressionAttributeNames": {"#count": "count"},
+                "ExpressionAttributeValues": {":minus": number(-cost), ":cost": number(cost)},
+            }
+        }
+        with contextlib.suppress(ConditionFailedError):
+            await self.table.write([update])
+
 
 def _breaker_state(item: Item | None, now: float) -> BreakerState:
     if item is None or number_of(item, "expires") <= now:
@@ -322,6 +341,24 @@ class DynamoBreakerStore:
                 await _back_off(attempt)
         raise StoreBusyError("The circuit breaker is too contended to decide; retry shortly")
 
+    async def release(self, key: str, trial_at: float) -> None:
+        update = {
+            "Update": {
+                "TableName": self.table.table,
+                "Key": self.key(key),
+                "UpdateExpression": "REMOVE trial_at ADD v :one",
+                "ConditionExpression": "#state = :half AND trial_at = :trial",
+                "ExpressionAttributeNames": {"#state": "state"},
+                "ExpressionAttributeValues": {
+                    ":one": number(1),
+                    ":half": {"S": CircuitState.HALF_OPEN.value},
+                    ":trial": number(trial_at),
+                },
+            }
+        }
+        with contextlib.suppress(ConditionFailedError):  # the trial is no longer ours to give back
+            await self.table.write([update])
+
     async def record(self, key: str, policy: BreakerPolicy, *, success: bool) -> tuple[CircuitState, CircuitState]:
         for attempt in range(ATTEMPTS):
             item = await self.table.get(self.key(key))
@@ -363,20 +400,25 @@ class DynamoGate:
             session = None
             if checks.session_id:
                 session = self.sessions.live(checks.session_id, next(items), now)
+                if not owned(session, checks.owner):
+                    return NO_SESSION
                 touch = self.sessions.touch(session, now) if session else None
                 if touch:
                     writes.append(touch)
+            admission = breaker_write = None
+            if checks.breaker:
+                admission, breaker_write = self.breakers.admit_from(
+                    checks.breaker[0], next(items), checks.breaker[1], now
+                )
             first_limit = len(writes)
             window_ends = []
-            for key, limit in checks.limits:
-                update, ends = self.rate_limits.count(key, limit, 1.0, now)
-                writes.append(update)
-                window_ends.append(ends)
-            admission = None
-            if checks.breaker:
-                admission, write = self.breakers.admit_from(checks.breaker[0], next(items), checks.breaker[1], now)
-                if write:
-                    writes.append(write)
+            if admission is None or admission.allowed:  # an open circuit refuses the call: count nothing
+                for key, limit in checks.limits:
+                    update, ends = self.rate_limits.count(key, limit, 1.0, now)
+                    writes.append(update)
+                    window_ends.append(ends)
+            if breaker_write:  # in the counters' transaction: a limit that refuses also keeps the trial unspent
+                writes.append(breaker_write)
             try:
                 if writes:
                     await self.table.write(writes)
@@ -392,7 +434,7 @@ class DynamoGate:
                     return CallAdmission(session, decisions, admission)
                 await _back_off(attempt)  # another container changed the session or breaker: decide again
                 continue
-            return CallAdmission(session, tuple(Decision(True) for _ in window_ends), admission)
+            return CallAdmission(session, tuple(Decision(True) for _ in checks.limits), admission)
         raise StoreBusyError("The call's checks are too contended to decide; retry shortly")
 
 

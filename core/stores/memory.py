@@ -87,6 +87,9 @@ class MemoryRateLimitStore:
         decision, self._buckets[key] = limiter.take(self._buckets.get(key), limit, self._clock(), cost)
         return decision
 
+    async def refund(self, key: str, limit: RateLimit, cost: float = 1.0) -> None:
+        self._buckets[key] = limiter.give_back(self._buckets.get(key), limit, self._clock(), cost)
+
 
 class MemoryBreakerStore:
     """Breaker states in a dict. Atomic because nothing awaits between reading and writing a state."""
@@ -98,6 +101,10 @@ class MemoryBreakerStore:
     async def admit(self, key: str, policy: BreakerPolicy) -> Admission:
         admission, self._states[key] = breaker.admit(self._states.get(key, BreakerState()), policy, self._clock())
         return admission
+
+    async def release(self, key: str, trial_at: float) -> None:
+        if key in self._states:
+            self._states[key] = breaker.release(self._states[key], trial_at)
 
     async def record(self, key: str, policy: BreakerPolicy, *, success: bool) -> tuple[CircuitState, CircuitState]:
         before = self._states.get(key, BreakerState())

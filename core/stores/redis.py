@@ -35,6 +35,7 @@ from core.resilience.breaker import Admission, BreakerPolicy, CircuitState
 from core.resilience.limiter import Decision, RateLimit
 from core.stores import redis_scripts
 from core.stores.base import (
+    NO_SESSION,
     CallAdmission,
     CallChecks,
     SessionCensus,
@@ -42,6 +43,7 @@ from core.stores.base import (
     SessionRecord,
     decode_session,
     encode_session,
+    owned,
 )
 from core.stores.factory import Stores
 
@@ -283,6 +285,12 @@ class RedisRateLimitStore:
     async def acquire(self, key: str, limit: RateLimit, cost: float = 1.0) -> Decision:
         return self.decided(await self.scripts.run(*self.acquire_call(key, limit, cost)))
 
+    def refund_call(self, key: str, limit: RateLimit, cost: float = 1.0) -> Call:
+        return "bucket_give", [self.scripts.key(f"rl:{key}")], [repr(self.clock()), limit.rate, limit.burst, cost]
+
+    async def refund(self, key: str, limit: RateLimit, cost: float = 1.0) -> None:
+        await self.scripts.run(*self.refund_call(key, limit, cost))
+
 
 class RedisBreakerStore:
     """Circuit-breaker state machines (see core.resilience.breaker), one hash and one sorted set each."""
@@ -296,10 +304,17 @@ class RedisBreakerStore:
 
     @staticmethod
     def admitted(row: Any) -> Admission:
-        return Admission(bool(int(row[0])), CircuitState(row[1].decode()), _float(row[2]))
+        trial = _float(row[3]) if row[3] else None
+        return Admission(bool(int(row[0])), CircuitState(row[1].decode()), _float(row[2]), trial)
 
     async def admit(self, key: str, policy: BreakerPolicy) -> Admission:
         return self.admitted(await self.scripts.run(*self.admit_call(key, policy)))
+
+    def release_call(self, key: str, trial_at: float) -> Call:
+        return "breaker_release", [self.scripts.key(f"br:{key}")], [repr(trial_at)]
+
+    async def release(self, key: str, trial_at: float) -> None:
+        await self.scripts.run(*self.release_call(key, trial_at))
 
     async def record(self, key: str, policy: BreakerPolicy, *, success: bool) -> tuple[CircuitState, CircuitState]:
         keys = [self.scripts.key(f"br:{key}"), self.scripts.key(f"br:{key}", "fails")]
@@ -348,7 +363,9 @@ def redis_client(url: str, *, timeout: float, max_connections: int = MAX_CONNECT
 
 
 class RedisGate:
-    """A call's session, buckets and breaker answered in one pipelined round trip."""
+    """A call's session, buckets and breaker answered in one pipelined round trip; a refused call gives back what
+    it took in a second one. The keys sit in different slots (a script cannot span them on a cluster), so the
+    tokens a refused call took are held for that one round trip, never kept."""
 
     def __init__(
         self, sessions: RedisSessionStore, rate_limits: RedisRateLimitStore, breakers: RedisBreakerStore
@@ -368,7 +385,22 @@ class RedisGate:
         session = self.sessions.loaded(checks.session_id, next(results)) if checks.session_id else None
         decisions = tuple(self.rate_limits.decided(next(results)) for _ in checks.limits)
         breaker = self.breakers.admitted(next(results)) if checks.breaker else None
-        return CallAdmission(session, decisions, breaker)
+        admission = CallAdmission(session, decisions, breaker)
+        session_refused = checks.session_id is not None and not owned(session, checks.owner)
+        if session_refused or not admission.allowed:
+            await self._give_back(checks, admission)
+        return NO_SESSION if session_refused else admission
+
+    async def _give_back(self, checks: CallChecks, admission: CallAdmission) -> None:
+        calls = [
+            self.rate_limits.refund_call(key, limit)
+            for (key, limit), decision in zip(checks.limits, admission.decisions, strict=True)
+            if decision.allowed
+        ]
+        if checks.breaker and admission.breaker is not None and admission.breaker.trial_at is not None:
+            calls.append(self.breakers.release_call(checks.breaker[0], admission.breaker.trial_at))
+        if calls:
+            await self.scripts.run_many(calls)
 
     @property
     def scripts(self) -> RedisScripts:

@@ -76,26 +76,44 @@ redis.call('PEXPIRE', KEYS[1], math.ceil(burst / rate * 1000) + 1000)
 return {allowed, string.format('%.17g', retry)}
 """
 
-# KEYS[1] breaker hash. ARGV: now, cooldown. -> {allowed 0/1, state, retry_after}.
+# KEYS[1] bucket hash. ARGV: now, rate, burst, cost. Gives back tokens a refused call took (never past burst).
+BUCKET_GIVE = """
+local now, rate, burst, cost = tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4])
+local row = redis.call('HMGET', KEYS[1], 'tokens', 'ts')
+if row[1] == false then return 0 end
+local tokens = math.min(burst, tonumber(row[1]) + math.max(0, now - tonumber(row[2])) * rate + cost)
+redis.call('HSET', KEYS[1], 'tokens', string.format('%.17g', tokens), 'ts', ARGV[1])
+return 1
+"""
+
+# KEYS[1] breaker hash. ARGV: now, cooldown. -> {allowed 0/1, state, retry_after, trial} (trial: the `now` of a
+# half-open trial this call took, else '').
 BREAKER_ADMIT = """
 local now, cooldown = tonumber(ARGV[1]), tonumber(ARGV[2])
 local row = redis.call('HMGET', KEYS[1], 'state', 'opened_at', 'trial_at')
 local state = row[1] or 'closed'
 if state == 'open' then
   local reopen = tonumber(row[2]) + cooldown
-  if now < reopen then return {0, 'open', string.format('%.17g', reopen - now)} end
+  if now < reopen then return {0, 'open', string.format('%.17g', reopen - now), ''} end
   redis.call('HSET', KEYS[1], 'state', 'half_open', 'trial_at', ARGV[1])
-  return {1, 'half_open', '0'}
+  return {1, 'half_open', '0', ARGV[1]}
 end
 if state == 'half_open' then
   local trial = tonumber(row[3])
   if trial == nil or now - trial >= cooldown then
     redis.call('HSET', KEYS[1], 'trial_at', ARGV[1])
-    return {1, 'half_open', '0'}
+    return {1, 'half_open', '0', ARGV[1]}
   end
-  return {0, 'half_open', string.format('%.17g', cooldown)}
+  return {0, 'half_open', string.format('%.17g', cooldown), ''}
 end
-return {1, 'closed', '0'}
+return {1, 'closed', '0', ''}
+"""
+
+# KEYS[1] breaker hash. ARGV: trial. Gives back the half-open trial taken at `trial` if it is still the current one.
+BREAKER_RELEASE = """
+local row = redis.call('HMGET', KEYS[1], 'state', 'trial_at')
+if row[1] == 'half_open' and row[2] == ARGV[1] then redis.call('HDEL', KEYS[1], 'trial_at') return 1 end
+return 0
 """
 
 # KEYS[1] breaker hash, KEYS[2] failure times (sorted set). ARGV: now, success 0/1, threshold, window, cooldown.
@@ -205,7 +223,9 @@ ALL = {
     "session_save": SESSION_SAVE,
     "roster_admit": ROSTER_ADMIT,
     "bucket_take": BUCKET_TAKE,
+    "bucket_give": BUCKET_GIVE,
     "breaker_admit": BREAKER_ADMIT,
+    "breaker_release": BREAKER_RELEASE,
     "breaker_record": BREAKER_RECORD,
     "event_append": EVENT_APPEND,
     "event_read": EVENT_READ,

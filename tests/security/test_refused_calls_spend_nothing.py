@@ -1,0 +1,167 @@
+"""A call refused for any reason spends nothing: no rate-limit token, no half-open breaker trial.
+
+Found by an adversarial review: made-up `Mcp-Session-Id`s (each answered 404), unauthenticated or unauthorized
+calls, and calls over one bucket used to take from every bucket and from the breaker before being refused, so
+anyone could exhaust a tool's server-wide limit or hold its circuit open for real users.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from typing import Any
+
+import httpx
+import pytest
+
+from core import Context, McpServer, ToolError
+from core.config import Settings
+from core.resilience.breaker import BreakerPolicy
+from core.resilience.limiter import RateLimit
+from core.server.policy import RateLimits
+from core.server.principal import Principal
+from core.stores.factory import Stores
+from core.stores.memory import MemoryBreakerStore, MemoryRateLimitStore, MemorySessionStore
+from core.transport.app import build_app
+from tests.core.pipeline.conftest import FakeClock
+from tests.wire import LegacySession, McpHttp
+
+pytestmark = pytest.mark.anyio
+
+SLOW = 0.0001  # tokens a second: no bucket refills during a test
+MADE_UP = {"mcp-session-id": "made-up-session-id-0123456789", "mcp-protocol-version": "2025-11-25"}
+
+
+def _call(name: str, request_id: int = 7) -> dict[str, Any]:
+    return {"jsonrpc": "2.0", "id": request_id, "method": "tools/call", "params": {"name": name, "arguments": {}}}
+
+
+async def _denied(ctx: Context) -> Principal | None:
+    if ctx.request and ctx.request.headers.get("x-deny"):
+        raise ToolError("denied by the authenticator")
+    return None
+
+
+def _server() -> McpServer:
+    server = McpServer("limited", rate_limits=RateLimits(per_session=RateLimit(SLOW, burst=1)))
+
+    @server.tool(rate_limit=RateLimit(SLOW, burst=2))
+    def scarce() -> str:
+        """Two calls for everyone, ever."""
+        return "ok"
+
+    return server
+
+
+@pytest.fixture
+def clock() -> FakeClock:
+    return FakeClock()
+
+
+def _client(server: McpServer, clock: FakeClock) -> httpx.AsyncClient:
+    stores = Stores(
+        sessions=MemorySessionStore(ttl_seconds=600, clock=clock),
+        rate_limits=MemoryRateLimitStore(clock=clock),
+        breakers=MemoryBreakerStore(clock=clock),
+    )
+    app = build_app(server, Settings(max_sessions=0), stores=stores)
+    return httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://localhost")
+
+
+@pytest.fixture
+async def mcp(clock: FakeClock) -> AsyncIterator[McpHttp]:
+    async with _client(_server(), clock) as http:
+        yield McpHttp(http)
+
+
+async def _result(session: LegacySession, name: str) -> dict[str, Any]:
+    response = await session.request("tools/call", {"name": name, "arguments": {}})
+    assert response.status_code == 200, response.text
+    body: dict[str, Any] = response.json()
+    return body
+
+
+async def test_calls_with_a_made_up_session_leave_the_tool_limit_to_its_users(mcp: McpHttp) -> None:
+    for request_id in range(6):
+        refused = await mcp.post(_call("scarce", request_id), MADE_UP)
+        assert refused.status_code == 404
+    for _ in range(2):
+        session = await mcp.initialize()
+        assert (await _result(session, "scarce"))["result"]["content"][0]["text"] == "ok"
+
+
+async def test_rest_calls_with_a_made_up_session_leave_the_tool_limit_to_its_users(mcp: McpHttp) -> None:
+    made_up = {"sessionId": "made-up-session-id-0123456789", "method": "tools/call", "params": {"name": "scarce"}}
+    for _ in range(6):
+        assert (await mcp.http.post("/mcp", json=made_up)).status_code == 404
+    for _ in range(2):
+        session_id = (await mcp.http.post("/session")).json()["sessionId"]
+        answer = await mcp.http.post("/mcp", json={**made_up, "sessionId": session_id})
+        assert answer.status_code == 200, answer.text
+        assert answer.json()["result"]["content"][0]["text"] == "ok"
+
+
+async def test_calls_over_their_own_session_limit_leave_the_tool_limit_to_others(mcp: McpHttp) -> None:
+    greedy = await mcp.initialize()
+    assert "error" not in await _result(greedy, "scarce")
+    for _ in range(4):
+        assert (await _result(greedy, "scarce"))["error"]["code"] == -31429
+    other = await mcp.initialize()
+    assert (await _result(other, "scarce"))["result"]["content"][0]["text"] == "ok"
+
+
+async def test_calls_an_authenticator_refuses_spend_nothing(clock: FakeClock) -> None:
+    server = McpServer("guarded", authenticators=[_denied], rate_limits=RateLimits(overall=RateLimit(SLOW, burst=1)))
+
+    @server.tool()
+    def ping_tool() -> str:
+        """Anyone may."""
+        return "pong"
+
+    async with _client(server, clock) as http:
+        session = await McpHttp(http).initialize()
+        for _ in range(3):
+            denied = await session.request("tools/call", {"name": "ping_tool"}, headers={"x-deny": "1"})
+            assert "error" in denied.json() or denied.json()["result"].get("isError")
+        assert (await _result(session, "ping_tool"))["result"]["content"][0]["text"] == "pong"
+
+
+async def test_calls_refused_for_a_missing_scope_spend_nothing(clock: FakeClock) -> None:
+    server = McpServer("scoped", rate_limits=RateLimits(overall=RateLimit(SLOW, burst=1)))
+
+    @server.tool(scopes=["admin"])
+    def restricted() -> str:
+        """Admins only."""
+        return "secret"
+
+    @server.tool()
+    def open_tool() -> str:
+        """Anyone may."""
+        return "open"
+
+    async with _client(server, clock) as http:
+        session = await McpHttp(http).initialize()
+        for _ in range(3):
+            refused = await session.request("tools/call", {"name": "restricted"})
+            assert refused.status_code == 401
+        assert (await _result(session, "open_tool"))["result"]["content"][0]["text"] == "open"
+
+
+async def test_calls_with_a_made_up_session_cannot_hold_a_circuit_open(clock: FakeClock) -> None:
+    server = McpServer("fragile")
+    healthy = {"now": False}
+
+    @server.tool(breaker=BreakerPolicy(failure_threshold=1, window_seconds=60, cooldown_seconds=5))
+    def fragile() -> str:
+        """Fails until the test says it is healthy."""
+        if not healthy["now"]:
+            raise RuntimeError("backend down")
+        return "back"
+
+    async with _client(server, clock) as http:
+        mcp = McpHttp(http)
+        session = await mcp.initialize()
+        assert (await _result(session, "fragile"))["result"]["isError"] is True  # the circuit opens
+        healthy["now"] = True
+        clock.advance(5)
+        assert (await mcp.post(_call("fragile"), MADE_UP)).status_code == 404  # would have taken the trial
+        assert (await _result(session, "fragile"))["result"]["content"][0]["text"] == "back"
