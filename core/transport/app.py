@@ -46,7 +46,11 @@ def build_app(
     settings = settings or Settings()
     stores = stores or stores_for(settings)
     authenticator, resource = request_authenticator(settings)
-    guard = HostOriginGuard(settings.allowed_hosts, settings.allowed_origins)
+    guard = HostOriginGuard(
+        settings.allowed_hosts,
+        settings.allowed_origins,
+        trust_request_context_header=settings.trust_request_context_header,
+    )
     endpoint = McpEndpoint(
         build_dispatcher(server, settings, stores, metrics, task_launcher),
         guard,
