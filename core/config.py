@@ -31,6 +31,13 @@ def _positive_int(value: str) -> int:
     return number
 
 
+def _flag(value: str) -> bool:
+    lowered = value.strip().lower()
+    if lowered not in ("true", "false"):
+        raise ValueError("must be true or false")
+    return lowered == "true"
+
+
 def _count(value: str) -> int:
     number = int(value)
     if number < 0:
@@ -59,6 +66,10 @@ class Settings:
     """Extra Host values to accept, beside localhost and the API Gateway domain the request arrived on."""
     allowed_origins: tuple[str, ...] = ()
     """Extra Origin values to accept, beside localhost origins and the request's own origin."""
+    trust_request_context_header: bool = False
+    """Whether the `x-amzn-request-context` header comes from the AWS Lambda Web Adapter, which sets it on every
+    request it forwards: then the API domain it names is served. Only the streaming function, behind the adapter,
+    sets it; anywhere else a client could write the header and name its own domain."""
     gateway_config: str | None = None
     """A `{"mcpServers": {...}}` JSON file: serve those upstream servers as one gateway instead of `app`."""
     gateway_allowed_networks: tuple[str, ...] = ()
@@ -185,6 +196,7 @@ _PARSERS: dict[str, Callable[[str], Any]] = {
     "allowed_origins": _csv,
     "auth_scopes": _csv,
     "gateway_allowed_networks": _csv,
+    "trust_request_context_header": _flag,
     "max_body_bytes": _positive_int,
     "session_ttl_seconds": _positive_int,
     "max_sessions": _count,

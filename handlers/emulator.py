@@ -97,6 +97,14 @@ def rest_api_event(
     }
 
 
+def listening_address(scope: Scope) -> str:
+    """The emulated API's domain: the address the client connected to. API Gateway's `domainName` is the API's
+    own, never what the client wrote in Host; taking Host would let a rebound page (DNS rebinding) name itself."""
+    server = scope.get("server")
+    address = str(server[0]) if server else "127.0.0.1"
+    return f"[{address}]" if ":" in address else address
+
+
 class GatewayEmulator:
     """An ASGI app playing API Gateway: request -> event -> the buffered handler -> response."""
 
@@ -119,9 +127,9 @@ class GatewayEmulator:
             return
         body = await read_body(receive)
         headers = request_headers(scope)
-        host = headers.get("host", "127.0.0.1")
         build = http_api_event if self.payload == "v2" else rest_api_event
-        event = build(scope["method"], scope["path"], scope.get("query_string", b"").decode(), headers, body, host)
+        query = scope.get("query_string", b"").decode()
+        event = build(scope["method"], scope["path"], query, headers, body, listening_address(scope))
         context = LocalContext(self.timeout)
         answer = await asyncio.wrap_future(self._worker.submit(self._handler, event, context))
         raw = answer.get("body") or ""

@@ -36,6 +36,23 @@ def test_the_streaming_function_streams_through_the_web_adapter() -> None:
         assert setting in TEMPLATE
 
 
+def test_only_the_function_behind_the_web_adapter_trusts_its_request_context_header() -> None:
+    resources = _parsed_template()["Resources"]
+    trusting = {
+        name
+        for name, resource in resources.items()
+        if resource["Type"] == "AWS::Serverless::Function"
+        and "STRATUS_TRUST_REQUEST_CONTEXT_HEADER" in resource["Properties"].get("Environment", {}).get("Variables", {})
+    }
+    assert trusting == {"StreamingFunction"}
+    streaming = resources["StreamingFunction"]["Properties"]["Environment"]["Variables"]
+    assert (streaming["STRATUS_TRUST_REQUEST_CONTEXT_HEADER"], streaming["AWS_LAMBDA_EXEC_WRAPPER"]) == (
+        "true",
+        "/opt/bootstrap",
+    )
+    assert "STRATUS_TRUST_REQUEST_CONTEXT_HEADER" not in _environment()
+
+
 def test_the_template_table_has_the_store_key_schema_and_ttl() -> None:
     definition = table_definition("t")
     for attribute in definition["AttributeDefinitions"]:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 import secrets
 import time
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from core.auth.setup import request_authenticator
@@ -33,6 +34,7 @@ def build_app(
     stores: Stores | None = None,
     metrics: MetricsSink | None = None,
     task_launcher: TaskLauncher | None = None,
+    monotonic: Callable[[], float] = time.monotonic,
 ) -> Router:
     """An ASGI app serving `server` at `settings.mcp_path`.
 
@@ -42,11 +44,16 @@ def build_app(
         stores: state backends; built from `settings.store` when not given.
         metrics: where the pipeline reports calls, errors and latency (default: in memory, logged at DEBUG).
         task_launcher: where tasks run (default: in this process).
+        monotonic: the clock of `/health`'s uptime and census cache (tests advance it).
     """
     settings = settings or Settings()
     stores = stores or stores_for(settings)
     authenticator, resource = request_authenticator(settings)
-    guard = HostOriginGuard(settings.allowed_hosts, settings.allowed_origins)
+    guard = HostOriginGuard(
+        settings.allowed_hosts,
+        settings.allowed_origins,
+        trust_request_context_header=settings.trust_request_context_header,
+    )
     endpoint = McpEndpoint(
         build_dispatcher(server, settings, stores, metrics, task_launcher),
         guard,
@@ -59,6 +66,9 @@ def build_app(
         backend=settings.store.split("://", 1)[0],
         max_sessions=settings.max_sessions,
         session_ttl_seconds=settings.session_ttl_seconds,
+        guard=guard,
+        authenticator=authenticator,
+        monotonic=monotonic,
     )
     routes: dict[str, ASGIApp] = {
         settings.mcp_path: endpoint,

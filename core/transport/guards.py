@@ -4,6 +4,9 @@ Defaults that work behind API Gateway without configuration: the Host the reques
 is the API's own domain (from the Lambda event's `requestContext.domainName`), localhost is always allowed, and an
 Origin is allowed when it is the request's own origin or a localhost one. Anything else is opt-in through
 `STRATUS_ALLOWED_HOSTS` / `STRATUS_ALLOWED_ORIGINS` (`*` allows all).
+
+The API's domain is only ever taken from something the client cannot write: the Lambda event (Mangum), or the
+`x-amzn-request-context` header where `STRATUS_TRUST_REQUEST_CONTEXT_HEADER` declares the Web Adapter in front.
 """
 
 from __future__ import annotations
@@ -26,17 +29,26 @@ def _split_host(value: str) -> str:
     return value.rsplit(":", 1)[0] if value.count(":") == 1 else value
 
 
-def _event_domain(scope: Scope, headers: Headers | None = None) -> str | None:
+REQUEST_CONTEXT_HEADER = "x-amzn-request-context"
+
+
+def _event_domain(scope: Scope, headers: Headers, *, trust_header: bool) -> str | None:
     """The API Gateway / Function URL domain the request arrived on: from the Lambda event (Mangum), or from the
-    `x-amzn-request-context` header the Lambda Web Adapter passes on."""
+    `x-amzn-request-context` header when `trust_header` says the Lambda Web Adapter put it there.
+
+    The adapter passes the event's `requestContext` to the app as JSON in that header ("Request Context" in
+    https://github.com/awslabs/aws-lambda-web-adapter's README), replacing any header of that name the client
+    sent. Nothing else sets it: on a plain server (`stratus serve`) the client writes it, so it is ignored
+    entirely. One that does not parse (not JSON, or nested too deep for the parser) names no domain.
+    """
     context: Any = None
     event = scope.get("aws.event")
     if isinstance(event, dict):
         context = event.get("requestContext")
-    elif headers is not None and "x-amzn-request-context" in headers:
+    elif trust_header and REQUEST_CONTEXT_HEADER in headers:
         try:
-            context = json.loads(headers["x-amzn-request-context"])
-        except ValueError:
+            context = json.loads(headers[REQUEST_CONTEXT_HEADER])
+        except (ValueError, RecursionError):
             context = None
     if isinstance(context, dict) and isinstance(context.get("domainName"), str):
         return str(context["domainName"]).lower()
@@ -46,7 +58,14 @@ def _event_domain(scope: Scope, headers: Headers | None = None) -> str | None:
 class HostOriginGuard:
     """Refuses requests whose Host (421) or Origin (403) this deployment does not serve."""
 
-    def __init__(self, allowed_hosts: tuple[str, ...], allowed_origins: tuple[str, ...]) -> None:
+    def __init__(
+        self,
+        allowed_hosts: tuple[str, ...],
+        allowed_origins: tuple[str, ...],
+        *,
+        trust_request_context_header: bool = False,
+    ) -> None:
+        self._trust_header = trust_request_context_header
         self._any_host = "*" in allowed_hosts
         self._hosts = frozenset(value.lower() for value in allowed_hosts) | frozenset(
             _split_host(value) for value in allowed_hosts
@@ -58,7 +77,7 @@ class HostOriginGuard:
         """Raise HttpError unless the request's Host and Origin are allowed."""
         raw_host = headers.get("host")
         if raw_host is None:  # only browsers can be rebound, and they always send Host
-            raw_host = _event_domain(scope, headers) or ""
+            raw_host = _event_domain(scope, headers, trust_header=self._trust_header) or ""
         host = _split_host(raw_host)
         if raw_host and not self._host_allowed(raw_host, host, scope, headers):
             raise HttpError(421, "Misdirected request: this server does not serve that Host")
@@ -71,7 +90,7 @@ class HostOriginGuard:
             return True
         if raw_host.lower() in self._hosts or host in self._hosts:
             return True
-        return host == _event_domain(scope, headers)
+        return host == _event_domain(scope, headers, trust_header=self._trust_header)
 
     def _origin_allowed(self, origin: str, raw_host: str) -> bool:
         normalized = origin.strip().lower().rstrip("/")

@@ -1,19 +1,35 @@
 """Health: `GET /health` reports the seed's session statistics, counted across every container, with the store's
 health; `GET /health/live` only says the process answers (the Lambda Web Adapter's readiness check, load
-balancers) and touches no store."""
+balancers) and touches no store.
+
+`/health` is guarded like the MCP endpoint (Host and Origin: a rebound page must not read it), and its session
+figures and uptime are for authenticated callers when authentication is on; anyone else gets only the status and
+the store's health. Its census is taken at most once per `CENSUS_SECONDS` per process, however many requests
+ask. `/health/live` is not guarded: it reveals nothing, and probes address it by IP (a load balancer's Host is
+the target's address).
+"""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import time
 from collections.abc import Callable
-from typing import Any
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
 
-from core.errors import StoreUnavailableError
-from core.stores.base import SessionStore
-from core.transport.asgi import Receive, Scope, Send, send_response
+from core.errors import HttpError, StoreUnavailableError, UnauthorizedError
+from core.stores.base import SessionCensus, SessionStore
+from core.transport.asgi import Headers, Receive, Scope, Send, request_headers, send_response
+from core.transport.guards import HostOriginGuard
+
+if TYPE_CHECKING:
+    from core.auth.setup import RequestAuthenticator
 
 _HEADERS = {"content-type": "application/json", "cache-control": "no-store"}
+CENSUS_SECONDS = 5.0
+"""How long one census answers `/health`: a flood of requests costs the store one census per this long per
+process (container), and the figures reported are at most this old."""
 
 
 async def live(scope: Scope, receive: Receive, send: Send) -> None:
@@ -21,6 +37,15 @@ async def live(scope: Scope, receive: Receive, send: Send) -> None:
         await send_response(send, 405, b"", {"allow": "GET"})
         return
     await send_response(send, 200, b'{"status":"ok"}', _HEADERS)
+
+
+@dataclass(frozen=True, slots=True)
+class _Outcome:
+    """One census: its figures (None when the store did not answer), how long it took, and when it ended."""
+
+    census: SessionCensus | None
+    latency_ms: float
+    taken_at: float
 
 
 class Health:
@@ -33,31 +58,58 @@ class Health:
         backend: str,
         max_sessions: int,
         session_ttl_seconds: float,
+        guard: HostOriginGuard | None = None,
+        authenticator: RequestAuthenticator | None = None,
         monotonic: Callable[[], float] = time.monotonic,
     ) -> None:
         self.sessions = sessions
         self.backend = backend
         self.max_sessions = max_sessions
         self.session_ttl_seconds = session_ttl_seconds
+        self.guard = guard
+        self.authenticator = authenticator
         self.monotonic = monotonic
         self.started = monotonic()
+        self._last: _Outcome | None = None
+        self._taking: asyncio.Future[_Outcome] | None = None
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        headers = request_headers(scope)
+        try:
+            if self.guard is not None:
+                self.guard.check(scope, headers)
+        except HttpError as refused:
+            body = json.dumps({"error": refused.message}).encode()
+            await send_response(send, refused.http_status, body, {**_HEADERS, **refused.headers})
+            return
         if scope["method"] not in ("GET", "HEAD"):
             await send_response(send, 405, b"", {"allow": "GET"})
             return
-        status, report = await self.report()
+        status, report = await self.report(figures=await self._may_see_figures(headers, scope))
         await send_response(send, status, json.dumps(report, separators=(",", ":")).encode(), _HEADERS)
 
-    async def report(self) -> tuple[int, dict[str, Any]]:
-        """The status code and body: the seed's shape, plus `store`."""
-        began = self.monotonic()
+    async def _may_see_figures(self, headers: Headers, scope: Scope) -> bool:
+        """Whether the caller may see session figures: anyone without authentication, else an authenticated one."""
+        if self.authenticator is None:
+            return True
         try:
-            census = await self.sessions.census()
-        except StoreUnavailableError:
-            store = {"backend": self.backend, "healthy": False}
-            return 503, {"status": "unhealthy", "transport": "http", "store": store, "uptime": self._uptime()}
-        latency = round((self.monotonic() - began) * 1000, 3)
+            await self.authenticator.authenticate(headers, scope)
+        except UnauthorizedError:
+            return False
+        return True
+
+    async def report(self, *, figures: bool = True) -> tuple[int, dict[str, Any]]:
+        """The status code and body: the seed's shape, plus `store`; only the status and `store` without
+        `figures`."""
+        outcome = await self._census()
+        if outcome.census is None:
+            store: dict[str, Any] = {"backend": self.backend, "healthy": False}
+            report: dict[str, Any] = {"status": "unhealthy", "transport": "http", "store": store}
+            return 503, ({**report, "uptime": self._uptime()} if figures else report)
+        store = {"backend": self.backend, "healthy": True, "latencyMs": outcome.latency_ms}
+        if not figures:
+            return 200, {"status": "healthy", "transport": "http", "store": store}
+        census = outcome.census
         sessions = {
             "activeSessions": census.active,
             "maxSessions": self.max_sessions or None,
@@ -65,7 +117,6 @@ class Health:
             "oldestSession": _iso(census.oldest),
             "newestSession": _iso(census.newest),
         }
-        store = {"backend": self.backend, "healthy": True, "latencyMs": latency}
         return 200, {
             "status": "healthy",
             "transport": "http",
@@ -73,6 +124,29 @@ class Health:
             "store": store,
             "uptime": self._uptime(),
         }
+
+    async def _census(self) -> _Outcome:
+        """The last census while it is younger than `CENSUS_SECONDS`; else a new one, which requests arriving
+        meanwhile share (shielded: one caller leaving does not cancel it for the others)."""
+        last = self._last
+        if last is not None and self.monotonic() - last.taken_at < CENSUS_SECONDS:
+            return last
+        if self._taking is None:
+            self._taking = asyncio.ensure_future(self._take_census())
+        return await asyncio.shield(self._taking)
+
+    async def _take_census(self) -> _Outcome:
+        try:
+            began = self.monotonic()
+            try:
+                census: SessionCensus | None = await self.sessions.census()
+            except StoreUnavailableError:
+                census = None  # cached too: an outage is not probed once per request either
+            ended = self.monotonic()
+            self._last = _Outcome(census, round((ended - began) * 1000, 3), ended)
+            return self._last
+        finally:
+            self._taking = None
 
     def _uptime(self) -> int:
         return int(self.monotonic() - self.started)

@@ -38,6 +38,7 @@ def test_variables_are_parsed_and_overrides_win() -> None:
         {"STRATUS_STORE": "redis://"},
         {"STRATUS_STORE": "dynamodb://", "STRATUS_SECRET_KEY": "k"},
         {"STRATUS_LIMITS_ON_STORE_FAILURE": "maybe"},
+        {"STRATUS_TRUST_REQUEST_CONTEXT_HEADER": "yes"},
         {"STRATUS_AUTH_MODE": "jwt", "STRATUS_AUTH_ISSUER": "https://auth.example.com/"},
         {
             "STRATUS_AUTH_MODE": "jwt",
@@ -51,6 +52,12 @@ def test_a_bad_or_unknown_setting_fails_with_its_name(environ: dict[str, str]) -
     with pytest.raises(SettingsError) as caught:
         Settings.from_env(environ)
     assert any(name in str(caught.value) for name in environ)
+
+
+def test_the_request_context_header_is_trusted_only_when_told() -> None:
+    assert Settings.from_env({}).trust_request_context_header is False
+    assert Settings.from_env({"STRATUS_TRUST_REQUEST_CONTEXT_HEADER": "True"}).trust_request_context_header is True
+    assert Settings.from_env({"STRATUS_TRUST_REQUEST_CONTEXT_HEADER": "false"}).trust_request_context_header is False
 
 
 def test_jwt_mode_reads_its_settings() -> None:

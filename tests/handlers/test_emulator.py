@@ -65,6 +65,24 @@ async def test_the_rest_api_answers_through_the_buffered_handler_and_refuses_to_
         assert (await http.delete(f"/session/{session_id}")).status_code == 404
 
 
+async def test_the_emulated_gateway_serves_the_address_it_listens_on_not_the_host_a_client_names(
+    emulated: str,
+) -> None:
+    """API Gateway's `domainName` is the API's own; the emulator's is the address the client connected to, so a
+    rebound page (the attacker's Host and Origin) is refused as `stratus serve` refuses it."""
+    attacker = "rebound.attacker.example"
+    async with httpx.AsyncClient(base_url=emulated.removesuffix("/mcp"), timeout=10) as http:
+        rebound = await http.post(
+            "/session",
+            headers={"content-type": "application/json", "host": attacker, "origin": f"http://{attacker}"},
+        )
+        assert rebound.status_code == 421
+        assert "access-control-allow-origin" not in rebound.headers
+        address = emulated.removeprefix("http://").split("/")[0]
+        own = await http.post("/session", headers={"content-type": "application/json", "host": address})
+        assert own.status_code == 200
+
+
 @pytest.mark.parametrize(("shape", "progress_seen"), [("buffered", []), ("streaming", [1, 2, 3])])
 async def test_stratus_local_serves_both_lambda_shapes(shape: str, progress_seen: list[float]) -> None:
     """Buffered answers JSON only, so progress never reaches the client; the streaming shape streams it."""

@@ -28,6 +28,7 @@ def adapter_target() -> Iterator[str]:
     """`run.sh` as the adapter starts it: its port from AWS_LWA_PORT, the app from STRATUS_APP."""
     port = free_port()
     env = {**{k: v for k, v in os.environ.items() if not k.startswith("STRATUS_")}, "AWS_LWA_PORT": str(port)}
+    env["STRATUS_TRUST_REQUEST_CONTEXT_HEADER"] = "true"  # as template.yaml sets it on the streaming function
     env["PATH"] = f"{Path(sys.executable).parent}:{env.get('PATH', '')}"
     process = subprocess.Popen(["sh", str(ROOT / "run.sh")], cwd=ROOT, env=env, stderr=subprocess.DEVNULL)
     try:

@@ -12,6 +12,7 @@ import httpx
 import pytest
 
 from core import build_app
+from core.transport.health import CENSUS_SECONDS
 from tests.redis_server import OwnRedis
 from tests.reliability.fault_load import STORE_TIMEOUT, fault_server, redis_settings
 from tests.wire import McpHttp
@@ -20,8 +21,14 @@ pytestmark = pytest.mark.anyio
 
 
 @pytest.fixture
-async def mcp(own_redis: OwnRedis) -> AsyncIterator[McpHttp]:
-    app = build_app(fault_server(), redis_settings(own_redis))
+def census_clock() -> list[float]:
+    """The clock of /health's census cache: a test moves it past the cache before asking after a change."""
+    return [0.0]
+
+
+@pytest.fixture
+async def mcp(own_redis: OwnRedis, census_clock: list[float]) -> AsyncIterator[McpHttp]:
+    app = build_app(fault_server(), redis_settings(own_redis), monotonic=lambda: census_clock[0])
     async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://localhost") as http:
         yield McpHttp(http)
     await app.shutdown()
@@ -33,8 +40,14 @@ async def timed(request: object) -> tuple[httpx.Response, float]:
     return response, time.monotonic() - started
 
 
+async def health(mcp: McpHttp, census_clock: list[float]) -> httpx.Response:
+    """`/health` after any cached census has expired: what the store says now."""
+    census_clock[0] += CENSUS_SECONDS
+    return await mcp.http.get("/health")
+
+
 async def test_a_stopped_redis_is_a_bounded_503_and_a_restarted_one_serves_again_without_old_state(
-    mcp: McpHttp, own_redis: OwnRedis
+    mcp: McpHttp, own_redis: OwnRedis, census_clock: list[float]
 ) -> None:
     session = await mcp.initialize()
     assert (await session.request("tools/call", {"name": "limited"})).status_code == 200
@@ -49,22 +62,24 @@ async def test_a_stopped_redis_is_a_bounded_503_and_a_restarted_one_serves_again
     assert without_store.json()["result"]["structuredContent"] == {"result": 5}
     limits_fail_open = await mcp.modern("tools/call", {"name": "limited"})
     assert limits_fail_open.json()["result"]["content"] == [{"type": "text", "text": "ok"}]
-    health = await mcp.http.get("/health")
-    assert health.status_code == 503 and health.json()["store"]["healthy"] is False
+    unhealthy = await health(mcp, census_clock)
+    assert unhealthy.status_code == 503 and unhealthy.json()["store"]["healthy"] is False
 
     own_redis.start()  # empty: no persistence
     lost = await session.request("tools/call", {"name": "limited"})
     assert lost.status_code == 404  # the session did not survive; the client initializes again
     fresh = await mcp.initialize()
     assert (await fresh.request("tools/call", {"name": "limited"})).status_code == 200
-    assert (await mcp.http.get("/health")).json()["sessions"]["activeSessions"] == 1
+    assert (await health(mcp, census_clock)).json()["sessions"]["activeSessions"] == 1
 
 
-async def test_a_flushed_redis_loses_sessions_and_limits_but_nothing_errors(mcp: McpHttp, own_redis: OwnRedis) -> None:
+async def test_a_flushed_redis_loses_sessions_and_limits_but_nothing_errors(
+    mcp: McpHttp, own_redis: OwnRedis, census_clock: list[float]
+) -> None:
     session = await mcp.initialize()
     own_redis.client().flushall()
     assert (await session.request("tools/list")).status_code == 404
-    assert (await mcp.http.get("/health")).json()["sessions"]["activeSessions"] == 0
+    assert (await health(mcp, census_clock)).json()["sessions"]["activeSessions"] == 0
     again = await mcp.initialize()
     assert (await again.request("tools/call", {"name": "limited"})).status_code == 200
 

@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import socket
 
+import httpx
 import pytest
 
-from core import Settings
+from core import Settings, build_app
+from core.transport.health import CENSUS_SECONDS
 from examples.demo import server
 from tests.conftest import client_for
 
@@ -19,8 +21,15 @@ def closed_port() -> int:
         return int(probe.getsockname()[1])
 
 
+def client_at(now: list[float], settings: Settings | None = None) -> httpx.AsyncClient:
+    """A client of a fresh app whose /health runs on the clock `now[0]`."""
+    app = build_app(server, settings or Settings(), monotonic=lambda: now[0])
+    return httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://localhost")
+
+
 async def test_health_counts_sessions_and_names_the_seed_fields() -> None:
-    async with client_for(server, Settings(max_sessions=0, session_ttl_seconds=90)) as http:
+    now = [100.0]
+    async with client_at(now, Settings(max_sessions=0, session_ttl_seconds=90)) as http:
         empty = (await http.get("/health")).json()
         assert empty["sessions"] == {
             "activeSessions": 0,
@@ -30,10 +39,42 @@ async def test_health_counts_sessions_and_names_the_seed_fields() -> None:
             "newestSession": None,
         }
         await http.post("/session", headers={"content-type": "application/json"})
+        now[0] += CENSUS_SECONDS
         sessions = (await http.get("/health")).json()["sessions"]
         assert sessions["activeSessions"] == 1
         assert sessions["oldestSession"] == sessions["newestSession"]
         assert sessions["oldestSession"].endswith("Z") and len(sessions["oldestSession"]) == 24
+
+
+async def test_one_census_answers_every_health_request_for_five_seconds() -> None:
+    """A flood of /health asks the store once per interval per process; the figures are at most that old."""
+    now = [100.0]
+    async with client_at(now) as http:
+        assert CENSUS_SECONDS == 5.0
+        assert (await http.get("/health")).json()["sessions"]["activeSessions"] == 0
+        assert (await http.post("/session", headers={"content-type": "application/json"})).status_code == 200
+        now[0] += CENSUS_SECONDS - 0.1
+        for _ in range(20):
+            report = (await http.get("/health")).json()
+            assert report["sessions"]["activeSessions"] == 0  # the first census, not a new one
+        assert report["uptime"] == 4  # uptime is the process's own: always current
+        now[0] += 0.1
+        assert (await http.get("/health")).json()["sessions"]["activeSessions"] == 1
+
+
+async def test_health_refuses_a_host_or_origin_this_server_does_not_serve() -> None:
+    """/health shows session figures: a rebound page (the attacker's Host) must not read them."""
+    async with client_for(server) as http:
+        await http.post("/session", headers={"content-type": "application/json"})
+        rebound = await http.get("/health", headers={"host": "rebound.attacker.example"})
+        assert rebound.status_code == 421
+        assert "sessions" not in rebound.text and "activeSessions" not in rebound.text
+        assert rebound.json() == {"error": "Misdirected request: this server does not serve that Host"}
+        foreign = await http.get("/health", headers={"origin": "https://evil.example.com"})
+        assert (foreign.status_code, "sessions" in foreign.text) == (403, False)
+        assert "access-control-allow-origin" not in foreign.headers
+        assert (await http.get("/health", headers={"host": "localhost:8000"})).status_code == 200
+        assert (await http.get("/health/live", headers={"host": "10.0.3.7:8000"})).status_code == 200
 
 
 async def test_an_unreachable_store_makes_health_503_while_liveness_stays_200() -> None:

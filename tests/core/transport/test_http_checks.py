@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import json
 
+import httpx
 import pytest
 
-from core import Settings
+from core import Settings, build_app
 from examples.demo import server
 from tests.conftest import client_for
-from tests.wire import MODERN, McpHttp, modern_meta, validate
+from tests.servers import uvicorn_serving
+from tests.wire import BASE_HEADERS, MODERN, McpHttp, modern_meta, validate
 
 pytestmark = pytest.mark.anyio
 
@@ -117,3 +119,53 @@ async def test_other_paths_are_404_and_a_trailing_slash_reaches_the_endpoint(mcp
     assert (await mcp.http.post("/elsewhere", json={})).status_code == 404
     response = await mcp.http.post("/mcp/", json=TOOLS_LIST, headers={**MODERN_HEADERS, "accept": "application/json"})
     assert response.status_code == 200
+
+
+ATTACKER = "rebound.attacker.example"
+
+
+def rebinding(host: str, context: str) -> dict[str, str]:
+    """A rebound browser's request: the attacker's Host and Origin, plus a request context it wrote itself."""
+    return {**BASE_HEADERS, "host": host, "origin": f"http://{host}", "x-amzn-request-context": context}
+
+
+@pytest.mark.uvicorn
+async def test_a_client_sent_request_context_does_not_open_the_host_check_of_a_plain_server() -> None:
+    """`stratus serve`: nothing in front sets `x-amzn-request-context`, so a client's own is ignored."""
+    attack = rebinding(ATTACKER, json.dumps({"domainName": ATTACKER}))
+    with uvicorn_serving(build_app(server, Settings())) as url:
+        async with httpx.AsyncClient(base_url=url, timeout=5) as http:
+            session = await http.post("/session", headers=attack)
+            call = await http.post("/mcp", json=TOOLS_LIST, headers={**attack, **MODERN_HEADERS})
+    for refused in (session, call):
+        assert refused.status_code == 421
+        assert "access-control-allow-origin" not in refused.headers
+        assert "mcp-session-id" not in refused.headers and "sessionId" not in refused.text
+
+
+@pytest.mark.uvicorn
+async def test_behind_the_web_adapter_the_domain_of_its_request_context_is_served() -> None:
+    domain = "abc123.lambda-url.us-east-1.on.aws"
+    forwarded = rebinding(domain, json.dumps({"domainName": domain}))
+    settings = Settings(trust_request_context_header=True)
+    with uvicorn_serving(build_app(server, settings)) as url:
+        async with httpx.AsyncClient(base_url=url, timeout=5) as http:
+            served = await http.post("/mcp", json=TOOLS_LIST, headers={**forwarded, **MODERN_HEADERS})
+            other = await http.post("/mcp", json=TOOLS_LIST, headers={**forwarded, **MODERN_HEADERS, "host": ATTACKER})
+    assert served.status_code == 200
+    assert served.headers["access-control-allow-origin"] == f"http://{domain}"
+    assert other.status_code == 421
+
+
+@pytest.mark.uvicorn
+@pytest.mark.parametrize("context", ["[" * 50_000, '{"domainName": ' + "[" * 50_000, "not json", '"a string"'])
+async def test_a_request_context_that_does_not_parse_counts_as_absent(context: str) -> None:
+    """Even where the header is trusted, one nested 50,000 deep (or not JSON at all) is no domain, and no 500."""
+    settings = Settings(trust_request_context_header=True)
+    with uvicorn_serving(build_app(server, settings)) as url:
+        async with httpx.AsyncClient(base_url=url, timeout=5) as http:
+            local = {**BASE_HEADERS, **MODERN_HEADERS, "x-amzn-request-context": context}
+            served = await http.post("/mcp", json=TOOLS_LIST, headers=local)
+            refused = await http.post("/mcp", json=TOOLS_LIST, headers={**local, "host": ATTACKER})
+    assert served.status_code == 200
+    assert refused.status_code == 421
