@@ -69,6 +69,11 @@ class Settings:
     the client resumes it with `Last-Event-ID` while the call goes on. 2026-07-28 streams are not cut."""
     max_body_bytes: int = 4 * 1024 * 1024
     """Request bodies above this size are refused with 413."""
+    max_batch_length: int = 100
+    """A 2025-03-26 batch of more messages than this is refused with 400."""
+    max_batch_response_bytes: int = 4 * 1024 * 1024
+    """Once a batch's answers reach this size, its remaining requests are not run; each is answered with an error
+    the client can resend it on."""
     session_ttl_seconds: int = 1800
     """A legacy session ends after this long without a request."""
     max_sessions: int = 100
@@ -186,6 +191,8 @@ _PARSERS: dict[str, Callable[[str], Any]] = {
     "auth_scopes": _csv,
     "gateway_allowed_networks": _csv,
     "max_body_bytes": _positive_int,
+    "max_batch_length": _positive_int,
+    "max_batch_response_bytes": _positive_int,
     "session_ttl_seconds": _positive_int,
     "max_sessions": _count,
     "store_timeout_seconds": float,

@@ -18,7 +18,7 @@ from core.server.principal import Principal
 from core.transport.asgi import Headers, Receive, Scope, Send, request_headers, send_response, until_disconnected
 from core.transport.cors import exposing_to, is_preflight, preflight_headers
 from core.transport.guards import HostOriginGuard, check_accepts_json, check_json_body
-from core.transport.legacy import SESSION_HEADER, LegacyHandler
+from core.transport.legacy import SESSION_HEADER, BatchLimits, LegacyHandler
 from core.transport.modern import handle_modern, request_meta_version
 from core.transport.reply import Reply, error_reply
 from core.transport.session_api import SessionApi, is_rest_call
@@ -44,12 +44,13 @@ class McpEndpoint:
         guard: HostOriginGuard,
         *,
         max_body_bytes: int,
+        batch_limits: BatchLimits | None = None,
         max_stream_seconds: float = 840.0,
         authenticator: RequestAuthenticator | None = None,
     ) -> None:
         self.dispatcher = dispatcher
         self.authenticator = authenticator
-        self.legacy = LegacyHandler(dispatcher)
+        self.legacy = LegacyHandler(dispatcher, batch_limits)
         self.session_api = SessionApi(self.legacy)
         self.guard = guard
         self.max_body_bytes = max_body_bytes
