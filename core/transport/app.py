@@ -52,6 +52,7 @@ def build_app(
         build_dispatcher(server, settings, stores, metrics, task_launcher),
         guard,
         max_body_bytes=settings.max_body_bytes,
+        body_timeout_seconds=settings.body_timeout_seconds,
         batch_limits=BatchLimits(settings.max_batch_length, settings.max_batch_response_bytes),
         max_stream_seconds=settings.max_stream_seconds,
         authenticator=authenticator,

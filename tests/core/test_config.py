@@ -38,6 +38,10 @@ def test_variables_are_parsed_and_overrides_win() -> None:
         {"STRATUS_STORE": "redis://"},
         {"STRATUS_STORE": "dynamodb://", "STRATUS_SECRET_KEY": "k"},
         {"STRATUS_LIMITS_ON_STORE_FAILURE": "maybe"},
+        {"STRATUS_BODY_TIMEOUT_SECONDS": "0"},
+        {"STRATUS_SERVE_HEADER_TIMEOUT_SECONDS": "inf"},
+        {"STRATUS_SERVE_MAX_CONNECTIONS": "-1"},
+        {"STRATUS_MAX_BATCH_LENGTH": "0"},
         {"STRATUS_AUTH_MODE": "jwt", "STRATUS_AUTH_ISSUER": "https://auth.example.com/"},
         {
             "STRATUS_AUTH_MODE": "jwt",
@@ -51,6 +55,13 @@ def test_a_bad_or_unknown_setting_fails_with_its_name(environ: dict[str, str]) -
     with pytest.raises(SettingsError) as caught:
         Settings.from_env(environ)
     assert any(name in str(caught.value) for name in environ)
+
+
+def test_slow_client_limits_have_production_defaults() -> None:
+    settings = Settings.from_env({})
+    assert (settings.serve_header_timeout_seconds, settings.body_timeout_seconds) == (10.0, 30.0)
+    assert settings.serve_max_connections == 1000
+    assert Settings.from_env({"STRATUS_SERVE_MAX_CONNECTIONS": "0"}).serve_max_connections == 0
 
 
 def test_jwt_mode_reads_its_settings() -> None:
