@@ -38,6 +38,13 @@ def _flag(value: str) -> bool:
     return lowered == "true"
 
 
+def _positive_float(value: str) -> float:
+    number = float(value)
+    if not 0 < number < float("inf"):
+        raise ValueError("must be a positive number")
+    return number
+
+
 def _count(value: str) -> int:
     number = int(value)
     if number < 0:
@@ -80,11 +87,25 @@ class Settings:
     the client resumes it with `Last-Event-ID` while the call goes on. 2026-07-28 streams are not cut."""
     max_body_bytes: int = 4 * 1024 * 1024
     """Request bodies above this size are refused with 413."""
+    body_timeout_seconds: float = 30.0
+    """A request body not wholly received this long after the endpoint starts reading it is answered 408 (and the
+    connection closed): a client trickling its body holds no connection for longer."""
+    max_batch_length: int = 100
+    """A 2025-03-26 batch of more messages than this is refused with 400."""
+    max_batch_response_bytes: int = 4 * 1024 * 1024
+    """Once a batch's answers reach this size, its remaining requests are not run; each is answered with an error
+    the client can resend it on."""
     session_ttl_seconds: int = 1800
     """A legacy session ends after this long without a request."""
     max_sessions: int = 100
     """At most this many legacy sessions live at once across every container (0: no limit); a new one beyond it
     is refused with 503 naming the limit."""
+    serve_header_timeout_seconds: float = 10.0
+    """Under uvicorn (`stratus serve`, the streaming Lambda): a connection whose request headers are not complete
+    this long after it opened (or after the request's first byte, on a kept-alive connection) is closed."""
+    serve_max_connections: int = 1000
+    """Under uvicorn: at most this many connections are served at once; a request on one more is answered 503
+    (0: no limit)."""
     task_worker: str | None = None
     """The Lambda function (name or ARN) that runs tasks, invoked asynchronously once per task; unset, a task
     runs in the process that created it (uvicorn, `stratus serve`)."""
@@ -198,6 +219,11 @@ _PARSERS: dict[str, Callable[[str], Any]] = {
     "gateway_allowed_networks": _csv,
     "trust_request_context_header": _flag,
     "max_body_bytes": _positive_int,
+    "body_timeout_seconds": _positive_float,
+    "serve_header_timeout_seconds": _positive_float,
+    "serve_max_connections": _count,
+    "max_batch_length": _positive_int,
+    "max_batch_response_bytes": _positive_int,
     "session_ttl_seconds": _positive_int,
     "max_sessions": _count,
     "store_timeout_seconds": float,

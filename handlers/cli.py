@@ -103,7 +103,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except (SettingsError, ValueError, ImportError, OSError) as exc:
         print(f"stratus: {exc}", file=sys.stderr)
         return 2
-    import uvicorn
+    from handlers.serving import serve
 
     if args.command == "local" and args.shape == "streaming":
         from handlers.streaming import adapter_port, serve_for_adapter
@@ -121,7 +121,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             f"Serving {server.name} through the Lambda handler ({args.payload} events) at "
             f"http://{args.host}:{args.port}{settings.mcp_path}"
         )
-        uvicorn.run(emulator, host=args.host, port=args.port, log_level=settings.log_level.lower(), lifespan="off")
+        serve(emulator, settings, host=args.host, port=args.port, lifespan="off")
         emulator.close()
         return 0
     app = build_app(server, settings)
@@ -130,13 +130,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     print(f"Serving {server.name} at http://{args.host}:{args.port}{settings.mcp_path} (store {settings.store})")
     # Open streams (a session's GET stream, a gateway watching this server) would hold a graceful shutdown forever;
     # after this long they are cut, and their clients resume elsewhere with Last-Event-ID.
-    uvicorn.run(
-        app,
-        host=args.host,
-        port=args.port,
-        log_level=settings.log_level.lower(),
-        timeout_graceful_shutdown=SHUTDOWN_GRACE_SECONDS,
-    )
+    serve(app, settings, host=args.host, port=args.port, timeout_graceful_shutdown=SHUTDOWN_GRACE_SECONDS)
     return 0
 
 

@@ -11,12 +11,11 @@ from __future__ import annotations
 import os
 from collections.abc import Callable
 
-import uvicorn
-
 from core import McpServer, Settings, build_app
 from core.transport.asgi import ASGIApp, Receive, Scope, Send
 from handlers.loading import load_served
 from handlers.secrets import settings_from_env
+from handlers.serving import serve
 from handlers.tasks import task_launcher
 from handlers.telemetry import build_telemetry
 
@@ -35,7 +34,7 @@ def serve_for_adapter(
     metrics, flush = build_telemetry(settings, server.name)
     app = build_app(server, settings, metrics=metrics, task_launcher=task_launcher(settings))
     served = flushing_after_each_request(app, flush)
-    uvicorn.run(served, host=host, port=port or adapter_port(), log_level=settings.log_level.lower(), lifespan="on")
+    serve(served, settings, host=host, port=port or adapter_port(), lifespan="on")
 
 
 def flushing_after_each_request(app: ASGIApp, flush: Callable[[], None]) -> ASGIApp:

@@ -12,6 +12,7 @@ import sys
 import time
 from collections.abc import Iterator, Sequence
 from contextlib import ExitStack, contextmanager
+from typing import IO
 
 import httpx
 import pytest
@@ -39,14 +40,23 @@ class ServerUrl(str):
 
 @contextmanager
 def stratus_process(
-    app: str, environment: dict[str, str], *, command_line: Sequence[str] = ("serve",), port: int | None = None
+    app: str,
+    environment: dict[str, str],
+    *,
+    command_line: Sequence[str] = ("serve",),
+    port: int | None = None,
+    output: IO[bytes] | None = None,
 ) -> Iterator[str]:
     """`stratus serve --app APP` (or another command line) in its own process on `port` (a free one by default);
-    yields its base URL (a `ServerUrl`, with the process's pid), ends it by PID."""
+    yields its base URL (a `ServerUrl`, with the process's pid), ends it by PID. With `output`, everything the
+    process writes (its logs, on stdout and stderr) goes there."""
     port = port or free_port()
     env = {**{k: v for k, v in os.environ.items() if not k.startswith("STRATUS_")}, **environment}
     command = [sys.executable, "-m", "handlers.cli", *command_line, "--app", app, "--port", str(port)]
-    process = subprocess.Popen(command, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    if output is None:
+        process = subprocess.Popen(command, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    else:
+        process = subprocess.Popen(command, env=env, stdout=output, stderr=subprocess.STDOUT)
     try:
         deadline = time.monotonic() + START_TIMEOUT_SECONDS
         while True:

@@ -21,6 +21,7 @@ from core.transport.asgi import ASGIApp, Router
 from core.transport.endpoint import REST_PREFIXES, McpEndpoint
 from core.transport.guards import HostOriginGuard
 from core.transport.health import Health, live
+from core.transport.legacy import BatchLimits
 from core.transport.metadata import WELL_KNOWN, ProtectedResourceMetadata
 
 if TYPE_CHECKING:
@@ -58,6 +59,8 @@ def build_app(
         build_dispatcher(server, settings, stores, metrics, task_launcher),
         guard,
         max_body_bytes=settings.max_body_bytes,
+        body_timeout_seconds=settings.body_timeout_seconds,
+        batch_limits=BatchLimits(settings.max_batch_length, settings.max_batch_response_bytes),
         max_stream_seconds=settings.max_stream_seconds,
         authenticator=authenticator,
     )

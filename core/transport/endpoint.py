@@ -18,7 +18,7 @@ from core.server.principal import Principal
 from core.transport.asgi import Headers, Receive, Scope, Send, request_headers, send_response, until_disconnected
 from core.transport.cors import exposing_to, is_preflight, preflight_headers
 from core.transport.guards import HostOriginGuard, check_accepts_json, check_json_body
-from core.transport.legacy import SESSION_HEADER, LegacyHandler
+from core.transport.legacy import SESSION_HEADER, BatchLimits, LegacyHandler
 from core.transport.modern import handle_modern, request_meta_version
 from core.transport.reply import Reply, error_reply
 from core.transport.session_api import SessionApi, is_rest_call
@@ -44,15 +44,18 @@ class McpEndpoint:
         guard: HostOriginGuard,
         *,
         max_body_bytes: int,
+        body_timeout_seconds: float = 30.0,
+        batch_limits: BatchLimits | None = None,
         max_stream_seconds: float = 840.0,
         authenticator: RequestAuthenticator | None = None,
     ) -> None:
         self.dispatcher = dispatcher
         self.authenticator = authenticator
-        self.legacy = LegacyHandler(dispatcher)
+        self.legacy = LegacyHandler(dispatcher, batch_limits)
         self.session_api = SessionApi(self.legacy)
         self.guard = guard
         self.max_body_bytes = max_body_bytes
+        self.body_timeout_seconds = body_timeout_seconds
         self.max_stream_seconds = max_stream_seconds
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
@@ -201,17 +204,27 @@ class McpEndpoint:
             raise _too_large(self.max_body_bytes)
         chunks: list[bytes] = []
         size = 0
-        while True:
-            message = await receive()
-            if message["type"] == "http.disconnect":
-                break
-            chunk = message.get("body", b"")
-            size += len(chunk)
-            if size > self.max_body_bytes:
-                raise _too_large(self.max_body_bytes)
-            chunks.append(chunk)
-            if not message.get("more_body", False):
-                break
+        try:
+            # One deadline for the whole body: a client trickling a byte at a time must not hold the connection.
+            async with asyncio.timeout(self.body_timeout_seconds):
+                while True:
+                    message = await receive()
+                    if message["type"] == "http.disconnect":
+                        break
+                    chunk = message.get("body", b"")
+                    size += len(chunk)
+                    if size > self.max_body_bytes:
+                        raise _too_large(self.max_body_bytes)
+                    chunks.append(chunk)
+                    if not message.get("more_body", False):
+                        break
+        except TimeoutError:
+            raise HttpError(
+                408,
+                f"Request Timeout: the body did not arrive within {self.body_timeout_seconds:g} s "
+                "(STRATUS_BODY_TIMEOUT_SECONDS)",
+                headers={"connection": "close"},
+            ) from None
         return b"".join(chunks)
 
 

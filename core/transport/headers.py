@@ -9,6 +9,7 @@ from __future__ import annotations
 import base64
 import binascii
 import re
+from decimal import Decimal
 from typing import Any
 
 from core.errors import HeaderMismatchError
@@ -26,6 +27,7 @@ NAMED_METHODS = {
 }
 _SENTINEL_PREFIX, _SENTINEL_SUFFIX = "=?base64?", "?="
 _INVALID_VALUE_CHARACTER = re.compile(r"[^\t -~]")
+_DECIMAL_NUMBER = re.compile(r"-?[0-9]+(?:\.[0-9]+)?(?:[eE][-+]?[0-9]+)?")
 
 
 def decode_header_value(name: str, raw: str) -> str:
@@ -53,9 +55,14 @@ def _same_value(header: str, body: Any) -> bool:
     if isinstance(body, bool):
         return header == ("true" if body else "false")
     if isinstance(body, int | float):
+        # Numerically, as the spec asks (`42.0` is 42), and an integer exactly: as floats, 2**53 + 1 is 2**53.
+        if _DECIMAL_NUMBER.fullmatch(header) is None:
+            return False
+        if isinstance(body, float):  # already a float in the body: compared at the precision the tool gets
+            return float(header) == body
         try:
-            return float(header) == float(body)
-        except ValueError:
+            return Decimal(header) == body
+        except ArithmeticError:  # an exponent beyond what Decimal holds: no integer equals it
             return False
     return isinstance(body, str) and header == body
 

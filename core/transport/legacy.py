@@ -8,7 +8,7 @@ from __future__ import annotations
 import asyncio
 import json
 import secrets
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from core.errors import InvalidParamsError, InvalidRequestError, McpError
 from core.protocol import versions
@@ -17,6 +17,7 @@ from core.protocol.jsonrpc import (
     ClientResponse,
     Notification,
     Request,
+    encode,
     error_response,
     parse_message,
     request_id_of,
@@ -51,6 +52,15 @@ def _session_id(headers: Headers) -> str:
     return session_id
 
 
+class BatchLimits(NamedTuple):
+    """How much one 2025-03-26 batch may ask: a small body of cheap requests must not buy a huge answer."""
+
+    max_length: int = 100
+    """More messages than this: the batch is refused (`STRATUS_MAX_BATCH_LENGTH`)."""
+    max_response_bytes: int = 4 * 1024 * 1024
+    """Once the answers reach this size, the remaining requests are not run (`STRATUS_MAX_BATCH_RESPONSE_BYTES`)."""
+
+
 class SessionReplies:
     """The replies of one session's client, by request id, through the shared pending-request store."""
 
@@ -68,8 +78,9 @@ class SessionReplies:
 class LegacyHandler:
     """Answers legacy POST bodies and session DELETEs."""
 
-    def __init__(self, dispatcher: Dispatcher) -> None:
+    def __init__(self, dispatcher: Dispatcher, batch_limits: BatchLimits | None = None) -> None:
         self.dispatcher = dispatcher
+        self.batch_limits = batch_limits or BatchLimits()
         self.sessions = dispatcher.sessions
         self.pending = dispatcher.pipeline.stores.pending
         self.events = dispatcher.pipeline.stores.events
@@ -84,7 +95,7 @@ class LegacyHandler:
                     data={"supported": list(versions.SUPPORTED_VERSIONS), "requested": header_version},
                 )
             if isinstance(body, list):
-                return await self._batch(body, headers, header_version or versions.HEADERLESS_DEFAULT, http, principal)
+                return await self._batch(body, headers, http, principal)
             message = parse_message(body)
             if isinstance(message, Request) and message.method == "initialize":
                 return await self._initialize(message, principal)
@@ -242,22 +253,45 @@ class LegacyHandler:
             return Reply(error.http_status, error_response(message.id, error), error.headers)
         return Reply(200, result_response(message.id, result))
 
-    async def _batch(
-        self, body: list[Any], headers: Headers, version: str, http: HttpRequest, principal: Principal | None
-    ) -> Reply:
-        if version != versions.BATCH_VERSION:
+    async def _batch(self, body: list[Any], headers: Headers, http: HttpRequest, principal: Principal | None) -> Reply:
+        if not body:
+            raise InvalidRequestError("Invalid request: empty batch")
+        limits = self.batch_limits
+        if len(body) > limits.max_length:
+            raise InvalidRequestError(
+                f"Invalid request: a batch holds at most {limits.max_length} messages (STRATUS_MAX_BATCH_LENGTH)"
+            )
+        session = await self._session(headers, principal)
+        # The session's negotiated version decides: leaving the header out must not open batches to a later version.
+        version = session.protocol_version
+        if version != versions.BATCH_VERSION or headers.get("mcp-protocol-version", version) != version:
             raise InvalidRequestError(
                 f"Invalid request: batches are only allowed at protocol version {versions.BATCH_VERSION}"
             )
-        if not body:
-            raise InvalidRequestError("Invalid request: empty batch")
-        session = await self._session(headers, principal)
         responses = []
+        size = 0
         for item in body:
+            if size >= limits.max_response_bytes and _is_request(item):
+                responses.append(error_response(request_id_of(item), _unanswered(limits.max_response_bytes)))
+                continue
             try:
                 reply = await self._one(parse_message(item), session, http, principal)
             except McpError as error:
                 reply = error_reply(request_id_of(item), error)
             if reply is not None:
                 responses.append(reply.payload)
+                size += len(encode(reply.payload))
         return Reply(200, responses) if responses else ACCEPTED
+
+
+def _is_request(item: Any) -> bool:
+    """Whether a batch item expects an answer. Past the size limit only these are skipped: notifications and client
+    responses add nothing to the answer, so they are still handled."""
+    return isinstance(item, dict) and "method" in item and "id" in item
+
+
+def _unanswered(limit: int) -> InvalidRequestError:
+    return InvalidRequestError(
+        f"Invalid request: not run, the batch's answers reached {limit} bytes (STRATUS_MAX_BATCH_RESPONSE_BYTES); "
+        "send it again"
+    )

@@ -39,6 +39,10 @@ def test_variables_are_parsed_and_overrides_win() -> None:
         {"STRATUS_STORE": "dynamodb://", "STRATUS_SECRET_KEY": "k"},
         {"STRATUS_LIMITS_ON_STORE_FAILURE": "maybe"},
         {"STRATUS_TRUST_REQUEST_CONTEXT_HEADER": "yes"},
+        {"STRATUS_BODY_TIMEOUT_SECONDS": "0"},
+        {"STRATUS_SERVE_HEADER_TIMEOUT_SECONDS": "inf"},
+        {"STRATUS_SERVE_MAX_CONNECTIONS": "-1"},
+        {"STRATUS_MAX_BATCH_LENGTH": "0"},
         {"STRATUS_AUTH_MODE": "jwt", "STRATUS_AUTH_ISSUER": "https://auth.example.com/"},
         {
             "STRATUS_AUTH_MODE": "jwt",
@@ -58,6 +62,13 @@ def test_the_request_context_header_is_trusted_only_when_told() -> None:
     assert Settings.from_env({}).trust_request_context_header is False
     assert Settings.from_env({"STRATUS_TRUST_REQUEST_CONTEXT_HEADER": "True"}).trust_request_context_header is True
     assert Settings.from_env({"STRATUS_TRUST_REQUEST_CONTEXT_HEADER": "false"}).trust_request_context_header is False
+
+
+def test_slow_client_limits_have_production_defaults() -> None:
+    settings = Settings.from_env({})
+    assert (settings.serve_header_timeout_seconds, settings.body_timeout_seconds) == (10.0, 30.0)
+    assert settings.serve_max_connections == 1000
+    assert Settings.from_env({"STRATUS_SERVE_MAX_CONNECTIONS": "0"}).serve_max_connections == 0
 
 
 def test_jwt_mode_reads_its_settings() -> None:

@@ -8,7 +8,8 @@ import anyio
 import httpx
 import pytest
 
-from core import McpServer
+from core import McpServer, Settings
+from examples.demo import server as demo_server
 from tests.conftest import client_for
 from tests.wire import McpHttp, validate_response
 
@@ -101,6 +102,82 @@ async def test_batches_are_refused_outside_2025_03_26(mcp: McpHttp) -> None:
     response = await mcp.post([{"jsonrpc": "2.0", "id": 1, "method": "ping"}], session.headers)
     assert response.status_code == 400
     assert response.json()["error"]["code"] == -32600
+
+
+@pytest.mark.parametrize("header", [None, "2025-03-26"])
+async def test_a_batch_follows_the_sessions_version_not_the_header(mcp: McpHttp, header: str | None) -> None:
+    # Leaving the header out (or naming the batch version) must not let a 2025-06-18 session send batches.
+    session = await mcp.initialize("2025-06-18")
+    headers = {"mcp-session-id": session.session_id} | ({"mcp-protocol-version": header} if header else {})
+    response = await mcp.post([{"jsonrpc": "2.0", "id": 1, "method": "ping"}], headers)
+    assert response.status_code == 400
+    assert response.json()["error"]["code"] == -32600
+    assert "2025-03-26" in response.json()["error"]["message"]
+
+
+async def test_a_batch_is_refused_when_the_header_names_another_version_than_the_session(mcp: McpHttp) -> None:
+    session = await mcp.initialize("2025-03-26")
+    headers = {"mcp-session-id": session.session_id, "mcp-protocol-version": "2025-06-18"}
+    response = await mcp.post([{"jsonrpc": "2.0", "id": 1, "method": "ping"}], headers)
+    assert response.status_code == 400
+    assert response.json()["error"]["code"] == -32600
+
+
+def _pings(count: int) -> list[dict[str, object]]:
+    return [{"jsonrpc": "2.0", "id": n, "method": "ping"} for n in range(count)]
+
+
+async def test_a_batch_longer_than_the_limit_is_refused_naming_the_setting() -> None:
+    async with client_for(demo_server, Settings(max_batch_length=3)) as http:
+        mcp = McpHttp(http)
+        session = await mcp.initialize("2025-03-26")
+        refused = await mcp.post(_pings(4), {"mcp-session-id": session.session_id})
+        assert refused.status_code == 400
+        assert refused.json()["error"]["code"] == -32600
+        assert "STRATUS_MAX_BATCH_LENGTH" in refused.json()["error"]["message"]
+        served = await mcp.post(_pings(3), {"mcp-session-id": session.session_id})
+        assert [answer["id"] for answer in served.json()] == [0, 1, 2]
+
+
+def test_the_batch_length_limit_defaults_to_100() -> None:
+    assert Settings.from_env({}).max_batch_length == 100
+    assert Settings.from_env({"STRATUS_MAX_BATCH_LENGTH": "7"}).max_batch_length == 7
+
+
+async def test_requests_after_the_batch_response_limit_are_not_run_and_answered_with_an_error() -> None:
+    server = McpServer("batch-size")
+    ran: list[str] = []
+
+    @server.tool()
+    def echo(text: str) -> str:
+        """Echo the text."""
+        ran.append(text)
+        return text
+
+    def call(n: int) -> dict[str, object]:
+        return {
+            "jsonrpc": "2.0",
+            "id": n,
+            "method": "tools/call",
+            "params": {"name": "echo", "arguments": {"text": f"t{n}"}},
+        }
+
+    async with client_for(server, Settings(max_batch_response_bytes=50)) as http:
+        mcp = McpHttp(http)
+        session = await mcp.initialize("2025-03-26")
+        notification = {"jsonrpc": "2.0", "method": "notifications/initialized"}
+        response = await mcp.post([call(1), call(2), notification, call(3)], {"mcp-session-id": session.session_id})
+        assert response.status_code == 200
+        answers = response.json()
+        assert [answer["id"] for answer in answers] == [1, 2, 3]
+        # The first answer alone reaches 50 bytes: what follows is not run, and says which setting to raise.
+        assert answers[0]["result"]["content"] == [{"type": "text", "text": "t1"}]
+        assert ran == ["t1"]
+        for answer in answers[1:]:
+            assert answer["error"]["code"] == -32600
+            assert "STRATUS_MAX_BATCH_RESPONSE_BYTES" in answer["error"]["message"]
+        again = await mcp.post([call(2)], {"mcp-session-id": session.session_id})
+        assert again.json()[0]["result"]["content"] == [{"type": "text", "text": "t2"}]
 
 
 async def test_ping_and_set_level_return_empty_results(mcp: McpHttp) -> None:

@@ -140,3 +140,36 @@ async def test_a_sentinel_carrying_line_breaks_matches_only_its_argument_and_is_
     assert response.status_code == 200  # the value is compared, as the spec asks; it goes nowhere else
     assert "x-injected" not in response.headers
     assert all("\r" not in value and "\n" not in value for value in response.headers.values())
+
+
+async def test_integer_parameter_headers_are_compared_exactly_beyond_float_precision(mcp: McpHttp) -> None:
+    # 2**53 and 2**53 + 1 are the same float: compared as floats, the header would match another argument.
+    status, body = await call(
+        mcp,
+        {"region": "eu", "limit": 9007199254740993},
+        {"mcp-param-region": "eu", "mcp-param-limit": "9007199254740992"},
+    )
+    assert status == 400
+    assert body["error"]["code"] == -32020  # type: ignore[index]
+
+
+@pytest.mark.parametrize("header", ["9007199254740993", "9007199254740993.0", "9.007199254740993e15"])
+async def test_an_integer_parameter_header_equal_to_its_argument_is_accepted(mcp: McpHttp, header: str) -> None:
+    status, _ = await call(
+        mcp, {"region": "eu", "limit": 9007199254740993}, {"mcp-param-region": "eu", "mcp-param-limit": header}
+    )
+    assert status == 200
+
+
+@pytest.mark.parametrize("header", ["NaN", "Infinity", "5_0", "0x32", "5e9999999999999999999999"])
+async def test_a_parameter_header_that_is_not_a_decimal_number_does_not_match_an_integer(
+    mcp: McpHttp, header: str
+) -> None:
+    status, body = await call(mcp, {"region": "eu", "limit": 50}, {"mcp-param-region": "eu", "mcp-param-limit": header})
+    assert status == 400
+    assert body["error"]["code"] == -32020  # type: ignore[index]
+
+
+async def test_an_integer_argument_sent_as_a_float_matches_its_integer_header(mcp: McpHttp) -> None:
+    status, _ = await call(mcp, {"region": "eu", "limit": 50.0}, {"mcp-param-region": "eu", "mcp-param-limit": "50"})
+    assert status == 200

@@ -1,0 +1,127 @@
+"""uvicorn as Stratus runs it (`stratus serve`, `stratus local`, the streaming Lambda's Web Adapter target).
+
+Two things uvicorn does not do by itself:
+
+- its access log writes the whole request target, so a token in the query string (`?access_token=...`) or a session
+  id in the seed REST paths (`/events/{sessionId}`, `/session/{sessionId}`) would reach the logs. A filter on the
+  `uvicorn.access` logger rewrites the path first; the line keeps client, method, path and status.
+- it waits for ever on a client that sends its request headers slowly (only an idle kept-alive connection times
+  out). The HTTP protocol here closes a connection whose headers are not complete within
+  `STRATUS_SERVE_HEADER_TIMEOUT_SECONDS`; the endpoint bounds the body read (`STRATUS_BODY_TIMEOUT_SECONDS`), and
+  uvicorn's `limit_concurrency` answers 503 beyond `STRATUS_SERVE_MAX_CONNECTIONS` connections.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import copy
+import logging
+import re
+from typing import Any
+
+import uvicorn
+from uvicorn.config import LOGGING_CONFIG
+from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol, RequestResponseCycle
+
+from core import Settings
+from core.transport.asgi import ASGIApp
+from core.transport.endpoint import REST_PREFIXES
+
+_SESSION_IN_PATH = re.compile("^({})/[^/]+".format("|".join(re.escape(prefix[:-1]) for prefix in REST_PREFIXES)))
+
+
+def redact_path(target: str) -> str:
+    """A request target fit for a log: without its query string (it may carry a token) or a session id."""
+    path = target.partition("?")[0]
+    return _SESSION_IN_PATH.sub(r"\1/{sessionId}", path)
+
+
+class RedactingAccessFilter(logging.Filter):
+    """Rewrites every path argument of an access log record (uvicorn passes the target as one of its args)."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if isinstance(record.args, tuple):
+            record.args = tuple(
+                redact_path(arg) if isinstance(arg, str) and arg.startswith("/") else arg for arg in record.args
+            )
+        return True
+
+
+def log_config() -> dict[str, Any]:
+    """uvicorn's own logging configuration, with the access log redacted."""
+    config = copy.deepcopy(LOGGING_CONFIG)
+    config.setdefault("filters", {})["redact_paths"] = {"()": RedactingAccessFilter}
+    config["loggers"]["uvicorn.access"]["filters"] = ["redact_paths"]
+    return config
+
+
+def guarded_protocol(header_timeout_seconds: float) -> type[asyncio.Protocol]:
+    """uvicorn's httptools protocol, closing a connection whose request headers take longer than
+    `header_timeout_seconds` (counted from the connection, or from a later request's first byte), or whose request
+    was answered before its body had arrived (a body nobody reads must not hold the connection as it trickles)."""
+
+    class GuardedHttpProtocol(HttpToolsProtocol):
+        _header_timer: asyncio.TimerHandle | None = None
+        _unread_cycle: RequestResponseCycle | None = None
+        """The request whose headers are in and whose body is still arriving."""
+
+        def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
+            super().connection_made(transport)
+            self._start_header_timer()
+
+        def connection_lost(self, exc: Exception | None) -> None:
+            self._stop_header_timer()
+            super().connection_lost(exc)
+
+        def on_message_begin(self) -> None:
+            super().on_message_begin()
+            self._start_header_timer()
+
+        def on_headers_complete(self) -> None:
+            self._stop_header_timer()
+            super().on_headers_complete()
+            self._unread_cycle = self.cycle
+
+        def on_message_complete(self) -> None:
+            self._unread_cycle = None
+            super().on_message_complete()
+
+        def on_response_complete(self) -> None:
+            if self._unread_cycle is not None and self._unread_cycle.response_complete:
+                self.transport.close()
+            super().on_response_complete()
+
+        def _start_header_timer(self) -> None:
+            if self._header_timer is None:
+                self._header_timer = self.loop.call_later(header_timeout_seconds, self._headers_too_slow)
+
+        def _stop_header_timer(self) -> None:
+            if self._header_timer is not None:
+                self._header_timer.cancel()
+                self._header_timer = None
+
+        def _headers_too_slow(self) -> None:
+            self._header_timer = None
+            if self.cycle is not None and not self.cycle.response_complete:
+                # A request still being answered, a slow one pipelined behind it: close once the answer is out.
+                self.cycle.keep_alive = False
+            elif not self.transport.is_closing():
+                self.transport.close()
+
+    return GuardedHttpProtocol
+
+
+def serve(app: ASGIApp, settings: Settings, *, host: str, port: int, **options: Any) -> None:
+    """Run `app` under uvicorn until it is stopped, redacted and guarded as above; `options` go to uvicorn."""
+    limit = settings.serve_max_connections
+    uvicorn.run(
+        app,
+        host=host,
+        port=port,
+        log_level=settings.log_level.lower(),
+        log_config=log_config(),
+        http=guarded_protocol(settings.serve_header_timeout_seconds),
+        # uvicorn answers 503 once the open connections (this one included) reach its limit: one more serves `limit`.
+        limit_concurrency=limit + 1 if limit else None,
+        **options,
+    )
