@@ -19,11 +19,11 @@ from collections.abc import AsyncGenerator, AsyncIterator
 from typing import Any, Protocol
 
 from core.gateway.event_stream import SseEventError, bounded_body, json_object, messages
-from core.gateway.http11 import Http11Pool, HttpProtocolError
+from core.gateway.http11 import Http11Pool, HttpProtocolError, HttpRequestError
+from core.gateway.mirror import ParameterHeaders, mirrored_headers
 from core.protocol import versions
 
 JsonObject = dict[str, Any]
-_NAMED = {"tools/call": "name", "prompts/get": "name", "resources/read": "uri"}
 
 
 class UpstreamUnavailableError(Exception):
@@ -57,9 +57,16 @@ class UpstreamTransport(Protocol):
         """End the session and release the connections or the process."""
 
 
-ERRORS = (OSError, EOFError, HttpProtocolError, asyncio.LimitOverrunError, SseEventError)
+ERRORS = (
+    OSError,
+    EOFError,
+    HttpProtocolError,
+    asyncio.LimitOverrunError,
+    SseEventError,
+    HttpRequestError,
+)
 """What a failed or unreadable HTTP exchange raises (connection refused or reset, closed early, bad framing, an
-oversized head or body)."""
+oversized head or body, a request that cannot be written safely)."""
 
 
 class StreamableHttpTransport:
@@ -71,6 +78,8 @@ class StreamableHttpTransport:
         self.timeout = timeout
         self.protocol_version: str | None = None
         self.session_id: str | None = None
+        self.parameter_headers: dict[str, ParameterHeaders] = {}
+        """The upstream's tools whose parameters a 2026-07-28 `tools/call` mirrors in `Mcp-Param-*` headers."""
         self.pool = Http11Pool(url, connect_seconds=min(timeout, 5.0))
 
     async def open(self) -> None:
@@ -154,17 +163,16 @@ class StreamableHttpTransport:
             headers["mcp-protocol-version"] = version
         if self.session_id:
             headers["mcp-session-id"] = self.session_id
-        method = message.get("method")
-        if version is not None and versions.is_modern(version) and isinstance(method, str):
-            headers["mcp-method"] = method
-            named = (message.get("params") or {}).get(_NAMED.get(method, ""))
-            if isinstance(named, str):
-                headers["mcp-name"] = named
+        if version is not None and versions.is_modern(version):
+            headers.update(mirrored_headers(message, self.parameter_headers))
         return headers
 
 
 def reason(error: BaseException) -> str:
-    """What a failed exchange tells the operator: an oversized message by its bound, anything else by its kind."""
+    """What a failed exchange tells the operator: an oversized message or an unsendable request by what is wrong,
+    anything else by its kind."""
+    if isinstance(error, HttpRequestError):
+        return f"could not be sent the request: {error}"
     if isinstance(error, SseEventError):
         return str(error)
     return f"did not answer: {type(error).__name__}"
