@@ -19,6 +19,7 @@ from collections.abc import AsyncIterator
 from typing import Any, Protocol
 
 from core.errors import HEADER_MISMATCH
+from core.gateway.addresses import AddressGuard
 from core.gateway.config import Upstream
 from core.gateway.demux import LIST_CHANGES
 from core.gateway.mirror import parameter_headers
@@ -74,8 +75,9 @@ class UpstreamPeer(Protocol):
         answer it with that error; anything else it raises ends the request."""
 
 
-def make_transport(upstream: Upstream, *, timeout: float) -> UpstreamTransport:
-    """The transport an upstream's configuration names."""
+def make_transport(upstream: Upstream, *, timeout: float, guard: AddressGuard | None = None) -> UpstreamTransport:
+    """The transport an upstream's configuration names; an HTTP one connects only where `guard` allows (anywhere
+    without one)."""
     if upstream.transport == "stdio":
         from core.gateway.stdio import StdioTransport
 
@@ -83,8 +85,8 @@ def make_transport(upstream: Upstream, *, timeout: float) -> UpstreamTransport:
     if upstream.transport == "sse":
         from core.gateway.legacy_sse import LegacySseTransport
 
-        return LegacySseTransport(upstream.url or "", upstream.headers, timeout=timeout)
-    return StreamableHttpTransport(upstream.url or "", upstream.headers, timeout=timeout)
+        return LegacySseTransport(upstream.url or "", upstream.headers, timeout=timeout, guard=guard)
+    return StreamableHttpTransport(upstream.url or "", upstream.headers, timeout=timeout, guard=guard)
 
 
 class UpstreamClient:
@@ -96,10 +98,11 @@ class UpstreamClient:
         *,
         timeout: float = 30.0,
         transport: UpstreamTransport | None = None,
+        guard: AddressGuard | None = None,
     ) -> None:
         self.upstream = upstream
         self.timeout = timeout
-        self.transport = transport or make_transport(upstream, timeout=timeout)
+        self.transport = transport or make_transport(upstream, timeout=timeout, guard=guard)
         self._ids = itertools.count(1)
         self.version: str | None = upstream.protocol_version
         self.server_info: JsonObject = {}
@@ -116,7 +119,10 @@ class UpstreamClient:
 
     async def connect(self) -> None:
         """Find the upstream's era (unless pinned) and, for a handshake-era one, open its session."""
-        await self.transport.open()
+        try:
+            await self.transport.open()
+        except UpstreamUnavailableError as error:
+            raise UpstreamUnavailableError(f"{self.upstream.name} {error}") from None
         if self.upstream.transport == "http" and (self.version is None or self.modern):
             try:
                 self._agree(versions.MODERN_VERSIONS[0])

@@ -12,7 +12,10 @@ caller (timeouts, body sizes). TLS comes from the standard library, imported onl
 
 What it writes is checked first: a method or header name that is not an HTTP token, a target with spaces or
 control characters, or a header value with a control character (CR, LF, NUL, any C0 but HTAB, DEL) is refused
-with `HttpRequestError` before any connection is used, so no value can end a header line and start another.
+with `HttpRequestError` before any connection is used, so no value can end a header line and start another. With
+an `AddressGuard`, each new connection resolves the host once, has every address checked, and connects to a
+checked address (the name still goes in the Host header and, for TLS, the server name and certificate check), so
+a name that answers differently later (DNS rebinding) reaches nothing the guard refused.
 """
 
 from __future__ import annotations
@@ -24,6 +27,8 @@ from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from typing import NamedTuple
 from urllib.parse import urlsplit
+
+from core.gateway.addresses import AddressGuard
 
 HEAD_LIMIT = 64 * 1024
 """The longest response head (status line and headers) accepted."""
@@ -77,6 +82,7 @@ class Http11Pool:
         idle_seconds: float = 4.0,
         max_idle: int = 8,
         clock: Callable[[], float] = time.monotonic,
+        guard: AddressGuard | None = None,
     ) -> None:
         parts = urlsplit(url)
         if parts.scheme not in ("http", "https") or not parts.hostname:
@@ -85,6 +91,9 @@ class Http11Pool:
         self.port = parts.port or (443 if parts.scheme == "https" else 80)
         self.tls = parts.scheme == "https"
         self.authority = parts.netloc.rpartition("@")[2]
+        self.url = url
+        self.guard = guard
+        """Checks the addresses of each new connection; None connects to whatever the name resolves to."""
         self.connect_seconds = connect_seconds
         self.idle_seconds = idle_seconds
         self.max_idle = max_idle
@@ -99,6 +108,7 @@ class Http11Pool:
 
         Raises:
             HttpRequestError: the request cannot be written safely (nothing was sent).
+            UpstreamAddressError: the guard refused the host's addresses (no connection was made).
             OSError, HttpProtocolError, asyncio.IncompleteReadError: the connection failed or the answer is not
                 readable HTTP/1.1.
         """
@@ -156,10 +166,26 @@ class Http11Pool:
 
             ssl_context = ssl.create_default_context()
         async with asyncio.timeout(self.connect_seconds):
-            reader, writer = await asyncio.open_connection(
-                self.host, self.port, ssl=ssl_context, limit=HEAD_LIMIT, server_hostname=self.host if self.tls else None
-            )
-        return _Connection(reader, writer, self._clock())
+            if self.guard is None:
+                hosts: tuple[str, ...] = (self.host,)
+            else:
+                hosts = tuple(str(address) for address in await self.guard.addresses(self.url))
+            failure: OSError | None = None
+            for host in hosts:  # in the resolver's order, as the system's own connect would try them
+                try:
+                    reader, writer = await asyncio.open_connection(
+                        host,
+                        self.port,
+                        ssl=ssl_context,
+                        limit=HEAD_LIMIT,
+                        server_hostname=self.host if self.tls else None,
+                    )
+                except OSError as error:
+                    failure = error
+                    continue
+                return _Connection(reader, writer, self._clock())
+        assert failure is not None  # the guard returns at least one address
+        raise failure
 
     def _release(self, connection: _Connection) -> None:
         if len(self._idle) >= self.max_idle:

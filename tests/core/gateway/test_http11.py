@@ -1,7 +1,9 @@
 """The gateway's HTTP/1.1 client against real servers on 127.0.0.1: a scripted asyncio server for each way a body
 can be framed (length, chunks split anywhere, the connection's end), connections kept and reused only when that is
 safe, a kept connection the server closed retried once on a new one, an oversized head refused, and uvicorn. What
-it writes is checked (no header line can be ended by a value)."""
+it writes is checked (no header line can be ended by a value), and with an address guard every new connection is
+checked and made to the checked address (servers on 127.0.0.2 stand for allowed addresses, 127.0.0.1 for refused
+ones: Linux routes all of 127.0.0.0/8 to lo)."""
 
 from __future__ import annotations
 
@@ -13,9 +15,11 @@ from contextlib import asynccontextmanager
 import pytest
 
 from core import Settings, build_app
+from core.gateway.addresses import AddressGuard, UpstreamAddressError, parse_allowed_networks
 from core.gateway.http11 import Http11Pool, HttpProtocolError, HttpRequestError
 from examples.demo import server as demo
 from tests.core.pipeline.conftest import FakeClock
+from tests.fixtures.addresses import ScriptedResolver, capturing_listener
 from tests.servers import uvicorn_serving
 from tests.wire import initialize_message
 
@@ -239,3 +243,28 @@ async def fetch_with(pool: Http11Pool, url: str, headers: dict[str, str]) -> int
     async with pool.request("POST", url, headers, b"{}") as response:
         await response.read()
         return response.status
+
+
+@pytest.mark.parametrize(
+    ("later", "refused"),
+    [(["127.0.0.1"], "127.0.0.1"), (["127.0.0.2", "127.0.0.1"], "127.0.0.1")],
+    ids=["rebound to loopback", "one of several answers refused"],
+)
+async def test_each_new_connection_is_checked_and_made_to_the_checked_address(later: list[str], refused: str) -> None:
+    heads: list[bytes] = []
+    async with capturing_listener("127.0.0.1") as loopback_service:
+        port = loopback_service.port  # the refused address's service listens on the upstream's port
+        async with scripted(answer_and_close, host="127.0.0.2", port=port, heads=heads) as (_, connections):
+            resolver = ScriptedResolver(["127.0.0.2"], later)
+            guard = AddressGuard(parse_allowed_networks("127.0.0.2/32"), resolver)
+            url = f"http://localhost:{port}/mcp"
+            pool = Http11Pool(url, guard=guard)
+            assert await fetch_with(pool, url, {"authorization": "Bearer upstream-secret"}) == 200
+            with pytest.raises(UpstreamAddressError) as stopped:  # the server closed: a new connection, checked
+                await fetch_with(pool, url, {"authorization": "Bearer upstream-secret"})
+            await pool.aclose()
+    assert connections == [0]  # the first connection went to 127.0.0.2, the one address checked
+    assert heads[0].split(b"\r\n")[1] == f"host: localhost:{port}".encode()  # the name stays in the Host header
+    assert str(stopped.value.address) == refused
+    assert resolver.asked == ["localhost", "localhost"]  # resolved once per connection, by the guard only
+    assert loopback_service.received == []  # nothing reached the refused address
