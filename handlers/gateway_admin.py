@@ -8,7 +8,8 @@
     stratus gateway test NAME                    # connect, list its tools, disconnect
 
 Every gateway sharing the store serves the change within its catalog refresh (5 s). Problems are printed one per
-line, naming server and field, with exit status 2.
+line, naming server and field, with exit status 2. `test` connects under the address guard `stratus serve
+--gateway` uses (STRATUS_GATEWAY_ALLOWED_NETWORKS), so an upstream it reaches is one a gateway may serve.
 """
 
 from __future__ import annotations
@@ -71,19 +72,21 @@ async def _run(args: argparse.Namespace, settings: Settings, document: str) -> i
             for record in await registry.add_many(document):
                 print(_describe(record))
         else:
-            return await _test(registry, args.name)
+            return await _test(registry, args.name, settings)
         return 0
     finally:
         await stores.aclose()
 
 
-async def _test(registry: UpstreamRegistry, name: str) -> int:
+async def _test(registry: UpstreamRegistry, name: str, settings: Settings) -> int:
+    from core.gateway.addresses import AddressGuard, parse_allowed_networks
     from core.gateway.operations import check_connection
 
     record = next((each for each in (await registry.snapshot()).records if each.upstream.name == name), None)
     if record is None:
         raise GatewayConfigError([f"{name}: no such upstream"])
-    result = await check_connection(record.upstream)
+    guard = AddressGuard(parse_allowed_networks(",".join(settings.gateway_allowed_networks)))
+    result = await check_connection(record.upstream, guard=guard)
     if not result.ok:
         print(f"{name}: {result.error}", file=sys.stderr)
         return 1

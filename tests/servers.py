@@ -19,9 +19,12 @@ SHUTDOWN_TIMEOUT_SECONDS = 10.0
 
 
 @contextmanager
-def uvicorn_serving(app: ASGIApp, *, lifespan: Literal["auto", "on", "off"] = "off") -> Iterator[str]:
-    """Serve `app` until the block ends; yields its base URL. Start-up and shut-down are bounded in time."""
-    config = uvicorn.Config(app, host="127.0.0.1", port=0, log_level="warning", lifespan=lifespan)
+def uvicorn_serving(
+    app: ASGIApp, *, lifespan: Literal["auto", "on", "off"] = "off", host: str = "127.0.0.1", port: int = 0
+) -> Iterator[str]:
+    """Serve `app` on `host` (a loopback address: Linux routes all of 127.0.0.0/8 to lo) until the block ends;
+    yields its base URL. Start-up and shut-down are bounded in time."""
+    config = uvicorn.Config(app, host=host, port=port, log_level="warning", lifespan=lifespan)
     http_server = uvicorn.Server(config)
     thread = threading.Thread(target=http_server.run, name="stratus-uvicorn", daemon=True)
     thread.start()
@@ -33,8 +36,8 @@ def uvicorn_serving(app: ASGIApp, *, lifespan: Literal["auto", "on", "off"] = "o
             if time.monotonic() > deadline:
                 pytest.fail(f"uvicorn did not start within {STARTUP_TIMEOUT_SECONDS} s")
             time.sleep(0.01)  # polling a thread's flag: bounded by the deadline above
-        port = http_server.servers[0].sockets[0].getsockname()[1]
-        yield f"http://127.0.0.1:{port}"
+        port = http_server.servers[0].sockets[0].getsockname()[1]  # the one asked for, or the one given
+        yield f"http://{host}:{port}"
     finally:
         http_server.should_exit = True
         thread.join(SHUTDOWN_TIMEOUT_SECONDS)

@@ -9,8 +9,9 @@ reserved and unspecified addresses, and IPv6 forms that carry one of those (IPv4
 
 The host is resolved the way the connection will be (the system resolver, `getaddrinfo`), so numeric hosts in odd
 forms (`2130706433`, `0177.0.0.1`, `0x7f.1`, `[::ffff:127.0.0.1]`) are judged by the address they really are, and
-a name is refused if any one of its addresses is. A name can resolve differently at connection time (DNS
-rebinding), so the client should check again where it connects.
+a name is refused if any one of its addresses is. A name can answer differently each time it is resolved (DNS
+rebinding: a public address for the check, loopback for the connection), so the gateway's HTTP client checks with
+an `AddressGuard` as it opens each connection and connects to an address it checked, never to the name.
 """
 
 from __future__ import annotations
@@ -18,13 +19,16 @@ from __future__ import annotations
 import asyncio
 import ipaddress
 import socket
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlsplit
 
 Address = ipaddress.IPv4Address | ipaddress.IPv6Address
 Network = ipaddress.IPv4Network | ipaddress.IPv6Network
 AddressInfo = tuple[Any, Any, Any, Any, tuple[Any, ...]]
+Resolver = Callable[[str], Awaitable[Sequence[AddressInfo]]]
+"""How a host name becomes addresses: `getaddrinfo`'s answers for it (only each answer's address is read)."""
 
 RESOLVE_TIMEOUT_SECONDS = 5.0
 _UNIQUE_LOCAL = ipaddress.IPv6Network("fc00::/7")
@@ -151,10 +155,20 @@ def check_upstream_address(url: str, allowed: Sequence[Network] = ()) -> tuple[A
     return _judge(url, infos, allowed)
 
 
+async def system_resolver(host: str) -> Sequence[AddressInfo]:
+    """The system resolver's answers for `host`, asked off the event loop."""
+    return await asyncio.get_running_loop().getaddrinfo(host, None, type=socket.SOCK_STREAM)
+
+
 async def check_upstream_address_async(
-    url: str, allowed: Sequence[Network] = (), *, resolve_seconds: float = RESOLVE_TIMEOUT_SECONDS
+    url: str,
+    allowed: Sequence[Network] = (),
+    *,
+    resolve_seconds: float = RESOLVE_TIMEOUT_SECONDS,
+    resolver: Resolver = system_resolver,
 ) -> tuple[Address, ...]:
-    """`check_upstream_address` with the host resolved off the event loop, within `resolve_seconds`.
+    """`check_upstream_address` with the host resolved by `resolver` (off the event loop), within
+    `resolve_seconds`.
 
     Raises:
         UpstreamAddressError: the URL has no host, the host does not resolve in time, or an address is refused.
@@ -162,9 +176,29 @@ async def check_upstream_address_async(
     host = _host(url)
     try:
         async with asyncio.timeout(resolve_seconds):
-            infos = await asyncio.get_running_loop().getaddrinfo(host, None, type=socket.SOCK_STREAM)
+            infos = await resolver(host)
     except TimeoutError:
         raise UpstreamAddressError(url, f"its host {host!r} did not resolve within {resolve_seconds:g} s") from None
     except (OSError, UnicodeError) as error:
         raise UpstreamAddressError(url, f"its host {host!r} does not resolve ({error})") from None
     return _judge(url, infos, allowed)
+
+
+@dataclass(frozen=True, slots=True)
+class AddressGuard:
+    """The addresses a gateway may connect to: those not refused, or in `allowed` networks; names are resolved by
+    `resolver`. Given to the HTTP client, which asks it once per new connection and connects to what it returned."""
+
+    allowed: tuple[Network, ...] = ()
+    resolver: Resolver = system_resolver
+    resolve_seconds: float = RESOLVE_TIMEOUT_SECONDS
+
+    async def addresses(self, url: str) -> tuple[Address, ...]:
+        """Every address `url`'s host resolves to now, each checked, in the resolver's order.
+
+        Raises:
+            UpstreamAddressError: the host does not resolve in time, or one of its addresses is refused.
+        """
+        return await check_upstream_address_async(
+            url, self.allowed, resolve_seconds=self.resolve_seconds, resolver=self.resolver
+        )

@@ -18,8 +18,11 @@ import itertools
 from collections.abc import AsyncIterator
 from typing import Any, Protocol
 
+from core.errors import HEADER_MISMATCH
+from core.gateway.addresses import AddressGuard
 from core.gateway.config import Upstream
 from core.gateway.demux import LIST_CHANGES
+from core.gateway.mirror import parameter_headers
 from core.gateway.transport import (
     SessionLostError,
     StreamableHttpTransport,
@@ -72,8 +75,9 @@ class UpstreamPeer(Protocol):
         answer it with that error; anything else it raises ends the request."""
 
 
-def make_transport(upstream: Upstream, *, timeout: float) -> UpstreamTransport:
-    """The transport an upstream's configuration names."""
+def make_transport(upstream: Upstream, *, timeout: float, guard: AddressGuard | None = None) -> UpstreamTransport:
+    """The transport an upstream's configuration names; an HTTP one connects only where `guard` allows (anywhere
+    without one)."""
     if upstream.transport == "stdio":
         from core.gateway.stdio import StdioTransport
 
@@ -81,8 +85,8 @@ def make_transport(upstream: Upstream, *, timeout: float) -> UpstreamTransport:
     if upstream.transport == "sse":
         from core.gateway.legacy_sse import LegacySseTransport
 
-        return LegacySseTransport(upstream.url or "", upstream.headers, timeout=timeout)
-    return StreamableHttpTransport(upstream.url or "", upstream.headers, timeout=timeout)
+        return LegacySseTransport(upstream.url or "", upstream.headers, timeout=timeout, guard=guard)
+    return StreamableHttpTransport(upstream.url or "", upstream.headers, timeout=timeout, guard=guard)
 
 
 class UpstreamClient:
@@ -94,10 +98,11 @@ class UpstreamClient:
         *,
         timeout: float = 30.0,
         transport: UpstreamTransport | None = None,
+        guard: AddressGuard | None = None,
     ) -> None:
         self.upstream = upstream
         self.timeout = timeout
-        self.transport = transport or make_transport(upstream, timeout=timeout)
+        self.transport = transport or make_transport(upstream, timeout=timeout, guard=guard)
         self._ids = itertools.count(1)
         self.version: str | None = upstream.protocol_version
         self.server_info: JsonObject = {}
@@ -114,7 +119,10 @@ class UpstreamClient:
 
     async def connect(self) -> None:
         """Find the upstream's era (unless pinned) and, for a handshake-era one, open its session."""
-        await self.transport.open()
+        try:
+            await self.transport.open()
+        except UpstreamUnavailableError as error:
+            raise UpstreamUnavailableError(f"{self.upstream.name} {error}") from None
         if self.upstream.transport == "http" and (self.version is None or self.modern):
             try:
                 self._agree(versions.MODERN_VERSIONS[0])
@@ -251,8 +259,13 @@ class UpstreamClient:
             raise UpstreamUnavailableError(f"{self.upstream.name} {error}") from None
 
     async def list_tools(self) -> list[JsonObject]:
-        """Every page of the upstream's tools/list."""
-        return await self.list_all("tools/list", "tools")
+        """Every page of the upstream's tools/list (a Streamable HTTP transport learns from it which parameters of
+        each tool its calls mirror in `Mcp-Param-*` headers)."""
+        tools = await self.list_all("tools/list", "tools")
+        if isinstance(self.transport, StreamableHttpTransport):
+            mirrored = {str(tool.get("name")): parameter_headers(tool) for tool in tools}
+            self.transport.parameter_headers = {name: found for name, found in mirrored.items() if found}
+        return tools
 
     async def list_all(self, method: str, key: str) -> list[JsonObject]:
         """Every page of a list method (`tools/list`, `prompts/list`, `resources/list`, ...), at most MAX_PAGES."""
@@ -280,7 +293,7 @@ class UpstreamClient:
         sent = dict(params)
         answers: JsonObject = {}
         for _ in range(MAX_INPUT_ROUNDS):
-            result = await self.request(method, sent, peer=peer)
+            result = await self._request_mirroring(method, sent, peer)
             asked = result.get("inputRequests")
             if result.get("resultType") != "input_required" or peer is None or not isinstance(asked, dict):
                 return result
@@ -289,6 +302,20 @@ class UpstreamClient:
             if isinstance(result.get("requestState"), str):
                 sent["requestState"] = result["requestState"]
         raise UpstreamUnavailableError(f"{self.upstream.name} kept asking for input ({MAX_INPUT_ROUNDS} rounds)")
+
+    async def _request_mirroring(self, method: str, params: JsonObject, peer: UpstreamPeer | None) -> JsonObject:
+        """`request`; a `tools/call` a 2026-07-28 upstream refuses for its headers (`HeaderMismatch`, before it ran
+        anything) is sent once more after listing the tools again, as the spec asks: the tool's `x-mcp-header`
+        parameters were unknown (lists served from the shared cache) or changed."""
+        try:
+            return await self.request(method, params, peer=peer)
+        except UpstreamError as error:
+            if method != "tools/call" or not self.modern or error.error.get("code") != HEADER_MISMATCH:
+                raise
+            if not isinstance(self.transport, StreamableHttpTransport):
+                raise
+        await self.list_tools()
+        return await self.request(method, params, peer=peer)
 
     @staticmethod
     async def _answer_all(asked: JsonObject, answers: JsonObject, peer: UpstreamPeer) -> None:

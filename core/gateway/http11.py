@@ -9,25 +9,44 @@ the server did not ask to close; an idle one is dropped after `idle_seconds` (be
 keep-alive) or when the server has closed it, and a request that finds its reused connection closed before any
 answer is sent once more on a new one. Heads are bounded by the stream reader's limit; everything else by the
 caller (timeouts, body sizes). TLS comes from the standard library, imported only for https.
+
+What it writes is checked first: a method or header name that is not an HTTP token, a target with spaces or
+control characters, or a header value with a control character (CR, LF, NUL, any C0 but HTAB, DEL) is refused
+with `HttpRequestError` before any connection is used, so no value can end a header line and start another. With
+an `AddressGuard`, each new connection resolves the host once, has every address checked, and connects to a
+checked address (the name still goes in the Host header and, for TLS, the server name and certificate check), so
+a name that answers differently later (DNS rebinding) reaches nothing the guard refused.
 """
 
 from __future__ import annotations
 
 import asyncio
+import re
 import time
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from typing import NamedTuple
 from urllib.parse import urlsplit
 
+from core.gateway.addresses import AddressGuard
+
 HEAD_LIMIT = 64 * 1024
 """The longest response head (status line and headers) accepted."""
 READ_SIZE = 64 * 1024
 NO_BODY_STATUSES = frozenset({204, 304})
+_TOKEN = re.compile(r"[!#$%&'*+\-.^_`|~0-9A-Za-z]+")
+_TARGET = re.compile(r"[!-~]+")
+_UNSAFE_VALUE = re.compile(r"[^\t -~\x80-\xff]")
+"""A control character (C0 but HTAB, DEL) or one Latin-1 cannot carry: never written into a header value."""
 
 
 class HttpProtocolError(Exception):
     """The server's answer is not HTTP/1.1 this client can read (or it closed the connection mid-answer)."""
+
+
+class HttpRequestError(ValueError):
+    """A request this client will not write: it would break the request's framing (its message names the header,
+    never its value, which may be a secret)."""
 
 
 class _Connection(NamedTuple):
@@ -63,6 +82,7 @@ class Http11Pool:
         idle_seconds: float = 4.0,
         max_idle: int = 8,
         clock: Callable[[], float] = time.monotonic,
+        guard: AddressGuard | None = None,
     ) -> None:
         parts = urlsplit(url)
         if parts.scheme not in ("http", "https") or not parts.hostname:
@@ -71,6 +91,9 @@ class Http11Pool:
         self.port = parts.port or (443 if parts.scheme == "https" else 80)
         self.tls = parts.scheme == "https"
         self.authority = parts.netloc.rpartition("@")[2]
+        self.url = url
+        self.guard = guard
+        """Checks the addresses of each new connection; None connects to whatever the name resolves to."""
         self.connect_seconds = connect_seconds
         self.idle_seconds = idle_seconds
         self.max_idle = max_idle
@@ -84,16 +107,12 @@ class Http11Pool:
         """Send a request; the response, its body readable inside the block.
 
         Raises:
+            HttpRequestError: the request cannot be written safely (nothing was sent).
+            UpstreamAddressError: the guard refused the host's addresses (no connection was made).
             OSError, HttpProtocolError, asyncio.IncompleteReadError: the connection failed or the answer is not
                 readable HTTP/1.1.
         """
-        parts = urlsplit(url)
-        target = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
-        lines = [f"{method} {target} HTTP/1.1", f"host: {self.authority}"]
-        lines += [f"{name}: {value}" for name, value in headers.items()]
-        if body or method in ("POST", "PUT", "PATCH"):
-            lines.append(f"content-length: {len(body)}")
-        wire = ("\r\n".join(lines) + "\r\n\r\n").encode("latin-1") + body
+        wire = _request_bytes(method, url, self.authority, headers, body)
         connection, reused = await self._connection()
         try:
             try:
@@ -147,10 +166,26 @@ class Http11Pool:
 
             ssl_context = ssl.create_default_context()
         async with asyncio.timeout(self.connect_seconds):
-            reader, writer = await asyncio.open_connection(
-                self.host, self.port, ssl=ssl_context, limit=HEAD_LIMIT, server_hostname=self.host if self.tls else None
-            )
-        return _Connection(reader, writer, self._clock())
+            if self.guard is None:
+                hosts: tuple[str, ...] = (self.host,)
+            else:
+                hosts = tuple(str(address) for address in await self.guard.addresses(self.url))
+            failure: OSError | None = None
+            for host in hosts:  # in the resolver's order, as the system's own connect would try them
+                try:
+                    reader, writer = await asyncio.open_connection(
+                        host,
+                        self.port,
+                        ssl=ssl_context,
+                        limit=HEAD_LIMIT,
+                        server_hostname=self.host if self.tls else None,
+                    )
+                except OSError as error:
+                    failure = error
+                    continue
+                return _Connection(reader, writer, self._clock())
+        assert failure is not None  # the guard returns at least one address
+        raise failure
 
     def _release(self, connection: _Connection) -> None:
         if len(self._idle) >= self.max_idle:
@@ -184,6 +219,31 @@ class _Finished:
     async def aclose(self) -> None:
         """Finish the frames' generator now (its connection is already closed), not in the garbage collector."""
         await self.frames.aclose()  # type: ignore[attr-defined]
+
+
+def _request_bytes(method: str, url: str, authority: str, headers: dict[str, str], body: bytes) -> bytes:
+    """The request's line, headers and body as written, once every part was checked.
+
+    Raises:
+        HttpRequestError: the method or a header name is not a token, the target or a header value holds a
+            character that would end its line (or any other control character).
+    """
+    parts = urlsplit(url)
+    target = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
+    if not _TOKEN.fullmatch(method):
+        raise HttpRequestError(f"the method {method[:40]!r} is not an HTTP token")
+    if not _TARGET.fullmatch(target) or not _TARGET.fullmatch(authority):
+        raise HttpRequestError("the URL holds a space, a control character or non-ASCII")
+    lines = [f"{method} {target} HTTP/1.1", f"host: {authority}"]
+    for name, value in headers.items():
+        if not _TOKEN.fullmatch(name):
+            raise HttpRequestError(f"{name[:40]!r} is not a header name")
+        if _UNSAFE_VALUE.search(value):
+            raise HttpRequestError(f"the value of header {name!r} holds a control character (or is not Latin-1)")
+        lines.append(f"{name}: {value}")
+    if body or method in ("POST", "PUT", "PATCH"):
+        lines.append(f"content-length: {len(body)}")
+    return ("\r\n".join(lines) + "\r\n\r\n").encode("latin-1") + body
 
 
 def _framing(

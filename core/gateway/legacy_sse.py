@@ -6,7 +6,8 @@ requests, and the headers configured for it, at another host. Every later `messa
 message, sorted to the request it is about (`Demux`). Lines and events are bounded in size; `open` waits at most
 the timeout for the endpoint. When the stream ends, every waiting request and every later one fails with
 `UpstreamUnavailableError`. It runs on the gateway's HTTP/1.1 client (core/gateway/http11.py), which never
-follows redirects.
+follows redirects and, given an `AddressGuard`, checks the addresses of the stream's connection and of every one a
+message is posted on.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from collections.abc import AsyncGenerator, AsyncIterator
 from typing import Any
 from urllib.parse import urljoin, urlsplit
 
+from core.gateway.addresses import AddressGuard
 from core.gateway.demux import Demux
 from core.gateway.event_stream import SseEvents, bounded_body, bounded_lines, json_object
 from core.gateway.http11 import Http11Pool
@@ -33,13 +35,13 @@ logger = logging.getLogger("stratus.gateway")
 class LegacySseTransport:
     """One upstream stream, opened by `open` and closed by `close`; requests are POSTed to its endpoint."""
 
-    def __init__(self, url: str, headers: dict[str, str], *, timeout: float) -> None:
+    def __init__(self, url: str, headers: dict[str, str], *, timeout: float, guard: AddressGuard | None = None) -> None:
         self.url = url
         self.headers = headers
         self.timeout = timeout
         self.protocol_version: str | None = None
         self.endpoint: str | None = None
-        self.pool = Http11Pool(url, connect_seconds=min(timeout, 5.0))
+        self.pool = Http11Pool(url, connect_seconds=min(timeout, 5.0), guard=guard)
         """The stream holds one connection (it may idle between events as long as no request waits: each request
         has its own timeout); messages are posted on others."""
         self._demux = Demux()

@@ -11,6 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from core.gateway.addresses import AddressGuard
 from core.gateway.client import UpstreamClient, UpstreamError, UpstreamUnavailableError
 from core.gateway.config import Upstream
 
@@ -80,9 +81,10 @@ async def discover(client: UpstreamClient) -> Discovery:
     )
 
 
-async def check_connection(upstream: Upstream, *, within: float = 10.0) -> ConnectionTest:
-    """Connect, list the tools, disconnect: the answer an operator's "test" button shows."""
-    client = UpstreamClient(upstream, timeout=within)
+async def check_connection(upstream: Upstream, *, guard: AddressGuard | None, within: float = 10.0) -> ConnectionTest:
+    """Connect, list the tools, disconnect: the answer an operator's "test" button shows. `guard` is the one the
+    gateway itself would connect under (None: anywhere), so the test says what serving it would do."""
+    client = UpstreamClient(upstream, timeout=within, guard=guard)
     try:
         await client.connect()
         return ConnectionTest(True, [str(tool.get("name")) for tool in await client.list_tools()])

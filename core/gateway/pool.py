@@ -18,6 +18,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
 from contextlib import asynccontextmanager, suppress
 from dataclasses import dataclass, field
 
+from core.gateway.addresses import AddressGuard
 from core.gateway.client import UpstreamClient, UpstreamError, UpstreamUnavailableError
 from core.gateway.config import Upstream
 from core.gateway.connection import ConnectionState, ConnectionTracker, StateListener
@@ -228,10 +229,12 @@ def _stop(slot: _Slot) -> None:
         watcher.cancel()
 
 
-async def open_client(upstream: Upstream, *, request_seconds: float = 30.0) -> UpstreamClient:
-    """A connected client of `upstream` whose requests may each take `request_seconds` (closed again when
-    connecting fails)."""
-    client = UpstreamClient(upstream, timeout=request_seconds)
+async def open_client(
+    upstream: Upstream, *, request_seconds: float = 30.0, guard: AddressGuard | None = None
+) -> UpstreamClient:
+    """A connected client of `upstream` whose requests may each take `request_seconds`, connecting only where
+    `guard` allows (closed again when connecting fails)."""
+    client = UpstreamClient(upstream, timeout=request_seconds, guard=guard)
     try:
         await client.connect()
     except BaseException:

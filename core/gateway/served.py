@@ -26,7 +26,7 @@ from collections.abc import Awaitable, Callable, Iterable, Sequence
 from typing import Any, TypeVar
 
 from core.errors import INTERNAL_ERROR, McpError, StoreUnavailableError
-from core.gateway.addresses import UpstreamAddressError, check_upstream_address_async, parse_allowed_networks
+from core.gateway.addresses import AddressGuard, Resolver, parse_allowed_networks, system_resolver
 from core.gateway.aggregate import aggregate_tools
 from core.gateway.cache import KINDS, TOOLS_TTL_SECONDS, ToolsCache
 from core.gateway.client import UpstreamClient, UpstreamError, UpstreamUnavailableError
@@ -78,6 +78,7 @@ class GatewayServer(McpServer):
         watch: bool = True,
         resolve: Callable[[str], str] | None = None,
         allowed_networks: Sequence[str] = (),
+        address_resolver: Resolver = system_resolver,
         breaker: BreakerPolicy | None = UPSTREAM_BREAKER,
         rate_limit: RateLimit | None = None,
         cache_ttl: float = TOOLS_TTL_SECONDS,
@@ -94,6 +95,8 @@ class GatewayServer(McpServer):
         self._records_version = 0
         self.resolve = resolve
         self.allowed_networks = parse_allowed_networks(",".join(allowed_networks))
+        self.guard = AddressGuard(self.allowed_networks, address_resolver)
+        """Checks the addresses of every connection to an HTTP upstream, as it is opened (SSRF, DNS rebinding)."""
         self.pool = pool or UpstreamPool(
             self.configured,
             opener=self._open,
@@ -232,18 +235,8 @@ class GatewayServer(McpServer):
             self._emit("servers:changed", {"tools": len(self.tools), "prompts": len(self.prompts)})
 
     async def _open(self, upstream: Upstream) -> UpstreamClient:
-        """Connect to an upstream whose address is allowed, with its secrets resolved (never kept in the
-        configuration or the cache)."""
-        if upstream.url is not None:
-            try:
-                await check_upstream_address_async(upstream.url, self.allowed_networks)
-            except UpstreamAddressError as refused:
-                # The reason names the internal address the host resolved to: for the operator's log only.
-                logger.warning("upstream address refused", extra={"upstream": upstream.name, "reason": str(refused)})
-                raise UpstreamUnavailableError(
-                    f"{upstream.name}: its address is not allowed (private, loopback, link-local or reserved; "
-                    "see STRATUS_GATEWAY_ALLOWED_NETWORKS)"
-                ) from None
+        """Connect to an upstream with its secrets resolved (never kept in the configuration or the cache); every
+        connection it opens is checked against the guard as it is made, the first one included."""
         if self.resolve is not None:
             try:
                 upstream = dataclasses.replace(
@@ -253,7 +246,7 @@ class GatewayServer(McpServer):
                 )
             except ValueError as error:
                 raise UpstreamUnavailableError(f"{upstream.name}: {error}") from None
-        return await open_client(upstream, request_seconds=self.upstream_timeout)
+        return await open_client(upstream, request_seconds=self.upstream_timeout, guard=self.guard)
 
     def _policy(self, upstream: str) -> ToolPolicy:
         return ToolPolicy(

@@ -7,7 +7,9 @@ the client sends that expects no answer (notifications, the client's replies to 
 through `send`. Transport failures are `UpstreamUnavailableError`; a session the upstream no longer knows is
 `SessionLostError`, so the client can open a new one and send again. Streamable HTTP runs on the gateway's own
 lean HTTP/1.1 client (core/gateway/http11.py: a tenth of httpx's CPU per forwarded call); its keep-alive
-connections are the upstream's pooled connection.
+connections are the upstream's pooled connection. Given an `AddressGuard`, the HTTP transports have every new
+connection's addresses checked; a refusal fails the exchange with a message naming the setting that allows it,
+while the refused address (internal) goes to the log only.
 """
 
 from __future__ import annotations
@@ -15,15 +17,22 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import logging
 from collections.abc import AsyncGenerator, AsyncIterator
 from typing import Any, Protocol
 
+from core.gateway.addresses import AddressGuard, UpstreamAddressError
 from core.gateway.event_stream import SseEventError, bounded_body, json_object, messages
-from core.gateway.http11 import Http11Pool, HttpProtocolError
+from core.gateway.http11 import Http11Pool, HttpProtocolError, HttpRequestError
+from core.gateway.mirror import ParameterHeaders, mirrored_headers
 from core.protocol import versions
 
 JsonObject = dict[str, Any]
-_NAMED = {"tools/call": "name", "prompts/get": "name", "resources/read": "uri"}
+ADDRESS_REFUSED = (
+    "its address is not allowed (private, loopback, link-local or reserved; "
+    "allow its network with STRATUS_GATEWAY_ALLOWED_NETWORKS)"
+)
+logger = logging.getLogger("stratus.gateway")
 
 
 class UpstreamUnavailableError(Exception):
@@ -57,21 +66,31 @@ class UpstreamTransport(Protocol):
         """End the session and release the connections or the process."""
 
 
-ERRORS = (OSError, EOFError, HttpProtocolError, asyncio.LimitOverrunError, SseEventError)
+ERRORS = (
+    OSError,
+    EOFError,
+    HttpProtocolError,
+    asyncio.LimitOverrunError,
+    SseEventError,
+    HttpRequestError,
+    UpstreamAddressError,
+)
 """What a failed or unreadable HTTP exchange raises (connection refused or reset, closed early, bad framing, an
-oversized head or body)."""
+oversized head or body, a request that cannot be written safely, an address the guard refused)."""
 
 
 class StreamableHttpTransport:
     """MCP's Streamable HTTP, as a client, in either era: one POST per message, answers as JSON or SSE."""
 
-    def __init__(self, url: str, headers: dict[str, str], *, timeout: float) -> None:
+    def __init__(self, url: str, headers: dict[str, str], *, timeout: float, guard: AddressGuard | None = None) -> None:
         self.url = url
         self.headers = headers
         self.timeout = timeout
         self.protocol_version: str | None = None
         self.session_id: str | None = None
-        self.pool = Http11Pool(url, connect_seconds=min(timeout, 5.0))
+        self.parameter_headers: dict[str, ParameterHeaders] = {}
+        """The upstream's tools whose parameters a 2026-07-28 `tools/call` mirrors in `Mcp-Param-*` headers."""
+        self.pool = Http11Pool(url, connect_seconds=min(timeout, 5.0), guard=guard)
 
     async def open(self) -> None:
         return None
@@ -154,17 +173,19 @@ class StreamableHttpTransport:
             headers["mcp-protocol-version"] = version
         if self.session_id:
             headers["mcp-session-id"] = self.session_id
-        method = message.get("method")
-        if version is not None and versions.is_modern(version) and isinstance(method, str):
-            headers["mcp-method"] = method
-            named = (message.get("params") or {}).get(_NAMED.get(method, ""))
-            if isinstance(named, str):
-                headers["mcp-name"] = named
+        if version is not None and versions.is_modern(version):
+            headers.update(mirrored_headers(message, self.parameter_headers))
         return headers
 
 
 def reason(error: BaseException) -> str:
-    """What a failed exchange tells the operator: an oversized message by its bound, anything else by its kind."""
+    """What a failed exchange tells the operator: an oversized message by its bound, a refused address as refused
+    (the address itself is logged, never told: it may be internal), anything else by its kind."""
+    if isinstance(error, UpstreamAddressError):
+        logger.warning("upstream address refused", extra={"reason": str(error)})
+        return ADDRESS_REFUSED
+    if isinstance(error, HttpRequestError):
+        return f"could not be sent the request: {error}"
     if isinstance(error, SseEventError):
         return str(error)
     return f"did not answer: {type(error).__name__}"

@@ -28,6 +28,19 @@ NAMED_METHODS = {
 _SENTINEL_PREFIX, _SENTINEL_SUFFIX = "=?base64?", "?="
 _INVALID_VALUE_CHARACTER = re.compile(r"[^\t -~]")
 _DECIMAL_NUMBER = re.compile(r"-?[0-9]+(?:\.[0-9]+)?(?:[eE][-+]?[0-9]+)?")
+_PLAIN_VALUE = re.compile(r"[!-~]([\t -~]*[!-~])?")
+"""Visible ASCII with inner spaces and tabs, nothing at either end: a value a header carries as it is."""
+
+
+def encode_header_value(value: str) -> str:
+    """`value` as `Mcp-Name` or an `Mcp-Param-*` header carries it: as it is when that is plain visible ASCII,
+    (or empty), else in the Base64 sentinel form `=?base64?...?=` of its UTF-8: a value with non-ASCII, a control
+    character such as CR or LF, or whitespace at either end, and a value that itself looks like the sentinel."""
+    if value == "" or (
+        _PLAIN_VALUE.fullmatch(value) and not (value.startswith(_SENTINEL_PREFIX) and value.endswith(_SENTINEL_SUFFIX))
+    ):
+        return value
+    return f"{_SENTINEL_PREFIX}{base64.b64encode(value.encode('utf-8')).decode('ascii')}{_SENTINEL_SUFFIX}"
 
 
 def decode_header_value(name: str, raw: str) -> str:

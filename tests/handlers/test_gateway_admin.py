@@ -44,15 +44,20 @@ def test_records_are_added_listed_and_removed_with_clear_refusals(capsys: pytest
 
 
 @pytest.mark.uvicorn
-def test_an_imported_file_is_recorded_and_its_upstream_tested(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+def test_an_imported_file_is_recorded_and_its_upstream_tested_under_the_gateways_address_guard(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     with uvicorn_serving(build_app(demo, Settings())) as url:
         servers = tmp_path / "servers.json"
         servers.write_text(json.dumps({"mcpServers": {"demo": {"url": f"{url}/mcp"}}}))
         assert main(["gateway", "import", str(servers)]) == 0
+        assert main(["gateway", "test", "demo"]) == 1  # loopback, as `stratus serve --gateway` would refuse it
+        refused = capsys.readouterr().err
+        monkeypatch.setenv("STRATUS_GATEWAY_ALLOWED_NETWORKS", "127.0.0.0/8")
         assert main(["gateway", "test", "demo"]) == 0
     assert main(["gateway", "test", "demo"]) == 1  # the upstream is gone
     out, err = capsys.readouterr()
+    assert refused.startswith("demo: demo its address is not allowed")
+    assert "STRATUS_GATEWAY_ALLOWED_NETWORKS" in refused and "127.0.0.1" not in refused
     assert "demo: 3 tools: add, forecast, divide" in out
     assert err.startswith("demo: demo did not answer")

@@ -97,9 +97,9 @@ async def test_discovery_lists_tools_prompts_and_resources_and_reports_what_an_u
 
 
 async def test_the_connection_test_names_the_tools_or_the_reason(stratus_upstream: str) -> None:
-    passed = await check_connection(Upstream(name="demo", transport="http", url=stratus_upstream))
+    passed = await check_connection(Upstream(name="demo", transport="http", url=stratus_upstream), guard=None)
     assert passed.ok and "add" in passed.tools and passed.error is None
     failed = await check_connection(
-        Upstream(name="gone", transport="http", url=f"http://127.0.0.1:{free_port()}/mcp"), within=2.0
+        Upstream(name="gone", transport="http", url=f"http://127.0.0.1:{free_port()}/mcp"), guard=None, within=2.0
     )
     assert (failed.ok, failed.tools, failed.error) == (False, [], "gone did not answer: ConnectionRefusedError")

@@ -1,6 +1,9 @@
 """The gateway's HTTP/1.1 client against real servers on 127.0.0.1: a scripted asyncio server for each way a body
 can be framed (length, chunks split anywhere, the connection's end), connections kept and reused only when that is
-safe, a kept connection the server closed retried once on a new one, an oversized head refused, and uvicorn."""
+safe, a kept connection the server closed retried once on a new one, an oversized head refused, and uvicorn. What
+it writes is checked (no header line can be ended by a value), and with an address guard every new connection is
+checked and made to the checked address (servers on 127.0.0.2 stand for allowed addresses, 127.0.0.1 for refused
+ones: Linux routes all of 127.0.0.0/8 to lo)."""
 
 from __future__ import annotations
 
@@ -12,9 +15,11 @@ from contextlib import asynccontextmanager
 import pytest
 
 from core import Settings, build_app
-from core.gateway.http11 import Http11Pool, HttpProtocolError
+from core.gateway.addresses import AddressGuard, UpstreamAddressError, parse_allowed_networks
+from core.gateway.http11 import Http11Pool, HttpProtocolError, HttpRequestError
 from examples.demo import server as demo
 from tests.core.pipeline.conftest import FakeClock
+from tests.fixtures.addresses import ScriptedResolver, capturing_listener
 from tests.servers import uvicorn_serving
 from tests.wire import initialize_message
 
@@ -28,8 +33,11 @@ def anyio_backend() -> str:
 
 
 @asynccontextmanager
-async def scripted(answer: Script) -> AsyncIterator[tuple[str, list[int]]]:
-    """A server that reads each request head and lets `answer` reply; yields its URL and the connections made."""
+async def scripted(
+    answer: Script, *, host: str = "127.0.0.1", port: int = 0, heads: list[bytes] | None = None
+) -> AsyncIterator[tuple[str, list[int]]]:
+    """A server on `host` that reads each request head (kept in `heads`) and lets `answer` reply; yields its URL
+    and the connections made."""
     connections: list[int] = []
 
     async def serve(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
@@ -37,6 +45,8 @@ async def scripted(answer: Script) -> AsyncIterator[tuple[str, list[int]]]:
         try:
             while not reader.at_eof():
                 head = await reader.readuntil(b"\r\n\r\n")
+                if heads is not None:
+                    heads.append(head)
                 length = next(
                     (
                         int(line.split(b":")[1])
@@ -52,11 +62,11 @@ async def scripted(answer: Script) -> AsyncIterator[tuple[str, list[int]]]:
         finally:
             writer.close()
 
-    server = await asyncio.start_server(serve, "127.0.0.1", 0)
+    server = await asyncio.start_server(serve, host, port)
     port = server.sockets[0].getsockname()[1]
     try:
         async with asyncio.timeout(10):
-            yield f"http://127.0.0.1:{port}/mcp", connections
+            yield f"http://{host}:{port}/mcp", connections
     finally:
         server.close()
 
@@ -195,3 +205,66 @@ async def test_uvicorn_answers_json_and_streams_sse_through_it() -> None:
             await refused.read()
         assert refused.status == 405  # no session: the stream is refused, and the connection goes on
         await pool.aclose()
+
+
+async def answer_and_close(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+    writer.write(b"HTTP/1.1 200 OK\r\ncontent-length: 2\r\nconnection: close\r\n\r\nok")
+    await writer.drain()
+    writer.close()
+
+
+@pytest.mark.parametrize(
+    ("name", "value"),
+    [
+        ("mcp-name", "file:///s3cret\r\nX-Injected: 1"),
+        ("authorization", "s3cret\n"),
+        ("authorization", "s3cret\rb"),
+        ("authorization", "s3cret\x00"),
+        ("authorization", "s3cret\x0b"),
+        ("authorization", "s3cret\x7f"),
+        ("authorization", "s3cret\u2028"),  # not Latin-1: no byte can carry it
+        ("x-injected: 1\r\nmcp-name", "s3cret"),
+        ("mcp name", "s3cret"),
+        ("", "s3cret"),
+    ],
+)
+async def test_a_header_that_would_break_the_request_is_refused_before_anything_is_sent(name: str, value: str) -> None:
+    async with scripted(answer_and_close) as (url, connections):
+        pool = Http11Pool(url)
+        with pytest.raises(HttpRequestError) as refused:
+            await fetch_with(pool, url, {name: value})
+        assert connections == []  # no connection was even opened
+        assert "s3cret" not in str(refused.value)  # a header's value may be a secret: never told
+        assert await fetch_with(pool, url, {"mcp-name": "a\tb c"}) == 200  # tabs and inner spaces are fine
+        await pool.aclose()
+
+
+async def fetch_with(pool: Http11Pool, url: str, headers: dict[str, str]) -> int:
+    async with pool.request("POST", url, headers, b"{}") as response:
+        await response.read()
+        return response.status
+
+
+@pytest.mark.parametrize(
+    ("later", "refused"),
+    [(["127.0.0.1"], "127.0.0.1"), (["127.0.0.2", "127.0.0.1"], "127.0.0.1")],
+    ids=["rebound to loopback", "one of several answers refused"],
+)
+async def test_each_new_connection_is_checked_and_made_to_the_checked_address(later: list[str], refused: str) -> None:
+    heads: list[bytes] = []
+    async with capturing_listener("127.0.0.1") as loopback_service:
+        port = loopback_service.port  # the refused address's service listens on the upstream's port
+        async with scripted(answer_and_close, host="127.0.0.2", port=port, heads=heads) as (_, connections):
+            resolver = ScriptedResolver(["127.0.0.2"], later)
+            guard = AddressGuard(parse_allowed_networks("127.0.0.2/32"), resolver)
+            url = f"http://localhost:{port}/mcp"
+            pool = Http11Pool(url, guard=guard)
+            assert await fetch_with(pool, url, {"authorization": "Bearer upstream-secret"}) == 200
+            with pytest.raises(UpstreamAddressError) as stopped:  # the server closed: a new connection, checked
+                await fetch_with(pool, url, {"authorization": "Bearer upstream-secret"})
+            await pool.aclose()
+    assert connections == [0]  # the first connection went to 127.0.0.2, the one address checked
+    assert heads[0].split(b"\r\n")[1] == f"host: localhost:{port}".encode()  # the name stays in the Host header
+    assert str(stopped.value.address) == refused
+    assert resolver.asked == ["localhost", "localhost"]  # resolved once per connection, by the guard only
+    assert loopback_service.received == []  # nothing reached the refused address
