@@ -74,6 +74,10 @@ class Settings:
     max_sessions: int = 100
     """At most this many legacy sessions live at once across every container (0: no limit); a new one beyond it
     is refused with 503 naming the limit."""
+    max_sessions_per_principal: int = 10
+    """At most this many of those sessions belong to one authenticated principal (0: no quota), so one caller cannot
+    hold every place; one more is refused with 503 naming this setting. Anonymous callers (auth off) cannot be told
+    apart, so only `max_sessions` bounds them."""
     task_worker: str | None = None
     """The Lambda function (name or ARN) that runs tasks, invoked asynchronously once per task; unset, a task
     runs in the process that created it (uvicorn, `stratus serve`)."""
@@ -188,6 +192,7 @@ _PARSERS: dict[str, Callable[[str], Any]] = {
     "max_body_bytes": _positive_int,
     "session_ttl_seconds": _positive_int,
     "max_sessions": _count,
+    "max_sessions_per_principal": _count,
     "store_timeout_seconds": float,
     "max_stream_seconds": float,
 }
