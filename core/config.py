@@ -100,6 +100,10 @@ class Settings:
     max_sessions: int = 100
     """At most this many legacy sessions live at once across every container (0: no limit); a new one beyond it
     is refused with 503 naming the limit."""
+    max_sessions_per_principal: int = 10
+    """At most this many of those sessions belong to one authenticated principal (0: no quota), so one caller cannot
+    hold every place; one more is refused with 503 naming this setting. Anonymous callers (auth off) cannot be told
+    apart, so only `max_sessions` bounds them."""
     serve_header_timeout_seconds: float = 10.0
     """Under uvicorn (`stratus serve`, the streaming Lambda): a connection whose request headers are not complete
     this long after it opened (or after the request's first byte, on a kept-alive connection) is closed."""
@@ -226,6 +230,7 @@ _PARSERS: dict[str, Callable[[str], Any]] = {
     "max_batch_response_bytes": _positive_int,
     "session_ttl_seconds": _positive_int,
     "max_sessions": _count,
+    "max_sessions_per_principal": _count,
     "store_timeout_seconds": float,
     "max_stream_seconds": float,
 }

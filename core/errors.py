@@ -10,6 +10,8 @@ McpError                      a JSON-RPC error with an HTTP status for the trans
 ├── MissingCapabilityError    -32021, 400: the request needs a client capability it did not declare
 ├── UnsupportedVersionError   -32022, 400: protocol version the server does not speak
 ├── TooManySessionsError      -31503, 503: the deployment's maximum session count is reached
+│   └── PrincipalSessionsFullError   ... or the caller's own quota of sessions (STRATUS_MAX_SESSIONS_PER_PRINCIPAL)
+├── TooManyStreamsError       -31429, 429 / -31503, 503: a cap on open streams is reached (names its setting)
 └── HttpError                 -32600, refused before the JSON-RPC message is read (403, 405, 406, 413, 415, 421)
 """
 
@@ -199,6 +201,39 @@ class TooManySessionsError(McpError):
             f"Maximum sessions reached ({limit}); end a session or retry later", data={"maxSessions": limit}
         )
         self.limit = limit
+
+
+class PrincipalSessionsFullError(TooManySessionsError):
+    """The caller already holds its quota of live sessions, so one principal cannot take every place of the
+    deployment; other principals still get theirs. `data.setting` names what raises the quota."""
+
+    SETTING = "STRATUS_MAX_SESSIONS_PER_PRINCIPAL"
+
+    def __init__(self, limit: int) -> None:
+        McpError.__init__(
+            self,
+            f"Maximum sessions per principal reached ({limit}); end one of your sessions, retry later, or raise "
+            f"{self.SETTING}",
+            data={"maxSessionsPerPrincipal": limit, "setting": self.SETTING},
+        )
+        self.limit = limit
+
+
+class TooManyStreamsError(McpError):
+    """A cap on open streams (SSE responses that follow the notification log) is reached. A cap of the caller's own
+    (per session, per principal) is 429; the process's cap is 503, the server being busy. Either way the client
+    retries after `Retry-After`, and `data.setting` names what raises the cap."""
+
+    RETRY_AFTER_SECONDS = 5
+
+    def __init__(self, message: str, *, setting: str, limit: int, busy: bool) -> None:
+        super().__init__(
+            message,
+            data={"setting": setting, "limit": limit, "retryAfterSeconds": self.RETRY_AFTER_SECONDS},
+            http_status=503 if busy else 429,
+        )
+        self.code = CIRCUIT_OPEN if busy else RATE_LIMITED
+        self.headers = {"retry-after": str(self.RETRY_AFTER_SECONDS)}
 
 
 class HttpError(McpError):

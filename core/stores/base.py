@@ -44,11 +44,13 @@ class SessionCensus(NamedTuple):
 
 class SessionStore(Protocol):
     """Legacy sessions with a sliding expiry, at most `max_sessions` live at once (0: no limit) across every
-    container."""
+    container, and at most a quota of them per principal (anonymous sessions have none: they cannot be told
+    apart). Both are checked and counted in one atomic step, and freed together when a session ends or expires."""
 
     async def create(self, record: SessionRecord) -> None:
         """Store a new session; raises SessionExistsError when the id is taken, TooManySessionsError when the
-        deployment already holds its maximum of live sessions."""
+        deployment already holds its maximum of live sessions, PrincipalSessionsFullError (a TooManySessionsError)
+        when the session's principal holds its quota."""
 
     async def load(self, session_id: str) -> SessionRecord | None:
         """The live session with this id, its expiry slid forward; None when unknown, ended or expired."""

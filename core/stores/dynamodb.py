@@ -5,8 +5,9 @@ deletion is lazy):
 
     PK                                   SK        attributes
     {prefix}#session#<session id>        session   data (JSON), created, active, expires, v
-    {prefix}#roster                      <id>      created, until (the session's expiry when last looked at)
+    {prefix}#roster                      <id>      created, until (the session's expiry when last looked at), principal
     {prefix}#roster                      #count    count (live sessions, for the session limit)
+    {prefix}#principal#<principal>       principal count (that principal's live sessions, for its quota)
     {prefix}#window#<bucket key>#<n>     window    count, expires (calls counted in fixed window n)
     {prefix}#breaker#<breaker key>       breaker   state, opened_at, trial_at, failures, expires, v
 
@@ -446,13 +447,19 @@ def dynamodb_stores(
     session_ttl_seconds: float,
     timeout: float,
     max_sessions: int = 0,
+    max_sessions_per_principal: int = 0,
     clock: Clock = time.time,
 ) -> Stores:
     """Every store over one table."""
     from core.stores.dynamodb_sessions import DynamoSessionStore
 
     dynamo = DynamoTable(client, table, prefix, timeout=timeout, clock=clock)
-    sessions = DynamoSessionStore(dynamo, ttl_seconds=session_ttl_seconds, max_sessions=max_sessions)
+    sessions = DynamoSessionStore(
+        dynamo,
+        ttl_seconds=session_ttl_seconds,
+        max_sessions=max_sessions,
+        max_per_principal=max_sessions_per_principal,
+    )
     rate_limits = DynamoRateLimitStore(dynamo)
     breakers = DynamoBreakerStore(dynamo)
     from core.stores.dynamodb_extra import (

@@ -2,8 +2,11 @@
 
 A session is one item; beside it, in one partition, the roster holds an entry per session and a `#count` item.
 Creating and ending a session write all three in one transaction, the count conditioned on the limit, so racing
-containers never admit more than `max_sessions`. A request sliding a session's expiry touches only the session:
-`sweep` re-reads the sessions whose roster entry says they are due, moving the live ones forward and removing
+containers never admit more than `max_sessions`. A session with a principal also counts in that principal's own
+item (`{prefix}#principal#<principal>`, apart from the roster, whose count may later be sharded alone) in the same
+transaction, conditioned on the quota; its roster entry names the principal, so ending or sweeping the session
+frees that place too, and a count left at zero is deleted. A request sliding a session's expiry touches only the
+session: `sweep` re-reads the sessions whose roster entry says they are due, moving the live ones forward and removing
 the rest (also the sessions DynamoDB's TTL already deleted), each removal a transaction that frees its place.
 """
 
@@ -12,7 +15,7 @@ from __future__ import annotations
 import contextlib
 from typing import Any
 
-from core.errors import TooManySessionsError
+from core.errors import PrincipalSessionsFullError, TooManySessionsError
 from core.stores.base import SessionCensus, SessionExistsError, SessionRecord, decode_session, encode_session
 from core.stores.dynamodb import TOUCH_INTERVAL, ConditionFailedError, DynamoTable, Item, number, number_of
 
@@ -24,10 +27,13 @@ SWEEP_PAGES = 200
 class DynamoSessionStore:
     """Legacy sessions, one item each, counted in the roster."""
 
-    def __init__(self, table: DynamoTable, *, ttl_seconds: float, max_sessions: int = 0) -> None:
+    def __init__(
+        self, table: DynamoTable, *, ttl_seconds: float, max_sessions: int = 0, max_per_principal: int = 0
+    ) -> None:
         self.table = table
         self.ttl = ttl_seconds
         self.max_sessions = max_sessions
+        self.max_per_principal = max_per_principal
         self.roster = {"S": f"{table.prefix}#roster"}
 
     def key(self, session_id: str) -> Item:
@@ -64,22 +70,28 @@ class DynamoSessionStore:
         }
 
     async def create(self, record: SessionRecord) -> None:
-        admitted = await self._create(record) or (await self.sweep() > 0 and await self._create(record))
-        if not admitted:
-            raise TooManySessionsError(self.max_sessions)
+        refusal = await self._create(record)
+        if refusal is not None and await self.sweep() > 0:
+            refusal = await self._create(record)
+        if refusal is not None:
+            raise refusal
 
-    async def _create(self, record: SessionRecord) -> bool:
-        """Write the session, its roster entry and the count together; False when the limit refused it."""
+    async def _create(self, record: SessionRecord) -> TooManySessionsError | None:
+        """Write the session, its roster entry, the count and its principal's count together; the refusal when the
+        principal's quota or the global limit stopped it."""
         now = self.table.clock()
+        writes = [self._put_session(record, now), self._put_entry(record, now), self._count(+1)]
+        if record.principal:
+            writes.append(self._principal_count(record.principal, +1))
         try:
-            await self.table.write(
-                [self._put_session(record, now), self._put_entry(record.session_id, now), self._count(+1)]
-            )
+            await self.table.write(writes)
         except ConditionFailedError as failure:
             if 0 in failure.failed:
                 raise SessionExistsError(record.session_id) from None
-            return False
-        return True
+            if 3 in failure.failed:
+                return PrincipalSessionsFullError(self.max_per_principal)
+            return TooManySessionsError(self.max_sessions)
+        return None
 
     async def load(self, session_id: str) -> SessionRecord | None:
         now = self.table.clock()
@@ -108,14 +120,16 @@ class DynamoSessionStore:
             return  # a save never revives an ended session
 
     async def delete(self, session_id: str) -> bool:
+        owner = _principal_of(await self.table.get(self.entry(session_id)))
         try:
-            await self.table.write([self._delete_session(session_id), *self._free_place(session_id)])
+            await self.table.write([self._delete_session(session_id), *self._free_place(session_id, owner)])
         except ConditionFailedError as failure:
             if 0 in failure.failed:
                 return False
             # A session without a roster entry (created before the roster existed) ends alone.
             response = await self.table._call("delete_item", Key=self.key(session_id), ReturnValues="ALL_OLD")
             return "Attributes" in response
+        await self._tidy(owner)
         return True
 
     async def census(self) -> SessionCensus:
@@ -125,7 +139,8 @@ class DynamoSessionStore:
 
     async def sweep(self) -> int:
         now = self.table.clock()
-        due = [item["SK"]["S"] for item in await self._entries(due_by=now)]
+        owners = {item["SK"]["S"]: _principal_of(item) for item in await self._entries(due_by=now)}
+        due = list(owners)
         removed = 0
         for start in range(0, len(due), SWEEP_BATCH):
             ids = due[start : start + SWEEP_BATCH]
@@ -133,11 +148,14 @@ class DynamoSessionStore:
                 if item is not None and number_of(item, "expires") > now:
                     await self._move_forward(session_id, number_of(item, "expires"))
                     continue
+                owner = owners[session_id]
+                removal = [self._delete_expired(session_id, now), *self._free_place(session_id, owner)]
                 try:
-                    await self.table.write([self._delete_expired(session_id, now), *self._free_place(session_id)])
+                    await self.table.write(removal)
                     removed += 1
                 except ConditionFailedError:
-                    pass  # touched meanwhile, or another sweeper freed it first
+                    continue  # touched meanwhile, or another sweeper freed it first
+                await self._tidy(owner)
         return removed
 
     async def _entries(self, *, due_by: float | None) -> list[Item]:
@@ -186,8 +204,10 @@ class DynamoSessionStore:
             ExpressionAttributeValues={":now": number(now)},
         )
 
-    def _put_entry(self, session_id: str, now: float) -> Item:
-        item = {**self.entry(session_id), "created": number(now), "until": number(now + self.ttl)}
+    def _put_entry(self, record: SessionRecord, now: float) -> Item:
+        item = {**self.entry(record.session_id), "created": number(now), "until": number(now + self.ttl)}
+        if record.principal:
+            item["principal"] = {"S": record.principal}
         return self._op("Put", Item=item)
 
     def _count(self, change: int) -> Item:
@@ -202,12 +222,40 @@ class DynamoSessionStore:
             update["ExpressionAttributeValues"][":limit"] = {"N": str(self.max_sessions)}
         return self._op("Update", **update)
 
-    def _free_place(self, session_id: str) -> list[Item]:
-        """Remove the session's roster entry (only once, however many race) and count it out."""
-        return [
+    def _principal_count(self, principal: str, change: int) -> Item:
+        update: dict[str, Any] = {
+            "Key": self.table.key("principal", principal),
+            "UpdateExpression": "ADD #count :change",
+            "ExpressionAttributeNames": {"#count": "count"},
+            "ExpressionAttributeValues": {":change": {"N": str(change)}},
+        }
+        if change > 0 and self.max_per_principal:
+            update["ConditionExpression"] = "attribute_not_exists(#count) OR #count < :quota"
+            update["ExpressionAttributeValues"][":quota"] = {"N": str(self.max_per_principal)}
+        return self._op("Update", **update)
+
+    def _free_place(self, session_id: str, principal: str | None) -> list[Item]:
+        """Remove the session's roster entry (only once, however many race) and count it out, of the roster and of
+        its principal's sessions."""
+        writes = [
             self._op("Delete", Key=self.entry(session_id), ConditionExpression="attribute_exists(PK)"),
             self._count(-1),
         ]
+        if principal:
+            writes.append(self._principal_count(principal, -1))
+        return writes
+
+    async def _tidy(self, principal: str | None) -> None:
+        """Delete a principal's count once it counts no session (a later session writes it afresh)."""
+        if principal:
+            with contextlib.suppress(ConditionFailedError):  # a session of that principal came meanwhile
+                await self.table._call(
+                    "delete_item",
+                    Key=self.table.key("principal", principal),
+                    ConditionExpression="#count <= :none",
+                    ExpressionAttributeNames={"#count": "count"},
+                    ExpressionAttributeValues={":none": {"N": "0"}},
+                )
 
     def _delete_session(self, session_id: str) -> Item:
         return self._op("Delete", Key=self.key(session_id), ConditionExpression="attribute_exists(PK)")
@@ -222,3 +270,9 @@ class DynamoSessionStore:
 
     def _op(self, kind: str, **operation: Any) -> Item:
         return {kind: {"TableName": self.table.table, **operation}}
+
+
+def _principal_of(entry: Item | None) -> str | None:
+    """The principal a roster entry names (None: anonymous, or no such entry)."""
+    principal = (entry or {}).get("principal")
+    return principal["S"] if principal else None

@@ -98,11 +98,13 @@ def build_stores(
     prefix: str = "stratus",
     timeout: float = 2.0,
     max_sessions: int = 0,
+    max_sessions_per_principal: int = 0,
     clock: Callable[[], float] = time.time,
 ) -> Stores:
     """The stores for `url`; a backend's client library is imported only here, only when chosen.
 
-    `max_sessions` caps the live legacy sessions across every container sharing the store (0: no cap).
+    `max_sessions` caps the live legacy sessions across every container sharing the store (0: no cap), and
+    `max_sessions_per_principal` those of one authenticated principal (0: no quota; anonymous sessions have none).
 
     Raises:
         StoreConfigError: the URL is not usable.
@@ -121,6 +123,7 @@ def build_stores(
             session_ttl_seconds=session_ttl_seconds,
             timeout=timeout,
             max_sessions=max_sessions,
+            max_sessions_per_principal=max_sessions_per_principal,
             clock=clock,
         )
     if scheme == "dynamodb":
@@ -134,6 +137,7 @@ def build_stores(
             session_ttl_seconds=session_ttl_seconds,
             timeout=timeout,
             max_sessions=max_sessions,
+            max_sessions_per_principal=max_sessions_per_principal,
             clock=clock,
         )
     from core.stores.memory import MemoryBreakerStore, MemoryRateLimitStore, MemorySessionStore
@@ -145,7 +149,12 @@ def build_stores(
     )
 
     return Stores(
-        sessions=MemorySessionStore(ttl_seconds=session_ttl_seconds, max_sessions=max_sessions, clock=clock),
+        sessions=MemorySessionStore(
+            ttl_seconds=session_ttl_seconds,
+            max_sessions=max_sessions,
+            max_per_principal=max_sessions_per_principal,
+            clock=clock,
+        ),
         rate_limits=MemoryRateLimitStore(clock=clock),
         breakers=MemoryBreakerStore(clock=clock),
         events=MemoryEventLogStore(ttl_seconds=session_ttl_seconds, clock=clock),

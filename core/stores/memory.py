@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import dataclasses
 import time
+from collections import Counter
 from collections.abc import Callable
 
-from core.errors import TooManySessionsError
+from core.errors import PrincipalSessionsFullError, TooManySessionsError
 from core.resilience import breaker, limiter
 from core.resilience.breaker import Admission, BreakerPolicy, BreakerState, CircuitState
 from core.resilience.limiter import Bucket, Decision, RateLimit
@@ -14,14 +15,22 @@ from core.stores.base import SessionCensus, SessionExistsError, SessionRecord
 
 
 class MemorySessionStore:
-    """Sessions in a dict, expired lazily on read and by `sweep`."""
+    """Sessions in a dict, expired lazily on read and by `sweep`; the live sessions of each principal counted beside
+    them for its quota (anonymous sessions count only toward the global limit)."""
 
     def __init__(
-        self, *, ttl_seconds: float = 3600.0, max_sessions: int = 0, clock: Callable[[], float] = time.time
+        self,
+        *,
+        ttl_seconds: float = 3600.0,
+        max_sessions: int = 0,
+        max_per_principal: int = 0,
+        clock: Callable[[], float] = time.time,
     ) -> None:
         self._records: dict[str, SessionRecord] = {}
+        self._owned: Counter[str] = Counter()
         self._ttl = ttl_seconds
         self._max = max_sessions
+        self._max_per_principal = max_per_principal
         self._clock = clock
 
     async def create(self, record: SessionRecord) -> None:
@@ -29,11 +38,35 @@ class MemorySessionStore:
         existing = self._records.get(record.session_id)
         if existing is not None and existing.expires_at > now:
             raise SessionExistsError(record.session_id)
-        if self._max and len(self._records) >= self._max and await self.sweep() == 0:
-            raise TooManySessionsError(self._max)
+        self._drop(record.session_id)
+        if self._refusal(record) is not None:
+            await self.sweep()
+            if (refusal := self._refusal(record)) is not None:
+                raise refusal
         self._records[record.session_id] = dataclasses.replace(
             record, created_at=now, last_active_at=now, expires_at=now + self._ttl
         )
+        if record.principal:
+            self._owned[record.principal] += 1
+
+    def _refusal(self, record: SessionRecord) -> TooManySessionsError | None:
+        """Why the session cannot be admitted now: its principal's quota (told first: only the caller can free
+        it), or the global limit."""
+        quota = self._max_per_principal
+        if quota and record.principal and self._owned[record.principal] >= quota:
+            return PrincipalSessionsFullError(quota)
+        if self._max and len(self._records) >= self._max:
+            return TooManySessionsError(self._max)
+        return None
+
+    def _drop(self, session_id: str) -> SessionRecord | None:
+        """Remove a session and free its places (global and its principal's)."""
+        record = self._records.pop(session_id, None)
+        if record is not None and record.principal:
+            self._owned[record.principal] -= 1
+            if self._owned[record.principal] <= 0:
+                del self._owned[record.principal]
+        return record
 
     async def load(self, session_id: str) -> SessionRecord | None:
         record = self._records.get(session_id)
@@ -41,7 +74,7 @@ class MemorySessionStore:
             return None
         now = self._clock()
         if record.expires_at <= now:
-            del self._records[session_id]
+            self._drop(session_id)
             return None
         record.last_active_at = now
         record.expires_at = now + self._ttl
@@ -52,13 +85,14 @@ class MemorySessionStore:
         if existing is not None and existing.expires_at > self._clock():
             self._records[record.session_id] = dataclasses.replace(
                 record,
+                principal=existing.principal,  # the owner never changes: its count stays true
                 created_at=existing.created_at,
                 last_active_at=existing.last_active_at,
                 expires_at=existing.expires_at,
             )
 
     async def delete(self, session_id: str) -> bool:
-        return self._records.pop(session_id, None) is not None
+        return self._drop(session_id) is not None
 
     async def census(self) -> SessionCensus:
         await self.sweep()
@@ -69,7 +103,7 @@ class MemorySessionStore:
         now = self._clock()
         expired = [key for key, record in self._records.items() if record.expires_at <= now]
         for key in expired:
-            del self._records[key]
+            self._drop(key)
         return len(expired)
 
     def __len__(self) -> int:

@@ -6,6 +6,8 @@ Redis Cluster / ElastiCache Serverless:
     {prefix}:{s:<session id>}          hash: data (JSON), created, expires (slid by each load), w (write token)
     {prefix}:{roster}:expires          sorted set: session id -> its expiry when last looked at
     {prefix}:{roster}:created          sorted set: session id -> its creation time
+    {prefix}:{roster}:owners           hash: session id -> its principal (anonymous sessions are not in it)
+    {prefix}:{roster}:principals       hash: principal -> its live sessions (for its quota)
     {prefix}:{rl:<limit key>}          hash: tokens, ts
     {prefix}:{br:<breaker key>}        hash: state, opened_at, trial_at, seq
     {prefix}:{br:<breaker key>}:fails  sorted set of failure times
@@ -13,7 +15,8 @@ Redis Cluster / ElastiCache Serverless:
 Expiry is a field compared on every read; Redis key TTLs (with a grace period) only collect garbage. The roster
 counts live sessions for the session limit and `/health`: a request sliding a session's expiry does not touch it,
 so `sweep` re-reads the sessions whose roster expiry has passed, moving the live ones forward and dropping the
-rest. One client,
+rest. A session's principal is counted in the roster's slot too, so one script admits a session against the global
+limit and its principal's quota together, and one frees both. One client,
 with its connection pool, serves every warm invocation on the process's one event loop. Socket timeouts, a
 single immediate retry and a bounded wait for a pooled connection bound every call; a store that does not answer
 becomes `StoreUnavailableError`.
@@ -30,7 +33,7 @@ from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import parse_qsl, urlencode, urlsplit
 
-from core.errors import StoreUnavailableError, TooManySessionsError
+from core.errors import PrincipalSessionsFullError, StoreUnavailableError, TooManySessionsError
 from core.resilience.breaker import Admission, BreakerPolicy, CircuitState
 from core.resilience.limiter import Decision, RateLimit
 from core.stores import redis_scripts
@@ -171,20 +174,30 @@ def _decode(session_id: str, row: Sequence[Any]) -> SessionRecord:
 
 
 class RedisSessionStore:
-    """Legacy sessions with a sliding expiry, one hash each, counted in the roster."""
+    """Legacy sessions with a sliding expiry, one hash each, counted in the roster (and by principal)."""
 
     SWEEP_BATCH = 500
     SWEEP_BATCHES = 200
 
     def __init__(
-        self, scripts: RedisScripts, *, ttl_seconds: float, max_sessions: int = 0, clock: Clock = time.time
+        self,
+        scripts: RedisScripts,
+        *,
+        ttl_seconds: float,
+        max_sessions: int = 0,
+        max_per_principal: int = 0,
+        clock: Clock = time.time,
     ) -> None:
         self.scripts = scripts
         self.ttl = ttl_seconds
         self.max_sessions = max_sessions
+        self.max_per_principal = max_per_principal
         self.clock = clock
         self.by_expiry = scripts.key("roster", "expires")
         self.by_creation = scripts.key("roster", "created")
+        owners, counts = scripts.key("roster", "owners"), scripts.key("roster", "principals")
+        self.roster = [self.by_expiry, self.by_creation, owners, counts]
+        """The keys the admitting and forgetting scripts take, all in the roster's slot."""
 
     def load_call(self, session_id: str) -> Call:
         """The script call that loads and touches a session (for pipelining with other steps)."""
@@ -194,27 +207,27 @@ class RedisSessionStore:
         return None if row is None else _decode(session_id, row)
 
     async def create(self, record: SessionRecord) -> None:
-        """Admit the session to the roster and write it in one round trip; when the roster is full, undo the write,
-        sweep, and try once more."""
+        """Admit the session to the roster and write it in one round trip; when the roster (or the principal's
+        quota) is full, undo the write, sweep, and try once more."""
         key = self.scripts.key(f"s:{record.session_id}")
         token = secrets.token_hex(4)  # tells this write from another create of the same id
+        admitted = 0
         for attempt in range(2):
             now = self.clock()
-            admit: Call = (
-                "roster_admit",
-                [self.by_expiry, self.by_creation],
-                [record.session_id, repr(now), repr(now + self.ttl), self.max_sessions],
-            )
+            admit_args = [record.session_id, repr(now), repr(now + self.ttl), self.max_sessions]
+            admit: Call = ("roster_admit", self.roster, [*admit_args, record.principal or "", self.max_per_principal])
             created_args = [encode_session(record), repr(now), self.ttl, GRACE_SECONDS, token]
             create: Call = ("session_create", [key], created_args)
-            admitted, created = await self.scripts.run_many([admit, create])
+            admitted, created = (int(result) for result in await self.scripts.run_many([admit, create]))
             if not created:
                 raise SessionExistsError(record.session_id)
-            if admitted:
+            if admitted == 1:
                 return
             await self.scripts.delete(key)
             if attempt or not await self.sweep():
                 break
+        if admitted < 0:
+            raise PrincipalSessionsFullError(self.max_per_principal)
         raise TooManySessionsError(self.max_sessions)
 
     async def load(self, session_id: str) -> SessionRecord | None:
@@ -225,14 +238,14 @@ class RedisSessionStore:
         await self.scripts.run("session_save", [key], [encode_session(record), repr(self.clock())])
 
     async def delete(self, session_id: str) -> bool:
-        deleted, _, _ = await self.scripts.commands(self._forget(session_id))
+        deleted, _ = await self.scripts.run_many(self._forget(session_id))
         return bool(deleted)
 
-    def _forget(self, session_id: str) -> list[Command]:
+    def _forget(self, session_id: str) -> list[Call]:
+        """Delete the session and free its places (the roster's and its principal's), in one round trip."""
         return [
-            Command("delete", [self.scripts.key(f"s:{session_id}")]),
-            Command("zrem", [self.by_expiry, session_id]),
-            Command("zrem", [self.by_creation, session_id]),
+            ("key_delete", [self.scripts.key(f"s:{session_id}")], []),
+            ("roster_forget", self.roster, [session_id]),
         ]
 
     async def census(self) -> SessionCensus:
@@ -257,14 +270,17 @@ class RedisSessionStore:
             expiries = await self.scripts.commands(
                 [Command("hget", [self.scripts.key(f"s:{session_id}"), "expires"]) for session_id in ids]
             )
-            steps: list[Command] = []
+            moves: list[Command] = []
+            removals: list[Call] = []
             for session_id, expires in zip(ids, expiries, strict=True):
                 if expires is not None and _float(expires) > now:
-                    steps.append(Command("zadd", [self.by_expiry, {session_id: _float(expires)}], {"xx": True}))
+                    moves.append(Command("zadd", [self.by_expiry, {session_id: _float(expires)}], {"xx": True}))
                 else:
                     removed += 1
-                    steps += self._forget(session_id)
-            await self.scripts.commands(steps)
+                    removals += self._forget(session_id)
+            await self.scripts.commands(moves)
+            if removals:
+                await self.scripts.run_many(removals)
         return removed
 
 
@@ -414,6 +430,7 @@ def redis_stores(
     session_ttl_seconds: float,
     timeout: float,
     max_sessions: int = 0,
+    max_sessions_per_principal: int = 0,
     clock: Clock = time.time,
     waiting_client: Any = None,
 ) -> Stores:
@@ -422,7 +439,13 @@ def redis_stores(
     its own, keeps them from starving the calls of connections (by default they share `client`)."""
     scripts = RedisScripts(client, prefix, timeout=timeout)
     waits = RedisScripts(waiting_client, prefix, timeout=timeout) if waiting_client is not None else scripts
-    sessions = RedisSessionStore(scripts, ttl_seconds=session_ttl_seconds, max_sessions=max_sessions, clock=clock)
+    sessions = RedisSessionStore(
+        scripts,
+        ttl_seconds=session_ttl_seconds,
+        max_sessions=max_sessions,
+        max_per_principal=max_sessions_per_principal,
+        clock=clock,
+    )
     rate_limits = RedisRateLimitStore(scripts, clock=clock)
     breakers = RedisBreakerStore(scripts, clock=clock)
     from core.stores.redis_extra import RedisCacheStore, RedisEventLogStore, RedisPendingRequestStore, RedisTaskStore

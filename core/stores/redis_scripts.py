@@ -42,16 +42,44 @@ redis.call('HSET', KEYS[1], 'data', ARGV[1])
 return 1
 """
 
-# KEYS[1] roster by expiry, KEYS[2] roster by creation (sorted sets of session ids). ARGV: id, now, expires,
-# limit (0: none). -> 1 admitted (also when already in: the same write sent again), 0 full. Entries whose session
-# has ended only make the count high, never low.
+# KEYS[1] roster by expiry, KEYS[2] roster by creation (sorted sets of session ids), KEYS[3] owners (hash: session
+# id -> principal), KEYS[4] each principal's live sessions (hash: principal -> count). ARGV: id, now, expires, limit
+# (0: none), principal ('' when anonymous: counted only toward the limit), quota per principal (0: none).
+# -> 1 admitted (also when already in: the same write sent again), 0 the roster is full, -1 the principal's quota
+# is. Entries whose session has ended only make the counts high, never low.
 ROSTER_ADMIT = """
 if redis.call('ZSCORE', KEYS[2], ARGV[1]) then return 1 end
+local principal, quota = ARGV[5], tonumber(ARGV[6])
+if principal ~= '' and quota > 0 and (tonumber(redis.call('HGET', KEYS[4], principal)) or 0) >= quota then
+  return -1
+end
 local limit = tonumber(ARGV[4])
 if limit > 0 and redis.call('ZCARD', KEYS[1]) >= limit then return 0 end
 redis.call('ZADD', KEYS[1], ARGV[3], ARGV[1])
 redis.call('ZADD', KEYS[2], ARGV[2], ARGV[1])
+if principal ~= '' then
+  redis.call('HSET', KEYS[3], ARGV[1], principal)
+  redis.call('HINCRBY', KEYS[4], principal, 1)
+end
 return 1
+"""
+
+# KEYS: the four of ROSTER_ADMIT. ARGV: id. -> 1 removed, 0 it was not in the roster. Frees the session's place
+# and its principal's, once however many ending or sweeping containers race.
+ROSTER_FORGET = """
+local removed = redis.call('ZREM', KEYS[1], ARGV[1])
+redis.call('ZREM', KEYS[2], ARGV[1])
+local owner = redis.call('HGET', KEYS[3], ARGV[1])
+if owner then
+  redis.call('HDEL', KEYS[3], ARGV[1])
+  if redis.call('HINCRBY', KEYS[4], owner, -1) <= 0 then redis.call('HDEL', KEYS[4], owner) end
+end
+return removed
+"""
+
+# KEYS[1] any key. -> 1 deleted, 0 absent (a plain DEL, as a script so that it pipelines with the others).
+KEY_DELETE = """
+return redis.call('DEL', KEYS[1])
 """
 
 # KEYS[1] bucket hash. ARGV: now, rate, burst, cost. -> {allowed 0/1, retry_after}.
@@ -222,6 +250,8 @@ ALL = {
     "session_create": SESSION_CREATE,
     "session_save": SESSION_SAVE,
     "roster_admit": ROSTER_ADMIT,
+    "roster_forget": ROSTER_FORGET,
+    "key_delete": KEY_DELETE,
     "bucket_take": BUCKET_TAKE,
     "bucket_give": BUCKET_GIVE,
     "breaker_admit": BREAKER_ADMIT,

@@ -101,6 +101,7 @@ def stores_for(settings: Settings) -> Stores:
         prefix=settings.store_prefix,
         timeout=settings.store_timeout_seconds,
         max_sessions=settings.max_sessions,
+        max_sessions_per_principal=settings.max_sessions_per_principal,
     )
 
 

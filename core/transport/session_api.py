@@ -8,7 +8,7 @@
 A REST call is a handshake-era request of that session, so sessions, rate limits and notifications work across
 containers exactly as for MCP clients. Unlike JSON-RPC, failures carry their HTTP status: 404 for an unknown
 session or method, 400 for bad input, 429 (with Retry-After) when a rate limit refuses the call, 503 naming the
-limit when the deployment holds its maximum of sessions.
+limit when the deployment holds its maximum of sessions (or the setting, when the caller holds its own quota).
 """
 
 from __future__ import annotations
@@ -78,8 +78,8 @@ class SessionApi:
         )
         try:
             await self.legacy.sessions.create(session)
-        except TooManySessionsError as full:
-            return Reply(503, {"error": full.message, "maxSessions": full.limit})
+        except TooManySessionsError as full:  # the deployment's limit, or the caller's quota: data names which
+            return Reply(503, {"error": full.message, **full.data})
         return Reply(200, {"sessionId": session.session_id, "message": "Session created"})
 
     async def call(self, body: dict[str, Any], http: HttpRequest, principal: Principal | None) -> Reply:

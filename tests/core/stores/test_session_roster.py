@@ -1,5 +1,6 @@
-"""The roster every backend keeps of its live sessions: the global session limit, the census `/health` reports,
-and the sweep that frees expired sessions' places. Time is the injected clock; nothing sleeps."""
+"""The roster every backend keeps of its live sessions: the global session limit, each principal's quota, the
+census `/health` reports, and the sweep that frees expired sessions' places. Time is the injected clock; nothing
+sleeps."""
 
 from __future__ import annotations
 
@@ -7,7 +8,7 @@ import asyncio
 
 import pytest
 
-from core.errors import TooManySessionsError
+from core.errors import PrincipalSessionsFullError, TooManySessionsError
 from core.stores.base import SessionRecord, SessionStore
 from core.stores.dynamodb_sessions import DynamoSessionStore
 from core.stores.memory import MemorySessionStore
@@ -16,22 +17,26 @@ from tests.core.stores.conftest import TTL, Backend
 
 pytestmark = pytest.mark.anyio
 LIMIT = 3
+QUOTA = 2
 
 
-def limited(backend: Backend, limit: int = LIMIT) -> SessionStore:
-    """A second view of the backend's sessions with a limit, as another container configured alike would hold."""
+def limited(backend: Backend, limit: int = LIMIT, *, quota: int = 0) -> SessionStore:
+    """A second view of the backend's sessions with a limit (and a quota per principal), as another container
+    configured alike would hold."""
     sessions = backend.stores.sessions
     if isinstance(sessions, RedisSessionStore):
-        return RedisSessionStore(sessions.scripts, ttl_seconds=TTL, max_sessions=limit, clock=backend.clock)
+        return RedisSessionStore(
+            sessions.scripts, ttl_seconds=TTL, max_sessions=limit, max_per_principal=quota, clock=backend.clock
+        )
     if isinstance(sessions, DynamoSessionStore):
-        return DynamoSessionStore(sessions.table, ttl_seconds=TTL, max_sessions=limit)
+        return DynamoSessionStore(sessions.table, ttl_seconds=TTL, max_sessions=limit, max_per_principal=quota)
     assert isinstance(sessions, MemorySessionStore)
-    sessions._max = limit
+    sessions._max, sessions._max_per_principal = limit, quota
     return sessions
 
 
-def record(session_id: str) -> SessionRecord:
-    return SessionRecord(session_id=session_id, protocol_version="2025-11-25", principal="alice")
+def record(session_id: str, principal: str | None = "alice") -> SessionRecord:
+    return SessionRecord(session_id=session_id, protocol_version="2025-11-25", principal=principal)
 
 
 async def test_the_census_counts_live_sessions_with_the_oldest_and_newest_creation(backend: Backend) -> None:
@@ -130,3 +135,85 @@ async def test_a_session_the_backend_already_deleted_is_swept_from_the_roster(ba
     backend.clock.advance(TTL + 1)
     await sessions.create(record("next"))
     assert await sessions.census() == (1, backend.clock.now, backend.clock.now)
+
+
+async def test_a_principal_at_its_quota_is_refused_naming_the_setting_while_another_still_gets_a_session(
+    backend: Backend,
+) -> None:
+    sessions = limited(backend, 10, quota=QUOTA)
+    for index in range(QUOTA):
+        await sessions.create(record(f"a{index}", "issuer|alice"))
+    with pytest.raises(PrincipalSessionsFullError) as refused:
+        await sessions.create(record("a-too-many", "issuer|alice"))
+    assert (refused.value.http_status, refused.value.code) == (503, -31503)
+    assert refused.value.data == {"maxSessionsPerPrincipal": QUOTA, "setting": "STRATUS_MAX_SESSIONS_PER_PRINCIPAL"}
+    assert "STRATUS_MAX_SESSIONS_PER_PRINCIPAL" in refused.value.message
+    assert await sessions.load("a-too-many") is None
+    await sessions.create(record("b0", "issuer|bob"))
+    assert await sessions.load("b0") is not None
+    assert (await sessions.census()).active == QUOTA + 1
+
+
+async def test_ending_a_session_frees_its_principals_place_at_once(backend: Backend) -> None:
+    sessions = limited(backend, 10, quota=QUOTA)
+    for index in range(QUOTA):
+        await sessions.create(record(f"a{index}", "issuer|alice"))
+    assert await sessions.delete("a0") is True
+    await sessions.create(record("a-next", "issuer|alice"))
+    assert await sessions.delete("a0") is False  # ended once: its place is not freed twice
+    with pytest.raises(PrincipalSessionsFullError):
+        await sessions.create(record("a-over", "issuer|alice"))
+    for index in range(1, QUOTA):
+        assert await sessions.delete(f"a{index}") is True
+    assert await sessions.delete("a-next") is True
+    # Nothing counts alice any more: no count is left behind in the store.
+    if backend.redis is not None:
+        roster = f"{backend.prefix}:{{roster}}"
+        assert await backend.redis.hgetall(f"{roster}:principals") == {}
+        assert await backend.redis.hgetall(f"{roster}:owners") == {}
+    if backend.dynamo is not None:
+        key = {"PK": {"S": "t#principal#issuer|alice"}, "SK": {"S": "principal"}}
+        assert "Item" not in backend.dynamo.get_item(TableName=backend.table, Key=key)
+
+
+async def test_the_sweep_frees_the_places_of_a_principals_expired_sessions(backend: Backend) -> None:
+    sessions = limited(backend, 10, quota=QUOTA)
+    for index in range(QUOTA):
+        await sessions.create(record(f"old{index}", "issuer|alice"))
+    backend.clock.advance(TTL + 1)
+    assert await sessions.sweep() == QUOTA
+    for index in range(QUOTA):
+        await sessions.create(record(f"new{index}", "issuer|alice"))
+    with pytest.raises(PrincipalSessionsFullError):
+        await sessions.create(record("over", "issuer|alice"))
+
+
+async def test_anonymous_sessions_are_bounded_by_the_global_limit_only(backend: Backend) -> None:
+    """With auth off every caller is anonymous and indistinguishable: a quota among them would be the limit."""
+    sessions = limited(backend, QUOTA + 2, quota=QUOTA)
+    for index in range(QUOTA + 1):
+        await sessions.create(record(f"anon{index}", None))
+    await sessions.create(record("a0", "issuer|alice"))  # anonymous sessions took none of alice's places
+    with pytest.raises(TooManySessionsError) as refused:
+        await sessions.create(record("anon-over", None))
+    assert not isinstance(refused.value, PrincipalSessionsFullError)
+    assert refused.value.data == {"maxSessions": QUOTA + 2}
+
+
+async def test_containers_racing_for_one_principals_places_never_exceed_its_quota(backend: Backend) -> None:
+    if backend.name == "memory":
+        pytest.skip("one process: the in-memory store has no other container to race")
+    if backend.name == "dynamodb":
+        pytest.skip("moto in-process is not thread-safe; the dynamodb-server variant runs this race")
+    first, second = limited(backend, 0, quota=QUOTA), limited(backend, 0, quota=QUOTA)
+    attempts = [
+        store.create(record(f"r{index}-{side}", "issuer|alice"))
+        for index in range(4)
+        for side, store in enumerate((first, second))
+    ]
+    outcomes = await asyncio.gather(*attempts, return_exceptions=True)
+    assert sum(outcome is None for outcome in outcomes) == QUOTA
+    refusals = [outcome for outcome in outcomes if outcome is not None]
+    assert all(isinstance(outcome, PrincipalSessionsFullError) for outcome in refusals), [repr(o) for o in refusals]
+    await second.create(record("other-principal", "issuer|bob"))
+    assert (await first.census()).active == QUOTA + 1
