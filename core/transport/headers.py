@@ -9,7 +9,6 @@ from __future__ import annotations
 import base64
 import binascii
 import re
-from decimal import Decimal
 from typing import Any
 
 from core.errors import HeaderMismatchError
@@ -27,8 +26,11 @@ NAMED_METHODS = {
 }
 _SENTINEL_PREFIX, _SENTINEL_SUFFIX = "=?base64?", "?="
 _INVALID_VALUE_CHARACTER = re.compile(r"[^\t -~]")
-_DECIMAL_NUMBER = re.compile(r"-?[0-9]+(?:\.[0-9]+)?(?:[eE][-+]?[0-9]+)?")
-_PLAIN_VALUE = re.compile(r"[!-~]([\t -~]*[!-~])?")
+_DECIMAL_NUMBER = r"(-?[0-9]+)(?:\.([0-9]+))?(?:[eE]([-+]?[0-9]+))?"
+"""Patterns stay strings until first used (`re` compiles and caches them then): compiling costs a cold start."""
+_MAX_SCALE = 5000
+"""Decimal exponents beyond this name no integer a JSON body can carry (Python parses at most 4,300 digits)."""
+_PLAIN_VALUE = r"[!-~]([\t -~]*[!-~])?"
 """Visible ASCII with inner spaces and tabs, nothing at either end: a value a header carries as it is."""
 
 
@@ -37,7 +39,8 @@ def encode_header_value(value: str) -> str:
     (or empty), else in the Base64 sentinel form `=?base64?...?=` of its UTF-8: a value with non-ASCII, a control
     character such as CR or LF, or whitespace at either end, and a value that itself looks like the sentinel."""
     if value == "" or (
-        _PLAIN_VALUE.fullmatch(value) and not (value.startswith(_SENTINEL_PREFIX) and value.endswith(_SENTINEL_SUFFIX))
+        re.fullmatch(_PLAIN_VALUE, value)
+        and not (value.startswith(_SENTINEL_PREFIX) and value.endswith(_SENTINEL_SUFFIX))
     ):
         return value
     return f"{_SENTINEL_PREFIX}{base64.b64encode(value.encode('utf-8')).decode('ascii')}{_SENTINEL_SUFFIX}"
@@ -69,15 +72,27 @@ def _same_value(header: str, body: Any) -> bool:
         return header == ("true" if body else "false")
     if isinstance(body, int | float):
         # Numerically, as the spec asks (`42.0` is 42), and an integer exactly: as floats, 2**53 + 1 is 2**53.
-        if _DECIMAL_NUMBER.fullmatch(header) is None:
+        number = re.fullmatch(_DECIMAL_NUMBER, header)
+        if number is None:
             return False
         if isinstance(body, float):  # already a float in the body: compared at the precision the tool gets
             return float(header) == body
-        try:
-            return Decimal(header) == body
-        except ArithmeticError:  # an exponent beyond what Decimal holds: no integer equals it
-            return False
+        return _equals_integer(number, body)
     return isinstance(body, str) and header == body
+
+
+def _equals_integer(number: re.Match[str], body: int) -> bool:
+    """Whether a decimal number equals an integer exactly (in integers: as floats, 2**53 + 1 is 2**53; and without
+    the `decimal` module, which a cold start would pay for)."""
+    whole, fraction, exponent = number.group(1), number.group(2) or "", number.group(3)
+    scale = int(exponent or 0) - len(fraction)
+    if abs(scale) > _MAX_SCALE:
+        return False
+    digits = int(whole + fraction)
+    if scale >= 0:
+        return digits * 10**scale == body
+    quotient, remainder = divmod(digits, 10**-scale)
+    return remainder == 0 and quotient == body
 
 
 def check_modern_headers(headers: Headers, method: str, params: dict[str, Any], server: McpServer) -> None:

@@ -15,8 +15,7 @@ import asyncio
 import json
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from core.errors import HttpError, StoreUnavailableError, UnauthorizedError
 from core.stores.base import SessionCensus, SessionStore
@@ -39,8 +38,7 @@ async def live(scope: Scope, receive: Receive, send: Send) -> None:
     await send_response(send, 200, b'{"status":"ok"}', _HEADERS)
 
 
-@dataclass(frozen=True, slots=True)
-class _Outcome:
+class _Outcome(NamedTuple):
     """One census: its figures (None when the store did not answer), how long it took, and when it ended."""
 
     census: SessionCensus | None
