@@ -11,7 +11,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, fields
 from typing import Any
 
-from core.stores.factory import StoreConfigError, is_shared, validate_store_url
+from core.stores.factory import WAITING_CONNECTIONS, StoreConfigError, is_shared, validate_store_url
 
 PREFIX = "STRATUS_"
 
@@ -85,6 +85,15 @@ class Settings:
     max_stream_seconds: float = 840.0
     """A resumable (handshake-era) SSE response ends cleanly after this long, below Lambda's 15-minute limit;
     the client resumes it with `Last-Event-ID` while the call goes on. 2026-07-28 streams are not cut."""
+    max_streams: int = 500
+    """At most this many streams (GET streams and their resumptions, `/events`, `subscriptions/listen`) open at once
+    in one process, counted per process like the connection pool they hold: below the pool's 1000, so one more is
+    refused with 503 and Retry-After before the pool runs dry for anyone."""
+    max_streams_per_session: int = 4
+    """At most this many of them open at once for one session (0: no cap); one more is refused with 429."""
+    max_streams_per_principal: int = 32
+    """At most this many of them open at once for one authenticated principal (0: no cap); one more is refused with
+    429. Anonymous callers cannot be told apart: only their sessions' cap and the process's bound them."""
     max_body_bytes: int = 4 * 1024 * 1024
     """Request bodies above this size are refused with 413."""
     body_timeout_seconds: float = 30.0
@@ -159,6 +168,12 @@ class Settings:
                 f"{PREFIX}SECRET_KEY must be set when {PREFIX}STORE is shared ({self.store.split('://')[0]}): every "
                 "container must sign and check cursors and request state with the same key"
             )
+        if not 0 < self.max_streams < WAITING_CONNECTIONS:
+            raise SettingsError(
+                f"{PREFIX}MAX_STREAMS must be between 1 and {WAITING_CONNECTIONS - 1}: every open stream holds one of "
+                f"the {WAITING_CONNECTIONS} connections of a process's pool for long waits, and calls awaiting a "
+                f"client's reply need some too"
+            )
         if self.limits_on_store_failure not in ("open", "closed"):
             raise SettingsError(f"{PREFIX}LIMITS_ON_STORE_FAILURE must be open or closed")
 
@@ -228,6 +243,9 @@ _PARSERS: dict[str, Callable[[str], Any]] = {
     "serve_max_connections": _count,
     "max_batch_length": _positive_int,
     "max_batch_response_bytes": _positive_int,
+    "max_streams": _positive_int,
+    "max_streams_per_session": _count,
+    "max_streams_per_principal": _count,
     "session_ttl_seconds": _positive_int,
     "max_sessions": _count,
     "max_sessions_per_principal": _count,

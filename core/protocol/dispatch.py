@@ -25,6 +25,7 @@ from core.protocol.notices import NoticeBoard
 from core.protocol.request_state import STATE_TTL_SECONDS, RequestStateError, StateSealer, request_digest
 from core.protocol.subscriptions import listen
 from core.resilience.deadline import Deadline
+from core.resilience.stream_slots import StreamSlots
 from core.server.context import CancellationSignal, Context, HttpRequest
 from core.server.inputs import InputRequired, InputRound
 from core.server.pagination import Paginator
@@ -133,6 +134,7 @@ class Dispatcher:
         sealer: StateSealer,
         *,
         max_stream_seconds: float = 840.0,
+        stream_slots: StreamSlots | None = None,
         task_launcher: TaskLauncher | None = None,
     ) -> None:
         self.server = server
@@ -142,6 +144,8 @@ class Dispatcher:
         self.pipeline = pipeline
         self.notices = NoticeBoard(pipeline.stores.events)
         self.max_stream_seconds = max_stream_seconds
+        self.stream_slots = stream_slots or StreamSlots()
+        """This process's open streams, counted against their caps (GET streams, `/events`, listens)."""
         self.task_launcher = task_launcher
         self._tasks: TaskService | None = None
         # Cancellation signals of the calls running in this process, by (session id, request id). A legacy
@@ -236,6 +240,8 @@ class Dispatcher:
             call.http,
             self.server,
             self.pipeline.stores.events,
+            self.stream_slots,
+            principal=call.principal.key if call.principal else None,
             max_seconds=self.max_stream_seconds,
         )
 

@@ -16,7 +16,9 @@ from core.protocol.notices import NoticeFollower
 from core.server.server import McpServer
 
 if TYPE_CHECKING:
+    from core.resilience.stream_slots import StreamSlots
     from core.server.context import HttpRequest
+    from core.server.outbound import Outbound
     from core.stores.extras import EventLogStore
 
 SUBSCRIPTION_ID_META = "io.modelcontextprotocol/subscriptionId"
@@ -70,21 +72,37 @@ async def listen(
     http: HttpRequest | None,
     server: McpServer,
     events: EventLogStore,
+    slots: StreamSlots,
     *,
+    principal: str | None,
     max_seconds: float,
 ) -> dict[str, Any]:
     """Serve one subscription on the call's stream; the graceful-closure result once it ends.
 
     Raises:
         InvalidRequestError: the response cannot stream (JSON only, or a buffered deployment).
+        TooManyStreamsError: the principal or the process holds its maximum of open streams (before anything
+            is sent, so the refusal is plain JSON with its HTTP status).
     """
-    outbound = http.outbound if http is not None else None
-    if outbound is None:
+    if http is None or http.outbound is None:
         raise InvalidRequestError(
             "Invalid request: subscriptions/listen needs a streamed response: accept text/event-stream, on a "
             "deployment that streams"
         )
     agreed = agreed_filter(params.get("notifications"), server)
+    with slots.take(None, principal):  # its place is freed however the subscription ends
+        return await _follow(request_id, agreed, http, http.outbound, events, max_seconds)
+
+
+async def _follow(
+    request_id: str | int,
+    agreed: dict[str, Any],
+    http: HttpRequest,
+    outbound: Outbound,
+    events: EventLogStore,
+    max_seconds: float,
+) -> dict[str, Any]:
+    """Acknowledge, then relay what the filter agreed to until the client leaves or `max_seconds` pass."""
     meta = {SUBSCRIPTION_ID_META: request_id}
     follower = await NoticeFollower.from_now(events)
     await outbound.notify("notifications/subscriptions/acknowledged", {"_meta": meta, "notifications": agreed})
@@ -98,7 +116,7 @@ async def listen(
                     await outbound.notify(notice.message["method"], {**notice.message["params"], "_meta": meta})
 
     following = asyncio.ensure_future(relay())
-    gone = asyncio.ensure_future(http.disconnected.wait()) if http is not None and http.disconnected else None
+    gone = asyncio.ensure_future(http.disconnected.wait()) if http.disconnected else None
     try:
         await asyncio.wait({following} | ({gone} if gone else set()), return_when=asyncio.FIRST_COMPLETED)
     finally:

@@ -14,6 +14,11 @@ if TYPE_CHECKING:
     from core.stores.extras import CacheStore, EventLogStore, PendingRequestStore, TaskStore
 
 
+WAITING_CONNECTIONS = 1000
+"""Connections one process's Redis pool for long waits opens at most: each open stream following its log, and each
+call awaiting its client's reply, holds one while it waits (`STRATUS_MAX_STREAMS` stays below it)."""
+
+
 def _memory_events() -> EventLogStore:
     from core.stores.memory_extra import MemoryEventLogStore
 

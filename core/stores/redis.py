@@ -48,14 +48,11 @@ from core.stores.base import (
     encode_session,
     owned,
 )
-from core.stores.factory import Stores
+from core.stores.factory import WAITING_CONNECTIONS, Stores
 
 GRACE_SECONDS = 60.0
 MAX_CONNECTIONS = 100
 """Connections one process's pool for calls opens at most (the store URL's `?max_connections=N` sets it)."""
-WAITING_CONNECTIONS = 1000
-"""Connections one process's pool for long waits opens at most: each open stream following its log, and each call
-awaiting its client's reply, holds one while it waits."""
 Clock = Callable[[], float]
 Call = tuple[str, Sequence[str], Sequence[Any]]
 

@@ -14,6 +14,7 @@ from core.pipeline.metrics import LocalMetrics, MetricsSink
 from core.pipeline.pipeline import Pipeline
 from core.protocol.dispatch import Dispatcher
 from core.protocol.request_state import StateSealer
+from core.resilience.stream_slots import StreamSlots
 from core.server.pagination import Paginator
 from core.server.server import McpServer
 from core.stores.factory import Stores, build_stores
@@ -129,5 +130,10 @@ def build_dispatcher(
         pipeline,
         StateSealer(state_key, clock=time.time),
         max_stream_seconds=settings.max_stream_seconds,
+        stream_slots=StreamSlots(
+            per_session=settings.max_streams_per_session,
+            per_principal=settings.max_streams_per_principal,
+            total=settings.max_streams,
+        ),
         task_launcher=task_launcher,
     )

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import secrets
 from collections.abc import Awaitable, Callable
@@ -15,7 +16,16 @@ from core.protocol.jsonrpc import decode, encode
 from core.server.context import CancellationSignal, HttpRequest
 from core.server.outbound import Outbound
 from core.server.principal import Principal
-from core.transport.asgi import Headers, Receive, Scope, Send, request_headers, send_response, until_disconnected
+from core.transport.asgi import (
+    Headers,
+    Message,
+    Receive,
+    Scope,
+    Send,
+    request_headers,
+    send_response,
+    until_disconnected,
+)
 from core.transport.cors import exposing_to, is_preflight, preflight_headers
 from core.transport.guards import HostOriginGuard, check_accepts_json, check_json_body
 from core.transport.legacy import SESSION_HEADER, BatchLimits, LegacyHandler
@@ -60,6 +70,8 @@ class McpEndpoint:
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         headers = request_headers(scope)
+        response = _Response(send)
+        send = response
         try:
             self.guard.check(scope, headers)
             if "origin" in headers:  # a browser; the guard allowed its origin
@@ -69,13 +81,17 @@ class McpEndpoint:
                 send = exposing_to(headers["origin"], send)
             reply = await self._route(scope, receive, send, headers)
             if reply is None:
-                return  # streamed: already sent
+                await response.complete()  # streamed: already sent, and ended
+                return
         except McpError as refused:  # refused before a JSON-RPC message was read: no id to echo
             reply = error_reply(None, refused)
         except Exception:
             reference = secrets.token_hex(8)
             logger.exception("unhandled error in the MCP endpoint", extra={"error_ref": reference})
             reply = error_reply(None, InternalError(f"Internal error (reference {reference})"))
+        if response.started:  # a stream failed after its headers: too late for an error status, so end it
+            await response.complete()
+            return
         await _send(reply, send)
 
     async def _route(self, scope: Scope, receive: Receive, send: Send, headers: Headers) -> Reply | None:
@@ -226,6 +242,29 @@ class McpEndpoint:
                 headers={"connection": "close"},
             ) from None
         return b"".join(chunks)
+
+
+class _Response:
+    """The ASGI `send` of one request, watched: whether the response started and ended, so that a stream that
+    fails midway is still ended instead of left open (or answered a second time)."""
+
+    def __init__(self, send: Send) -> None:
+        self._send = send
+        self.started = False
+        self.ended = False
+
+    async def __call__(self, message: Message) -> None:
+        if message["type"] == "http.response.start":
+            self.started = True
+        elif message["type"] == "http.response.body" and not message.get("more_body", False):
+            self.ended = True
+        await self._send(message)
+
+    async def complete(self) -> None:
+        """End a started response that did not end (a no-op once the client has gone)."""
+        if self.started and not self.ended:
+            with contextlib.suppress(OSError):
+                await self({"type": "http.response.body", "body": b"", "more_body": False})
 
 
 class _Relay:

@@ -5,7 +5,6 @@ Sessions live in the injected `SessionStore`, so any container can serve any req
 
 from __future__ import annotations
 
-import asyncio
 import json
 import secrets
 from typing import TYPE_CHECKING, Any, NamedTuple
@@ -30,7 +29,6 @@ from core.stores.base import CallAdmission, SessionRecord
 from core.transport.asgi import Headers, Receive, Send
 from core.transport.reply import ACCEPTED, Reply, error_reply
 from core.transport.session_stream import GET_STREAM_PREFIX, SessionStreams
-from core.transport.sse import KEEPALIVE_SECONDS, SseWriter
 
 if TYPE_CHECKING:
     from core.stores.extras import PendingRequestStore
@@ -84,7 +82,9 @@ class LegacyHandler:
         self.sessions = dispatcher.sessions
         self.pending = dispatcher.pipeline.stores.pending
         self.events = dispatcher.pipeline.stores.events
-        self.session_streams = SessionStreams(self.sessions, self.events, dispatcher.pipeline.stores.cache)
+        self.session_streams = SessionStreams(
+            self.sessions, self.events, dispatcher.pipeline.stores.cache, dispatcher.stream_slots
+        )
 
     async def post(self, body: Any, headers: Headers, http: HttpRequest, principal: Principal | None) -> Reply:
         header_version = headers.get("mcp-protocol-version")
@@ -124,8 +124,8 @@ class LegacyHandler:
     ) -> Reply | None:
         """GET: the session's own stream of notifications, or with `Last-Event-ID` the resumption of a stream.
 
-        Returns a Reply only to refuse (unknown session or stream: 404; GET stream already open: 409); None once
-        the stream was served.
+        Returns a Reply only to refuse (unknown session or stream: 404; GET stream already open: 409; a stream cap
+        reached: 429, or 503 for the process's, with Retry-After); None once the stream was served.
         """
         try:
             session = await self._session(headers, principal)
@@ -141,32 +141,18 @@ class LegacyHandler:
             after = int(seq) if last_event_id is not None else None
             refused = await self.session_streams.serve(session, after, send, receive, max_seconds=max_seconds)
             return error_reply(None, refused) if refused else None
-        return await self._resume(session, token, int(seq), send, max_seconds=max_seconds)
+        return await self._resume(session, token, int(seq), send, receive, max_seconds=max_seconds)
 
     async def _resume(
-        self, session: SessionRecord, token: str, seq: int, send: Send, *, max_seconds: float
+        self, session: SessionRecord, token: str, seq: int, send: Send, receive: Receive, *, max_seconds: float
     ) -> Reply | None:
-        """Replay a call's stream after event `seq` from the event log, then follow it until its final response
-        (the call may still run, on any container)."""
+        """Replay a call's stream after event `seq`, then follow it until its final response (404 when the session
+        has no such stream; a refusal when a stream cap is reached)."""
         key = f"{session.session_id}/{token}"
         if not await self.events.read_after(key, 0):
             return error_reply(None, SessionNotFoundError("Not Found: no such stream in this session"))
-        writer = await SseWriter.start(send)
-        loop = asyncio.get_running_loop()
-        last, deadline = seq, loop.time() + max_seconds
-        while (left := deadline - loop.time()) > 0:
-            events = await self.events.wait_after(key, last, min(KEEPALIVE_SECONDS, left))
-            if not events:
-                await writer.comment("keep-alive")
-            for event in events:
-                last = event.seq
-                message = json.loads(event.data)
-                await writer.event(message, event_id=f"{token}-{event.seq}")
-                if "id" in message and "method" not in message:  # the call's response: the stream is complete
-                    await writer.close()
-                    return None
-        await writer.close()  # the client reconnects again with the last id it got
-        return None
+        refused = await self.session_streams.resume(session, key, token, seq, send, receive, max_seconds=max_seconds)
+        return error_reply(None, refused) if refused else None
 
     async def delete(self, headers: Headers, principal: Principal | None) -> Reply:
         try:

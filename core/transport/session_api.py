@@ -9,6 +9,8 @@ A REST call is a handshake-era request of that session, so sessions, rate limits
 containers exactly as for MCP clients. Unlike JSON-RPC, failures carry their HTTP status: 404 for an unknown
 session or method, 400 for bad input, 429 (with Retry-After) when a rate limit refuses the call, 503 naming the
 limit when the deployment holds its maximum of sessions (or the setting, when the caller holds its own quota).
+An `/events` stream past a cap on open streams is refused with 429 (503 for the process's cap) and Retry-After,
+naming the setting that raises the cap.
 """
 
 from __future__ import annotations
@@ -109,9 +111,11 @@ class SessionApi:
         session = await self._own_session(session_id, principal)
         if session is None:
             return _unknown_session()
-        await self.legacy.session_streams.serve(
+        refused = await self.legacy.session_streams.serve(
             session, None, send, receive, max_seconds=max_seconds, framing=self.framing
         )
+        if refused is not None:  # a stream cap: 429 (503 for the process's) naming the setting that raises it
+            return Reply(refused.http_status, {"error": refused.message, **(refused.data or {})}, refused.headers)
         return None
 
     async def delete(self, session_id: str, principal: Principal | None) -> Reply:

@@ -5,16 +5,27 @@ server-wide event log (`core.protocol.notices`); every open GET stream follows i
 (resource updates only for URIs it subscribed to). Event ids are `g-<position in that log>`, so a client that
 reconnects with `Last-Event-ID` gets exactly what it missed, wherever it reconnects. A session holds at most one
 GET stream at a time, claimed in the shared cache: a second one is refused with 409.
+
+Every stream served here (GET streams, their resumptions and a call stream's, `/events`) takes a place among the
+process's open streams first (`core.resilience.stream_slots`), freed however it ends. Once its headers are sent a
+stream always ends with a complete response: when the store fails under it (no connection to be had), it ends
+cleanly and the client reconnects, as it would at the stream's time limit.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import json
+import logging
+import secrets
+from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any, Protocol
 
-from core.errors import McpError
+from core.errors import McpError, StoreUnavailableError, TooManyStreamsError
 from core.protocol import versions
 from core.protocol.notices import Notice, NoticeFollower
+from core.resilience.stream_slots import StreamSlots
 from core.stores.base import SessionRecord, SessionStore
 from core.transport.asgi import Receive, Send, until_disconnected
 from core.transport.sse import KEEPALIVE_SECONDS, RECONNECT_MS, SseWriter
@@ -23,6 +34,7 @@ if TYPE_CHECKING:
     from core.stores.extras import CacheStore, EventLogStore
 
 GET_STREAM_PREFIX = "g"
+logger = logging.getLogger("stratus.transport")
 
 
 class StreamConflictError(McpError):
@@ -73,12 +85,15 @@ class McpGetStream:
 
 
 class SessionStreams:
-    """Serves GET streams of sessions over the shared event log and cache."""
+    """Serves GET streams of sessions over the shared event log and cache, within the process's stream caps."""
 
-    def __init__(self, sessions: SessionStore, events: EventLogStore, cache: CacheStore) -> None:
+    def __init__(
+        self, sessions: SessionStore, events: EventLogStore, cache: CacheStore, slots: StreamSlots | None = None
+    ) -> None:
         self.sessions = sessions
         self.events = events
         self.cache = cache
+        self.slots = slots or StreamSlots()
 
     async def serve(
         self,
@@ -91,29 +106,66 @@ class SessionStreams:
         framing: StreamFraming = McpGetStream(),  # noqa: B008 - stateless
     ) -> McpError | None:
         """Stream the session's notifications after position `after` (from now when None) until the client leaves,
-        the session ends or `max_seconds` pass; the error to answer instead when the session's stream is already
-        open (an exclusive framing)."""
-        claim = f"{session.session_id}/get-stream"
-        if framing.exclusive and not await self.cache.claim(claim, max_seconds + framing.idle_seconds):
-            return StreamConflictError("Conflict: this session already has its GET stream open")
+        the session ends or `max_seconds` pass; the error to answer instead when a stream cap is reached
+        (`TooManyStreamsError`) or the session's stream is already open (an exclusive framing)."""
         try:
-            if after is None:
-                after = (await NoticeFollower.from_now(self.events)).last
-            writer = await SseWriter.start(send)
-            relay = asyncio.ensure_future(self._relay(session, after, writer, max_seconds, framing))
-            gone = asyncio.ensure_future(until_disconnected(receive))
+            slot = self.slots.take(session.session_id, session.principal)
+        except TooManyStreamsError as full:
+            return full
+        with slot:
+            claim = f"{session.session_id}/get-stream"
+            if framing.exclusive and not await self.cache.claim(claim, max_seconds + framing.idle_seconds):
+                return StreamConflictError("Conflict: this session already has its GET stream open")
             try:
-                await asyncio.wait({relay, gone}, return_when=asyncio.FIRST_COMPLETED)
+                start = (await NoticeFollower.from_now(self.events)).last if after is None else after
+
+                async def relay(writer: SseWriter) -> None:
+                    await self._relay(session, start, writer, max_seconds, framing)
+
+                await stream_until_gone(send, receive, relay)
+                return None
             finally:
-                relay.cancel()
-                gone.cancel()
-                await asyncio.gather(relay, gone, return_exceptions=True)
-            if relay.done() and not relay.cancelled() and relay.exception() is None:
-                await writer.close()
+                if framing.exclusive:
+                    with contextlib.suppress(StoreUnavailableError):  # the claim then expires on its own
+                        await self.cache.delete(claim)
+
+    async def resume(
+        self,
+        session: SessionRecord,
+        key: str,
+        token: str,
+        seq: int,
+        send: Send,
+        receive: Receive,
+        *,
+        max_seconds: float,
+    ) -> McpError | None:
+        """Replay a call's stream (kept in the event log under `key`) after event `seq`, then follow it until its
+        final response (the call may still run, on any container); the error to answer instead when a stream cap
+        is reached."""
+        try:
+            slot = self.slots.take(session.session_id, session.principal)
+        except TooManyStreamsError as full:
+            return full
+        with slot:
+
+            async def replay(writer: SseWriter) -> None:
+                loop = asyncio.get_running_loop()
+                last, deadline = seq, loop.time() + max_seconds
+                while (left := deadline - loop.time()) > 0:
+                    events = await self.events.wait_after(key, last, min(KEEPALIVE_SECONDS, left))
+                    if not events:
+                        await writer.comment("keep-alive")
+                    for event in events:
+                        last = event.seq
+                        message = json.loads(event.data)
+                        await writer.event(message, event_id=f"{token}-{event.seq}")
+                        if "id" in message and "method" not in message:  # the call's response: the stream is done
+                            return
+                # At the time limit the client reconnects again with the last id it got.
+
+            await stream_until_gone(send, receive, replay)
             return None
-        finally:
-            if framing.exclusive:
-                await self.cache.delete(claim)
 
     async def _relay(
         self, session: SessionRecord, after: int, writer: SseWriter, max_seconds: float, framing: StreamFraming
@@ -133,3 +185,29 @@ class SessionStreams:
             for notice in notices:
                 if wanted_by(session, notice.message):
                     await framing.notice(writer, notice)
+
+
+async def stream_until_gone(send: Send, receive: Receive, follow: Callable[[SseWriter], Awaitable[None]]) -> None:
+    """Start an SSE response and run `follow` on it until it returns or the client leaves.
+
+    Unless the client left, the response is then completed, also when `follow` failed: a store that cannot be
+    reached (its connection pool empty, or down) ends the stream cleanly, and the client reconnects.
+    """
+    writer = await SseWriter.start(send)
+    following = asyncio.ensure_future(follow(writer))
+    gone = asyncio.ensure_future(until_disconnected(receive))
+    try:
+        await asyncio.wait({following, gone}, return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        following.cancel()
+        gone.cancel()
+        await asyncio.gather(following, gone, return_exceptions=True)
+    if gone.done() and not gone.cancelled():
+        return  # the client left: there is no one to complete the response for
+    error = following.exception() if not following.cancelled() else None
+    if isinstance(error, StoreUnavailableError):
+        logger.warning("the store is unavailable: a stream ended early; its client reconnects")
+    elif error is not None:
+        logger.error("a stream failed", exc_info=error, extra={"error_ref": secrets.token_hex(8)})
+    with contextlib.suppress(OSError):  # the connection broke meanwhile
+        await writer.close()

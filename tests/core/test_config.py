@@ -43,6 +43,10 @@ def test_variables_are_parsed_and_overrides_win() -> None:
         {"STRATUS_SERVE_HEADER_TIMEOUT_SECONDS": "inf"},
         {"STRATUS_SERVE_MAX_CONNECTIONS": "-1"},
         {"STRATUS_MAX_BATCH_LENGTH": "0"},
+        {"STRATUS_MAX_STREAMS": "1000"},  # not below the process's 1000 long-wait connections
+        {"STRATUS_MAX_STREAMS": "0"},
+        {"STRATUS_MAX_STREAMS_PER_SESSION": "-1"},
+        {"STRATUS_MAX_SESSIONS_PER_PRINCIPAL": "many"},
         {"STRATUS_AUTH_MODE": "jwt", "STRATUS_AUTH_ISSUER": "https://auth.example.com/"},
         {
             "STRATUS_AUTH_MODE": "jwt",

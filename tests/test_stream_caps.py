@@ -1,0 +1,260 @@
+"""Open streams are capped per session, per principal and per process, so one client cannot empty the process's
+long-wait connection pool under everyone else's streams: one stream past a cap is refused (429, or 503 for the
+process's cap, with Retry-After) naming the setting that raises it, and a stream that ends, however it ends, frees
+its place. Real uvicorn on 127.0.0.1 over the real Redis; every wait is bounded."""
+
+from __future__ import annotations
+
+import json
+import logging
+import secrets
+from collections.abc import AsyncIterator
+from contextlib import AsyncExitStack, asynccontextmanager
+from typing import Any, NamedTuple
+
+import anyio
+import httpx
+import pytest
+
+from core import Settings, build_app
+from tests.apps import shared
+from tests.redis_server import OwnRedis
+from tests.servers import uvicorn_serving
+from tests.wire import BASE_HEADERS, MODERN, modern_meta
+
+pytestmark = [pytest.mark.anyio, pytest.mark.uvicorn]
+
+REDIS = "redis://127.0.0.1:6379/0"
+JSON = {"content-type": "application/json"}
+LISTEN_HEADERS = {**BASE_HEADERS, "mcp-protocol-version": MODERN, "mcp-method": "subscriptions/listen"}
+WAIT_SECONDS = 15.0
+
+
+@pytest.fixture(scope="module")
+def anyio_backend() -> str:
+    return "asyncio"
+
+
+def redis_settings(**caps: Any) -> Settings:
+    return Settings(store=REDIS, store_prefix=f"caps-{secrets.token_hex(4)}", secret_key="k", **caps)
+
+
+async def data_of(lines: AsyncIterator[str]) -> AsyncIterator[dict[str, Any]]:
+    async for line in lines:
+        if line.startswith("data: ") and line[6:]:
+            yield json.loads(line[6:])
+
+
+async def first_event(lines: AsyncIterator[str]) -> dict[str, Any] | None:
+    """The data of the stream's first event (None for a priming event, which carries none)."""
+    data = None
+    async for line in lines:
+        if line.startswith("data: ") and line[6:]:
+            data = json.loads(line[6:])
+        elif not line:
+            return data
+    raise AssertionError("the stream ended before its first event")
+
+
+async def rest_session(http: httpx.AsyncClient, headers: dict[str, str] | None = None) -> str:
+    created = await http.post("/session", headers={**JSON, **(headers or {})})
+    assert created.status_code == 200, created.text
+    session_id: str = created.json()["sessionId"]
+    return session_id
+
+
+def listen_body() -> dict[str, Any]:
+    params = {"_meta": modern_meta(), "notifications": {"toolsListChanged": True}}
+    return {"jsonrpc": "2.0", "id": secrets.token_hex(4), "method": "subscriptions/listen", "params": params}
+
+
+class Stream(NamedTuple):
+    """An open stream and its events, read on demand (dropping the iterator would close the connection)."""
+
+    response: httpx.Response
+    first: dict[str, Any] | None
+    events: AsyncIterator[dict[str, Any]]
+
+
+@asynccontextmanager
+async def opened(http: httpx.AsyncClient, method: str, path: str, **options: Any) -> AsyncIterator[Stream]:
+    """A stream that must open: 200, its first event already read (so the server holds it)."""
+    async with http.stream(method, path, **options) as response:
+        assert response.status_code == 200, (await response.aread()).decode()
+        lines = response.aiter_lines()
+        yield Stream(response, await first_event(lines), data_of(lines))
+
+
+async def events_stream(stack: AsyncExitStack, http: httpx.AsyncClient, session_id: str) -> Stream:
+    return await stack.enter_async_context(opened(http, "GET", f"/events/{session_id}"))
+
+
+async def admitted_once_freed(http: httpx.AsyncClient, method: str, path: str, **options: Any) -> int:
+    """Open the stream as soon as the server has noticed another end and freed a place (bounded polling); how
+    many attempts were refused first."""
+    refusals = 0
+    with anyio.fail_after(WAIT_SECONDS):
+        while True:
+            async with http.stream(method, path, **options) as response:
+                if response.status_code == 200:
+                    return refusals
+                assert response.status_code in (429, 503), response.status_code
+            refusals += 1
+            await anyio.sleep(0.02)  # polling the server's notice of a closed connection, bounded by fail_after
+
+
+def assert_refused(refused: httpx.Response, status: int, setting: str, limit: int) -> dict[str, Any]:
+    """The refusal's status, Retry-After and body naming the setting; the body (REST or JSON-RPC) for more checks."""
+    assert refused.status_code == status, refused.text
+    assert refused.headers["retry-after"] == "5"
+    body: dict[str, Any] = refused.json()
+    details = body["error"]["data"] if isinstance(body["error"], dict) else body
+    assert (details["setting"], details["limit"], details["retryAfterSeconds"]) == (setting, limit, 5)
+    message = body["error"]["message"] if isinstance(body["error"], dict) else body["error"]
+    assert setting in message
+    return body
+
+
+async def test_a_session_past_its_stream_cap_is_refused_naming_the_setting_and_a_closed_stream_frees_it() -> None:
+    settings = redis_settings(max_streams_per_session=2, max_streams=10)
+    with uvicorn_serving(build_app(shared, settings), lifespan="on") as url:
+        async with httpx.AsyncClient(base_url=url, timeout=10) as http, AsyncExitStack() as streams:
+            session_id = await rest_session(http)
+            held = [await events_stream(streams, http, session_id) for _ in range(2)]
+
+            refused = await http.get(f"/events/{session_id}")
+            body = assert_refused(refused, 429, "STRATUS_MAX_STREAMS_PER_SESSION", 2)
+            assert body == {
+                "error": "Too many open streams for this session (2); close one, or raise "
+                "STRATUS_MAX_STREAMS_PER_SESSION",
+                "setting": "STRATUS_MAX_STREAMS_PER_SESSION",
+                "limit": 2,
+                "retryAfterSeconds": 5,
+            }
+            # The session's MCP GET stream counts too, refused as a JSON-RPC error.
+            get_stream = await http.get("/mcp", headers={**BASE_HEADERS, "mcp-session-id": session_id})
+            assert assert_refused(get_stream, 429, "STRATUS_MAX_STREAMS_PER_SESSION", 2)["error"]["code"] == -31429
+
+            other = await rest_session(http)
+            await events_stream(streams, http, other)  # another session's stream still opens
+
+            await held[0].response.aclose()
+            await admitted_once_freed(http, "GET", f"/events/{session_id}")
+
+
+async def test_the_process_cap_refuses_with_503_a_listen_and_an_events_stream_until_one_ends() -> None:
+    settings = redis_settings(max_streams=3)
+    with uvicorn_serving(build_app(shared, settings), lifespan="on") as url:
+        async with httpx.AsyncClient(base_url=url, timeout=10) as http, AsyncExitStack() as streams:
+            held = [await events_stream(streams, http, await rest_session(http)) for _ in range(3)]
+
+            listen = await http.post("/mcp", json=listen_body(), headers=LISTEN_HEADERS)
+            error = assert_refused(listen, 503, "STRATUS_MAX_STREAMS", 3)["error"]
+            assert error["code"] == -31503
+            assert_refused(await http.get(f"/events/{await rest_session(http)}"), 503, "STRATUS_MAX_STREAMS", 3)
+
+            await held[1].response.aclose()
+            await admitted_once_freed(http, "POST", "/mcp", json=listen_body(), headers=LISTEN_HEADERS)
+
+
+async def test_a_resumed_call_stream_counts_toward_its_sessions_cap_and_is_freed_when_the_client_leaves() -> None:
+    settings = redis_settings(max_streams_per_session=2)
+    init = {
+        "jsonrpc": "2.0",
+        "id": 1,
+        "method": "initialize",
+        "params": {"protocolVersion": "2025-11-25", "capabilities": {"elicitation": {}}, "clientInfo": {"name": "t"}},
+    }
+    ask = {"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "ask_user"}}
+    with uvicorn_serving(build_app(shared, settings), lifespan="on") as url:
+        async with httpx.AsyncClient(base_url=url, timeout=10) as http, AsyncExitStack() as streams:
+            opened_session = await http.post("/mcp", json=init, headers=BASE_HEADERS)
+            headers = {
+                **BASE_HEADERS,
+                "mcp-session-id": opened_session.headers["mcp-session-id"],
+                "mcp-protocol-version": "2025-11-25",
+            }
+            with anyio.fail_after(WAIT_SECONDS):
+                async with http.stream("POST", "/mcp", json=ask, headers=headers) as posted:
+                    priming = ""
+                    async for line in posted.aiter_lines():
+                        if line.startswith("id: "):
+                            priming = line[4:]
+                            break  # the client drops the call's stream after its priming event
+                # The call goes on, waiting for the client's answer; the client resumes its stream.
+                resume = {**headers, "last-event-id": priming}
+                resumed = await streams.enter_async_context(opened(http, "GET", "/mcp", headers=resume))
+                asked = resumed.first  # the events after the priming one: the call's question
+            assert asked is not None and asked["method"] == "elicitation/create"
+            await streams.enter_async_context(opened(http, "GET", "/mcp", headers=headers))  # the GET stream
+
+            again = await http.get("/mcp", headers=resume)
+            assert assert_refused(again, 429, "STRATUS_MAX_STREAMS_PER_SESSION", 2)["error"]["code"] == -31429
+
+            await resumed.response.aclose()
+            await admitted_once_freed(http, "GET", "/mcp", headers=resume)
+
+            answer = {"jsonrpc": "2.0", "id": asked["id"], "result": {"action": "decline"}}
+            assert (await http.post("/mcp", json=answer, headers=headers)).status_code == 202
+
+
+async def test_streams_that_end_at_their_time_limit_free_their_places() -> None:
+    settings = redis_settings(max_streams=1, max_stream_seconds=0.3)
+    with uvicorn_serving(build_app(shared, settings), lifespan="on") as url:
+        async with httpx.AsyncClient(base_url=url, timeout=10) as http:
+            session_id = await rest_session(http)
+            with anyio.fail_after(WAIT_SECONDS):
+                ended = await http.get(f"/events/{session_id}")  # read to its end: complete, at the limit
+                assert ended.status_code == 200
+                await admitted_once_freed(http, "POST", "/mcp", json=listen_body(), headers=LISTEN_HEADERS)
+                await admitted_once_freed(http, "GET", f"/events/{session_id}")
+
+
+@pytest.mark.parametrize("kind", ["events", "get-stream", "resumed"])
+async def test_a_stream_whose_store_fails_under_it_still_ends_with_a_complete_response(
+    kind: str, own_redis: OwnRedis, caplog: pytest.LogCaptureFixture
+) -> None:
+    settings = Settings(store=own_redis.url, secret_key="k", store_timeout_seconds=0.5)
+    server_log = logging.getLogger("uvicorn.error")
+    with uvicorn_serving(build_app(shared, settings), lifespan="on") as url:
+        server_log.addHandler(caplog.handler)
+        try:
+            async with httpx.AsyncClient(base_url=url, timeout=10) as http:
+                with anyio.fail_after(WAIT_SECONDS):
+                    async with AsyncExitStack() as streams:
+                        path, headers = await stream_of_kind(kind, http)
+                        stream = await streams.enter_async_context(opened(http, "GET", path, headers=headers))
+                        own_redis.stop()
+                        # Read to the end: the server ends the stream cleanly (an unfinished response would be
+                        # cut, and httpx raise RemoteProtocolError).
+                        async for _ in stream.events:
+                            pass
+                    refused = await http.get(path, headers=headers)  # a new stream, refused before its headers
+                assert refused.status_code == 503 and refused.headers["retry-after"] == "1"
+                assert refused.json()["error"]["code"] == -31502
+        finally:
+            server_log.removeHandler(caplog.handler)
+    assert not [record.getMessage() for record in caplog.records if record.name == "uvicorn.error"]
+
+
+async def stream_of_kind(kind: str, http: httpx.AsyncClient) -> tuple[str, dict[str, str]]:
+    """Where a stream of this kind is opened: `/events` of a REST session, a session's GET stream, or the
+    resumption of a call's stream (a call waiting for its client's answer)."""
+    if kind == "events":
+        return f"/events/{await rest_session(http)}", {}
+    init = {
+        "jsonrpc": "2.0",
+        "id": 1,
+        "method": "initialize",
+        "params": {"protocolVersion": "2025-11-25", "capabilities": {"elicitation": {}}, "clientInfo": {"name": "t"}},
+    }
+    session = (await http.post("/mcp", json=init, headers=BASE_HEADERS)).headers["mcp-session-id"]
+    headers = {**BASE_HEADERS, "mcp-session-id": session, "mcp-protocol-version": "2025-11-25"}
+    if kind == "get-stream":
+        return "/mcp", headers
+    ask = {"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "ask_user"}}
+    async with http.stream("POST", "/mcp", json=ask, headers=headers) as posted:
+        async for line in posted.aiter_lines():
+            if line.startswith("id: "):
+                return "/mcp", {**headers, "last-event-id": line[4:]}
+    raise AssertionError("the call's stream had no priming event")
