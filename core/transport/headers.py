@@ -89,9 +89,10 @@ def _equals_integer(number: re.Match[str], body: int) -> bool:
     if abs(scale) > _MAX_SCALE:
         return False
     digits = int(whole + fraction)
+    power: int = 10 ** abs(scale)
     if scale >= 0:
-        return digits * 10**scale == body
-    quotient, remainder = divmod(digits, 10**-scale)
+        return digits * power == body
+    quotient, remainder = divmod(digits, power)
     return remainder == 0 and quotient == body
 
 
