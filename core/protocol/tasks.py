@@ -42,7 +42,7 @@ from core.server.principal import Principal
 from core.stores.extras import TaskRecord
 
 if TYPE_CHECKING:
-    from core.protocol.dispatch import Call
+    from core.protocol.call import Call
     from core.server.tools import Tool
     from core.stores.factory import Stores
 
@@ -279,7 +279,7 @@ class TaskService:
 
         `lambda_context` bounds the run by the invocation's remaining time, as for any call.
         """
-        from core.protocol.dispatch import Call
+        from core.protocol.call import Call
         from core.server.context import HttpRequest
 
         task = await self.stores.tasks.get(task_id)

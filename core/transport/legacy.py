@@ -11,7 +11,8 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 
 from core.errors import InvalidParamsError, InvalidRequestError, McpError
 from core.protocol import versions
-from core.protocol.dispatch import Call, Dispatcher
+from core.protocol.call import Call
+from core.protocol.dispatch import Dispatcher
 from core.protocol.jsonrpc import (
     ClientResponse,
     Notification,

@@ -6,7 +6,8 @@ from typing import Any
 
 from core.errors import InvalidParamsError, InvalidRequestError, McpError, UnsupportedVersionError
 from core.protocol import versions
-from core.protocol.dispatch import Call, Dispatcher
+from core.protocol.call import Call
+from core.protocol.dispatch import Dispatcher
 from core.protocol.jsonrpc import ClientResponse, Notification, parse_message, request_id_of, result_response
 from core.server.context import HttpRequest
 from core.server.principal import Principal

@@ -1,0 +1,105 @@
+"""One request as the dispatcher's handlers see it: the JSON-RPC request, with what its era says about the client."""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from core.errors import InvalidParamsError
+from core.protocol import versions
+from core.protocol.jsonrpc import Request
+from core.resilience.deadline import Deadline
+from core.server.context import CancellationSignal, Context, HttpRequest
+from core.server.inputs import InputRound
+from core.server.principal import Principal
+from core.stores.base import CallAdmission, SessionRecord
+
+JsonObject = dict[str, Any]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Call:
+    """One request, with what its era says about the client."""
+
+    request: Request
+    version: str
+    client_capabilities: JsonObject = field(default_factory=dict)
+    client_info: JsonObject | None = None
+    session: SessionRecord | None = None
+    http: HttpRequest | None = None
+    principal: Principal | None = None
+    admitted: CallAdmission | None = None
+    """The store's answers for a tools/call, when the transport fetched them with the session."""
+
+    @property
+    def modern(self) -> bool:
+        return versions.is_modern(self.version)
+
+    @property
+    def params(self) -> JsonObject:
+        return self.request.params
+
+    @property
+    def principal_key(self) -> str | None:
+        return self.principal.key if self.principal else None
+
+    def string_param(self, name: str) -> str:
+        value = self.params.get(name)
+        if not isinstance(value, str):
+            raise InvalidParamsError(f"Invalid params: {name} must be a string")
+        return value
+
+    def object_param(self, name: str) -> JsonObject:
+        value = self.params.get(name)
+        if value is None:
+            return {}
+        if not isinstance(value, dict):
+            raise InvalidParamsError(f"Invalid params: {name} must be an object")
+        return value
+
+    def require_session(self) -> SessionRecord:
+        if self.session is None:  # the transport guarantees a session for handshake-era calls past initialize
+            raise InvalidParamsError("This method needs a session")
+        return self.session
+
+    def context(
+        self,
+        *,
+        item: str | None = None,
+        deadline: Deadline | None = None,
+        inputs: InputRound | None = None,
+        publish: Callable[[str, JsonObject], Awaitable[None]] | None = None,
+    ) -> Context:
+        meta = self.params.get("_meta")
+        return Context(
+            request_id=self.request.id,
+            method=self.request.method,
+            protocol_version=self.version,
+            session_id=self.session.session_id if self.session else None,
+            client_capabilities=self.client_capabilities,
+            client_info=self.client_info,
+            meta=meta if isinstance(meta, dict) else {},
+            request=self.http,
+            # At 2026-07-28 a closed stream is the cancellation; before, a client may drop and resume its stream.
+            signal=self.http.disconnected.child()
+            if self.modern and self.http and self.http.disconnected
+            else CancellationSignal(),
+            user=self.principal,
+            item=item,
+            deadline=deadline,
+            inputs=inputs,
+            publish=publish,
+            log_level=self._log_level(meta),
+            log_opted_in=not self.modern or (isinstance(meta, dict) and versions.LOG_LEVEL_META in meta),
+        )
+
+    def _log_level(self, meta: object) -> str | None:
+        if self.modern:
+            level = meta.get(versions.LOG_LEVEL_META) if isinstance(meta, dict) else None
+            return level if isinstance(level, str) else None
+        return self.session.log_level if self.session else None
+
+
+Handler = Callable[[Call], Awaitable[JsonObject]]
+"""What the dispatcher maps a method name to."""

@@ -1,0 +1,73 @@
+"""The methods about the connection rather than the server's items: `server/discover` (2026-07-28), the
+handshake-era `initialize` result, `ping`, `logging/setLevel` and resource subscriptions."""
+
+from __future__ import annotations
+
+from core.errors import InvalidParamsError
+from core.protocol import versions
+from core.protocol.call import Call, JsonObject
+from core.protocol.capabilities import server_capabilities
+from core.server.outbound import LOG_LEVELS
+from core.server.server import McpServer
+from core.stores.base import SessionStore
+
+LIST_TTL_MS = 300_000
+"""How long a 2026-07-28 client may cache discovery and lists."""
+
+
+class Lifecycle:
+    def __init__(self, server: McpServer, sessions: SessionStore) -> None:
+        self.server = server
+        self.sessions = sessions
+
+    def capabilities(self, *, modern: bool, version: str | None = None) -> JsonObject:
+        return server_capabilities(self.server, modern=modern, version=version)
+
+    async def discover(self, call: Call) -> JsonObject:
+        result: JsonObject = {
+            "supportedVersions": list(versions.SUPPORTED_VERSIONS),
+            "capabilities": self.capabilities(modern=True),
+            "ttlMs": LIST_TTL_MS,
+            "cacheScope": "public",
+        }
+        if self.server.instructions:
+            result["instructions"] = self.server.instructions
+        return result
+
+    def initialize_result(self, version: str) -> JsonObject:
+        result: JsonObject = {
+            "protocolVersion": version,
+            "capabilities": self.capabilities(modern=False, version=version),
+            "serverInfo": self.server.info,
+        }
+        if self.server.instructions:
+            result["instructions"] = self.server.instructions
+        return result
+
+    async def ping(self, call: Call) -> JsonObject:
+        return {}
+
+    async def set_level(self, call: Call) -> JsonObject:
+        level = call.params.get("level")
+        if level not in LOG_LEVELS:
+            raise InvalidParamsError(f"Invalid params: level must be one of {', '.join(LOG_LEVELS)}")
+        session = call.require_session()
+        session.log_level = level
+        await self.sessions.save(session)
+        return {}
+
+    async def subscribe(self, call: Call) -> JsonObject:
+        uri = call.string_param("uri")
+        session = call.require_session()
+        if uri not in session.subscriptions:
+            session.subscriptions.append(uri)
+            await self.sessions.save(session)
+        return {}
+
+    async def unsubscribe(self, call: Call) -> JsonObject:
+        uri = call.string_param("uri")
+        session = call.require_session()
+        if uri in session.subscriptions:
+            session.subscriptions.remove(uri)
+            await self.sessions.save(session)
+        return {}

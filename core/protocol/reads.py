@@ -1,0 +1,144 @@
+"""`resources/read`, `prompts/get` and `completion/complete`: one round through the pipeline each (guards,
+authorization, middleware, timeout), with an unexpected exception of user code answered by a reference."""
+
+from __future__ import annotations
+
+import logging
+import secrets
+from collections.abc import Awaitable, Callable
+from typing import Any, TypeVar
+
+from core.errors import INVALID_PARAMS, InternalError, InvalidParamsError, McpError
+from core.pipeline.pipeline import Pipeline
+from core.protocol.call import Call, JsonObject
+from core.protocol.rounds import InputRounds
+from core.server.context import Context
+from core.server.inputs import InputRequired
+from core.server.policy import Access
+from core.server.resources import Resource, ResourceTemplate
+from core.server.server import McpServer
+from core.server.signature import ArgumentsError
+
+T = TypeVar("T")
+Publish = Callable[[str, JsonObject], Awaitable[None]]
+logger = logging.getLogger("stratus.dispatch")
+
+HANDSHAKE_RESOURCE_NOT_FOUND = -32002
+
+
+class ResourceNotFoundError(McpError):
+    """No resource or template produces the requested URI: -32602 at 2026-07-28, -32002 in the handshake era."""
+
+    def __init__(self, uri: str, *, modern: bool) -> None:
+        super().__init__(f"Resource not found: {uri}", data={"uri": uri})
+        self.code = INVALID_PARAMS if modern else HANDSHAKE_RESOURCE_NOT_FOUND
+
+
+async def user_code(what: str, step: Awaitable[T]) -> T:
+    """Await a handler's work; an unexpected exception becomes a -32603 with a reference, its text only logged."""
+    try:
+        return await step
+    except (McpError, ArgumentsError, InputRequired):
+        raise
+    except Exception:
+        reference = secrets.token_hex(6)
+        logger.exception("handler raised", extra={"handler": what, "error_ref": reference})
+        raise InternalError(f"{what} failed with an internal error (reference {reference})", http_status=200) from None
+
+
+class Reads:
+    def __init__(self, server: McpServer, pipeline: Pipeline, rounds: InputRounds, publish: Publish) -> None:
+        self.server = server
+        self.pipeline = pipeline
+        self.rounds = rounds
+        self.publish = publish
+
+    async def resource(self, call: Call) -> JsonObject:
+        uri = call.string_param("uri")
+        target, variables = self._resource_for(uri)
+        if target is None:
+            raise ResourceNotFoundError(uri, modern=call.modern)
+
+        async def read(context: Context) -> list[JsonObject]:
+            if isinstance(target, ResourceTemplate):
+                return await user_code(f"Resource '{uri}'", target.read(uri, variables or {}, context))
+            return await user_code(f"Resource '{uri}'", target.read(context))
+
+        def answer(contents: list[JsonObject]) -> JsonObject:
+            result: JsonObject = {"contents": contents}
+            if call.modern:
+                result["ttlMs"] = 0
+                result["cacheScope"] = "private"
+            return result
+
+        return await self._round(call, uri, "resources/read", target.access, read, answer, f"Invalid URI {uri}")
+
+    async def prompt(self, call: Call) -> JsonObject:
+        name = call.string_param("name")
+        prompt = self.server.prompts.get(name)
+        if prompt is None:
+            raise InvalidParamsError(f"Unknown prompt: {name}", data={"name": name})
+        arguments = call.object_param("arguments")
+
+        async def render(context: Context) -> JsonObject:
+            return await user_code(f"Prompt '{name}'", prompt.get(arguments, context))
+
+        invalid = f"Invalid arguments for prompt '{name}'"
+        return await self._round(call, name, "prompts/get", prompt.access, render, lambda result: result, invalid)
+
+    async def complete(self, call: Call) -> JsonObject:
+        ref = call.object_param("ref")
+        argument = call.object_param("argument")
+        ref_type = ref.get("type")
+        ref_name = ref.get("name") if ref_type == "ref/prompt" else ref.get("uri")
+        argument_name, value = argument.get("name"), argument.get("value", "")
+        if ref_type not in ("ref/prompt", "ref/resource") or not isinstance(ref_name, str):
+            raise InvalidParamsError(
+                "Invalid params: ref must be a ref/prompt with a name or a ref/resource with a uri"
+            )
+        if not isinstance(argument_name, str) or not isinstance(value, str):
+            raise InvalidParamsError("Invalid params: argument needs a string name and value")
+        known = self.server.prompts if ref_type == "ref/prompt" else self.server.templates
+        if ref_name not in known:
+            raise InvalidParamsError(f"Unknown {ref_type.removeprefix('ref/')}: {ref_name}")
+        context_arguments = call.object_param("context").get("arguments") or {}
+        completion = await user_code(
+            "Completion", self.server.complete(ref_type, ref_name, argument_name, value, dict(context_arguments))
+        )
+        return {"completion": completion}
+
+    async def _round(
+        self,
+        call: Call,
+        item: str,
+        kind: str,
+        access: Access,
+        work: Callable[[Context], Awaitable[Any]],
+        answer: Callable[[Any], JsonObject],
+        invalid: str,
+    ) -> JsonObject:
+        """Run `work` once through the pipeline: its answer, or at 2026-07-28 the `input_required` result when it
+        asked the client something this round does not answer."""
+        inputs = await self.rounds.open(call)
+        try:
+            deadline = self.pipeline.deadline_for(call.http, None)
+            context = call.context(item=item, deadline=deadline, inputs=inputs, publish=self.publish)
+            value = await self.pipeline.read(context, kind, access, work)
+        except InputRequired:
+            return self.rounds.required(call, inputs)
+        except ArgumentsError as exc:
+            raise InvalidParamsError(
+                f"{invalid}: " + "; ".join(exc.problems), data={"problems": exc.problems}
+            ) from None
+        return answer(value)
+
+    def _resource_for(self, uri: str) -> tuple[Resource | ResourceTemplate | None, dict[str, str] | None]:
+        """The static resource with this URI, else the first template that produces it (with its variables)."""
+        resource = self.server.resources.get(uri)
+        if resource is not None:
+            return resource, None
+        for template in self.server.templates.values():
+            variables = template.match(uri)
+            if variables is not None:
+                return template, variables
+        return None, None

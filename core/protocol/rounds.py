@@ -1,0 +1,53 @@
+"""Multi round-trip requests (2026-07-28): the answers a retried request carries, and the `input_required` result
+that asks for more.
+
+A handler is replayed from the start on each round; nothing is kept between rounds but the sealed `requestState`
+the client echoes, and each state's nonce is claimed once in the shared store so it cannot be replayed.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from core.protocol.call import Call, JsonObject
+from core.protocol.request_state import STATE_TTL_SECONDS, RequestStateError, StateSealer, request_digest
+from core.server.inputs import InputRound
+
+if TYPE_CHECKING:
+    from core.stores.extras import CacheStore
+
+
+class InputRounds:
+    """Opens a request's round from its `requestState` and `inputResponses`, and seals the next one."""
+
+    def __init__(self, sealer: StateSealer, cache: CacheStore) -> None:
+        self.sealer = sealer
+        self.cache = cache
+
+    async def open(self, call: Call) -> InputRound | None:
+        """At 2026-07-28, the answers this attempt carries: earlier rounds' from its sealed requestState (claimed
+        once), this round's from inputResponses. None on the handshake-era wire."""
+        if not call.modern:
+            return None
+        answers: dict[str, Any] = {}
+        state = call.params.get("requestState")
+        if state is not None:
+            digest = request_digest(call.request.method, call.params)
+            answers, nonce = self.sealer.open(state, principal=call.principal_key, digest=digest)
+            if not await self.cache.claim(f"mrtr:{nonce}", STATE_TTL_SECONDS):
+                raise RequestStateError
+        responses = call.params.get("inputResponses")
+        if isinstance(responses, dict):
+            answers.update(responses)
+        return InputRound(answers)
+
+    def required(self, call: Call, inputs: InputRound | None) -> JsonObject:
+        """The `input_required` result: this round's questions and every answer so far, sealed."""
+        assert inputs is not None
+        digest = request_digest(call.request.method, call.params)
+        state, _ = self.sealer.seal(
+            {key: value for key, value in inputs.answers.items() if isinstance(value, dict)},
+            principal=call.principal_key,
+            digest=digest,
+        )
+        return {"resultType": "input_required", "inputRequests": inputs.asked, "requestState": state}

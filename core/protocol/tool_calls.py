@@ -1,0 +1,82 @@
+"""`tools/call`: validated, run now through the pipeline or handed to the task service, with its cancellation and
+multi round-trip input handled."""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from typing import TYPE_CHECKING
+
+from core.errors import InvalidParamsError
+from core.pipeline.pipeline import Pipeline
+from core.protocol import versions
+from core.protocol.call import Call, JsonObject
+from core.protocol.cancellation import RunningCalls
+from core.protocol.rounds import InputRounds
+from core.server.inputs import InputRequired
+from core.server.server import McpServer
+from core.server.signature import ArgumentsError
+from core.server.tools import Tool, error_result
+
+if TYPE_CHECKING:
+    from core.protocol.tasks import TaskService
+
+Publish = Callable[[str, JsonObject], Awaitable[None]]
+
+
+class ToolCalls:
+    def __init__(
+        self,
+        server: McpServer,
+        pipeline: Pipeline,
+        rounds: InputRounds,
+        running: RunningCalls,
+        publish: Publish,
+        tasks: Callable[[], TaskService],
+    ) -> None:
+        self.server = server
+        self.pipeline = pipeline
+        self.rounds = rounds
+        self.running = running
+        self.publish = publish
+        self._tasks = tasks
+
+    async def call(self, call: Call) -> JsonObject:
+        name = call.string_param("name")
+        tool = self.server.tools.get(name)
+        if tool is None:
+            raise InvalidParamsError(f"Unknown tool: {name}", data={"name": name})
+        arguments = call.object_param("arguments")
+        if self.tasks_wanted(call, tool):
+            try:
+                tool.validate(arguments)
+            except ArgumentsError as exc:
+                return self._bad_arguments(call, name, exc)
+            return await self._tasks().create(call, tool, arguments)
+        return await self.run(call, tool, arguments)
+
+    def tasks_wanted(self, call: Call, tool: Tool) -> bool:
+        """Whether this call runs as a task (see TaskService.wanted); no task machinery for tools without tasks
+        or requests that do not ask."""
+        if tool.task_support is None and not isinstance(call.params.get("task"), dict):
+            return False
+        return self._tasks().wanted(call, tool)
+
+    async def run(self, call: Call, tool: Tool, arguments: JsonObject) -> JsonObject:
+        """Run the tool now, through the pipeline, and answer with its result."""
+        inputs = await self.rounds.open(call)
+        deadline = self.pipeline.deadline_for(call.http, tool.policy.timeout)
+        context = call.context(item=tool.name, deadline=deadline, inputs=inputs, publish=self.publish)
+        try:
+            with self.running.running(call.request.id, context):
+                return await self.pipeline.call_tool(tool, arguments, context, call.admitted)
+        except InputRequired:
+            return self.rounds.required(call, inputs)
+        except ArgumentsError as exc:
+            return self._bad_arguments(call, tool.name, exc)
+
+    @staticmethod
+    def _bad_arguments(call: Call, name: str, exc: ArgumentsError) -> JsonObject:
+        message = f"Invalid arguments for tool '{name}': " + "; ".join(exc.problems)
+        if versions.at_least(call.version, versions.INPUT_ERRORS_AS_RESULTS_SINCE):
+            return error_result(message)
+        raise InvalidParamsError(message, data={"problems": exc.problems}) from None
