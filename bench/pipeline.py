@@ -15,11 +15,11 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 from core import Context, McpServer
-from core.pipeline.metrics import LocalMetrics
+from core.metrics import LocalMetrics
 from core.pipeline.pipeline import Pipeline
+from core.request.http import HttpRequest
 from core.resilience.breaker import BreakerPolicy
 from core.resilience.limiter import RateLimit
-from core.server.context import HttpRequest
 from core.stores.factory import build_stores
 
 ARGUMENTS = {"a": 1, "b": 2}

@@ -11,7 +11,7 @@ from collections.abc import Callable
 from typing import Any
 
 from core import Settings
-from core.pipeline.metrics import LocalMetrics, MetricsSink
+from core.metrics import LocalMetrics, MetricsSink
 
 Flush = Callable[[], None]
 

@@ -6,7 +6,7 @@ import httpx
 import pytest
 
 from core import McpServer, Settings, build_app
-from core.pipeline.metrics import LocalMetrics
+from core.metrics import LocalMetrics
 from examples.demo import server as demo_server
 from tests.moto_server import SerialMotoServer
 from tests.redis_server import OwnRedis

@@ -21,9 +21,9 @@ from core.errors import (
 )
 from core.gateway.aggregate import RoutedTool
 from core.gateway.client import UpstreamError
+from core.request.inputs import InputRequired
+from core.request.outbound import level_allows
 from core.server.context import CLIENT_REQUESTS, Context
-from core.server.inputs import InputRequired
-from core.server.outbound import level_allows
 from core.server.policy import Access, ToolPolicy
 from core.server.prompts import Prompt
 from core.server.resources import Resource, ResourceTemplate, compile_template

@@ -36,7 +36,7 @@ from core.gateway.operations import discover
 from core.gateway.pool import UpstreamPool, open_client
 from core.gateway.proxies import ContextPeer, ProxyPrompt, ProxyResource, ProxyTemplate, ProxyTool, UpstreamCallError
 from core.gateway.registry import UpstreamRegistry
-from core.pipeline.metrics import MetricsSink
+from core.metrics import MetricsSink
 from core.protocol.notices import NoticeBoard
 from core.resilience.breaker import BreakerPolicy
 from core.resilience.limiter import RateLimit

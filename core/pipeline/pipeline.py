@@ -36,16 +36,17 @@ from core.errors import (
     StoreUnavailableError,
     UnauthorizedError,
 )
+from core.metrics import MetricsSink
 from core.pipeline.access import authenticate, authorize
 from core.pipeline.chain import chain
 from core.pipeline.current import serving
-from core.pipeline.metrics import MetricsSink
+from core.request.http import HttpRequest
+from core.request.inputs import InputRequired
 from core.resilience.backoff import full_jitter
 from core.resilience.breaker import Admission, BreakerPolicy, CircuitState
 from core.resilience.deadline import Clock, Deadline
 from core.resilience.limiter import Decision
-from core.server.context import Context, HttpRequest
-from core.server.inputs import InputRequired
+from core.server.context import Context
 from core.server.policy import Access, Middleware, ServerPolicy
 from core.server.principal import Principal
 from core.server.signature import ArgumentsError

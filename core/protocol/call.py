@@ -9,9 +9,11 @@ from typing import Any
 from core.errors import InvalidParamsError
 from core.protocol import versions
 from core.protocol.jsonrpc import Request
+from core.request.http import HttpRequest
+from core.request.inputs import InputRound
+from core.request.signal import CancellationSignal
 from core.resilience.deadline import Deadline
-from core.server.context import CancellationSignal, Context, HttpRequest
-from core.server.inputs import InputRound
+from core.server.context import Context
 from core.server.principal import Principal
 from core.stores.base import CallAdmission, SessionRecord
 

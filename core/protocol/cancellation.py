@@ -11,7 +11,8 @@ from typing import TYPE_CHECKING
 
 from core.errors import StoreUnavailableError
 from core.protocol.jsonrpc import RequestId
-from core.server.context import CancellationSignal, Context
+from core.request.signal import CancellationSignal
+from core.server.context import Context
 
 if TYPE_CHECKING:
     from core.stores.extras import PendingRequestStore

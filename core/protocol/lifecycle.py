@@ -7,7 +7,7 @@ from core.errors import InvalidParamsError
 from core.protocol import versions
 from core.protocol.call import Call, JsonObject
 from core.protocol.capabilities import server_capabilities
-from core.server.outbound import LOG_LEVELS
+from core.request.outbound import LOG_LEVELS
 from core.server.server import McpServer
 from core.stores.base import SessionStore
 

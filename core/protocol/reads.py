@@ -12,8 +12,8 @@ from core.errors import INVALID_PARAMS, InternalError, InvalidParamsError, McpEr
 from core.pipeline.pipeline import Pipeline
 from core.protocol.call import Call, JsonObject
 from core.protocol.rounds import InputRounds
+from core.request.inputs import InputRequired
 from core.server.context import Context
-from core.server.inputs import InputRequired
 from core.server.policy import Access
 from core.server.resources import Resource, ResourceTemplate
 from core.server.server import McpServer

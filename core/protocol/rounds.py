@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 from core.protocol.call import Call, JsonObject
 from core.protocol.request_state import STATE_TTL_SECONDS, RequestStateError, StateSealer, request_digest
-from core.server.inputs import InputRound
+from core.request.inputs import InputRound
 
 if TYPE_CHECKING:
     from core.stores.extras import CacheStore

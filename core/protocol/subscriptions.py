@@ -16,9 +16,9 @@ from core.protocol.notices import NoticeFollower
 from core.server.server import McpServer
 
 if TYPE_CHECKING:
+    from core.request.http import HttpRequest
+    from core.request.outbound import Outbound
     from core.resilience.stream_slots import StreamSlots
-    from core.server.context import HttpRequest
-    from core.server.outbound import Outbound
     from core.stores.extras import EventLogStore
 
 SUBSCRIPTION_ID_META = "io.modelcontextprotocol/subscriptionId"

@@ -280,7 +280,7 @@ class TaskService:
         `lambda_context` bounds the run by the invocation's remaining time, as for any call.
         """
         from core.protocol.call import Call
-        from core.server.context import HttpRequest
+        from core.request.http import HttpRequest
 
         task = await self.stores.tasks.get(task_id)
         if task is None or task.status != "working":

@@ -12,7 +12,7 @@ from core.protocol import versions
 from core.protocol.call import Call, JsonObject
 from core.protocol.cancellation import RunningCalls
 from core.protocol.rounds import InputRounds
-from core.server.inputs import InputRequired
+from core.request.inputs import InputRequired
 from core.server.server import McpServer
 from core.server.signature import ArgumentsError
 from core.server.tools import Tool, error_result

@@ -7,16 +7,17 @@ on a JSON-only response, never hangs; the streaming work makes them deliver.
 
 from __future__ import annotations
 
-import asyncio
 import logging
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from typing import Any, NamedTuple
+from typing import Any
 
 from core.errors import McpError, MissingCapabilityError
+from core.request.http import HttpRequest
+from core.request.inputs import InputRound
+from core.request.outbound import Outbound, level_allows
+from core.request.signal import CancellationSignal
 from core.resilience.deadline import Deadline
-from core.server.inputs import InputRound
-from core.server.outbound import Outbound, level_allows
 from core.server.principal import Principal
 
 logger = logging.getLogger("stratus.tool")
@@ -27,67 +28,6 @@ class StreamRequiredError(McpError):
 
     code = -32603
     http_status = 200
-
-
-class CancellationSignal:
-    """Set when the client cancels the request (or the deadline passes); handlers may poll or wait on it."""
-
-    def __init__(self) -> None:
-        self._cancelled = False
-        self.reason: str | None = None
-        self._waiters: list[asyncio.Event] = []
-        self._callbacks: list[Callable[[], None]] = []
-
-    @property
-    def cancelled(self) -> bool:
-        return self._cancelled
-
-    def cancel(self, reason: str | None = None) -> None:
-        if not self._cancelled:
-            self._cancelled, self.reason = True, reason
-            for waiter in self._waiters:
-                waiter.set()
-            for callback in self._callbacks:
-                callback()
-
-    def child(self) -> CancellationSignal:
-        """A signal that is cancelled with this one, and may also be cancelled on its own (one call of a request)."""
-        child = CancellationSignal()
-        self.on_cancel(lambda: child.cancel(self.reason))
-        return child
-
-    def on_cancel(self, callback: Callable[[], None]) -> Callable[[], None]:
-        """Call `callback` when the request is cancelled (at once if it already is); returns an unsubscribe."""
-        if self._cancelled:
-            callback()
-            return _nothing
-        self._callbacks.append(callback)
-        return lambda: self._callbacks.remove(callback) if callback in self._callbacks else None
-
-    async def wait(self) -> None:
-        """Return once the request is cancelled."""
-        if self._cancelled:
-            return
-        waiter = asyncio.Event()
-        self._waiters.append(waiter)
-        await waiter.wait()
-
-
-def _nothing() -> None:
-    pass
-
-
-class HttpRequest(NamedTuple):
-    """The HTTP request a call arrived in. Handlers may read headers; never log them (they carry credentials)."""
-
-    method: str
-    path: str
-    headers: Mapping[str, str]
-    lambda_context: Any = None
-    disconnected: CancellationSignal | None = None
-    """Cancelled when the client goes away before the answer is sent (not observable behind Mangum)."""
-    outbound: Outbound | None = None
-    """The call's response stream, when the response can stream (SSE); None for a single JSON answer."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

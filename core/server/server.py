@@ -24,7 +24,7 @@ from core.server.signature import enum_values
 from core.server.tools import Tool
 
 if TYPE_CHECKING:
-    from core.pipeline.metrics import MetricsSink
+    from core.metrics import MetricsSink
     from core.stores.factory import Stores
 
 F = TypeVar("F", bound=Callable[..., Any])

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 
 from core.auth.setup import request_authenticator
 from core.config import Settings
-from core.pipeline.metrics import LocalMetrics, MetricsSink
+from core.metrics import LocalMetrics, MetricsSink
 from core.pipeline.pipeline import Pipeline
 from core.protocol.dispatch import Dispatcher
 from core.protocol.request_state import StateSealer

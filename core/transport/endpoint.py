@@ -13,8 +13,9 @@ from core.errors import HttpError, InternalError, McpError
 from core.protocol import versions
 from core.protocol.dispatch import Dispatcher
 from core.protocol.jsonrpc import decode, encode
-from core.server.context import CancellationSignal, HttpRequest
-from core.server.outbound import Outbound
+from core.request.http import HttpRequest
+from core.request.outbound import Outbound
+from core.request.signal import CancellationSignal
 from core.server.principal import Principal
 from core.transport.asgi import (
     Headers,

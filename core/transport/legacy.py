@@ -23,8 +23,8 @@ from core.protocol.jsonrpc import (
     request_id_of,
     result_response,
 )
-from core.server.context import HttpRequest
-from core.server.outbound import StreamLog
+from core.request.http import HttpRequest
+from core.request.outbound import StreamLog
 from core.server.principal import Principal
 from core.stores.base import CallAdmission, SessionRecord
 from core.transport.asgi import Headers, Receive, Send

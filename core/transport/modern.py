@@ -9,7 +9,7 @@ from core.protocol import versions
 from core.protocol.call import Call
 from core.protocol.dispatch import Dispatcher
 from core.protocol.jsonrpc import ClientResponse, Notification, parse_message, request_id_of, result_response
-from core.server.context import HttpRequest
+from core.request.http import HttpRequest
 from core.server.principal import Principal
 from core.transport.asgi import Headers
 from core.transport.headers import check_modern_headers

@@ -22,7 +22,7 @@ from typing import Any
 from core.errors import INTERNAL_ERROR, INVALID_REQUEST, METHOD_NOT_FOUND, RATE_LIMITED, TooManySessionsError
 from core.protocol import versions
 from core.protocol.notices import Notice
-from core.server.context import HttpRequest
+from core.request.http import HttpRequest
 from core.server.principal import Principal
 from core.stores.base import SessionRecord
 from core.transport.asgi import Receive, Send

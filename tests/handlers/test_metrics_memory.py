@@ -10,8 +10,8 @@ import httpx
 import pytest
 
 from core import Settings, build_app
+from core.metrics import LocalMetrics
 from core.observability import EmfMetrics
-from core.pipeline.metrics import LocalMetrics
 from examples.demo import server
 from handlers.streaming import flushing_after_each_request
 from tests.wire import MODERN, modern_meta

@@ -21,7 +21,7 @@ from core import Context, McpServer, Settings, build_app
 from core.errors import CIRCUIT_OPEN
 from core.gateway.config import Upstream
 from core.gateway.served import GatewayServer
-from core.pipeline.metrics import LocalMetrics
+from core.metrics import LocalMetrics
 from core.resilience.breaker import BreakerPolicy
 from core.stores.factory import build_stores
 from tests.core.pipeline.conftest import FakeClock

@@ -6,9 +6,10 @@ from typing import Any
 
 import pytest
 
-from core.pipeline.metrics import LocalMetrics
+from core.metrics import LocalMetrics
 from core.pipeline.pipeline import Pipeline
-from core.server.context import Context, HttpRequest
+from core.request.http import HttpRequest
+from core.server.context import Context
 from core.server.server import McpServer
 from core.stores.factory import Stores
 from core.stores.memory import MemoryBreakerStore, MemoryRateLimitStore, MemorySessionStore

@@ -9,8 +9,8 @@ from typing import Any
 import pytest
 
 from core import Context, McpServer
+from core.metrics import LocalMetrics
 from core.pipeline.current import current_context
-from core.pipeline.metrics import LocalMetrics
 from core.server.policy import CallNext
 from core.server.principal import Principal
 from tests.conftest import client_for

@@ -15,7 +15,7 @@ from redis.asyncio import Connection, Redis
 
 from core import McpServer, Settings
 from core.errors import StoreUnavailableError
-from core.pipeline.metrics import LocalMetrics
+from core.metrics import LocalMetrics
 from core.resilience.breaker import BreakerPolicy
 from core.resilience.limiter import RateLimit
 from core.stores.base import SessionRecord
