@@ -66,7 +66,7 @@ def _parser() -> argparse.ArgumentParser:
 def _create_store(url: str) -> int:
     from urllib.parse import urlsplit
 
-    from core.stores.factory import StoreConfigError, validate_store_url
+    from core.stores.urls import StoreConfigError, validate_store_url
 
     try:
         scheme = validate_store_url(url)

@@ -21,10 +21,10 @@ import json
 import sys
 from pathlib import Path
 
+from core.composition import stores_for
 from core.config import Settings
 from core.gateway.config import GatewayConfigError
 from core.gateway.registry import RegistryBusyError, UpstreamRecord, UpstreamRegistry
-from core.transport.app import stores_for
 
 
 def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:

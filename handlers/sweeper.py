@@ -13,7 +13,7 @@ import logging
 from typing import Any
 
 from core import Settings
-from core.transport.app import stores_for
+from core.composition import stores_for
 from handlers.secrets import settings_from_env
 from handlers.telemetry import build_telemetry
 

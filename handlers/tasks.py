@@ -13,7 +13,7 @@ import logging
 from typing import Any
 
 from core import Settings
-from core.transport.app import build_dispatcher, stores_for
+from core.composition import build_dispatcher, stores_for
 from handlers.loading import load_server
 from handlers.secrets import settings_from_env
 from handlers.telemetry import build_telemetry

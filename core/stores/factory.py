@@ -9,14 +9,10 @@ from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
 from core.stores.base import BreakerStore, CallGate, RateLimitStore, SequentialGate, SessionStore
+from core.stores.urls import validate_store_url
 
 if TYPE_CHECKING:
     from core.stores.extras import CacheStore, EventLogStore, PendingRequestStore, TaskStore
-
-
-WAITING_CONNECTIONS = 1000
-"""Connections one process's Redis pool for long waits opens at most: each open stream following its log, and each
-call awaiting its client's reply, holds one while it waits (`STRATUS_MAX_STREAMS` stays below it)."""
 
 
 def _memory_events() -> EventLogStore:
@@ -43,10 +39,6 @@ def _memory_cache() -> CacheStore:
     return MemoryCacheStore()
 
 
-class StoreConfigError(ValueError):
-    """The store URL is malformed or names a backend this build cannot use."""
-
-
 @dataclass(frozen=True, slots=True)
 class Stores:
     """Every store the server uses, built once per process (per Lambda cold start)."""
@@ -69,31 +61,6 @@ class Stores:
 
     def call_gate(self) -> CallGate:
         return self.gate or SequentialGate(self.sessions, self.rate_limits, self.breakers)
-
-
-def validate_store_url(url: str) -> str:
-    """The URL's scheme, after checking the URL is one Stratus understands.
-
-    Raises:
-        StoreConfigError: with a message that says what is accepted.
-    """
-    parts = urlsplit(url)
-    if parts.scheme == "memory":
-        return parts.scheme
-    if parts.scheme in ("redis", "rediss"):
-        if not parts.hostname:
-            raise StoreConfigError(f"store {url!r}: a Redis URL needs a host, e.g. redis://127.0.0.1:6379/0")
-        return parts.scheme
-    if parts.scheme == "dynamodb":
-        if not parts.netloc or parts.path not in ("", "/"):
-            raise StoreConfigError(f"store {url!r}: name the table, e.g. dynamodb://stratus-state")
-        return parts.scheme
-    raise StoreConfigError(f"store {url!r}: expected memory://, redis://HOST, rediss://HOST or dynamodb://TABLE")
-
-
-def is_shared(url: str) -> bool:
-    """Whether the store is shared between processes (so every secret must be too)."""
-    return urlsplit(url).scheme != "memory"
 
 
 def build_stores(

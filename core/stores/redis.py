@@ -48,7 +48,8 @@ from core.stores.base import (
     encode_session,
     owned,
 )
-from core.stores.factory import WAITING_CONNECTIONS, Stores
+from core.stores.factory import Stores
+from core.stores.urls import WAITING_CONNECTIONS
 
 GRACE_SECONDS = 60.0
 MAX_CONNECTIONS = 100

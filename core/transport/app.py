@@ -2,22 +2,16 @@
 
 from __future__ import annotations
 
-import hashlib
-import secrets
 import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from core.auth.setup import request_authenticator
+from core.composition import build_dispatcher, stores_for
 from core.config import Settings
-from core.metrics import LocalMetrics, MetricsSink
-from core.pipeline.pipeline import Pipeline
-from core.protocol.dispatch import Dispatcher
-from core.protocol.request_state import StateSealer
-from core.resilience.stream_slots import StreamSlots
-from core.server.pagination import Paginator
+from core.metrics import MetricsSink
 from core.server.server import McpServer
-from core.stores.factory import Stores, build_stores
+from core.stores.factory import Stores
 from core.transport.asgi import ASGIApp, Router
 from core.transport.endpoint import REST_PREFIXES, McpEndpoint
 from core.transport.guards import HostOriginGuard
@@ -92,48 +86,3 @@ def build_app(
             await stores.aclose()
 
     return Router(routes, prefixes=dict.fromkeys(REST_PREFIXES, endpoint), on_shutdown=shutdown)
-
-
-def stores_for(settings: Settings) -> Stores:
-    """The stores `settings.store` names, configured by the other settings."""
-    return build_stores(
-        settings.store,
-        session_ttl_seconds=settings.session_ttl_seconds,
-        prefix=settings.store_prefix,
-        timeout=settings.store_timeout_seconds,
-        max_sessions=settings.max_sessions,
-        max_sessions_per_principal=settings.max_sessions_per_principal,
-    )
-
-
-def build_dispatcher(
-    server: McpServer,
-    settings: Settings,
-    stores: Stores,
-    metrics: MetricsSink | None = None,
-    task_launcher: TaskLauncher | None = None,
-) -> Dispatcher:
-    """The dispatcher (and its pipeline) of `server` over `stores`: what the app serves and a task worker runs."""
-    # Without a configured key, cursors are still tamper-evident but forgeable; configure one in production.
-    key = (settings.secret_key or f"stratus-cursor:{server.name}").encode()
-    paginator = Paginator(hashlib.sha256(key).digest(), server.page_size)
-    # Request state must be unforgeable: without a configured key (the in-memory store, one process) a random one
-    # serves; a shared store refuses to start without STRATUS_SECRET_KEY, so every container holds the same.
-    state_key = settings.secret_key.encode() if settings.secret_key else secrets.token_bytes(32)
-    fail_open = settings.limits_on_store_failure == "open"
-    pipeline = Pipeline(server.policy, stores, metrics or LocalMetrics(), fail_open=fail_open)
-    server.attach(pipeline.metrics)
-    return Dispatcher(
-        server,
-        stores.sessions,
-        paginator,
-        pipeline,
-        StateSealer(state_key, clock=time.time),
-        max_stream_seconds=settings.max_stream_seconds,
-        stream_slots=StreamSlots(
-            per_session=settings.max_streams_per_session,
-            per_principal=settings.max_streams_per_principal,
-            total=settings.max_streams,
-        ),
-        task_launcher=task_launcher,
-    )

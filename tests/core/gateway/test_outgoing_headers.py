@@ -19,8 +19,8 @@ from core.gateway.client import UpstreamClient
 from core.gateway.config import Upstream
 from core.gateway.mirror import mirrored_headers, parameter_headers
 from core.gateway.served import GatewayServer
+from core.protocol.header_values import decode_header_value, encode_header_value
 from core.transport.asgi import ASGIApp, Receive, Scope, Send
-from core.transport.headers import decode_header_value, encode_header_value
 from tests.servers import uvicorn_serving
 from tests.wire import McpHttp
 
