@@ -105,9 +105,9 @@ class Settings:
     """Once a batch's answers reach this size, its remaining requests are not run; each is answered with an error
     the client can resend it on."""
     session_ttl_seconds: int = 1800
-    """A legacy session ends after this long without a request."""
+    """A handshake-era session ends after this long without a request."""
     max_sessions: int = 100
-    """At most this many legacy sessions live at once across every container (0: no limit); a new one beyond it
+    """At most this many handshake-era sessions live at once across every container (0: no limit); a new one beyond it
     is refused with 503 naming the limit."""
     max_sessions_per_principal: int = 10
     """At most this many of those sessions belong to one authenticated principal (0: no quota), so one caller cannot

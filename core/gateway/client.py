@@ -2,7 +2,7 @@
 
 `connect` asks `server/discover` (2026-07-28) and, when the upstream does not know it, falls back to the
 `initialize` handshake (2025-11-25 down to 2024-11-05), keeping the session it opens; an upstream may also be
-pinned to a revision (stdio and legacy SSE upstreams always shake hands). While a request runs, what the
+pinned to a revision (stdio and HTTP+SSE upstreams always shake hands). While a request runs, what the
 upstream sends about it goes to the caller's `UpstreamPeer`: notifications (progress, log messages) are passed
 on, the upstream's own requests (sampling, elicitation, roots) are asked of the peer and its answer (or error)
 sent back. A request that outlives the timeout, or whose caller is cancelled, is cancelled upstream too
@@ -83,9 +83,9 @@ def make_transport(upstream: Upstream, *, timeout: float, guard: AddressGuard | 
 
         return StdioTransport(upstream.command or "", upstream.args, upstream.env, timeout=timeout)
     if upstream.transport == "sse":
-        from core.gateway.legacy_sse import LegacySseTransport
+        from core.gateway.http_sse import HttpSseTransport
 
-        return LegacySseTransport(upstream.url or "", upstream.headers, timeout=timeout, guard=guard)
+        return HttpSseTransport(upstream.url or "", upstream.headers, timeout=timeout, guard=guard)
     return StreamableHttpTransport(upstream.url or "", upstream.headers, timeout=timeout, guard=guard)
 
 
@@ -109,8 +109,8 @@ class UpstreamClient:
         self.capabilities: JsonObject = {}
 
     @property
-    def modern(self) -> bool:
-        return self.version is not None and versions.is_modern(self.version)
+    def stateless(self) -> bool:
+        return self.version is not None and versions.is_stateless(self.version)
 
     @property
     def session_id(self) -> str | None:
@@ -123,11 +123,11 @@ class UpstreamClient:
             await self.transport.open()
         except UpstreamUnavailableError as error:
             raise UpstreamUnavailableError(f"{self.upstream.name} {error}") from None
-        if self.upstream.transport == "http" and (self.version is None or self.modern):
+        if self.upstream.transport == "http" and (self.version is None or self.stateless):
             try:
-                self._agree(versions.MODERN_VERSIONS[0])
+                self._agree(versions.STATELESS_VERSIONS[0])
                 found = await self.request("server/discover", {})
-                if versions.MODERN_VERSIONS[0] in found.get("supportedVersions", []):
+                if versions.STATELESS_VERSIONS[0] in found.get("supportedVersions", []):
                     self.server_info = found.get("_meta", {}).get(versions.SERVER_INFO_META, {})
                     self.capabilities = found.get("capabilities", {})
                     return
@@ -142,7 +142,7 @@ class UpstreamClient:
         self.transport.protocol_version = version
 
     async def _initialize(self) -> None:
-        asked = self.upstream.protocol_version or versions.LATEST_LEGACY
+        asked = self.upstream.protocol_version or versions.LATEST_HANDSHAKE
         capabilities: JsonObject = {"sampling": {}, "elicitation": {}, "roots": {}}
         params = {"protocolVersion": asked, "capabilities": capabilities, "clientInfo": CLIENT_INFO}
         self.transport.protocol_version = None
@@ -150,7 +150,7 @@ class UpstreamClient:
             {"jsonrpc": "2.0", "id": next(self._ids), "method": "initialize", "params": params}, None
         )
         agreed = result.get("protocolVersion")
-        if agreed not in versions.LEGACY_VERSIONS:
+        if agreed not in versions.HANDSHAKE_VERSIONS:
             raise UpstreamUnavailableError(f"{self.upstream.name} agreed to no revision the gateway speaks: {agreed!r}")
         self._agree(agreed)
         self.server_info = result.get("serverInfo", {})
@@ -182,7 +182,7 @@ class UpstreamClient:
         meta: JsonObject = dict(params.get("_meta") or {})
         if peer is not None and peer.wants_progress:
             meta["progressToken"] = request_id  # only when asked: a token makes the upstream stream its answer
-        if self.modern:
+        if self.stateless:
             meta[versions.PROTOCOL_VERSION_META] = self.version
             meta[versions.CLIENT_CAPABILITIES_META] = peer.capabilities if peer is not None else {}
             meta[versions.CLIENT_INFO_META] = CLIENT_INFO
@@ -237,7 +237,7 @@ class UpstreamClient:
 
     async def _cancel_upstream(self, body: JsonObject) -> None:
         """Tell a handshake-era upstream to stop a request the gateway no longer waits for (best effort)."""
-        if self.modern or body["method"] == "initialize":
+        if self.stateless or body["method"] == "initialize":
             return
         notice = {
             "jsonrpc": "2.0",
@@ -310,7 +310,7 @@ class UpstreamClient:
         try:
             return await self.request(method, params, peer=peer)
         except UpstreamError as error:
-            if method != "tools/call" or not self.modern or error.error.get("code") != HEADER_MISMATCH:
+            if method != "tools/call" or not self.stateless or error.error.get("code") != HEADER_MISMATCH:
                 raise
             if not isinstance(self.transport, StreamableHttpTransport):
                 raise
@@ -335,8 +335,8 @@ class UpstreamClient:
     async def changes(self) -> AsyncIterator[str]:
         """The kinds of list (`tools`, `prompts`, `resources`) the upstream says changed, until the connection
         ends: from a 2026-07-28 upstream's `subscriptions/listen` streams, else from what the transport receives
-        about no request (a session's GET stream, stdio, the legacy SSE stream)."""
-        source = self._listen() if self.modern else self.transport.notifications()
+        about no request (a session's GET stream, stdio, the HTTP+SSE stream)."""
+        source = self._listen() if self.stateless else self.transport.notifications()
         async for message in source:
             kind = LIST_CHANGES.get(message.get("method"))  # type: ignore[arg-type]
             if kind is not None:

@@ -7,7 +7,7 @@
         "local":   {"url": "http://127.0.0.1:9000/mcp", "namespaced": false, "isActive": false}
     }}
 
-`type` (or `transport`) is `http` (Streamable HTTP, either protocol era), `sse` (the legacy HTTP+SSE transport) or
+`type` (or `transport`) is `http` (Streamable HTTP, either protocol era), `sse` (the HTTP+SSE (2024-11-05) transport) or
 `stdio`; without one, `command` means stdio and `url` means http. Header and env values may name a secret
 (`ssm:NAME`, `secretsmanager:ID`, `env:NAME`) resolved when the upstream is connected, never stored resolved.
 Every problem in a document is reported at once, each naming its server and field.
@@ -160,7 +160,7 @@ def _upstream(name: str, entry: Any, problems: list[str]) -> Upstream | None:
     pinned = entry.get("protocolVersion")
     if pinned is not None and pinned not in versions.SUPPORTED_VERSIONS:
         found.append(f"{name}.protocolVersion: expected one of {', '.join(versions.SUPPORTED_VERSIONS)}")
-    if pinned is not None and transport == "stdio" and pinned in versions.MODERN_VERSIONS:
+    if pinned is not None and transport == "stdio" and pinned in versions.STATELESS_VERSIONS:
         found.append(f"{name}.protocolVersion: a stdio server speaks a handshake-era revision")
     flags = {key: entry.get(key, True) for key in ("isActive", "namespaced")}
     found += [f"{name}.{key}: expected true or false" for key, value in flags.items() if not isinstance(value, bool)]

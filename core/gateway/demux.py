@@ -1,4 +1,4 @@
-"""Sorts what an upstream sends on one shared inbound stream (stdio, legacy HTTP+SSE) to the requests awaiting it.
+"""Sorts what an upstream sends on one shared inbound stream (stdio, HTTP+SSE (2024-11-05)) to the requests awaiting it.
 
 A response goes to the request with its id. A notification whose params carry `progressToken` goes to the
 request of that token (the client sets it to the request's id); any other notification or upstream request

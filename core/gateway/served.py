@@ -37,7 +37,7 @@ from core.gateway.pool import UpstreamPool, open_client
 from core.gateway.proxies import ContextPeer, ProxyPrompt, ProxyResource, ProxyTemplate, ProxyTool, UpstreamCallError
 from core.gateway.registry import UpstreamRegistry
 from core.metrics import MetricsSink
-from core.protocol.notices import NoticeBoard
+from core.protocol.notifications import NotificationLog
 from core.resilience.breaker import BreakerPolicy
 from core.resilience.limiter import RateLimit
 from core.server.context import Context
@@ -114,7 +114,7 @@ class GatewayServer(McpServer):
         self._missed_at = -1.0
         self._lock = asyncio.Lock()
         self._cache: ToolsCache | None = None
-        self._notices: NoticeBoard | None = None
+        self._notices: NotificationLog | None = None
         self.renamed: tuple[str, ...] = ()
         self.failures: dict[str, str] = {}
         """Upstreams left out of the catalog at its last rebuild, with the reason."""
@@ -129,7 +129,7 @@ class GatewayServer(McpServer):
             self._missed_at, stale = now, True
         if self._cache is None or self._cache.store is not cache:
             self._cache = ToolsCache(cache, ttl_seconds=self.cache_ttl)
-            self._notices = NoticeBoard(stores.events)
+            self._notices = NotificationLog(stores.events)
         if stale:
             async with self._lock:
                 if self._built_at is None or self._built_at < now:

@@ -2,7 +2,7 @@
 
 A transport sends one request and yields what the upstream sends back about it, ending with the response: on
 Streamable HTTP that is the POST's JSON body or its SSE stream (notifications and the upstream's own requests
-first); on stdio and the legacy HTTP+SSE transport it is the shared inbound stream, sorted by request. Anything
+first); on stdio and the HTTP+SSE (2024-11-05) transport it is the shared inbound stream, sorted by request. Anything
 the client sends that expects no answer (notifications, the client's replies to the upstream's requests) goes
 through `send`. Transport failures are `UpstreamUnavailableError`; a session the upstream no longer knows is
 `SessionLostError`, so the client can open a new one and send again. Streamable HTTP runs on the gateway's own
@@ -173,7 +173,7 @@ class StreamableHttpTransport:
             headers["mcp-protocol-version"] = version
         if self.session_id:
             headers["mcp-session-id"] = self.session_id
-        if version is not None and versions.is_modern(version):
+        if version is not None and versions.is_stateless(version):
             headers.update(mirrored_headers(message, self.parameter_headers))
         return headers
 

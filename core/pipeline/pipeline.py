@@ -154,7 +154,7 @@ class Pipeline:
     async def admit_with_session(
         self, tool: Tool, principal: Principal | None, session_id: str
     ) -> CallAdmission | None:
-        """Load a legacy session together with the tool's limits and breaker (one store round trip).
+        """Load a handshake-era session together with the tool's limits and breaker (one store round trip).
 
         None when the session should be loaded on its own: the tool asks the store nothing, or something that runs
         before the limits could still refuse the call (authenticators, guards, middleware, a scope or role the

@@ -35,8 +35,8 @@ class Call:
     """The store's answers for a tools/call, when the transport fetched them with the session."""
 
     @property
-    def modern(self) -> bool:
-        return versions.is_modern(self.version)
+    def stateless(self) -> bool:
+        return versions.is_stateless(self.version)
 
     @property
     def params(self) -> JsonObject:
@@ -85,7 +85,7 @@ class Call:
             request=self.http,
             # At 2026-07-28 a closed stream is the cancellation; before, a client may drop and resume its stream.
             signal=self.http.disconnected.child()
-            if self.modern and self.http and self.http.disconnected
+            if self.stateless and self.http and self.http.disconnected
             else CancellationSignal(),
             user=self.principal,
             item=item,
@@ -93,11 +93,11 @@ class Call:
             inputs=inputs,
             publish=publish,
             log_level=self._log_level(meta),
-            log_opted_in=not self.modern or (isinstance(meta, dict) and versions.LOG_LEVEL_META in meta),
+            log_opted_in=not self.stateless or (isinstance(meta, dict) and versions.LOG_LEVEL_META in meta),
         )
 
     def _log_level(self, meta: object) -> str | None:
-        if self.modern:
+        if self.stateless:
             level = meta.get(versions.LOG_LEVEL_META) if isinstance(meta, dict) else None
             return level if isinstance(level, str) else None
         return self.session.log_level if self.session else None

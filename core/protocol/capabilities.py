@@ -8,10 +8,10 @@ from core.protocol import versions
 from core.server.server import McpServer
 
 
-def server_capabilities(server: McpServer, *, modern: bool, version: str | None = None) -> dict[str, Any]:
-    """Capabilities for `server/discover` (modern) or `initialize` (legacy, at the negotiated `version`)."""
+def server_capabilities(server: McpServer, *, stateless: bool, version: str | None = None) -> dict[str, Any]:
+    """Capabilities for `server/discover` (stateless) or `initialize` (handshake era, at the negotiated `version`)."""
     capabilities: dict[str, Any] = {}
-    # Subscriptions and list changes reach a legacy session's GET stream or a subscriptions/listen stream.
+    # Subscriptions and list changes reach a handshake-era session's GET stream or a subscriptions/listen stream.
     if server.tools or server.dynamic:
         capabilities["tools"] = {"listChanged": True}
     if server.resources or server.templates or server.dynamic:
@@ -20,10 +20,10 @@ def server_capabilities(server: McpServer, *, modern: bool, version: str | None 
         capabilities["prompts"] = {"listChanged": True}
     if server.prompts or server.templates or server.dynamic:
         capabilities["completions"] = {}
-    if not modern:
+    if not stateless:
         capabilities["logging"] = {}
     if any(tool.task_support for tool in server.tools.values()):
-        if modern:
+        if stateless:
             capabilities["extensions"] = {versions.TASKS_EXTENSION: {}}
         elif version is not None and versions.at_least(version, versions.TASKS_SINCE):
             capabilities["tasks"] = {"cancel": {}, "requests": {"tools": {"call": {}}}}

@@ -16,7 +16,7 @@ from core.protocol.call import Call, Handler, JsonObject
 from core.protocol.cancellation import RunningCalls
 from core.protocol.lifecycle import Lifecycle
 from core.protocol.listing import Listings
-from core.protocol.notices import NoticeBoard
+from core.protocol.notifications import NotificationLog
 from core.protocol.reads import Reads
 from core.protocol.request_state import StateSealer
 from core.protocol.rounds import InputRounds
@@ -55,7 +55,7 @@ class Dispatcher:
         self.task_launcher = task_launcher
         self._tasks: TaskService | None = None
         self.running = RunningCalls(pipeline.stores.pending)
-        notices = NoticeBoard(pipeline.stores.events)
+        notices = NotificationLog(pipeline.stores.events)
         rounds = InputRounds(sealer, pipeline.stores.cache)
         self.lifecycle = Lifecycle(server, sessions)
         self.tool_calls = ToolCalls(server, pipeline, rounds, self.running, notices.publish, lambda: self.tasks)
@@ -111,16 +111,16 @@ class Dispatcher:
         Raises:
             McpError: the request failed in a way the protocol reports as a JSON-RPC error.
         """
-        table = self._modern if call.modern else self._handshake
+        table = self._modern if call.stateless else self._handshake
         handler = table.get(call.request.method)
         if self.server.dynamic and handler is not None:
             await self.server.refresh(self.pipeline.stores, call.request.method, call.params)
         if handler is None:
             raise MethodNotFoundError(
-                f"Method not found: {call.request.method}", http_status=404 if call.modern else None
+                f"Method not found: {call.request.method}", http_status=404 if call.stateless else None
             )
         result = await handler(call)
-        if call.modern:
+        if call.stateless:
             result.setdefault("resultType", "complete")
             meta = result.setdefault("_meta", {})
             meta[versions.SERVER_INFO_META] = self.server.info

@@ -20,13 +20,13 @@ class Lifecycle:
         self.server = server
         self.sessions = sessions
 
-    def capabilities(self, *, modern: bool, version: str | None = None) -> JsonObject:
-        return server_capabilities(self.server, modern=modern, version=version)
+    def capabilities(self, *, stateless: bool, version: str | None = None) -> JsonObject:
+        return server_capabilities(self.server, stateless=stateless, version=version)
 
     async def discover(self, call: Call) -> JsonObject:
         result: JsonObject = {
             "supportedVersions": list(versions.SUPPORTED_VERSIONS),
-            "capabilities": self.capabilities(modern=True),
+            "capabilities": self.capabilities(stateless=True),
             "ttlMs": LIST_TTL_MS,
             "cacheScope": "public",
         }
@@ -37,7 +37,7 @@ class Lifecycle:
     def initialize_result(self, version: str) -> JsonObject:
         result: JsonObject = {
             "protocolVersion": version,
-            "capabilities": self.capabilities(modern=False, version=version),
+            "capabilities": self.capabilities(stateless=False, version=version),
             "serverInfo": self.server.info,
         }
         if self.server.instructions:

@@ -15,7 +15,7 @@ class Listings:
         self.paginator = paginator
 
     async def tools(self, call: Call) -> JsonObject:
-        with_execution = not call.modern and versions.at_least(call.version, versions.TASKS_SINCE)
+        with_execution = not call.stateless and versions.at_least(call.version, versions.TASKS_SINCE)
         definitions = [
             {**tool.definition(), "execution": {"taskSupport": tool.task_support}}
             if with_execution and tool.task_support
@@ -38,7 +38,7 @@ class Listings:
         result: JsonObject = {kind: list(page)}
         if next_cursor:
             result["nextCursor"] = next_cursor
-        if call.modern:
+        if call.stateless:
             result["ttlMs"] = LIST_TTL_MS
             result["cacheScope"] = "public"
         return result

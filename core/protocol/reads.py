@@ -29,9 +29,9 @@ HANDSHAKE_RESOURCE_NOT_FOUND = -32002
 class ResourceNotFoundError(McpError):
     """No resource or template produces the requested URI: -32602 at 2026-07-28, -32002 in the handshake era."""
 
-    def __init__(self, uri: str, *, modern: bool) -> None:
+    def __init__(self, uri: str, *, stateless: bool) -> None:
         super().__init__(f"Resource not found: {uri}", data={"uri": uri})
-        self.code = INVALID_PARAMS if modern else HANDSHAKE_RESOURCE_NOT_FOUND
+        self.code = INVALID_PARAMS if stateless else HANDSHAKE_RESOURCE_NOT_FOUND
 
 
 async def user_code(what: str, step: Awaitable[T]) -> T:
@@ -57,7 +57,7 @@ class Reads:
         uri = call.string_param("uri")
         target, variables = self._resource_for(uri)
         if target is None:
-            raise ResourceNotFoundError(uri, modern=call.modern)
+            raise ResourceNotFoundError(uri, stateless=call.stateless)
 
         async def read(context: Context) -> list[JsonObject]:
             if isinstance(target, ResourceTemplate):
@@ -66,7 +66,7 @@ class Reads:
 
         def answer(contents: list[JsonObject]) -> JsonObject:
             result: JsonObject = {"contents": contents}
-            if call.modern:
+            if call.stateless:
                 result["ttlMs"] = 0
                 result["cacheScope"] = "private"
             return result

@@ -27,7 +27,7 @@ class InputRounds:
     async def open(self, call: Call) -> InputRound | None:
         """At 2026-07-28, the answers this attempt carries: earlier rounds' from its sealed requestState (claimed
         once), this round's from inputResponses. None on the handshake-era wire."""
-        if not call.modern:
+        if not call.stateless:
             return None
         answers: dict[str, Any] = {}
         state = call.params.get("requestState")

@@ -1,5 +1,5 @@
 """`subscriptions/listen` (2026-07-28): a long-lived POST whose SSE response carries the notifications the client
-opted in to, published on any container (see `core.protocol.notices`).
+opted in to, published on any container (see `core.protocol.notifications`).
 
 The acknowledgment comes first, with the filter the server agreed to; every message carries the subscription's
 id (the request's JSON-RPC id) in `_meta`. The stream ends when the client closes it, or gracefully at the
@@ -12,7 +12,7 @@ import asyncio
 from typing import TYPE_CHECKING, Any
 
 from core.errors import InvalidParamsError, InvalidRequestError
-from core.protocol.notices import NoticeFollower
+from core.protocol.notifications import NotificationFollower
 from core.server.server import McpServer
 
 if TYPE_CHECKING:
@@ -104,7 +104,7 @@ async def _follow(
 ) -> dict[str, Any]:
     """Acknowledge, then relay what the filter agreed to until the client leaves or `max_seconds` pass."""
     meta = {SUBSCRIPTION_ID_META: request_id}
-    follower = await NoticeFollower.from_now(events)
+    follower = await NotificationFollower.from_now(events)
     await outbound.notify("notifications/subscriptions/acknowledged", {"_meta": meta, "notifications": agreed})
 
     async def relay() -> None:

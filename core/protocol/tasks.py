@@ -122,7 +122,7 @@ class TaskService:
             MissingCapabilityError: (2026-07-28) a tool that requires a task, called without the extension.
         """
         support = tool.task_support
-        if call.modern:
+        if call.stateless:
             declared = EXTENSION in (call.client_capabilities.get("extensions") or {})
             if support == "required" and not declared:
                 raise MissingCapabilityError({"extensions": {EXTENSION: {}}})
@@ -167,12 +167,12 @@ class TaskService:
                 record.task_id, status="failed", result=json.dumps({"error": failure.to_error()}), expect=LIVE
             )
             raise failure from None
-        if call.modern:
-            return {**self._wire(stored, modern=True), "resultType": "task"}
-        return {"task": self._wire(stored, modern=False)}
+        if call.stateless:
+            return {**self._wire(stored, stateless=True), "resultType": "task"}
+        return {"task": self._wire(stored, stateless=False)}
 
     def _ttl_ms(self, call: Call) -> int:
-        asked = (call.params.get("task") or {}).get("ttl") if not call.modern else None
+        asked = (call.params.get("task") or {}).get("ttl") if not call.stateless else None
         if isinstance(asked, int) and not isinstance(asked, bool) and asked > 0:
             return min(asked, MAX_TTL_MS)
         return DEFAULT_TTL_MS
@@ -181,8 +181,8 @@ class TaskService:
 
     async def get(self, call: Call) -> JsonObject:
         task = await self._own_task(call)
-        wire = self._wire(task, modern=call.modern)
-        if call.modern:
+        wire = self._wire(task, stateless=call.stateless)
+        if call.stateless:
             outcome = _outcome(task)
             if task.status == "completed":
                 wire["result"] = outcome.get("result", {})
@@ -228,15 +228,15 @@ class TaskService:
             expect=LIVE,
         )
         if not moved:
-            if call.modern:
+            if call.stateless:
                 return {}  # cancellation is cooperative: a task that already ended keeps its outcome
             raise InvalidParamsError(f"Cannot cancel task: already in terminal status '{task.status}'")
         await self.stores.pending.deliver(_cancel_box(task.task_id), "cancelled")
         await self.stores.events.append(_stream(task.task_id), "cancelled")
-        if call.modern:
+        if call.stateless:
             return {}
         ended = await self._own_task(call)
-        return self._wire(ended, modern=False)
+        return self._wire(ended, stateless=False)
 
     async def update(self, call: Call) -> JsonObject:
         """2026-07-28 `tasks/update`: keep the answers to outstanding questions (others are ignored, as the
@@ -262,7 +262,7 @@ class TaskService:
         return {}
 
     async def _own_task(self, call: Call) -> TaskRecord:
-        if call.modern and EXTENSION not in (call.client_capabilities.get("extensions") or {}):
+        if call.stateless and EXTENSION not in (call.client_capabilities.get("extensions") or {}):
             raise MissingCapabilityError({"extensions": {EXTENSION: {}}})
         task_id = call.params.get("taskId")
         if not isinstance(task_id, str):
@@ -349,7 +349,7 @@ class TaskService:
         while await self.stores.pending.wait(box, within=60.0) is None:
             continue
 
-    def _wire(self, task: TaskRecord, *, modern: bool) -> JsonObject:
+    def _wire(self, task: TaskRecord, *, stateless: bool) -> JsonObject:
         ttl_ms = json.loads(task.request).get("ttlMs", DEFAULT_TTL_MS)
         wire: JsonObject = {
             "taskId": task.task_id,
@@ -360,7 +360,7 @@ class TaskService:
         message = _outcome(task).get("statusMessage")
         if isinstance(message, str):
             wire["statusMessage"] = message
-        if modern:
+        if stateless:
             wire.update(ttlMs=ttl_ms, pollIntervalMs=POLL_INTERVAL_MS)
         else:
             wire.update(ttl=ttl_ms, pollInterval=POLL_INTERVAL_MS)

@@ -1,17 +1,17 @@
 """Protocol revisions Stratus speaks, and how a request picks one.
 
-Modern revisions (2026-07-28) carry the version in every request's `_meta`; legacy revisions negotiate it once
-with `initialize` and keep it in a session.
+The stateless revision (2026-07-28) carries the version in every request's `_meta`; handshake-era revisions
+(2024-11-05 to 2025-11-25) negotiate it once with `initialize` and keep it in a session.
 """
 
 from __future__ import annotations
 
-MODERN_VERSIONS: tuple[str, ...] = ("2026-07-28",)
-LEGACY_VERSIONS: tuple[str, ...] = ("2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05")
-SUPPORTED_VERSIONS: tuple[str, ...] = MODERN_VERSIONS + LEGACY_VERSIONS
+STATELESS_VERSIONS: tuple[str, ...] = ("2026-07-28",)
+HANDSHAKE_VERSIONS: tuple[str, ...] = ("2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05")
+SUPPORTED_VERSIONS: tuple[str, ...] = STATELESS_VERSIONS + HANDSHAKE_VERSIONS
 
-LATEST_LEGACY = LEGACY_VERSIONS[0]
-# A legacy request without an MCP-Protocol-Version header comes from a client older than 2025-06-18.
+LATEST_HANDSHAKE = HANDSHAKE_VERSIONS[0]
+# A handshake-era request without an MCP-Protocol-Version header comes from a client older than 2025-06-18.
 HEADERLESS_DEFAULT = "2025-03-26"
 # The only revision that allowed JSON-RPC batches.
 BATCH_VERSION = "2025-03-26"
@@ -31,16 +31,16 @@ LOG_LEVEL_META = "io.modelcontextprotocol/logLevel"
 SERVER_INFO_META = "io.modelcontextprotocol/serverInfo"
 
 
-def is_modern(version: str) -> bool:
+def is_stateless(version: str) -> bool:
     """Whether `version` is a per-request-metadata (stateless) revision."""
-    return version in MODERN_VERSIONS
+    return version in STATELESS_VERSIONS
 
 
-def negotiate_legacy(requested: object) -> str:
+def negotiate_handshake(requested: object) -> str:
     """The version to answer an `initialize` with: the requested one when we speak it, else the latest."""
-    if isinstance(requested, str) and requested in LEGACY_VERSIONS:
+    if isinstance(requested, str) and requested in HANDSHAKE_VERSIONS:
         return requested
-    return LATEST_LEGACY
+    return LATEST_HANDSHAKE
 
 
 def at_least(version: str, minimum: str) -> bool:

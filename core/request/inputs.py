@@ -1,7 +1,7 @@
 """Asking the client at 2026-07-28: a handler's questions become `inputRequests`, and its retry replays it with
 the answers.
 
-A handler simply awaits `ctx.elicit(...)` (or `create_message`, `list_roots`). In a modern request each question
+A handler simply awaits `ctx.elicit(...)` (or `create_message`, `list_roots`). In a stateless request each question
 has a key (given, or numbered in the order asked); when the round holds an answer for that key the call returns
 it, otherwise the question is recorded and the handler stops with `InputRequired`. The dispatcher then answers
 `input_required` with every question recorded this round and the answers so far sealed into `requestState`;
@@ -22,7 +22,7 @@ class InputRequired(Exception):  # noqa: N818 - a signal that ends the round, no
 
 
 class InputRound:
-    """The answers available to one attempt of a modern request, and the questions it asked without one."""
+    """The answers available to one attempt of a stateless request, and the questions it asked without one."""
 
     def __init__(self, answers: dict[str, Any]) -> None:
         self.answers = answers

@@ -53,7 +53,7 @@ class Context:
     item: str | None = None
     """The tool name, resource URI or prompt name being served."""
     log_level: str | None = None
-    """The client's threshold for log messages (legacy `logging/setLevel`, modern `_meta` logLevel)."""
+    """The client's threshold for log messages (handshake-era `logging/setLevel`, 2026-07-28 `_meta` logLevel)."""
     log_opted_in: bool = True
     """Whether the client wants log messages at all (at 2026-07-28 only when its `_meta` sets a level)."""
     inputs: InputRound | None = None

@@ -9,7 +9,7 @@ import typing
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, NamedTuple, get_args, get_origin
 
-from core.server import plain
+from core.server import scalar_params
 from core.server.context import Context
 
 if TYPE_CHECKING:
@@ -104,7 +104,7 @@ class Signature:
             )
         self.return_annotation: Any = hints.get("return", inspect.Signature.empty)
         self.plain = all(
-            plain.is_plain(parameter.annotation, parameter.default, not parameter.required)
+            scalar_params.is_plain(parameter.annotation, parameter.default, not parameter.required)
             for parameter in self.parameters
         )
         """Whether every parameter is a plain JSON scalar: then checking and describing them needs no pydantic."""
@@ -151,7 +151,7 @@ class Signature:
 
     def _plain_schema(self) -> dict[str, Any]:
         properties = {
-            parameter.name: plain.property_schema(
+            parameter.name: scalar_params.property_schema(
                 parameter.name,
                 parameter.annotation,
                 default=parameter.default,
@@ -199,7 +199,7 @@ class Signature:
                     return None
                 kwargs[parameter.name] = parameter.default
                 continue
-            ok, value = plain.accept(parameter.annotation, arguments[parameter.name])
+            ok, value = scalar_params.accept(parameter.annotation, arguments[parameter.name])
             if not ok:
                 return None
             kwargs[parameter.name] = value

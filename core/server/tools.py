@@ -14,7 +14,7 @@ import typing
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, get_args, get_origin
 
-from core.server import plain
+from core.server import scalar_params
 from core.server.content import CONTENT_TYPES, ToolResult, to_content_list
 from core.server.context import Context
 from core.server.policy import ToolPolicy
@@ -107,7 +107,7 @@ class Tool:
         self._return_annotation = Any if returns is inspect.Signature.empty else returns
         self._wrapped = not _is_object_type(self._return_annotation)
         self._output_adapter: TypeAdapter[Any] | None = None
-        self._plain_return = self._return_annotation in plain.JSON_TYPES
+        self._plain_return = self._return_annotation in scalar_params.JSON_TYPES
         self._header_parameters: dict[str, str] | None = None
         self._definition: JsonObject | None = None
 
@@ -121,7 +121,7 @@ class Tool:
     def output_schema(self) -> JsonObject:
         """The `outputSchema`: the return type's schema, wrapped under `result` when it is not an object."""
         if self._plain_return:
-            schema: JsonObject = {"type": plain.JSON_TYPES[self._return_annotation]}
+            schema: JsonObject = {"type": scalar_params.JSON_TYPES[self._return_annotation]}
         else:
             schema = self._adapter().json_schema(mode="serialization")
         if self._wrapped:
@@ -195,7 +195,9 @@ class Tool:
             return value.to_wire()
         if not self._structured:
             return {"content": to_content_list(value)}
-        exact, structured = plain.accept(self._return_annotation, value) if self._plain_return else (False, None)
+        exact, structured = (
+            scalar_params.accept(self._return_annotation, value) if self._plain_return else (False, None)
+        )
         if not exact:
             structured = self._adapter().dump_python(value, mode="json")
         if self._wrapped:

@@ -15,7 +15,7 @@ from core.resilience.limiter import Decision, RateLimit
 
 @dataclass(slots=True, kw_only=True)
 class SessionRecord:
-    """A legacy (handshake-era) session: what `initialize` negotiated and who owns it."""
+    """A handshake-era session: what `initialize` negotiated and who owns it."""
 
     session_id: str
     protocol_version: str

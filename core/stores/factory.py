@@ -75,7 +75,7 @@ def build_stores(
 ) -> Stores:
     """The stores for `url`; a backend's client library is imported only here, only when chosen.
 
-    `max_sessions` caps the live legacy sessions across every container sharing the store (0: no cap), and
+    `max_sessions` caps the live handshake-era sessions across every container sharing the store (0: no cap), and
     `max_sessions_per_principal` those of one authenticated principal (0: no quota; anonymous sessions have none).
 
     Raises:

@@ -15,8 +15,8 @@ from core.stores.factory import Stores
 from core.transport.asgi import ASGIApp, Router
 from core.transport.endpoint import REST_PREFIXES, McpEndpoint
 from core.transport.guards import HostOriginGuard
+from core.transport.handshake import BatchLimits
 from core.transport.health import Health, live
-from core.transport.legacy import BatchLimits
 from core.transport.metadata import WELL_KNOWN, ProtectedResourceMetadata
 
 if TYPE_CHECKING:

@@ -1,4 +1,5 @@
-"""The MCP endpoint as an ASGI app: HTTP checks, then the body goes to the modern or the legacy wire."""
+"""The MCP endpoint as an ASGI app: HTTP checks, then the body goes to the 2026-07-28 (stateless) wire or the
+handshake-era one."""
 
 from __future__ import annotations
 
@@ -29,11 +30,11 @@ from core.transport.asgi import (
 )
 from core.transport.cors import exposing_to, is_preflight, preflight_headers
 from core.transport.guards import HostOriginGuard, check_accepts_json, check_json_body
-from core.transport.legacy import SESSION_HEADER, BatchLimits, LegacyHandler
-from core.transport.modern import handle_modern, request_meta_version
-from core.transport.reply import Reply, error_reply
+from core.transport.handshake import SESSION_HEADER, BatchLimits, HandshakeHandler
+from core.transport.http_reply import Reply, error_reply
 from core.transport.session_api import SessionApi, is_rest_call
 from core.transport.sse import KEEPALIVE_SECONDS, RECONNECT_MS, SseWriter, accepts_event_stream
+from core.transport.stateless import handle_stateless, request_meta_version
 
 if TYPE_CHECKING:
     from core.auth.setup import RequestAuthenticator
@@ -62,8 +63,8 @@ class McpEndpoint:
     ) -> None:
         self.dispatcher = dispatcher
         self.authenticator = authenticator
-        self.legacy = LegacyHandler(dispatcher, batch_limits)
-        self.session_api = SessionApi(self.legacy)
+        self.handshake = HandshakeHandler(dispatcher, batch_limits)
+        self.session_api = SessionApi(self.handshake)
         self.guard = guard
         self.max_body_bytes = max_body_bytes
         self.body_timeout_seconds = body_timeout_seconds
@@ -106,7 +107,7 @@ class McpEndpoint:
         if method == "GET":  # a session's GET stream, or the resumption of one of its streams
             if "aws.event" in scope:  # a buffered Lambda response cannot stream
                 raise HttpError(405, "Method Not Allowed: this deployment does not stream", headers=_ALLOW_POST)
-            return await self.legacy.stream(headers, principal, send, receive, max_seconds=self.max_stream_seconds)
+            return await self.handshake.stream(headers, principal, send, receive, max_seconds=self.max_stream_seconds)
         if method == "POST":
             if "aws.event" in scope:  # behind Mangum: one buffered JSON answer, no client-gone signal
                 http = HttpRequest(method, scope.get("path", ""), headers, scope.get("aws.context"))
@@ -115,7 +116,7 @@ class McpEndpoint:
             if accepts_event_stream(headers.get("accept")):
                 http = http._replace(outbound=Outbound())
             return await self._post(receive, headers, http, principal, send)
-        return await self.legacy.delete(headers, principal)
+        return await self.handshake.delete(headers, principal)
 
     async def _rest(self, scope: Scope, receive: Receive, send: Send, headers: Headers, path: str) -> Reply | None:
         """The seed REST API's session routes (its `POST /mcp` calls arrive through `_post`)."""
@@ -146,7 +147,7 @@ class McpEndpoint:
         check_json_body(headers)
         check_accepts_json(headers)
         body = decode(await self._read_body(receive, headers))
-        if http.disconnected is None or not _is_modern(body, headers):
+        if http.disconnected is None or not _is_stateless(body, headers):
             # Only a 2026-07-28 call is cancelled by its client leaving; a handshake-era client may resume.
             return await self._answer_or_stream(body, headers, http, principal, send)
         watcher = asyncio.ensure_future(_cancel_on_disconnect(receive, http.disconnected))
@@ -211,9 +212,9 @@ class McpEndpoint:
     async def _answer(self, body: Any, headers: Headers, http: HttpRequest, principal: Principal | None) -> Reply:
         if is_rest_call(body):  # the seed REST API: answered as JSON, never streamed
             return await self.session_api.call(body, http._replace(outbound=None), principal)
-        if _is_modern(body, headers):
-            return await handle_modern(body, headers, self.dispatcher, http, principal)
-        return await self.legacy.post(body, headers, http, principal)
+        if _is_stateless(body, headers):
+            return await handle_stateless(body, headers, self.dispatcher, http, principal)
+        return await self.handshake.post(body, headers, http, principal)
 
     async def _read_body(self, receive: Receive, headers: Headers) -> bytes:
         declared = headers.get("content-length")
@@ -305,15 +306,15 @@ def _may_send_before_answer(body: Any, headers: Headers) -> bool:
     """Whether a call can send anything on its response before the answer. A handshake-era call can (logs,
     progress, requests to the client); a 2026-07-28 call only when it asked for progress or log messages
     (`progressToken`, the log-level `_meta` key) or listens for notifications."""
-    if not isinstance(body, dict) or not _is_modern(body, headers) or body.get("method") == "subscriptions/listen":
+    if not isinstance(body, dict) or not _is_stateless(body, headers) or body.get("method") == "subscriptions/listen":
         return True
     params = body.get("params")
     meta = params.get("_meta") if isinstance(params, dict) else None
     return isinstance(meta, dict) and ("progressToken" in meta or versions.LOG_LEVEL_META in meta)
 
 
-def _is_modern(body: Any, headers: Headers) -> bool:
-    return request_meta_version(body) is not None or headers.get("mcp-protocol-version") in versions.MODERN_VERSIONS
+def _is_stateless(body: Any, headers: Headers) -> bool:
+    return request_meta_version(body) is not None or headers.get("mcp-protocol-version") in versions.STATELESS_VERSIONS
 
 
 async def _cancel_on_disconnect(receive: Receive, disconnected: CancellationSignal) -> None:

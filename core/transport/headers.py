@@ -66,7 +66,7 @@ def _equals_integer(number: re.Match[str], body: int) -> bool:
     return remainder == 0 and quotient == body
 
 
-def check_modern_headers(headers: Headers, method: str, params: dict[str, Any], server: McpServer) -> None:
+def check_stateless_headers(headers: Headers, method: str, params: dict[str, Any], server: McpServer) -> None:
     """Raise HeaderMismatchError unless every mirrored header matches the body."""
     _require(headers, "mcp-protocol-version", str(params["_meta"][versions.PROTOCOL_VERSION_META]))
     _require(headers, "mcp-method", method)

@@ -21,13 +21,13 @@ from typing import Any
 
 from core.errors import INTERNAL_ERROR, INVALID_REQUEST, METHOD_NOT_FOUND, RATE_LIMITED, TooManySessionsError
 from core.protocol import versions
-from core.protocol.notices import Notice
+from core.protocol.notifications import LoggedNotification
 from core.request.http import HttpRequest
 from core.server.principal import Principal
 from core.stores.base import SessionRecord
 from core.transport.asgi import Receive, Send
-from core.transport.legacy import SESSION_HEADER, LegacyHandler
-from core.transport.reply import Reply
+from core.transport.handshake import SESSION_HEADER, HandshakeHandler
+from core.transport.http_reply import Reply
 from core.transport.sse import SseWriter
 
 HEARTBEAT_SECONDS = 30.0
@@ -60,26 +60,26 @@ class SeedEventStream:
     async def idle(self, writer: SseWriter) -> None:
         await writer.event({"type": "heartbeat"})
 
-    async def notice(self, writer: SseWriter, notice: Notice) -> None:
+    async def notice(self, writer: SseWriter, notice: LoggedNotification) -> None:
         await writer.event({"type": "notification", "data": notice.message}, event_id=f"g-{notice.seq}")
 
 
 class SessionApi:
     """Answers the REST routes; the MCP endpoint hands it the requests that are not MCP."""
 
-    def __init__(self, legacy: LegacyHandler, *, heartbeat_seconds: float = HEARTBEAT_SECONDS) -> None:
-        self.legacy = legacy
+    def __init__(self, handshake: HandshakeHandler, *, heartbeat_seconds: float = HEARTBEAT_SECONDS) -> None:
+        self.handshake = handshake
         self.framing = SeedEventStream(heartbeat_seconds)
 
     async def create(self, principal: Principal | None) -> Reply:
         session = SessionRecord(
             session_id=secrets.token_urlsafe(24),
-            protocol_version=versions.LATEST_LEGACY,
+            protocol_version=versions.LATEST_HANDSHAKE,
             principal=principal.key if principal else None,
             initialized=True,
         )
         try:
-            await self.legacy.sessions.create(session)
+            await self.handshake.sessions.create(session)
         except TooManySessionsError as full:  # the deployment's limit, or the caller's quota: data names which
             return Reply(503, {"error": full.message, **full.data})
         return Reply(200, {"sessionId": session.session_id, "message": "Session created"})
@@ -92,7 +92,7 @@ class SessionApi:
             problem = "Bad Request: a call needs non-empty sessionId and method strings, and params as an object if any"
             return Reply(400, {"sessionId": session_id, "error": {"code": INVALID_REQUEST, "message": problem}})
         message = {"jsonrpc": "2.0", "id": f"rest-{secrets.token_hex(6)}", "method": method, "params": params or {}}
-        reply = await self.legacy.post(message, {SESSION_HEADER: session_id}, http, principal)
+        reply = await self.handshake.post(message, {SESSION_HEADER: session_id}, http, principal)
         payload = reply.payload or {}
         if "error" not in payload:
             return Reply(200, {"sessionId": session_id, "result": payload.get("result", {})})
@@ -111,7 +111,7 @@ class SessionApi:
         session = await self._own_session(session_id, principal)
         if session is None:
             return _unknown_session()
-        refused = await self.legacy.session_streams.serve(
+        refused = await self.handshake.session_streams.serve(
             session, None, send, receive, max_seconds=max_seconds, framing=self.framing
         )
         if refused is not None:  # a stream cap: 429 (503 for the process's) naming the setting that raises it
@@ -121,11 +121,11 @@ class SessionApi:
     async def delete(self, session_id: str, principal: Principal | None) -> Reply:
         if await self._own_session(session_id, principal) is None:
             return _unknown_session()
-        await self.legacy.sessions.delete(session_id)
+        await self.handshake.sessions.delete(session_id)
         return Reply(200, {"message": "Session closed successfully"})
 
     async def _own_session(self, session_id: str, principal: Principal | None) -> SessionRecord | None:
-        session = await self.legacy.sessions.load(session_id)
+        session = await self.handshake.sessions.load(session_id)
         if session is None or session.principal != (principal.key if principal else None):
             return None  # another principal's session is answered like an unknown one
         return session

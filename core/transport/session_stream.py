@@ -1,10 +1,10 @@
 """A handshake-era session's standalone GET stream: server-wide notifications, from any container.
 
 Notifications that are not part of a call (`notifications/resources/updated`, list changes) are appended to one
-server-wide event log (`core.protocol.notices`); every open GET stream follows it and relays what its session wants
-(resource updates only for URIs it subscribed to). Event ids are `g-<position in that log>`, so a client that
-reconnects with `Last-Event-ID` gets exactly what it missed, wherever it reconnects. A session holds at most one
-GET stream at a time, claimed in the shared cache: a second one is refused with 409.
+server-wide event log (`core.protocol.notifications`); every open GET stream follows it and relays what its
+session wants (resource updates only for URIs it subscribed to). Event ids are `g-<position in that log>`, so a
+client that reconnects with `Last-Event-ID` gets exactly what it missed, wherever it reconnects. A session holds at
+most one GET stream at a time, claimed in the shared cache: a second one is refused with 409.
 
 Every stream served here (GET streams, their resumptions and a call stream's, `/events`) takes a place among the
 process's open streams first (`core.resilience.stream_slots`), freed however it ends. Once its headers are sent a
@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from core.errors import McpError, StoreUnavailableError, TooManyStreamsError
 from core.protocol import versions
-from core.protocol.notices import Notice, NoticeFollower
+from core.protocol.notifications import LoggedNotification, NotificationFollower
 from core.resilience.stream_slots import StreamSlots
 from core.stores.base import SessionRecord, SessionStore
 from core.transport.asgi import Receive, Send, until_disconnected
@@ -63,7 +63,7 @@ class StreamFraming(Protocol):
 
     async def idle(self, writer: SseWriter) -> None: ...
 
-    async def notice(self, writer: SseWriter, notice: Notice) -> None: ...
+    async def notice(self, writer: SseWriter, notice: LoggedNotification) -> None: ...
 
 
 class McpGetStream:
@@ -80,7 +80,7 @@ class McpGetStream:
     async def idle(self, writer: SseWriter) -> None:
         await writer.comment("keep-alive")
 
-    async def notice(self, writer: SseWriter, notice: Notice) -> None:
+    async def notice(self, writer: SseWriter, notice: LoggedNotification) -> None:
         await writer.event(notice.message, event_id=f"{GET_STREAM_PREFIX}-{notice.seq}")
 
 
@@ -117,7 +117,7 @@ class SessionStreams:
             if framing.exclusive and not await self.cache.claim(claim, max_seconds + framing.idle_seconds):
                 return StreamConflictError("Conflict: this session already has its GET stream open")
             try:
-                start = (await NoticeFollower.from_now(self.events)).last if after is None else after
+                start = (await NotificationFollower.from_now(self.events)).last if after is None else after
 
                 async def relay(writer: SseWriter) -> None:
                     await self._relay(session, start, writer, max_seconds, framing)
@@ -173,7 +173,7 @@ class SessionStreams:
         loop = asyncio.get_running_loop()
         deadline = loop.time() + max_seconds
         await framing.open(writer, session, after)
-        follower = NoticeFollower(self.events, after)
+        follower = NotificationFollower(self.events, after)
         while (left := deadline - loop.time()) > 0:
             notices = await follower.next(min(framing.idle_seconds, left))
             current = await self.sessions.load(session.session_id)  # an open stream counts as activity

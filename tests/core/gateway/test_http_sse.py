@@ -11,7 +11,7 @@ from mcp.server.transport_security import TransportSecuritySettings
 
 from core.gateway.client import UpstreamClient, UpstreamUnavailableError
 from core.gateway.config import Upstream
-from core.gateway.legacy_sse import LegacySseTransport
+from core.gateway.http_sse import HttpSseTransport
 from core.transport.asgi import Receive, Scope, Send, read_body, until_disconnected
 from tests.fixtures.sdk_upstream import build
 from tests.servers import uvicorn_serving
@@ -91,7 +91,7 @@ async def test_an_endpoint_on_another_origin_is_refused_before_anything_is_poste
 async def test_a_relative_endpoint_on_the_same_origin_is_posted_to() -> None:
     app = EndpointOnly("/messages?session=1")
     with uvicorn_serving(app) as url:
-        transport = LegacySseTransport(f"{url}/sse", {}, timeout=TIMEOUT)
+        transport = HttpSseTransport(f"{url}/sse", {}, timeout=TIMEOUT)
         try:
             await transport.open()
             assert transport.endpoint == f"{url}/messages?session=1"

@@ -12,12 +12,12 @@ from core.protocol.jsonrpc import ClientResponse, Notification, parse_message, r
 from core.request.http import HttpRequest
 from core.server.principal import Principal
 from core.transport.asgi import Headers
-from core.transport.headers import check_modern_headers
-from core.transport.reply import ACCEPTED, Reply, error_reply
+from core.transport.headers import check_stateless_headers
+from core.transport.http_reply import ACCEPTED, Reply, error_reply
 
 
 def request_meta_version(body: Any) -> Any:
-    """The `_meta` protocol version of a decoded body, or None when it carries none (a legacy request)."""
+    """The `_meta` protocol version of a decoded body, or None when it carries none (a handshake-era request)."""
     if isinstance(body, dict):
         params = body.get("params")
         if isinstance(params, dict):
@@ -27,10 +27,10 @@ def request_meta_version(body: Any) -> Any:
     return None
 
 
-async def handle_modern(
+async def handle_stateless(
     body: Any, headers: Headers, dispatcher: Dispatcher, http: HttpRequest, principal: Principal | None
 ) -> Reply:
-    """Answer one modern POST body."""
+    """Answer one stateless POST body."""
     request_id = request_id_of(body)
     try:
         message = parse_message(body)
@@ -50,8 +50,8 @@ async def handle_modern(
             raise InvalidParamsError(
                 f"Invalid params: {versions.PROTOCOL_VERSION_META} must be a string", http_status=400
             )
-        check_modern_headers(headers, message.method, message.params, dispatcher.server)
-        if not versions.is_modern(version):
+        check_stateless_headers(headers, message.method, message.params, dispatcher.server)
+        if not versions.is_stateless(version):
             raise UnsupportedVersionError(version, list(versions.SUPPORTED_VERSIONS))
         client_info = meta.get(versions.CLIENT_INFO_META)
         call = Call(

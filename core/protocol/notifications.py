@@ -2,7 +2,7 @@
 
 `ctx.notify_resource_updated` and `ctx.notify_list_changed` publish here from any container; a session's GET
 stream (handshake era) and a `subscriptions/listen` stream (2026-07-28) each follow the log with a
-`NoticeFollower` and relay what their client asked for.
+`NotificationFollower` and relay what their client asked for.
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ GAP_GRACE_SECONDS = 1.0
 GAP_POLL_SECONDS = 0.05
 
 
-class NoticeBoard:
+class NotificationLog:
     """Publishes notifications that are not part of a call, for every listening stream on any container."""
 
     def __init__(self, events: EventLogStore) -> None:
@@ -31,14 +31,14 @@ class NoticeBoard:
         await self.events.append(NOTIFICATIONS, json.dumps({"jsonrpc": "2.0", "method": method, "params": params}))
 
 
-class Notice(NamedTuple):
+class LoggedNotification(NamedTuple):
     """One published notification and its position in the log."""
 
     seq: int
     message: dict[str, Any]
 
 
-class NoticeFollower:
+class NotificationFollower:
     """Reads the notification log in order from a position, waiting for what is published next.
 
     Appends from several containers can land out of order on a backend without atomic numbering (DynamoDB: the
@@ -52,12 +52,12 @@ class NoticeFollower:
         self._gap_since: float | None = None
 
     @classmethod
-    async def from_now(cls, events: EventLogStore) -> NoticeFollower:
+    async def from_now(cls, events: EventLogStore) -> NotificationFollower:
         """A follower of what is published from now on."""
         kept = await events.read_after(NOTIFICATIONS, 0)
         return cls(events, kept[-1].seq if kept else 0)
 
-    async def next(self, within: float) -> list[Notice]:
+    async def next(self, within: float) -> list[LoggedNotification]:
         """The notices after the last one returned, waiting at most `within` seconds for one; [] if none came."""
         loop = asyncio.get_running_loop()
         deadline = loop.time() + within
@@ -66,7 +66,7 @@ class NoticeFollower:
             ready = self._in_order(events, loop.time())
             if ready or not events:
                 self.last = ready[-1].seq if ready else self.last
-                return [Notice(event.seq, json.loads(event.data)) for event in ready]
+                return [LoggedNotification(event.seq, json.loads(event.data)) for event in ready]
             await asyncio.sleep(min(GAP_POLL_SECONDS, max(0.0, deadline - loop.time())))
         return []
 

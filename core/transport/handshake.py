@@ -28,7 +28,7 @@ from core.request.outbound import StreamLog
 from core.server.principal import Principal
 from core.stores.base import CallAdmission, SessionRecord
 from core.transport.asgi import Headers, Receive, Send
-from core.transport.reply import ACCEPTED, Reply, error_reply
+from core.transport.http_reply import ACCEPTED, Reply, error_reply
 from core.transport.session_stream import GET_STREAM_PREFIX, SessionStreams
 
 if TYPE_CHECKING:
@@ -74,8 +74,8 @@ class SessionReplies:
         return await self.pending.wait(f"{self.session_id}/{request_id}", within)
 
 
-class LegacyHandler:
-    """Answers legacy POST bodies and session DELETEs."""
+class HandshakeHandler:
+    """Answers handshake-era POST bodies and session DELETEs."""
 
     def __init__(self, dispatcher: Dispatcher, batch_limits: BatchLimits | None = None) -> None:
         self.dispatcher = dispatcher
@@ -90,7 +90,7 @@ class LegacyHandler:
     async def post(self, body: Any, headers: Headers, http: HttpRequest, principal: Principal | None) -> Reply:
         header_version = headers.get("mcp-protocol-version")
         try:
-            if header_version is not None and header_version not in versions.LEGACY_VERSIONS:
+            if header_version is not None and header_version not in versions.HANDSHAKE_VERSIONS:
                 raise InvalidRequestError(
                     f"Bad Request: unsupported MCP-Protocol-Version {header_version!r}",
                     data={"supported": list(versions.SUPPORTED_VERSIONS), "requested": header_version},
@@ -182,7 +182,7 @@ class LegacyHandler:
         capabilities, client_info = params.get("capabilities"), params.get("clientInfo")
         if not isinstance(params.get("protocolVersion"), str) or not isinstance(capabilities, dict):
             raise InvalidParamsError("Invalid params: initialize needs protocolVersion and capabilities")
-        version = versions.negotiate_legacy(params["protocolVersion"])
+        version = versions.negotiate_handshake(params["protocolVersion"])
         session = SessionRecord(
             session_id=secrets.token_urlsafe(24),
             protocol_version=version,

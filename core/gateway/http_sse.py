@@ -32,7 +32,7 @@ CLOSE_SECONDS = 2.0
 logger = logging.getLogger("stratus.gateway")
 
 
-class LegacySseTransport:
+class HttpSseTransport:
     """One upstream stream, opened by `open` and closed by `close`; requests are POSTed to its endpoint."""
 
     def __init__(self, url: str, headers: dict[str, str], *, timeout: float, guard: AddressGuard | None = None) -> None:
@@ -54,7 +54,7 @@ class LegacySseTransport:
             if self.endpoint is not None:
                 return
             found: asyncio.Future[str] = asyncio.get_running_loop().create_future()
-            self._reader = asyncio.create_task(self._listen(found), name=f"legacy-sse-{self.url}")
+            self._reader = asyncio.create_task(self._listen(found), name=f"http-sse-{self.url}")
             try:
                 async with asyncio.timeout(self.timeout):
                     await found

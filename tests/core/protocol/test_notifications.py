@@ -5,7 +5,7 @@ from __future__ import annotations
 import anyio
 import pytest
 
-from core.protocol.notices import NOTIFICATIONS, NoticeBoard, NoticeFollower
+from core.protocol.notifications import NOTIFICATIONS, NotificationFollower, NotificationLog
 from core.stores.memory_extra import MemoryEventLogStore
 
 pytestmark = pytest.mark.anyio
@@ -13,9 +13,9 @@ pytestmark = pytest.mark.anyio
 
 async def test_a_follower_from_now_gets_only_what_is_published_after_it_started() -> None:
     events = MemoryEventLogStore()
-    board = NoticeBoard(events)
+    board = NotificationLog(events)
     await board.publish("notifications/tools/list_changed", {})
-    follower = await NoticeFollower.from_now(events)
+    follower = await NotificationFollower.from_now(events)
     await board.publish("notifications/resources/updated", {"uri": "note://a"})
     with anyio.fail_after(5):
         notices = await follower.next(within=5)
@@ -28,7 +28,7 @@ async def test_events_trimmed_from_the_log_are_skipped_once_the_gap_outlives_its
     events = MemoryEventLogStore(max_events=2)
     for number in range(5):
         await events.append(NOTIFICATIONS, f'{{"jsonrpc": "2.0", "method": "m", "params": {{"n": {number}}}}}')
-    follower = NoticeFollower(events, after=1, gap_grace=0.5)  # 2 and 3 were trimmed: they never come
+    follower = NotificationFollower(events, after=1, gap_grace=0.5)  # 2 and 3 were trimmed: they never come
     with anyio.fail_after(5):
         assert await follower.next(within=0.01) == []  # still within the grace
         notices = await follower.next(within=5)

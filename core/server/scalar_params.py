@@ -4,7 +4,7 @@ Most tools take a few plain values. For them, checking arguments and writing the
 so a Lambda cold start that serves such a tool never imports it (pydantic costs tens of milliseconds). Only a
 value of exactly the declared type takes the fast path; anything else (a string for an int, a missing argument,
 a nested model) goes to pydantic, which converts or explains exactly as it always does. Schemas written here
-match pydantic's for the same signature (`tests/core/server/test_plain.py` pins it).
+match pydantic's for the same signature (`tests/core/server/test_scalar_params.py` pins it).
 """
 
 from __future__ import annotations
