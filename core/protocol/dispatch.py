@@ -373,7 +373,7 @@ class Dispatcher:
         inputs = await self._input_round(call)
         try:
             context = call.context(
-                item=uri,
+                item=target.uri_template if isinstance(target, ResourceTemplate) else target.uri,
                 deadline=self.pipeline.deadline_for(call.http, None),
                 inputs=inputs,
                 publish=self.notices.publish,
