@@ -71,7 +71,9 @@ class Reads:
                 result["cacheScope"] = "private"
             return result
 
-        return await self._round(call, uri, "resources/read", target.access, read, answer, f"Invalid URI {uri}")
+        # Named by its template, never by the URI the client chose: the name becomes a metric dimension.
+        item = target.uri_template if isinstance(target, ResourceTemplate) else target.uri
+        return await self._round(call, item, "resources/read", target.access, read, answer, f"Invalid URI {uri}")
 
     async def prompt(self, call: Call) -> JsonObject:
         name = call.string_param("name")

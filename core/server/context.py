@@ -51,7 +51,8 @@ class Context:
     signal: CancellationSignal = field(default_factory=CancellationSignal)
     deadline: Deadline | None = None
     item: str | None = None
-    """The tool name, resource URI or prompt name being served."""
+    """The tool name, resource URI (for a templated resource, its URI template) or prompt name being served: a
+    name from the server's catalog, never one the client made up, so metrics can use it as a dimension."""
     log_level: str | None = None
     """The client's threshold for log messages (handshake-era `logging/setLevel`, 2026-07-28 `_meta` logLevel)."""
     log_opted_in: bool = True

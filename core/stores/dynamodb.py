@@ -16,17 +16,21 @@ state machines of `core.resilience` run here, and a write that lost a race is re
 limits are atomic counters per fixed window, which never need a retry however many containers race. A
 tools/call's checks take at most two requests: one strongly consistent `BatchGetItem`, one write (a transaction
 when several) for what changed. Sessions slide their expiry at most once a minute (`TOUCH_INTERVAL`), so most
-session reads write nothing. boto3 calls run in a worker thread, with botocore's timeouts and retry mode set
-explicitly; `ConditionalCheckFailed` and every transport error are mapped to domain errors where the call is
-made (`DynamoTable`).
+session reads write nothing. boto3 calls run on the table's own worker threads, as many as the client has pooled
+connections (not the event loop's default executor, which the application's blocking calls share and which a
+slow neighbour can fill), with botocore's timeouts and retry mode set explicitly; `ConditionalCheckFailed` and
+every transport error are mapped to domain errors where the call is made (`DynamoTable`).
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import contextvars
+import functools
 import time
 from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING, Any
 
 from core.errors import StoreBusyError, StoreUnavailableError
@@ -124,6 +128,21 @@ class DynamoTable:
         self.clock = clock
         self.requests = 0
         """How many requests this table has sent (the benchmark reports it per request kind)."""
+        self._threads: ThreadPoolExecutor | None = None
+
+    async def _in_thread(self, call: Callable[..., Any], **params: Any) -> Any:
+        """Run a blocking client call on the table's threads (made on first use, one per pooled connection)."""
+        if self._threads is None:
+            size = self.client.meta.config.max_pool_connections
+            self._threads = ThreadPoolExecutor(max_workers=size, thread_name_prefix="stratus-dynamodb")
+        run = functools.partial(contextvars.copy_context().run, call, **params)
+        return await asyncio.get_running_loop().run_in_executor(self._threads, run)
+
+    async def close(self) -> None:
+        """Let the table's threads end (calls under way finish first)."""
+        if self._threads is not None:
+            self._threads.shutdown(wait=False)
+            self._threads = None
 
     @property
     def _client_error(self) -> Any:
@@ -141,7 +160,7 @@ class DynamoTable:
         return {"PK": {"S": f"{self.prefix}#{kind}#{ident}"}, "SK": {"S": kind}}
 
     async def _call(self, operation: str, **params: Any) -> Any:
-        """Run one DynamoDB operation in a worker thread, bounded in time.
+        """Run one DynamoDB operation on the table's threads, bounded in time.
 
         Raises:
             ConditionFailedError: a condition did not hold (for a transaction: any of them).
@@ -150,7 +169,7 @@ class DynamoTable:
         self.requests += 1
         try:
             async with asyncio.timeout(self.timeout * 2 + 1):
-                return await asyncio.to_thread(getattr(self.client, operation), TableName=self.table, **params)
+                return await self._in_thread(getattr(self.client, operation), TableName=self.table, **params)
         except self._client_error as error:
             code = error.response.get("Error", {}).get("Code", "")
             if code == "ConditionalCheckFailedException":
@@ -176,7 +195,7 @@ class DynamoTable:
             self.requests += 1
             try:
                 async with asyncio.timeout(self.timeout * 2 + 1):
-                    response = await asyncio.to_thread(self.client.batch_get_item, RequestItems=request)
+                    response = await self._in_thread(self.client.batch_get_item, RequestItems=request)
             except (self._client_error, self._transport_error, TimeoutError, OSError) as error:
                 raise StoreUnavailableError("The state store is unavailable; retry shortly") from error
             for item in response.get("Responses", {}).get(self.table, []):
@@ -215,7 +234,7 @@ class DynamoTable:
             try:
                 async with asyncio.timeout(self.timeout * 2 + 1):
                     # TransactWriteItems names the table in each operation, not at the top level.
-                    await asyncio.to_thread(self.client.transact_write_items, TransactItems=list(operations))
+                    await self._in_thread(self.client.transact_write_items, TransactItems=list(operations))
                 return
             except self._client_error as error:
                 reasons = [reason.get("Code") for reason in error.response.get("CancellationReasons", [])]
@@ -478,4 +497,5 @@ def dynamodb_stores(
         tasks=DynamoTaskStore(dynamo),
         cache=DynamoCacheStore(dynamo),
         gate=DynamoGate(sessions, rate_limits, breakers),
+        close=dynamo.close,
     )

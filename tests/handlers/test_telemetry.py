@@ -6,6 +6,7 @@ import asyncio
 import io
 import json
 import logging
+import secrets
 from collections.abc import Iterator
 from typing import Any
 
@@ -114,3 +115,46 @@ def test_powertools_telemetry_emits_emf_through_powertools(
     assert (calls["item"], calls["outcome"]) == ("work", "success")
     working = next(json.loads(line) for line in isolated_logging.getvalue().splitlines() if "working" in line)
     assert working["lambda_request_id"] == "req-7" and working["item"] == "work"
+
+
+def named_request(method: str, params: dict[str, Any], name: str) -> dict[str, Any]:
+    body, headers = modern_request(method, params)
+    headers["mcp-name"] = name
+    return event("http_api_v2", body, headers)
+
+
+def test_metric_dimensions_name_catalog_entries_never_what_the_client_chose(
+    isolated_logging: io.StringIO, capsys: pytest.CaptureFixture[str]
+) -> None:
+    server = make_server()
+
+    @server.resource("notes://{name}")
+    def note(name: str) -> str:
+        return f"note {name}"
+
+    @server.resource("config://app")
+    def config() -> str:
+        return "{}"
+
+    @server.prompt()
+    def greet() -> str:
+        return "hello"
+
+    handler = make_handler(server, Settings(telemetry="emf"))
+    chosen = [f"client-chosen-{secrets.token_hex(4)}" for _ in range(6)]
+    requests = [
+        *(("resources/read", {"uri": f"notes://{value}"}, f"notes://{value}") for value in chosen[:3]),
+        ("resources/read", {"uri": "config://app"}, "config://app"),
+        ("resources/read", {"uri": f"unknown://{chosen[3]}"}, f"unknown://{chosen[3]}"),
+        ("tools/call", {"name": chosen[4]}, chosen[4]),
+        ("prompts/get", {"name": chosen[5]}, chosen[5]),
+        ("prompts/get", {"name": "greet"}, "greet"),
+    ]
+    for number, (method, params, name) in enumerate(requests):
+        handler(named_request(method, params, name), LambdaContext(aws_request_id=f"req-{number}"))
+    lines = emf_lines(capsys.readouterr().out)
+    reads = sorted(line["item"] for line in lines if line.get("method") == "resources/read" and "calls" in line)
+    assert reads == ["config://app", "notes://{name}", "notes://{name}", "notes://{name}"]
+    assert {line["item"] for line in lines if "item" in line} == {"config://app", "notes://{name}", "greet"}
+    emitted = json.dumps(lines)
+    assert not [value for value in chosen if value in emitted]  # neither expanded URIs nor unknown names

@@ -3,7 +3,7 @@ from __future__ import annotations
 import json
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from functools import cache
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -33,6 +33,13 @@ class Issuer:
     keys: dict[str, Any] = field(default_factory=dict)
     published: list[str] = field(default_factory=list)
     requests: int = 0
+    status: int = 200
+    """What the JWKS endpoint answers: 200 with the key set, anything else an error."""
+    gate: threading.Event | None = None
+    """When set to an Event, each request waits for it (at most 10 s) before answering: a slow issuer."""
+    on_request: Callable[[], None] | None = None
+    """Called (on the server's thread) as each request arrives, before waiting at the gate."""
+    _lock: threading.Lock = field(default_factory=threading.Lock)
 
     def add_key(self, kid: str, kind: str = "rsa", *, publish: bool = True) -> None:
         self.keys[kid] = private_key(kid, kind)
@@ -68,7 +75,15 @@ def issuer() -> Iterator[Issuer]:
 
     class Handler(BaseHTTPRequestHandler):
         def do_GET(self) -> None:
-            state.requests += 1
+            with state._lock:
+                state.requests += 1
+            if state.on_request is not None:
+                state.on_request()
+            if state.gate is not None:
+                state.gate.wait(10)
+            if state.status != 200:
+                self.send_error(state.status)
+                return
             body = json.dumps(state.jwks()).encode()
             self.send_response(200)
             self.send_header("content-type", "application/json")

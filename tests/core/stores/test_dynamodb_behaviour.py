@@ -3,7 +3,9 @@ and throttling or lost races ending in the documented errors."""
 
 from __future__ import annotations
 
+import asyncio
 import secrets
+import threading
 from collections.abc import Iterator
 from typing import Any
 
@@ -90,3 +92,28 @@ async def test_a_full_window_refuses_with_the_time_until_the_next(table: tuple[A
     refused = await stores.rate_limits.acquire("tool:x", limit)
     assert not refused.allowed
     assert refused.retry_after == pytest.approx(0.5)
+
+
+async def test_store_calls_do_not_queue_behind_a_full_default_executor(
+    aws_credentials: None, moto_server: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The application's blocking calls (asyncio.to_thread, run_in_executor) fill the event loop's default
+    # executor (at most 32 threads); DynamoDB calls have threads of their own, so they still complete.
+    monkeypatch.setenv("AWS_ENDPOINT_URL_DYNAMODB", moto_server)
+    client = dynamodb_client(timeout=2.0)
+    name = f"stratus-{secrets.token_hex(4)}"
+    create_table(client, name)
+    stores = dynamodb_stores(client, name, prefix="t", session_ttl_seconds=600, timeout=2.0)
+    release = threading.Event()
+    loop = asyncio.get_running_loop()
+    blocked = [loop.run_in_executor(None, release.wait, 10) for _ in range(40)]  # queued before the call below
+    try:
+        async with asyncio.timeout(5):
+            await stores.cache.set("greeting", "hello", ttl_seconds=60)
+            assert await stores.cache.get("greeting") == "hello"
+    finally:
+        release.set()
+        async with asyncio.timeout(5):
+            await asyncio.gather(*blocked)
+        await stores.aclose()
+        client.delete_table(TableName=name)
