@@ -12,7 +12,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 import boto3
 
 from core.stores.dynamodb import create_table
-from tests.moto_server import SerialMotoServer
+from tests.fixtures.moto_server import SerialMotoServer
 
 
 def main() -> None:

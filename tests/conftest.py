@@ -2,27 +2,19 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator, Iterator
 
-import httpx
 import pytest
 
-from core import McpServer, Settings, build_app
-from core.metrics import LocalMetrics
 from examples.demo import server as demo_server
-from tests.moto_server import SerialMotoServer
-from tests.redis_server import OwnRedis
-from tests.wire import McpHttp
+from tests.fixtures.clients import client_for
+from tests.fixtures.moto_server import SerialMotoServer
+from tests.fixtures.redis_server import OwnRedis
+from tests.fixtures.wire import McpHttp
 
 
-@pytest.fixture
+@pytest.fixture(scope="session")
 def anyio_backend() -> str:
+    """Every async test runs on asyncio, the loop Lambda and uvicorn use."""
     return "asyncio"
-
-
-def client_for(
-    server: McpServer, settings: Settings | None = None, *, metrics: LocalMetrics | None = None
-) -> httpx.AsyncClient:
-    app = build_app(server, settings or Settings(), metrics=metrics)
-    return httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://localhost")
 
 
 @pytest.fixture

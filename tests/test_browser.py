@@ -17,8 +17,8 @@ from typing import Any
 import pytest
 
 from core.transport.asgi import Receive, Scope, Send, read_body, send_response
-from tests.processes import stratus_process
-from tests.servers import uvicorn_serving
+from tests.fixtures.processes import stratus_process
+from tests.fixtures.servers import uvicorn_serving
 
 pytestmark = pytest.mark.uvicorn
 
@@ -106,7 +106,7 @@ def headless_chromium(url: str) -> Iterator[None]:
 
 
 def test_a_page_on_another_origin_uses_the_rest_api_and_receives_notifications() -> None:
-    with stratus_process("tests.apps:shared", {"STRATUS_SECRET_KEY": "k"}) as stratus_url:
+    with stratus_process("tests.fixtures.apps:shared", {"STRATUS_SECRET_KEY": "k"}) as stratus_url:
         pages = PageServer(stratus_url)
         with uvicorn_serving(pages) as page_url, headless_chromium(f"{page_url}/page.html"):
             report = pages.reports.get(timeout=REPORT_TIMEOUT_SECONDS)

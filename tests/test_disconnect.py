@@ -10,8 +10,8 @@ import httpx
 import pytest
 
 from core import Context, McpServer, Settings, build_app
-from tests.servers import uvicorn_serving
-from tests.wire import BASE_HEADERS, MODERN, modern_meta
+from tests.fixtures.servers import uvicorn_serving
+from tests.fixtures.wire import BASE_HEADERS, MODERN, modern_meta
 
 pytestmark = pytest.mark.uvicorn
 

@@ -10,8 +10,8 @@ import pytest
 from core import Settings
 from examples.pipeline import server as inventory
 from examples.quickstart import server as notes
-from tests.conftest import client_for
-from tests.wire import McpHttp
+from tests.fixtures.clients import client_for
+from tests.fixtures.wire import McpHttp
 
 pytestmark = pytest.mark.anyio
 ROOT = Path(__file__).parent.parent

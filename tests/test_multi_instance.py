@@ -12,18 +12,13 @@ import pytest
 from mcp import Client
 
 from core.stores.dynamodb import create_table
-from tests.apps import LIMIT
-from tests.processes import RoundRobinProxy, stratus_processes
-from tests.servers import uvicorn_serving
-from tests.wire import LegacySession, McpHttp, modern_meta
+from tests.fixtures.apps import LIMIT
+from tests.fixtures.processes import RoundRobinProxy, stratus_processes
+from tests.fixtures.servers import uvicorn_serving
+from tests.fixtures.wire import LegacySession, McpHttp, modern_meta
 
 pytestmark = [pytest.mark.anyio, pytest.mark.uvicorn]
 TASKS: dict[str, object] = {"extensions": {"io.modelcontextprotocol/tasks": {}}}
-
-
-@pytest.fixture(scope="module")
-def anyio_backend() -> str:
-    return "asyncio"
 
 
 AWS = {
@@ -48,7 +43,7 @@ def two_processes(request: pytest.FixtureRequest) -> Iterator[list[str]]:
         client = boto3.client("dynamodb", endpoint_url=endpoint, region_name="us-east-1", **_keys())
         create_table(client, table)
         environment.update(AWS, STRATUS_STORE=f"dynamodb://{table}", AWS_ENDPOINT_URL_DYNAMODB=endpoint)
-    with stratus_processes(2, "tests.apps:shared", environment) as urls:
+    with stratus_processes(2, "tests.fixtures.apps:shared", environment) as urls:
         yield urls
 
 

@@ -22,7 +22,7 @@ from mcp_types import PromptReference, TextContent, TextResourceContents
 
 from core import Settings, build_app
 from examples.demo import server as demo_server
-from tests.servers import uvicorn_serving
+from tests.fixtures.servers import uvicorn_serving
 
 pytestmark = [pytest.mark.anyio, pytest.mark.uvicorn]
 
@@ -40,11 +40,6 @@ class Era:
 
 MODERN = Era(mode="auto", protocol_version="2026-07-28")
 LEGACY = Era(mode="legacy", protocol_version="2025-11-25")
-
-
-@pytest.fixture(scope="module")
-def anyio_backend() -> str:
-    return "asyncio"
 
 
 @pytest.fixture(scope="module")

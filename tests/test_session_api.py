@@ -12,18 +12,15 @@ import anyio
 import httpx
 import pytest
 
-from tests.apps import LIMIT
-from tests.processes import shared_store_environment, stratus_processes
-from tests.wire import initialize_message
+from tests.fixtures.apps import LIMIT
+from tests.fixtures.processes import shared_store_environment, stratus_processes
+from tests.fixtures.wire import initialize_message
+
+SHARED_APP = "tests.fixtures.apps:shared"
 
 pytestmark = [pytest.mark.anyio, pytest.mark.uvicorn]
 
 JSON = {"content-type": "application/json"}
-
-
-@pytest.fixture(scope="module")
-def anyio_backend() -> str:
-    return "asyncio"
 
 
 async def events_of(response: httpx.Response) -> AsyncGenerator[dict[str, Any]]:
@@ -41,7 +38,10 @@ async def test_a_rest_session_works_on_every_process_and_its_events_carry_notifi
     request: pytest.FixtureRequest,
 ) -> None:
     environment = shared_store_environment("redis", request, f"rest-{secrets.token_hex(4)}")
-    with stratus_processes(2, "tests.apps:shared", {"STRATUS_SECRET_KEY": "k", **environment}) as (first, second):
+    with stratus_processes(2, SHARED_APP, {"STRATUS_SECRET_KEY": "k", **environment}) as (
+        first,
+        second,
+    ):
         async with (
             httpx.AsyncClient(base_url=first, timeout=10) as on_first,
             httpx.AsyncClient(base_url=second, timeout=10) as on_second,
@@ -92,7 +92,7 @@ async def test_rest_errors_carry_their_http_status_and_a_rate_limit_is_429_with_
     request: pytest.FixtureRequest,
 ) -> None:
     environment = shared_store_environment("redis", request, f"rest-{secrets.token_hex(4)}")
-    with stratus_processes(1, "tests.apps:shared", {"STRATUS_SECRET_KEY": "k", **environment}) as (only,):
+    with stratus_processes(1, "tests.fixtures.apps:shared", {"STRATUS_SECRET_KEY": "k", **environment}) as (only,):
         async with httpx.AsyncClient(base_url=only, timeout=10) as http:
             session_id = (await http.post("/session", headers=JSON)).json()["sessionId"]
             unknown = await rest_call(http, session_id, "tools/frobnicate")
@@ -118,7 +118,7 @@ async def test_the_session_limit_and_health_statistics_hold_across_processes(
 ) -> None:
     environment = shared_store_environment(store, request, f"rest-{secrets.token_hex(4)}")
     settings = {"STRATUS_SECRET_KEY": "k", "MCP_HTTP_MAX_SESSIONS": "2", "MCP_HTTP_SESSION_TIMEOUT": "600000"}
-    with stratus_processes(2, "tests.apps:shared", {**settings, **environment}) as (first, second):
+    with stratus_processes(2, SHARED_APP, {**settings, **environment}) as (first, second):
         async with (
             httpx.AsyncClient(base_url=first, timeout=10) as on_first,
             httpx.AsyncClient(base_url=second, timeout=10) as on_second,

@@ -13,15 +13,12 @@ import anyio
 import httpx
 import pytest
 
-from tests.processes import shared_store_environment, stratus_processes
-from tests.wire import BASE_HEADERS, McpHttp
+from tests.fixtures.processes import shared_store_environment, stratus_processes
+from tests.fixtures.wire import BASE_HEADERS, McpHttp
+
+SHARED_APP = "tests.fixtures.apps:shared"
 
 pytestmark = [pytest.mark.anyio, pytest.mark.uvicorn]
-
-
-@pytest.fixture(scope="module")
-def anyio_backend() -> str:
-    return "asyncio"
 
 
 async def sse_messages(response: httpx.Response) -> AsyncGenerator[tuple[str | None, dict[str, Any] | None]]:
@@ -52,7 +49,10 @@ async def test_notifications_published_on_one_process_reach_the_get_stream_on_an
     store: str, request: pytest.FixtureRequest
 ) -> None:
     environment = shared_store_environment(store, request, f"listen-{secrets.token_hex(4)}")
-    with stratus_processes(2, "tests.apps:shared", {"STRATUS_SECRET_KEY": "k", **environment}) as (first, second):
+    with stratus_processes(2, SHARED_APP, {"STRATUS_SECRET_KEY": "k", **environment}) as (
+        first,
+        second,
+    ):
         async with (
             httpx.AsyncClient(base_url=first, timeout=10) as on_first,
             httpx.AsyncClient(base_url=second, timeout=10) as on_second,
@@ -103,7 +103,7 @@ async def test_notifications_published_on_one_process_reach_the_get_stream_on_an
 
 async def test_a_get_stream_needs_a_live_session_of_the_caller() -> None:
     environment = {"STRATUS_SECRET_KEY": "k"}
-    with stratus_processes(1, "tests.apps:shared", environment) as (only,):
+    with stratus_processes(1, "tests.fixtures.apps:shared", environment) as (only,):
         async with httpx.AsyncClient(base_url=only, timeout=10) as http:
             unknown = await http.get("/mcp", headers={**BASE_HEADERS, "mcp-session-id": "nope"})
             assert unknown.status_code == 404

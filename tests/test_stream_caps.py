@@ -5,55 +5,25 @@ its place. Real uvicorn on 127.0.0.1 over the real Redis; every wait is bounded.
 
 from __future__ import annotations
 
-import json
 import logging
-import secrets
-from collections.abc import AsyncIterator
-from contextlib import AsyncExitStack, asynccontextmanager
-from typing import Any, NamedTuple
+from contextlib import AsyncExitStack
+from typing import Any
 
 import anyio
 import httpx
 import pytest
 
 from core import Settings, build_app
-from tests.apps import shared
-from tests.redis_server import OwnRedis
-from tests.servers import uvicorn_serving
-from tests.wire import BASE_HEADERS, MODERN, modern_meta
+from tests.fixtures.apps import shared
+from tests.fixtures.redis_server import OwnRedis
+from tests.fixtures.servers import uvicorn_serving
+from tests.fixtures.streams import LISTEN_HEADERS, Stream, assert_refused, listen_body, opened, redis_settings
+from tests.fixtures.wire import BASE_HEADERS
 
 pytestmark = [pytest.mark.anyio, pytest.mark.uvicorn]
 
-REDIS = "redis://127.0.0.1:6379/0"
 JSON = {"content-type": "application/json"}
-LISTEN_HEADERS = {**BASE_HEADERS, "mcp-protocol-version": MODERN, "mcp-method": "subscriptions/listen"}
 WAIT_SECONDS = 15.0
-
-
-@pytest.fixture(scope="module")
-def anyio_backend() -> str:
-    return "asyncio"
-
-
-def redis_settings(**caps: Any) -> Settings:
-    return Settings(store=REDIS, store_prefix=f"caps-{secrets.token_hex(4)}", secret_key="k", **caps)
-
-
-async def data_of(lines: AsyncIterator[str]) -> AsyncIterator[dict[str, Any]]:
-    async for line in lines:
-        if line.startswith("data: ") and line[6:]:
-            yield json.loads(line[6:])
-
-
-async def first_event(lines: AsyncIterator[str]) -> dict[str, Any] | None:
-    """The data of the stream's first event (None for a priming event, which carries none)."""
-    data = None
-    async for line in lines:
-        if line.startswith("data: ") and line[6:]:
-            data = json.loads(line[6:])
-        elif not line:
-            return data
-    raise AssertionError("the stream ended before its first event")
 
 
 async def rest_session(http: httpx.AsyncClient, headers: dict[str, str] | None = None) -> str:
@@ -61,28 +31,6 @@ async def rest_session(http: httpx.AsyncClient, headers: dict[str, str] | None =
     assert created.status_code == 200, created.text
     session_id: str = created.json()["sessionId"]
     return session_id
-
-
-def listen_body() -> dict[str, Any]:
-    params = {"_meta": modern_meta(), "notifications": {"toolsListChanged": True}}
-    return {"jsonrpc": "2.0", "id": secrets.token_hex(4), "method": "subscriptions/listen", "params": params}
-
-
-class Stream(NamedTuple):
-    """An open stream and its events, read on demand (dropping the iterator would close the connection)."""
-
-    response: httpx.Response
-    first: dict[str, Any] | None
-    events: AsyncIterator[dict[str, Any]]
-
-
-@asynccontextmanager
-async def opened(http: httpx.AsyncClient, method: str, path: str, **options: Any) -> AsyncIterator[Stream]:
-    """A stream that must open: 200, its first event already read (so the server holds it)."""
-    async with http.stream(method, path, **options) as response:
-        assert response.status_code == 200, (await response.aread()).decode()
-        lines = response.aiter_lines()
-        yield Stream(response, await first_event(lines), data_of(lines))
 
 
 async def events_stream(stack: AsyncExitStack, http: httpx.AsyncClient, session_id: str) -> Stream:
@@ -101,18 +49,6 @@ async def admitted_once_freed(http: httpx.AsyncClient, method: str, path: str, *
                 assert response.status_code in (429, 503), response.status_code
             refusals += 1
             await anyio.sleep(0.02)  # polling the server's notice of a closed connection, bounded by fail_after
-
-
-def assert_refused(refused: httpx.Response, status: int, setting: str, limit: int) -> dict[str, Any]:
-    """The refusal's status, Retry-After and body naming the setting; the body (REST or JSON-RPC) for more checks."""
-    assert refused.status_code == status, refused.text
-    assert refused.headers["retry-after"] == "5"
-    body: dict[str, Any] = refused.json()
-    details = body["error"]["data"] if isinstance(body["error"], dict) else body
-    assert (details["setting"], details["limit"], details["retryAfterSeconds"]) == (setting, limit, 5)
-    message = body["error"]["message"] if isinstance(body["error"], dict) else body["error"]
-    assert setting in message
-    return body
 
 
 async def test_a_session_past_its_stream_cap_is_refused_naming_the_setting_and_a_closed_stream_frees_it() -> None:

@@ -10,23 +10,18 @@ from typing import Any, Literal
 
 import anyio
 import httpx
-import mcp_types as types
 import pytest
 from mcp import Client
 from mcp.client.subscriptions import ResourceUpdated
 
 from core import Settings, build_app
-from tests.apps import shared
-from tests.processes import RoundRobinProxy, shared_store_environment, stratus_processes
-from tests.servers import uvicorn_serving
-from tests.wire import BASE_HEADERS, McpHttp, modern_meta
+from tests.fixtures.apps import shared
+from tests.fixtures.processes import RoundRobinProxy, shared_store_environment, stratus_processes
+from tests.fixtures.sdk_answers import answer_elicitation, answer_sampling
+from tests.fixtures.servers import uvicorn_serving
+from tests.fixtures.wire import BASE_HEADERS, McpHttp, modern_meta
 
 pytestmark = [pytest.mark.anyio, pytest.mark.uvicorn]
-
-
-@pytest.fixture(scope="module")
-def anyio_backend() -> str:
-    return "asyncio"
 
 
 @pytest.fixture(scope="module")
@@ -128,18 +123,6 @@ async def test_a_reply_to_a_request_nobody_sent_is_refused(one_process: str) -> 
     assert response.json()["error"]["code"] == -32600
 
 
-async def answer_sampling(context: Any, params: types.CreateMessageRequestParams) -> types.CreateMessageResult:
-    question = params.messages[0].content
-    text = question.text if isinstance(question, types.TextContent) else "?"
-    return types.CreateMessageResult(
-        role="assistant", content=types.TextContent(type="text", text=f"an answer to {text}"), model="test-model"
-    )
-
-
-async def answer_elicitation(context: Any, params: types.ElicitRequestParams) -> types.ElicitResult:
-    return types.ElicitResult(action="accept", content={"name": "Ada"})
-
-
 @pytest.mark.parametrize("store", ["redis", "dynamodb"])
 @pytest.mark.parametrize("mode", ["legacy", "auto"])  # 2025-11-25 over SSE; 2026-07-28 by input_required rounds
 async def test_the_sdk_samples_and_elicits_with_replies_landing_on_the_other_process(
@@ -149,7 +132,7 @@ async def test_the_sdk_samples_and_elicits_with_replies_landing_on_the_other_pro
         "STRATUS_SECRET_KEY": "k",
         **shared_store_environment(store, request, f"stream-{secrets.token_hex(4)}"),
     }
-    with stratus_processes(2, "tests.apps:shared", environment) as backends:
+    with stratus_processes(2, "tests.fixtures.apps:shared", environment) as backends:
         proxy = RoundRobinProxy(backends)
         with uvicorn_serving(proxy) as url:
             seen: list[float] = []
@@ -179,7 +162,7 @@ async def test_the_sdk_listens_for_changes_published_on_the_other_process() -> N
         "STRATUS_STORE": "redis://127.0.0.1:6379/0",
         "STRATUS_STORE_PREFIX": f"listen-{secrets.token_hex(4)}",
     }
-    with stratus_processes(2, "tests.apps:shared", environment) as backends:
+    with stratus_processes(2, "tests.fixtures.apps:shared", environment) as backends:
         proxy = RoundRobinProxy(backends)
         with uvicorn_serving(proxy) as url, anyio.fail_after(30):
             async with (
@@ -201,7 +184,7 @@ async def test_a_stream_resumes_with_last_event_id_on_the_other_process(request:
         "STRATUS_STORE": "redis://127.0.0.1:6379/0",
         "STRATUS_STORE_PREFIX": f"resume-{secrets.token_hex(4)}",
     }
-    with stratus_processes(2, "tests.apps:shared", environment) as (first, second):
+    with stratus_processes(2, "tests.fixtures.apps:shared", environment) as (first, second):
         async with (
             httpx.AsyncClient(base_url=first, timeout=10) as on_first,
             httpx.AsyncClient(base_url=second, timeout=10) as on_second,
@@ -231,7 +214,7 @@ async def test_a_dropped_stream_is_followed_on_the_other_process_until_the_call_
         "STRATUS_STORE_PREFIX": f"follow-{secrets.token_hex(4)}",
     }
     body = {"jsonrpc": "2.0", "id": 11, "method": "tools/call", "params": {"name": "ask_user"}}
-    with stratus_processes(2, "tests.apps:shared", environment) as (first, second):
+    with stratus_processes(2, "tests.fixtures.apps:shared", environment) as (first, second):
         async with (
             httpx.AsyncClient(base_url=first, timeout=10) as on_first,
             httpx.AsyncClient(base_url=second, timeout=10) as on_second,

@@ -14,20 +14,17 @@ import httpx
 import pytest
 
 from core import Settings, build_app
-from tests.apps import shared
-from tests.processes import shared_store_environment, stratus_processes
-from tests.servers import uvicorn_serving
-from tests.wire import BASE_HEADERS, MODERN, McpHttp, modern_meta, validate
+from tests.fixtures.apps import shared
+from tests.fixtures.processes import shared_store_environment, stratus_processes
+from tests.fixtures.servers import uvicorn_serving
+from tests.fixtures.wire import BASE_HEADERS, MODERN, McpHttp, modern_meta, validate
+
+SHARED_APP = "tests.fixtures.apps:shared"
 
 pytestmark = [pytest.mark.anyio, pytest.mark.uvicorn]
 
 SUBSCRIPTION_ID = "io.modelcontextprotocol/subscriptionId"
 LISTEN_HEADERS = {**BASE_HEADERS, "mcp-protocol-version": MODERN, "mcp-method": "subscriptions/listen"}
-
-
-@pytest.fixture(scope="module")
-def anyio_backend() -> str:
-    return "asyncio"
 
 
 def listen_body(request_id: str, notifications: Any) -> dict[str, Any]:
@@ -50,7 +47,10 @@ async def test_a_listener_gets_only_what_it_asked_for_from_another_process(
     store: str, request: pytest.FixtureRequest
 ) -> None:
     environment = shared_store_environment(store, request, f"sub-{secrets.token_hex(4)}")
-    with stratus_processes(2, "tests.apps:shared", {"STRATUS_SECRET_KEY": "k", **environment}) as (first, second):
+    with stratus_processes(2, SHARED_APP, {"STRATUS_SECRET_KEY": "k", **environment}) as (
+        first,
+        second,
+    ):
         async with (
             httpx.AsyncClient(base_url=first, timeout=10) as on_first,
             httpx.AsyncClient(base_url=second, timeout=10) as on_second,

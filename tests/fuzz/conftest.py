@@ -12,10 +12,10 @@ import pytest
 from core import Settings
 from examples.demo import server
 from handlers.adapter import make_handler
-from tests.fuzz.events import http_event
-from tests.handlers.test_buffered import LambdaContext
-from tests.wire import BASE_HEADERS as BASE
-from tests.wire import initialize_message
+from tests.fixtures.lambda_events import http_event
+from tests.fixtures.lambda_invoke import LambdaContext
+from tests.fixtures.wire import BASE_HEADERS as BASE
+from tests.fixtures.wire import initialize_message
 
 
 @pytest.fixture(scope="module")

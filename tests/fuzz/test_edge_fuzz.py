@@ -13,10 +13,10 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from tests.fuzz.events import http_event
-from tests.fuzz.test_wire_fuzz import FUZZ, LEAKS, json_values
-from tests.handlers.test_buffered import LambdaContext
-from tests.wire import BASE_HEADERS, MODERN, modern_meta
+from tests.fixtures.fuzzing import FUZZ, LEAKS, json_values
+from tests.fixtures.lambda_events import http_event
+from tests.fixtures.lambda_invoke import LambdaContext
+from tests.fixtures.wire import BASE_HEADERS, MODERN, modern_meta
 
 EVENTS = Path(__file__).parent.parent / "events"
 RECORDED = {path.stem: json.loads(path.read_text(encoding="utf-8")) for path in EVENTS.glob("*.json")}

@@ -13,8 +13,8 @@ from hypothesis import HealthCheck, settings
 
 from core import Settings, build_app
 from examples.demo import server
-from tests.fuzz.test_wire_fuzz import EXAMPLES
-from tests.servers import uvicorn_serving
+from tests.fixtures.fuzzing import EXAMPLES
+from tests.fixtures.servers import uvicorn_serving
 
 SCHEMA = schemathesis.openapi.from_path(Path(__file__).parents[2] / "docs" / "openapi.yaml")
 

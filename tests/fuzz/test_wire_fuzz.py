@@ -10,24 +10,16 @@ schema of its era accepts, and no Python exception text or stack in the body. CI
 from __future__ import annotations
 
 import json
-import os
 from typing import Any
 
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 
-from tests.fuzz.events import http_event
-from tests.handlers.test_buffered import LambdaContext
-from tests.wire import MODERN, validate
+from tests.fixtures.fuzzing import FUZZ, LEAKS, json_values
+from tests.fixtures.lambda_events import http_event
+from tests.fixtures.lambda_invoke import LambdaContext
+from tests.fixtures.wire import MODERN, validate
 
-EXAMPLES = int(os.environ.get("STRATUS_FUZZ_EXAMPLES", "150"))
-FUZZ = settings(
-    max_examples=EXAMPLES,
-    derandomize="STRATUS_FUZZ_EXAMPLES" not in os.environ,  # CI: the same examples every run
-    deadline=5000,  # ms: an example that takes longer has hung
-    suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture],
-)
-LEAKS = ("Traceback", 'File "', '.py"', "Exception(", "Error(")
 METHODS = [
     "initialize",
     "ping",
@@ -48,11 +40,6 @@ METHODS = [
     "notifications/cancelled",
 ]
 
-json_values = st.recursive(
-    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=40),
-    lambda children: st.lists(children, max_size=5) | st.dictionaries(st.text(max_size=12), children, max_size=5),
-    max_leaves=25,
-)
 tool_arguments = st.fixed_dictionaries(
     {},
     optional={

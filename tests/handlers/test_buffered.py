@@ -3,13 +3,8 @@
 from __future__ import annotations
 
 import asyncio
-import base64
-import copy
 import importlib
 import json
-from collections.abc import Iterator
-from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -17,45 +12,10 @@ import pytest
 from core import Settings
 from examples.demo import server
 from handlers.adapter import make_handler
-from tests.wire import MODERN, initialize_message, modern_meta, validate_response
+from tests.fixtures.lambda_invoke import LambdaContext, event, modern_request
+from tests.fixtures.wire import MODERN, initialize_message, validate_response
 
-EVENTS = Path(__file__).parent.parent / "events"
 EVENT_TYPES = ["http_api_v2", "function_url", "rest_api_v1", "alb"]
-
-
-@dataclass(kw_only=True)
-class LambdaContext:
-    """The attributes of the Lambda runtime's context object that Mangum and Stratus read."""
-
-    function_name: str = "stratus-mcp"
-    memory_limit_in_mb: int = 512
-    aws_request_id: str = "6f0c1a2b-0000-4000-8000-000000000000"
-    invoked_function_arn: str = "arn:aws:lambda:us-east-1:123456789012:function:stratus-mcp"
-
-    def get_remaining_time_in_millis(self) -> int:
-        return 30_000
-
-
-def event(kind: str, body: Any, headers: dict[str, str], *, base64_body: bool = False) -> dict[str, Any]:
-    """A recorded event of `kind` carrying `body` and extra headers."""
-    recorded = json.loads((EVENTS / f"{kind}.json").read_text(encoding="utf-8"))
-    raw = json.dumps(body)
-    recorded["body"] = base64.b64encode(raw.encode()).decode() if base64_body else raw
-    recorded["isBase64Encoded"] = base64_body
-    recorded["headers"].update(headers)
-    if "multiValueHeaders" in recorded:
-        recorded["multiValueHeaders"].update({key: [value] for key, value in headers.items()})
-    return copy.deepcopy(recorded)
-
-
-@pytest.fixture(scope="module")
-def container_loop() -> Iterator[asyncio.AbstractEventLoop]:
-    """The event loop of one Lambda container: set before the handler is built, closed when the module ends."""
-    loop = asyncio.new_event_loop()
-    asyncio.set_event_loop(loop)
-    yield loop
-    asyncio.set_event_loop(None)
-    loop.close()
 
 
 @pytest.fixture(scope="module")
@@ -73,14 +33,6 @@ def _headers(response: dict[str, Any]) -> dict[str, str]:
     for key, values in (response.get("multiValueHeaders") or {}).items():
         merged[key.lower()] = values[0]
     return merged
-
-
-def modern_request(method: str, params: dict[str, Any]) -> tuple[dict[str, Any], dict[str, str]]:
-    body = {"jsonrpc": "2.0", "id": 1, "method": method, "params": {**params, "_meta": modern_meta()}}
-    headers = {"mcp-protocol-version": MODERN, "mcp-method": method}
-    if method == "tools/call":
-        headers["mcp-name"] = params["name"]
-    return body, headers
 
 
 @pytest.mark.parametrize("kind", EVENT_TYPES)

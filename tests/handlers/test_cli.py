@@ -9,8 +9,8 @@ import pytest
 
 from core.stores.dynamodb import dynamodb_client
 from handlers.cli import SHUTDOWN_GRACE_SECONDS, main
-from tests.processes import ServerUrl, stratus_process
-from tests.wire import BASE_HEADERS, initialize_message
+from tests.fixtures.processes import ServerUrl, stratus_process
+from tests.fixtures.wire import BASE_HEADERS, initialize_message
 
 
 def test_an_unusable_store_exits_2_with_a_clear_message(capsys: pytest.CaptureFixture[str]) -> None:

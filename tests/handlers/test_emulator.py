@@ -12,15 +12,10 @@ from mcp import Client
 from core import Settings
 from examples.demo import server as demo_server
 from handlers.emulator import GatewayEmulator
-from tests.processes import stratus_process
-from tests.servers import uvicorn_serving
+from tests.fixtures.processes import stratus_process
+from tests.fixtures.servers import uvicorn_serving
 
 pytestmark = [pytest.mark.anyio, pytest.mark.uvicorn]
-
-
-@pytest.fixture(scope="module")
-def anyio_backend() -> str:
-    return "asyncio"
 
 
 @pytest.fixture(scope="module", params=["v2", "v1"])
@@ -92,7 +87,7 @@ async def test_stratus_local_serves_both_lambda_shapes(shape: str, progress_seen
         seen.append(progress)
 
     command_line = ("local", "--shape", shape)
-    with stratus_process("tests.apps:shared", {"STRATUS_SECRET_KEY": "k"}, command_line=command_line) as url:
+    with stratus_process("tests.fixtures.apps:shared", {"STRATUS_SECRET_KEY": "k"}, command_line=command_line) as url:
         with anyio.fail_after(20):
             async with Client(f"{url}/mcp", mode="legacy") as client:
                 counted = await client.call_tool("count_to_three", {}, progress_callback=on_progress)

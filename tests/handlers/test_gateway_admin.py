@@ -11,7 +11,7 @@ import pytest
 from core import Settings, build_app
 from examples.demo import server as demo
 from handlers.cli import main
-from tests.servers import uvicorn_serving
+from tests.fixtures.servers import uvicorn_serving
 
 
 @pytest.fixture(autouse=True)

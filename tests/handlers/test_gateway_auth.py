@@ -11,7 +11,7 @@ import pytest
 
 from core import Context, McpServer, Settings
 from handlers.adapter import make_handler
-from tests.handlers.test_buffered import LambdaContext, event, modern_request
+from tests.fixtures.lambda_invoke import LambdaContext, event, modern_request
 
 
 @pytest.fixture(scope="module")

@@ -13,10 +13,8 @@ import pytest
 
 from core import Settings, build_app
 from examples.demo import server as demo
-from tests.handlers.test_buffered import LambdaContext, container_loop, event, modern_request
-from tests.servers import uvicorn_serving
-
-__all__ = ["container_loop"]  # the fixture, shared with the buffered handler's tests
+from tests.fixtures.lambda_invoke import LambdaContext, event, modern_request
+from tests.fixtures.servers import uvicorn_serving
 
 
 @pytest.mark.uvicorn

@@ -14,7 +14,7 @@ from core.metrics import LocalMetrics
 from core.observability import EmfMetrics
 from examples.demo import server
 from handlers.streaming import flushing_after_each_request
-from tests.wire import MODERN, modern_meta
+from tests.fixtures.wire import MODERN, modern_meta
 
 pytestmark = pytest.mark.anyio
 

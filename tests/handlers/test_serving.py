@@ -13,8 +13,8 @@ import httpx
 import pytest
 
 from handlers.serving import redact_path
-from tests.processes import stratus_process
-from tests.wire import BASE_HEADERS, initialize_message
+from tests.fixtures.processes import stratus_process
+from tests.fixtures.wire import BASE_HEADERS, initialize_message
 
 pytestmark = pytest.mark.uvicorn
 

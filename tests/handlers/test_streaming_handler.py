@@ -15,8 +15,8 @@ from pathlib import Path
 import httpx
 import pytest
 
-from tests.processes import free_port
-from tests.wire import BASE_HEADERS, MODERN, modern_meta
+from tests.fixtures.processes import free_port
+from tests.fixtures.wire import BASE_HEADERS, MODERN, modern_meta
 
 ROOT = Path(__file__).parent.parent.parent
 DOMAIN = "q3lyomzk6ykzmvjt6vstosmttu0chtrr.lambda-url.us-east-1.on.aws"

@@ -20,8 +20,8 @@ from core import Settings
 from core.transport.app import build_app
 from handlers import tasks as task_worker
 from handlers.tasks import LambdaLauncher
-from tests.apps import shared
-from tests.wire import LegacySession, McpHttp
+from tests.fixtures.apps import shared
+from tests.fixtures.wire import LegacySession, McpHttp
 
 pytestmark = pytest.mark.anyio
 WORKER = "stratus-task-worker"
@@ -37,7 +37,7 @@ class Deployment:
 @pytest.fixture
 def environment(aws_credentials: None, monkeypatch: pytest.MonkeyPatch) -> Iterator[dict[str, str]]:
     variables = {
-        "STRATUS_APP": "tests.apps:shared",
+        "STRATUS_APP": "tests.fixtures.apps:shared",
         "STRATUS_STORE": "redis://127.0.0.1:6379/0",
         "STRATUS_STORE_PREFIX": f"tasks-{secrets.token_hex(4)}",
         "STRATUS_SECRET_KEY": "k",

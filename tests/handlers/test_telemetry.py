@@ -14,7 +14,7 @@ import pytest
 
 from core import McpServer, Settings
 from handlers.adapter import make_handler
-from tests.handlers.test_buffered import LambdaContext, event, modern_request
+from tests.fixtures.lambda_invoke import LambdaContext, event, modern_request
 
 SECRET = "eyJ.SECRET-TOKEN.sig"
 

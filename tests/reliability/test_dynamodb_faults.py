@@ -18,7 +18,7 @@ from core import McpServer, Settings, build_app
 from core.resilience.breaker import BreakerPolicy
 from core.stores.dynamodb import create_table
 from core.stores.factory import Stores, build_stores
-from tests.wire import McpHttp, initialize_message
+from tests.fixtures.wire import McpHttp, initialize_message
 
 pytestmark = pytest.mark.anyio
 JSON_1_0 = {"Content-Type": "application/x-amz-json-1.0", "x-amzn-RequestId": "fault"}

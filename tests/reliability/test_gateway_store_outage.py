@@ -14,16 +14,11 @@ from core.gateway.config import Upstream
 from core.gateway.served import GatewayServer
 from core.stores.factory import build_stores
 from examples.demo import server as demo
-from tests.redis_server import OwnRedis
-from tests.servers import uvicorn_serving
-from tests.wire import McpHttp
+from tests.fixtures.redis_server import OwnRedis
+from tests.fixtures.servers import uvicorn_serving
+from tests.fixtures.wire import McpHttp
 
 pytestmark = [pytest.mark.anyio, pytest.mark.uvicorn]
-
-
-@pytest.fixture
-def anyio_backend() -> str:
-    return "asyncio"
 
 
 async def names_and_sum(mcp: McpHttp) -> tuple[list[str], object]:

@@ -17,10 +17,10 @@ import httpx
 import pytest
 
 from core import Settings, build_app
-from tests.apps import shared
-from tests.processes import RoundRobinProxy, ServerUrl, shared_store_environment, stratus_processes
-from tests.servers import LoopWatch, uvicorn_serving
-from tests.wire import BASE_HEADERS, MODERN, McpHttp, modern_meta
+from tests.fixtures.apps import shared
+from tests.fixtures.processes import RoundRobinProxy, ServerUrl, shared_store_environment, stratus_processes
+from tests.fixtures.servers import LoopWatch, uvicorn_serving
+from tests.fixtures.wire import BASE_HEADERS, MODERN, McpHttp, modern_meta
 
 pytestmark = [pytest.mark.anyio, pytest.mark.uvicorn]
 LOAD_SECONDS = float(os.environ.get("STRATUS_LOAD_SECONDS", "4"))
@@ -28,11 +28,6 @@ WARM_UP_SECONDS = float(os.environ.get("STRATUS_LOAD_WARM_UP", min(2.0, LOAD_SEC
 WORKERS = 8
 MAX_REQUESTS_PER_WORKER = 100_000
 logger = logging.getLogger("stratus.tests.load")
-
-
-@pytest.fixture(scope="module")
-def anyio_backend() -> str:
-    return "asyncio"
 
 
 @dataclass
@@ -93,7 +88,7 @@ async def run_load(front: str, seconds: float) -> Tally:
 async def test_a_bounded_load_on_two_processes_fails_nothing_and_leaks_nothing(request: pytest.FixtureRequest) -> None:
     environment = shared_store_environment("redis", request, f"load-{secrets.token_hex(4)}")
     settings = {"STRATUS_SECRET_KEY": "k", "STRATUS_MAX_SESSIONS": "0", **environment}
-    with stratus_processes(2, "tests.apps:shared", settings) as urls:
+    with stratus_processes(2, "tests.fixtures.apps:shared", settings) as urls:
         pids = [url.pid for url in urls if isinstance(url, ServerUrl)]
         with uvicorn_serving(RoundRobinProxy(urls)) as front:
             warm = await run_load(front, WARM_UP_SECONDS)

@@ -13,9 +13,9 @@ import pytest
 
 from core import build_app
 from core.transport.health import CENSUS_SECONDS
-from tests.redis_server import OwnRedis
-from tests.reliability.fault_load import STORE_TIMEOUT, fault_server, redis_settings
-from tests.wire import McpHttp
+from tests.fixtures.fault_load import STORE_TIMEOUT, fault_server, redis_settings
+from tests.fixtures.redis_server import OwnRedis
+from tests.fixtures.wire import McpHttp
 
 pytestmark = pytest.mark.anyio
 

@@ -10,8 +10,8 @@ import logging
 
 import pytest
 
-from tests.redis_server import OwnRedis
-from tests.reliability.fault_load import CLIENTS, STORE_TIMEOUT, Fault, FaultRun, run_fault_under_load
+from tests.fixtures.fault_load import CLIENTS, STORE_TIMEOUT, Fault, FaultRun, run_fault_under_load
+from tests.fixtures.redis_server import OwnRedis
 
 pytestmark = pytest.mark.anyio
 # Redis answers nothing while paused, and ends the pause by itself: on Redis 7.0 a CLIENT UNPAUSE waits in a

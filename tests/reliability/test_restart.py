@@ -8,15 +8,10 @@ import secrets
 import httpx
 import pytest
 
-from tests.processes import shared_store_environment, stratus_process
-from tests.wire import LegacySession, McpHttp
+from tests.fixtures.processes import shared_store_environment, stratus_process
+from tests.fixtures.wire import LegacySession, McpHttp
 
 pytestmark = [pytest.mark.anyio, pytest.mark.uvicorn]
-
-
-@pytest.fixture(scope="module")
-def anyio_backend() -> str:
-    return "asyncio"
 
 
 @pytest.mark.parametrize("store", ["dynamodb", "redis"])
@@ -25,11 +20,11 @@ async def test_a_session_outlives_the_process_that_opened_it(store: str, request
         "STRATUS_SECRET_KEY": "k",
         **shared_store_environment(store, request, f"restart-{secrets.token_hex(4)}"),
     }
-    with stratus_process("tests.apps:shared", environment) as first:
+    with stratus_process("tests.fixtures.apps:shared", environment) as first:
         async with httpx.AsyncClient(base_url=first, timeout=10) as http:
             opened = await McpHttp(http).initialize()
             session_id, version = opened.session_id, opened.version
-    with stratus_process("tests.apps:shared", environment) as second:  # the first process is gone
+    with stratus_process("tests.fixtures.apps:shared", environment) as second:  # the first process is gone
         async with httpx.AsyncClient(base_url=second, timeout=10) as http:
             session = LegacySession(McpHttp(http), session_id, version)
             answered = await session.request("tools/call", {"name": "add", "arguments": {"a": 40, "b": 2}})

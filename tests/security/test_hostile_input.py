@@ -9,8 +9,8 @@ import pytest
 
 from core import Settings
 from examples.demo import server as demo
-from tests.conftest import client_for
-from tests.wire import MODERN, McpHttp, modern_meta
+from tests.fixtures.clients import client_for
+from tests.fixtures.wire import MODERN, McpHttp, modern_meta
 
 pytestmark = pytest.mark.anyio
 MODERN_CALL = {"mcp-protocol-version": MODERN, "mcp-method": "tools/call", "mcp-name": "add"}

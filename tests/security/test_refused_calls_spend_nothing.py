@@ -22,8 +22,8 @@ from core.server.principal import Principal
 from core.stores.factory import Stores
 from core.stores.memory import MemoryBreakerStore, MemoryRateLimitStore, MemorySessionStore
 from core.transport.app import build_app
-from tests.core.pipeline.conftest import FakeClock
-from tests.wire import LegacySession, McpHttp
+from tests.fixtures.clocks import FakeClock
+from tests.fixtures.wire import LegacySession, McpHttp
 
 pytestmark = pytest.mark.anyio
 

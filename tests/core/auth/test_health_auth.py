@@ -7,8 +7,8 @@ import pytest
 
 from core import Settings
 from examples.demo import server
-from tests.conftest import client_for
-from tests.core.auth.conftest import AUDIENCE, ISSUER, Issuer
+from tests.fixtures.clients import client_for
+from tests.fixtures.jwt_issuer import AUDIENCE, ISSUER, Issuer
 
 pytestmark = pytest.mark.anyio
 

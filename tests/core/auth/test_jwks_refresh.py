@@ -18,7 +18,7 @@ from core.auth.bearer import JwtAuthenticator, ResourceServer
 from core.auth.jwks import KeySet
 from core.errors import UnauthorizedError
 from core.stores.dynamodb import create_table, dynamodb_client, dynamodb_stores
-from tests.core.auth.conftest import AUDIENCE, ISSUER, Issuer
+from tests.fixtures.jwt_issuer import AUDIENCE, ISSUER, Issuer
 
 pytestmark = pytest.mark.anyio
 

@@ -14,9 +14,9 @@ from core import Context, McpServer, Settings
 from core.auth.bearer import JwtAuthenticator, ResourceServer
 from core.auth.jwks import KeySet
 from core.errors import UnauthorizedError
-from tests.conftest import client_for
-from tests.core.auth.conftest import AUDIENCE, ISSUER, Issuer
-from tests.wire import McpHttp
+from tests.fixtures.clients import client_for
+from tests.fixtures.jwt_issuer import AUDIENCE, ISSUER, Issuer
+from tests.fixtures.wire import McpHttp
 
 pytestmark = pytest.mark.anyio
 

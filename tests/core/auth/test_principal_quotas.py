@@ -11,11 +11,11 @@ import httpx
 import pytest
 
 from core import Settings, build_app
-from tests.apps import shared
-from tests.core.auth.conftest import AUDIENCE, ISSUER, Issuer
-from tests.servers import uvicorn_serving
-from tests.test_stream_caps import LISTEN_HEADERS, assert_refused, listen_body, opened, redis_settings
-from tests.wire import BASE_HEADERS, initialize_message
+from tests.fixtures.apps import shared
+from tests.fixtures.jwt_issuer import AUDIENCE, ISSUER, Issuer
+from tests.fixtures.servers import uvicorn_serving
+from tests.fixtures.streams import LISTEN_HEADERS, assert_refused, listen_body, opened, redis_settings
+from tests.fixtures.wire import BASE_HEADERS, initialize_message
 
 pytestmark = [pytest.mark.anyio, pytest.mark.uvicorn]
 

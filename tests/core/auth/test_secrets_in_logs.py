@@ -8,9 +8,9 @@ import logging
 import pytest
 
 from core import Context, McpServer, Settings
-from tests.conftest import client_for
-from tests.core.auth.conftest import AUDIENCE, ISSUER, Issuer
-from tests.wire import McpHttp
+from tests.fixtures.clients import client_for
+from tests.fixtures.jwt_issuer import AUDIENCE, ISSUER, Issuer
+from tests.fixtures.wire import McpHttp
 
 pytestmark = pytest.mark.anyio
 

@@ -11,7 +11,7 @@ import pytest
 from core.gateway.cache import ToolsCache
 from core.gateway.config import Upstream
 from core.stores.factory import Stores, build_stores
-from tests.core.pipeline.conftest import FakeClock
+from tests.fixtures.clocks import FakeClock
 
 pytestmark = pytest.mark.anyio
 TOOLS = [{"name": "search", "inputSchema": {"type": "object"}}]

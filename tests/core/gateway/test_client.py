@@ -13,15 +13,10 @@ from core.gateway.config import Upstream
 from core.gateway.operations import check_connection, discover
 from examples.demo import server as demo
 from tests.fixtures import sdk_upstream
-from tests.processes import free_port
-from tests.servers import uvicorn_serving
+from tests.fixtures.processes import free_port
+from tests.fixtures.servers import uvicorn_serving
 
 pytestmark = [pytest.mark.anyio, pytest.mark.uvicorn]
-
-
-@pytest.fixture(scope="module")
-def anyio_backend() -> str:
-    return "asyncio"
 
 
 @pytest.fixture(scope="module")

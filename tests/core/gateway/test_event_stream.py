@@ -13,11 +13,6 @@ from core.gateway.event_stream import SseEventError, SseEvents, bounded_body, bo
 pytestmark = pytest.mark.anyio
 
 
-@pytest.fixture
-def anyio_backend() -> str:
-    return "asyncio"
-
-
 async def chunks_of(*pieces: bytes) -> AsyncIterator[bytes]:
     for piece in pieces:
         yield piece

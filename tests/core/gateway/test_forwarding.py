@@ -17,23 +17,18 @@ from mcp.client.client import ConnectMode
 from core import Context, McpServer, Settings, build_app
 from core.gateway.config import Upstream
 from core.gateway.served import GatewayServer
-from tests.processes import stratus_process
-from tests.servers import uvicorn_serving
-from tests.test_streaming import answer_elicitation, answer_sampling
-from tests.wire import McpHttp
+from tests.fixtures.processes import stratus_process
+from tests.fixtures.sdk_answers import answer_elicitation, answer_sampling
+from tests.fixtures.servers import uvicorn_serving
+from tests.fixtures.wire import McpHttp
 
 pytestmark = [pytest.mark.anyio, pytest.mark.uvicorn]
 LOOPBACK = ("127.0.0.0/8",)
 
 
 @pytest.fixture(scope="module")
-def anyio_backend() -> str:
-    return "asyncio"
-
-
-@pytest.fixture(scope="module")
 def gateway_url() -> Iterator[str]:
-    with stratus_process("tests.apps:shared", {"STRATUS_SECRET_KEY": "k"}) as upstream:
+    with stratus_process("tests.fixtures.apps:shared", {"STRATUS_SECRET_KEY": "k"}) as upstream:
         gateway = GatewayServer(
             [Upstream(name="shared", transport="http", url=f"{upstream}/mcp", namespaced=False)],
             allowed_networks=LOOPBACK,
@@ -104,7 +99,7 @@ async def test_an_upstreams_list_change_drops_its_cached_lists_and_reaches_the_g
     pinned: str | None,
 ) -> None:
     heard = threading.Event()
-    with stratus_process("tests.apps:shared", {"STRATUS_SECRET_KEY": "k"}) as upstream:
+    with stratus_process("tests.fixtures.apps:shared", {"STRATUS_SECRET_KEY": "k"}) as upstream:
         gateway = GatewayServer(
             [Upstream(name="up", transport="http", url=f"{upstream}/mcp", protocol_version=pinned)],
             allowed_networks=LOOPBACK,

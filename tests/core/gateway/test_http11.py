@@ -18,18 +18,13 @@ from core import Settings, build_app
 from core.gateway.addresses import AddressGuard, UpstreamAddressError, parse_allowed_networks
 from core.gateway.http11 import Http11Pool, HttpProtocolError, HttpRequestError
 from examples.demo import server as demo
-from tests.core.pipeline.conftest import FakeClock
 from tests.fixtures.addresses import ScriptedResolver, capturing_listener
-from tests.servers import uvicorn_serving
-from tests.wire import initialize_message
+from tests.fixtures.clocks import FakeClock
+from tests.fixtures.servers import uvicorn_serving
+from tests.fixtures.wire import initialize_message
 
 pytestmark = pytest.mark.anyio
 Script = Callable[[asyncio.StreamReader, asyncio.StreamWriter], Awaitable[None]]
-
-
-@pytest.fixture
-def anyio_backend() -> str:
-    return "asyncio"
 
 
 @asynccontextmanager

@@ -14,18 +14,13 @@ from core.gateway.config import Upstream
 from core.gateway.http_sse import HttpSseTransport
 from core.transport.asgi import Receive, Scope, Send, read_body, until_disconnected
 from tests.fixtures.sdk_upstream import build
-from tests.servers import uvicorn_serving
+from tests.fixtures.servers import uvicorn_serving
 
 pytestmark = [pytest.mark.anyio, pytest.mark.uvicorn]
 
 TIMEOUT = 10.0
 QUICKLY = 5.0
 """Well under TIMEOUT: a failure seen within it was noticed, not waited out."""
-
-
-@pytest.fixture(scope="module")
-def anyio_backend() -> str:
-    return "asyncio"
 
 
 @pytest.fixture(scope="module")

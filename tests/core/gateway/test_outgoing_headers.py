@@ -21,18 +21,13 @@ from core.gateway.mirror import mirrored_headers, parameter_headers
 from core.gateway.served import GatewayServer
 from core.protocol.header_values import decode_header_value, encode_header_value
 from core.transport.asgi import ASGIApp, Receive, Scope, Send
-from tests.servers import uvicorn_serving
-from tests.wire import McpHttp
+from tests.fixtures.servers import uvicorn_serving
+from tests.fixtures.wire import McpHttp
 
 pytestmark = [pytest.mark.anyio, pytest.mark.uvicorn]
 LOOPBACK = ("127.0.0.0/8",)
 INJECTION = "\r\nX-Injected: 1"
 MAX_RECORDED = 200
-
-
-@pytest.fixture(scope="module")
-def anyio_backend() -> str:
-    return "asyncio"
 
 
 class HeaderRecorder:

@@ -16,9 +16,9 @@ from core.gateway.client import UpstreamUnavailableError
 from core.gateway.config import Upstream
 from core.gateway.connection import ConnectionState, StateListener
 from core.gateway.pool import UpstreamPool
-from tests.core.pipeline.conftest import FakeClock
-from tests.processes import free_port
-from tests.servers import uvicorn_serving
+from tests.fixtures.clocks import FakeClock
+from tests.fixtures.processes import free_port
+from tests.fixtures.servers import uvicorn_serving
 
 pytestmark = [pytest.mark.anyio, pytest.mark.uvicorn]
 released = threading.Event()
@@ -30,11 +30,6 @@ async def slow(ctx: Context) -> str:
     """Answers once the test releases it."""
     await anyio.to_thread.run_sync(released.wait, 15)
     return "done"
-
-
-@pytest.fixture(scope="module")
-def anyio_backend() -> str:
-    return "asyncio"
 
 
 @pytest.fixture(scope="module")

@@ -23,18 +23,13 @@ from core.gateway.served import GatewayServer
 from examples.demo import server as demo
 from tests.fixtures import sdk_upstream
 from tests.fixtures.addresses import ScriptedResolver, capturing_listener
-from tests.servers import uvicorn_serving
+from tests.fixtures.servers import uvicorn_serving
 
 pytestmark = [pytest.mark.anyio, pytest.mark.uvicorn]
 ALLOWED = "127.0.0.2"
 REFUSED = "127.0.0.1"
 SECRET = {"authorization": "Bearer upstream-secret"}
 TIMEOUT = 10.0
-
-
-@pytest.fixture(scope="module")
-def anyio_backend() -> str:
-    return "asyncio"
 
 
 async def test_a_gateway_upstream_that_rebinds_to_loopback_is_refused_before_any_connection() -> None:

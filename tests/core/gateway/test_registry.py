@@ -17,8 +17,8 @@ from core.gateway.registry import UpstreamRegistry
 from core.gateway.served import GatewayServer
 from core.stores.factory import Stores, build_stores
 from examples.demo import server as demo
-from tests.core.pipeline.conftest import FakeClock
-from tests.servers import uvicorn_serving
+from tests.fixtures.clocks import FakeClock
+from tests.fixtures.servers import uvicorn_serving
 
 pytestmark = pytest.mark.anyio
 SEARCH = {"url": "https://search.example.com/mcp"}
@@ -95,11 +95,6 @@ async def test_two_containers_adding_at_once_both_keep_their_upstream(stores: St
     snapshot = await one.snapshot()
     assert sorted(record.upstream.name for record in snapshot.records) == names
     assert snapshot.version == 10
-
-
-@pytest.fixture(scope="module")
-def anyio_backend() -> str:
-    return "asyncio"
 
 
 @pytest.fixture(scope="module")

@@ -27,17 +27,12 @@ from core.stores.factory import build_stores
 from core.transport.asgi import read_body
 from examples.demo import server as demo
 from tests.fixtures import sdk_upstream
-from tests.servers import uvicorn_serving
-from tests.wire import McpHttp
+from tests.fixtures.servers import uvicorn_serving
+from tests.fixtures.wire import McpHttp
 
 pytestmark = [pytest.mark.anyio, pytest.mark.uvicorn]
 TEST_TIMEOUT_SECONDS = 15.0
 LOOPBACK = ("127.0.0.0/8",)
-
-
-@pytest.fixture(scope="module")
-def anyio_backend() -> str:
-    return "asyncio"
 
 
 @pytest.fixture(scope="module")

@@ -15,18 +15,13 @@ from core.gateway.client import UpstreamClient, UpstreamError
 from core.gateway.config import Upstream
 from tests.fixtures import sdk_upstream
 from tests.fixtures.peers import RecordingPeer, text_of
-from tests.servers import uvicorn_serving
+from tests.fixtures.servers import uvicorn_serving
 
 pytestmark = pytest.mark.anyio
 TIMEOUT = 20.0
 """The client's timeout: generous, since the SDK takes a second or two to import on a busy machine."""
 QUICKLY = 5.0
 """Well under TIMEOUT: a failure seen within it was noticed, not waited out."""
-
-
-@pytest.fixture(scope="module")
-def anyio_backend() -> str:
-    return "asyncio"
 
 
 @pytest.fixture(scope="module")

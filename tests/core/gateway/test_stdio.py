@@ -28,11 +28,6 @@ QUICKLY = 5.0
 """Well under TIMEOUT: a failure seen within it was noticed, not waited out."""
 
 
-@pytest.fixture(scope="module")
-def anyio_backend() -> str:
-    return "asyncio"
-
-
 def sdk_upstream(env: dict[str, str] | None = None) -> Upstream:
     return Upstream(name="sdk", transport="stdio", command=sys.executable, args=(SERVER,), env=env or {})
 

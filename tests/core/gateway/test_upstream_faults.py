@@ -24,18 +24,13 @@ from core.gateway.served import GatewayServer
 from core.metrics import LocalMetrics
 from core.resilience.breaker import BreakerPolicy
 from core.stores.factory import build_stores
-from tests.core.pipeline.conftest import FakeClock
-from tests.processes import ServerUrl, free_port, stratus_process
-from tests.servers import uvicorn_serving
-from tests.wire import BASE_HEADERS, McpHttp
+from tests.fixtures.clocks import FakeClock
+from tests.fixtures.processes import ServerUrl, free_port, stratus_process
+from tests.fixtures.servers import uvicorn_serving
+from tests.fixtures.wire import BASE_HEADERS, McpHttp
 
 pytestmark = [pytest.mark.anyio, pytest.mark.uvicorn]
 UPSTREAM_ENV = {"STRATUS_SECRET_KEY": "k"}
-
-
-@pytest.fixture(scope="module")
-def anyio_backend() -> str:
-    return "asyncio"
 
 
 def call(request_id: int, tool: str, arguments: dict[str, Any]) -> dict[str, Any]:
@@ -75,7 +70,7 @@ async def test_an_upstream_dying_mid_call_opens_its_breaker_and_is_reconnected_o
     metrics = LocalMetrics()
     app = build_app(gateway, Settings(), stores=stores, metrics=metrics)
     with ExitStack() as stack, anyio.fail_after(60):
-        first = stack.enter_context(stratus_process("tests.apps:shared", UPSTREAM_ENV, port=port))
+        first = stack.enter_context(stratus_process("tests.fixtures.apps:shared", UPSTREAM_ENV, port=port))
         url = stack.enter_context(uvicorn_serving(app, lifespan="on"))
         async with httpx.AsyncClient(base_url=url, timeout=15) as http:
             session = await McpHttp(http).initialize()
@@ -89,7 +84,7 @@ async def test_an_upstream_dying_mid_call_opens_its_breaker_and_is_reconnected_o
             open_circuit = (
                 await session.request("tools/call", {"name": "mcp__up__add", "arguments": {"a": 1, "b": 2}})
             ).json()
-            with stratus_process("tests.apps:shared", UPSTREAM_ENV, port=port):
+            with stratus_process("tests.fixtures.apps:shared", UPSTREAM_ENV, port=port):
                 still_open = (
                     await session.request("tools/call", {"name": "mcp__up__add", "arguments": {"a": 1, "b": 2}})
                 ).json()

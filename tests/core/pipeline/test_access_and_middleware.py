@@ -13,8 +13,8 @@ from core.metrics import LocalMetrics
 from core.pipeline.current import current_context
 from core.server.policy import CallNext
 from core.server.principal import Principal
-from tests.conftest import client_for
-from tests.wire import McpHttp
+from tests.fixtures.clients import client_for
+from tests.fixtures.wire import McpHttp
 
 pytestmark = pytest.mark.anyio
 

@@ -15,7 +15,7 @@ from core.pipeline.current import current_context
 from core.resilience.breaker import BreakerPolicy
 from core.resilience.limiter import RateLimit
 from core.server.policy import RateLimits, RetryPolicy
-from tests.core.pipeline.conftest import Harness
+from tests.fixtures.pipeline_harness import Harness
 
 pytestmark = pytest.mark.anyio
 

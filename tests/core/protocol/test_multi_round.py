@@ -12,8 +12,8 @@ import pytest
 
 from core import Context, McpServer
 from core.protocol.request_state import RequestStateError, StateSealer, request_digest
-from tests.conftest import client_for
-from tests.wire import McpHttp, modern_meta
+from tests.fixtures.clients import client_for
+from tests.fixtures.wire import McpHttp, modern_meta
 
 pytestmark = pytest.mark.anyio
 

@@ -19,7 +19,7 @@ from core import Context, McpServer, Settings
 from core.stores.extras import TaskRecord
 from core.stores.factory import Stores, build_stores
 from core.transport.app import build_app
-from tests.wire import McpHttp, initialize_message, modern_meta
+from tests.fixtures.wire import McpHttp, initialize_message, modern_meta
 
 pytestmark = pytest.mark.anyio
 TASKS: dict[str, object] = {"extensions": {"io.modelcontextprotocol/tasks": {}}}

@@ -10,8 +10,8 @@ import pytest
 
 from core import BlobResource, EmbeddedResource, McpServer, TextResource, assistant, user
 from core.server.resources import compile_template
-from tests.conftest import client_for
-from tests.wire import McpHttp
+from tests.fixtures.clients import client_for
+from tests.fixtures.wire import McpHttp
 
 pytestmark = pytest.mark.anyio
 

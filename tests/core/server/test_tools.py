@@ -9,8 +9,8 @@ import pytest
 from pydantic import BaseModel, Field
 
 from core import Context, Image, McpServer, Text, ToolResult
-from tests.conftest import client_for
-from tests.wire import McpHttp, validate
+from tests.fixtures.clients import client_for
+from tests.fixtures.wire import McpHttp, validate
 
 pytestmark = pytest.mark.anyio
 

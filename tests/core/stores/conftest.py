@@ -5,8 +5,6 @@ from __future__ import annotations
 import secrets
 from collections.abc import AsyncIterator, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
-from typing import Any
 
 import pytest
 from moto import mock_aws
@@ -15,22 +13,8 @@ from core.stores.dynamodb import create_table, dynamodb_client, dynamodb_stores
 from core.stores.factory import Stores, build_stores
 from core.stores.memory import MemoryBreakerStore, MemoryRateLimitStore, MemorySessionStore
 from core.stores.memory_extra import MemoryCacheStore, MemoryEventLogStore, MemoryPendingRequestStore, MemoryTaskStore
-from tests.core.pipeline.conftest import FakeClock
-
-REDIS_URL = "redis://127.0.0.1:6379/0"
-TTL = 600.0
-MAX_EVENTS = 5
-
-
-@dataclass
-class Backend:
-    name: str
-    stores: Stores
-    clock: FakeClock
-    redis: Any = None
-    prefix: str = ""
-    dynamo: Any = None
-    table: str = ""
+from tests.fixtures.clocks import FakeClock
+from tests.fixtures.store_backends import MAX_EVENTS, REDIS_URL, TTL, Backend
 
 
 @contextmanager

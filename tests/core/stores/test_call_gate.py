@@ -12,7 +12,7 @@ import pytest
 from core.resilience.breaker import BreakerPolicy, CircuitState
 from core.resilience.limiter import RateLimit
 from core.stores.base import CallChecks, SessionRecord
-from tests.core.stores.conftest import Backend
+from tests.fixtures.store_backends import Backend
 
 pytestmark = pytest.mark.anyio
 

@@ -6,7 +6,7 @@ import anyio
 import pytest
 
 from core.stores.extras import TaskExistsError, TaskRecord
-from tests.core.stores.conftest import MAX_EVENTS, TTL, Backend
+from tests.fixtures.store_backends import MAX_EVENTS, TTL, Backend
 
 pytestmark = pytest.mark.anyio
 

@@ -20,7 +20,7 @@ from core.resilience.breaker import BreakerPolicy
 from core.resilience.limiter import RateLimit
 from core.stores.dynamodb import ATTEMPTS, create_table, dynamodb_client, dynamodb_stores
 from core.transport.app import build_app
-from tests.wire import McpHttp
+from tests.fixtures.wire import McpHttp
 
 pytestmark = pytest.mark.anyio
 

@@ -23,9 +23,9 @@ from core.stores.factory import build_stores
 from core.stores.redis import MAX_CONNECTIONS, redis_client, redis_stores
 from core.stores.redis_scripts import SESSION_CREATE
 from core.transport.app import build_app
-from tests.core.stores.conftest import REDIS_URL
-from tests.redis_server import OwnRedis
-from tests.wire import McpHttp
+from tests.fixtures.redis_server import OwnRedis
+from tests.fixtures.store_backends import REDIS_URL
+from tests.fixtures.wire import McpHttp
 
 pytestmark = pytest.mark.anyio
 

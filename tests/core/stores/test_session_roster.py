@@ -13,7 +13,7 @@ from core.stores.base import SessionRecord, SessionStore
 from core.stores.dynamodb_sessions import DynamoSessionStore
 from core.stores.memory import MemorySessionStore
 from core.stores.redis import RedisSessionStore
-from tests.core.stores.conftest import TTL, Backend
+from tests.fixtures.store_backends import TTL, Backend
 
 pytestmark = pytest.mark.anyio
 LIMIT = 3

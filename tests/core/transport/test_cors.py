@@ -7,7 +7,7 @@ import pytest
 
 from core import Settings
 from examples.demo import server as demo_server
-from tests.conftest import client_for
+from tests.fixtures.clients import client_for
 
 pytestmark = pytest.mark.anyio
 

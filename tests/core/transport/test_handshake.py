@@ -10,8 +10,8 @@ import pytest
 
 from core import McpServer, Settings
 from examples.demo import server as demo_server
-from tests.conftest import client_for
-from tests.wire import McpHttp, validate_response
+from tests.fixtures.clients import client_for
+from tests.fixtures.wire import McpHttp, validate_response
 
 pytestmark = pytest.mark.anyio
 

@@ -10,7 +10,7 @@ import pytest
 from core import Settings, build_app
 from core.transport.health import CENSUS_SECONDS
 from examples.demo import server
-from tests.conftest import client_for
+from tests.fixtures.clients import client_for
 
 pytestmark = pytest.mark.anyio
 

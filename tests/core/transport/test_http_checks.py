@@ -9,9 +9,9 @@ import pytest
 
 from core import Settings, build_app
 from examples.demo import server
-from tests.conftest import client_for
-from tests.servers import uvicorn_serving
-from tests.wire import BASE_HEADERS, MODERN, McpHttp, modern_meta, validate
+from tests.fixtures.clients import client_for
+from tests.fixtures.servers import uvicorn_serving
+from tests.fixtures.wire import BASE_HEADERS, MODERN, McpHttp, modern_meta, validate
 
 pytestmark = pytest.mark.anyio
 

@@ -6,7 +6,7 @@ import base64
 
 import pytest
 
-from tests.wire import MODERN, McpHttp, modern_meta
+from tests.fixtures.wire import MODERN, McpHttp, modern_meta
 
 pytestmark = pytest.mark.anyio
 

@@ -9,8 +9,8 @@ import pytest
 from pydantic import Field
 
 from core import Context, McpServer
-from tests.conftest import client_for
-from tests.wire import McpHttp, modern_meta
+from tests.fixtures.clients import client_for
+from tests.fixtures.wire import McpHttp, modern_meta
 
 pytestmark = pytest.mark.anyio
 

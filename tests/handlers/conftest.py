@@ -1,0 +1,18 @@
+"""Fixtures of the Lambda handler tests."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Iterator
+
+import pytest
+
+
+@pytest.fixture(scope="module")
+def container_loop() -> Iterator[asyncio.AbstractEventLoop]:
+    """The event loop of one Lambda container: set before the handler is built, closed when the module ends."""
+    loop = asyncio.new_event_loop()
+    asyncio.set_event_loop(loop)
+    yield loop
+    asyncio.set_event_loop(None)
+    loop.close()
