@@ -40,6 +40,8 @@ INIT_TIMEOUT_SECONDS = 10.0
 INVOKE_PAYLOAD_BYTES = 6 * 1024 * 1024
 """Synchronous invocation payload, request and response each
 (https://docs.aws.amazon.com/lambda/latest/dg/gettingstarted-limits.html)."""
+FREEZE_CHECKS = 400
+FREEZE_CHECK_SECONDS = 0.005
 _LENGTH = struct.Struct(">I")
 
 
@@ -109,10 +111,21 @@ class Container(ABC):
     async def invoke(self, event: Any, context: dict[str, Any]) -> Invoked:
         """One invocation; raises FunctionError when it fails."""
 
-    def freeze(self) -> None:
-        if self.alive and not self.frozen:
-            os.killpg(self.pid, signal.SIGSTOP)
-            self.frozen = True
+    async def freeze(self) -> None:
+        """Stop the process group, and return once its leader has stopped (a signal is delivered asynchronously:
+        until then it could still run)."""
+        if not self.alive or self.frozen:
+            return
+        os.killpg(self.pid, signal.SIGSTOP)
+        self.frozen = True
+        for _ in range(FREEZE_CHECKS):
+            with suppress(ChildProcessError):
+                # WNOHANG: never blocks; WNOWAIT: leaves the status for Popen.
+                if os.waitid(os.P_PID, self.pid, os.WSTOPPED | os.WNOWAIT | os.WNOHANG) is not None:  # noqa: ASYNC222
+                    return
+            if not self.alive:
+                return
+            await asyncio.sleep(FREEZE_CHECK_SECONDS)
 
     def thaw(self) -> None:
         if self.alive and self.frozen:
@@ -231,6 +244,10 @@ class FunctionPool:
         finally:
             await self._release(container, keep=keep and container.alive)
 
+    def idle_pids(self) -> list[int]:
+        """The PIDs of the warm containers waiting, frozen, for an invocation."""
+        return [container.pid for container in self._idle if container.frozen]
+
     def context(self, deadline_seconds: float) -> dict[str, Any]:
         """The invocation's context fields (request id, deadline, ARN) for the runtime."""
         return {
@@ -271,7 +288,7 @@ class FunctionPool:
     async def _release(self, container: Container, *, keep: bool) -> None:
         retire = not keep or self._rng.random() < self._retire_rate
         if not retire:
-            container.freeze()
+            await container.freeze()
         async with self._changed:
             self._busy.discard(container)
             if retire:

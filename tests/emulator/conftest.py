@@ -63,7 +63,7 @@ def read_answer(response: httpx.Response, request_id: int) -> dict[str, Any]:
     """The JSON-RPC response with `request_id`, from a JSON body or from the SSE stream."""
     if response.headers.get("content-type", "").startswith("text/event-stream"):
         for line in response.text.splitlines():
-            if line.startswith("data:"):
+            if line.startswith("data:") and line[5:].strip():  # a priming event's data is empty
                 message = json.loads(line[5:])
                 if message.get("id") == request_id:
                     return dict(message)
