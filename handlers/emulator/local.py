@@ -143,33 +143,21 @@ class LocalAws:
         servers: list[uvicorn.Server] = []
         tasks: list[asyncio.Task[None]] = []
         try:
-            for index, door in enumerate(self.doors):
+            # The first door's port opens last: once it answers, every door does.
+            bases: dict[int, str] = {}
+            for index in reversed(range(len(self.doors))):
+                door = self.doors[index]
                 port = self.options.port + index if self.options.port else 0
-                config = uvicorn.Config(
-                    door,
-                    host=self.options.host,
-                    port=port,
-                    log_level="warning",
-                    lifespan="off",
-                    server_header=False,
-                    timeout_graceful_shutdown=1,
-                )
-                server = uvicorn.Server(config)
+                server, task = await self._listen(door, port)
                 servers.append(server)
-                tasks.append(asyncio.create_task(server.serve()))
-                async with asyncio.timeout(START_TIMEOUT_SECONDS):
-                    while not server.started:
-                        if tasks[-1].done():
-                            raise OSError(f"{door.kind} {door.logical_id} could not listen on port {port}")
-                        await asyncio.sleep(0.01)
+                tasks.append(task)
                 bound = server.servers[0].sockets[0].getsockname()[1]
-                base = f"http://{self.options.host}:{bound}"
+                bases[index] = f"http://{self.options.host}:{bound}"
                 if isinstance(door, RestApiDoor):
-                    stage = "v1" if "v1" in door.api.stages else (door.api.stages or ("",))[-1]
-                    base = f"{base}/{stage}"
+                    bases[index] += f"/{door.api.stage}"
                 if isinstance(door, LambdaApi):
-                    self._lambda_endpoint = base
-                self.served.append(Served(door.kind, door.logical_id, base))
+                    self._lambda_endpoint = bases[index]
+            self.served = [Served(door.kind, door.logical_id, bases[index]) for index, door in enumerate(self.doors)]
             if started is not None:
                 started.set()
             await stop.wait()
@@ -178,6 +166,25 @@ class LocalAws:
                 server.should_exit = True
             await asyncio.gather(*(pool.close() for pool in self.pools.values()), return_exceptions=True)
             await asyncio.gather(*tasks, return_exceptions=True)
+
+    async def _listen(self, door: Any, port: int) -> tuple[uvicorn.Server, asyncio.Task[None]]:
+        config = uvicorn.Config(
+            door,
+            host=self.options.host,
+            port=port,
+            log_level="warning",
+            lifespan="off",
+            server_header=False,
+            timeout_graceful_shutdown=1,
+        )
+        server = uvicorn.Server(config)
+        task = asyncio.create_task(server.serve())
+        async with asyncio.timeout(START_TIMEOUT_SECONDS):
+            while not server.started:
+                if task.done():
+                    raise OSError(f"{door.kind} {door.logical_id} could not listen on port {port}")
+                await asyncio.sleep(0.01)
+        return server, task
 
     @contextmanager
     def running(self) -> Iterator[LocalAws]:

@@ -110,6 +110,8 @@ class RestApi:
     stages: tuple[str, ...]
     methods: tuple[RestMethod, ...]
     endpoint_type: str = "EDGE"
+    stage: str = ""
+    """The stage the template declares (the one its outputs name), among `stages`."""
 
 
 @dataclass(frozen=True)
@@ -334,15 +336,19 @@ def _rest_api(resolver: Resolver, logical_id: str) -> RestApi:
                     timeout_ms=int(integration.get("timeoutInMillis", 29_000)),
                 )
             )
-    stages: set[str] = set()
+    found: dict[str, list[str]] = {}
     for kind in ("AWS::ApiGateway::Stage", "AWS::ApiGateway::Deployment"):
         for resource in _of_type(resolver, kind):
             stage = _properties(resolver, resource)
             # A Deployment with a StageName creates that stage too (SAM's deployment names "Stage").
             if stage.get("RestApiId") == api_id(logical_id) and stage.get("StageName"):
-                stages.add(str(stage["StageName"]))
+                found.setdefault(kind, []).append(str(stage["StageName"]))
+    declared = sorted(found.get("AWS::ApiGateway::Stage", [])) or sorted(found.get("AWS::ApiGateway::Deployment", []))
+    stages = tuple(sorted({name for names in found.values() for name in names}))
     endpoint = ((properties.get("EndpointConfiguration") or {}).get("Types") or ["EDGE"])[0]
-    return RestApi(logical_id, api_id(logical_id), tuple(sorted(stages)), tuple(methods), str(endpoint))
+    return RestApi(
+        logical_id, api_id(logical_id), stages, tuple(methods), str(endpoint), declared[0] if declared else ""
+    )
 
 
 def _function_url(resolver: Resolver, logical_id: str) -> FunctionUrl:
