@@ -77,3 +77,9 @@ async def count_to_three(ctx: Context) -> int:
     for step in (1, 2, 3):
         await ctx.report_progress(step, 3, f"step {step}")
     return os.getpid()
+
+
+@probe.tool(task="optional")
+def where() -> int:
+    """The PID of the process running it; a client that asks runs it as a task (on Lambda: the task worker's)."""
+    return os.getpid()

@@ -13,11 +13,12 @@ import pytest
 
 from handlers.emulator.containers import FunctionPool
 from handlers.emulator.local import LocalAws
-from tests.emulator.conftest import TEMPLATE, call_tool, initialize, serving
+from tests.emulator.conftest import HEADERS, TEMPLATE, VERSION, call_tool, initialize, serving
 
 pytestmark = [pytest.mark.anyio, pytest.mark.uvicorn]
 BUFFERED = "stratus-local-BufferedFunction"
 STREAMING = "stratus-local-StreamingFunction"
+TASK_WORKER = "stratus-local-TaskWorkerFunction"
 WAIT_SECONDS = 20
 
 
@@ -125,3 +126,26 @@ async def test_retired_containers_are_replaced_by_cold_starts_and_the_session_li
         pool = aws.pools[BUFFERED]
         assert len(set(pids)) == 3 and pool.cold_starts == 4
         assert not any(_running(pid) for pid in pids)  # each killed once its invocation ended
+
+
+async def test_a_task_runs_in_a_container_of_the_task_worker(two_containers: LocalAws) -> None:
+    """The buffered function hands the task to the worker function through Lambda's Invoke API (asynchronous), so
+    it runs in a container of its own: the caller's is frozen once it has answered."""
+    url = f"{two_containers.url('ServerlessHttpApi')}/mcp"
+    headers = {**HEADERS, "mcp-protocol-version": VERSION}
+    with anyio.fail_after(WAIT_SECONDS):
+        async with httpx.AsyncClient(timeout=WAIT_SECONDS) as http:
+            headers["mcp-session-id"] = await initialize(http, url)
+            call = {"name": "where", "arguments": {}, "task": {}}
+            created = await http.post(
+                url, json={"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": call}, headers=headers
+            )
+            task_id = created.json()["result"]["task"]["taskId"]
+            result = await http.post(
+                url,
+                json={"jsonrpc": "2.0", "id": 2, "method": "tasks/result", "params": {"taskId": task_id}},
+                headers=headers,
+            )
+    pid = result.json()["result"]["structuredContent"]["result"]
+    assert two_containers.pools[TASK_WORKER].served == [pid]
+    assert pid not in two_containers.pools[BUFFERED].served
