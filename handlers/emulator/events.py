@@ -130,7 +130,8 @@ def v2_event(
         "isBase64Encoded": encoded,
     }
     if cookie:
-        event["cookies"] = [part.strip() for part in cookie.replace(",", ";").split(";") if part.strip()]
+        cookies = [value for name, value in request.headers if name == "cookie"]
+        event["cookies"] = [part.strip() for value in cookies for part in value.split(";") if part.strip()]
     if query:
         event["queryStringParameters"] = {name: ",".join(values) for name, values in query.items()}
     if path_parameters:
