@@ -1,8 +1,8 @@
 """The `stratus` command line.
 
     stratus serve [--app MODULE:ATTR | --gateway FILE] [--host HOST] [--port PORT] [--store URL]
-    stratus local [--app MODULE:ATTR | --gateway FILE] [--host HOST] [--port PORT] [--shape buffered|streaming]
-                  [--payload v2|v1] [--store URL]
+    stratus local [--template FILE] [--parameter NAME=VALUE]... [--app MODULE:ATTR | --gateway FILE] [--store URL]
+                  [--host HOST] [--port PORT] [--containers N] [--retire-rate P] [--seed N]
     stratus store create --store dynamodb://TABLE
     stratus gateway list | add NAME JSON | update NAME JSON | remove NAME | import FILE | test NAME [--store URL]
 
@@ -20,6 +20,7 @@ from collections.abc import Sequence
 from core import build_app
 from core.config import SettingsError
 from handlers import gateway_admin
+from handlers.emulator import command as local_command
 from handlers.loading import load_served
 from handlers.secrets import settings_from_env
 
@@ -36,23 +37,7 @@ def _parser() -> argparse.ArgumentParser:
     serve.add_argument("--port", type=int, help="port to bind (default: MCP_HTTP_PORT, else 8000)")
     serve.add_argument("--store", help="state store URL (default: memory://, or STRATUS_STORE)")
     serve.add_argument("--gateway", metavar="FILE", help='serve the upstreams of a {"mcpServers": ...} file as one')
-    local = commands.add_parser(
-        "local", help="serve through the buffered Lambda handler, each request turned into an API Gateway event"
-    )
-    local.add_argument("--app", help="the server as MODULE:ATTR (default: the demo server, or STRATUS_APP)")
-    local.add_argument("--host", default="127.0.0.1", help="interface to bind (default: 127.0.0.1)")
-    local.add_argument(
-        "--port", type=int, help="port to bind (default: 3000 as sam local; streaming: AWS_LWA_PORT, else 8080)"
-    )
-    local.add_argument(
-        "--shape",
-        choices=["buffered", "streaming"],
-        default="buffered",
-        help="buffered: API Gateway events through the Mangum handler; streaming: the app as the Web Adapter runs it",
-    )
-    local.add_argument("--payload", choices=["v2", "v1"], default="v2", help="HTTP API (v2) or REST API (v1) events")
-    local.add_argument("--store", help="state store URL (default: memory://, or STRATUS_STORE)")
-    local.add_argument("--gateway", metavar="FILE", help='serve the upstreams of a {"mcpServers": ...} file as one')
+    local_command.add_parser(commands)
     store = commands.add_parser("store", help="manage the state store")
     store_commands = store.add_subparsers(dest="store_command", required=True)
     create = store_commands.add_parser(
@@ -89,6 +74,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     if args.command == "store":
         return _create_store(args.store)
+    if args.command == "local":
+        return local_command.run(args)
     if args.command == "gateway":
         try:
             # The records sign nothing: a shared store's required secret key is not needed to edit them.
@@ -105,25 +92,6 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     from handlers.serving import serve
 
-    if args.command == "local" and args.shape == "streaming":
-        from handlers.streaming import adapter_port, serve_for_adapter
-
-        port = args.port or adapter_port()
-        print(f"Serving {server.name} as the Web Adapter runs it at http://{args.host}:{port}{settings.mcp_path}")
-        serve_for_adapter(server, settings, host=args.host, port=port)
-        return 0
-    if args.command == "local":
-        from handlers.emulator import GatewayEmulator
-
-        args.port = args.port or 3000
-        emulator = GatewayEmulator(server, settings, payload=args.payload)
-        print(
-            f"Serving {server.name} through the Lambda handler ({args.payload} events) at "
-            f"http://{args.host}:{args.port}{settings.mcp_path}"
-        )
-        serve(emulator, settings, host=args.host, port=args.port, lifespan="off")
-        emulator.close()
-        return 0
     app = build_app(server, settings)
     if args.port is None:
         args.port = int(os.environ.get("MCP_HTTP_PORT") or 8000)

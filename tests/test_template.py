@@ -96,7 +96,14 @@ def test_the_template_is_well_formed_yaml_with_every_referenced_resource_defined
 def test_the_http_api_routes_every_json_route_of_the_app_to_the_buffered_function() -> None:
     events = _parsed_template()["Resources"]["BufferedFunction"]["Properties"]["Events"]
     routes = {(event["Properties"]["Path"], event["Properties"]["Method"]) for event in events.values()}
-    assert routes == {("/mcp", "ANY"), ("/session", "POST"), ("/session/{sessionId}", "DELETE"), ("/health", "GET")}
+    assert routes == {
+        ("/mcp", "ANY"),
+        ("/session", "POST"),
+        ("/session/{sessionId}", "DELETE"),
+        ("/health", "GET"),
+        ("/.well-known/oauth-protected-resource", "GET"),
+        ("/.well-known/oauth-protected-resource/mcp", "GET"),
+    }
 
 
 def test_the_buffered_function_uses_snapstart_on_a_published_alias_unless_turned_off() -> None:

@@ -1,0 +1,49 @@
+"""`stratus local` as a user runs it: every front door of template.yaml on its own port, printed."""
+
+from __future__ import annotations
+
+import tempfile
+import uuid
+
+import anyio
+import pytest
+from mcp import Client
+
+from tests.fixtures.processes import stratus_process
+
+pytestmark = [pytest.mark.anyio, pytest.mark.uvicorn]
+
+
+async def test_stratus_local_serves_the_buffered_api_and_the_streaming_url() -> None:
+    """Through the HTTP API (buffered function) progress never reaches the client; through the Function URL (the
+    streaming function behind the Web Adapter) it streams."""
+    environment = {
+        "STRATUS_SECRET_KEY": "k",
+        "STRATUS_STORE": "redis://127.0.0.1:6379/0",
+        "STRATUS_STORE_PREFIX": f"emulator-cli-{uuid.uuid4().hex[:12]}",
+    }
+    seen: dict[str, list[float]] = {"buffered": [], "streaming": []}
+    with tempfile.TemporaryFile() as output:
+        command_line = ("local", "--seed", "5", "--retire-rate", "0")
+        with stratus_process(
+            "tests.fixtures.apps:shared", environment, command_line=command_line, output=output
+        ) as url:
+            port = int(url.rsplit(":", 1)[1])
+            for shape, base in [("buffered", url), ("streaming", f"http://127.0.0.1:{port + 2}")]:
+
+                async def on_progress(progress: float, total: float | None, message: str | None) -> None:
+                    seen[shape].append(progress)  # noqa: B023 - called before the loop moves on
+
+                with anyio.fail_after(30):
+                    async with Client(f"{base}/mcp", mode="legacy") as client:
+                        counted = await client.call_tool("count_to_three", {}, progress_callback=on_progress)
+                assert counted.content[0].text == "done"  # type: ignore[union-attr]
+        output.seek(0)
+        printed = output.read().decode()
+    assert seen == {"buffered": [], "streaming": [1, 2, 3]}
+    for line in [
+        f"HTTP API      ServerlessHttpApi        http://127.0.0.1:{port}",
+        f"REST API      StreamingRestApi         http://127.0.0.1:{port + 1}/v1",
+        f"Function URL  StreamingFunctionUrl     http://127.0.0.1:{port + 2}",
+    ]:
+        assert line in printed

@@ -1,0 +1,99 @@
+"""The emulated front doors answer as AWS's do: their routes, stages and own refusals, and the requests they pass
+on reaching the real handler (ported from the single-door emulator's tests)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import anyio
+import httpx
+import pytest
+from mcp import Client
+
+from handlers.emulator.local import LocalAws
+from tests.fixtures.emulated_stack import HEADERS, TEMPLATE, initialize, serving
+
+pytestmark = [pytest.mark.anyio, pytest.mark.uvicorn]
+BUFFERED = "stratus-local-BufferedFunction"
+MISSING_TOKEN = {"message": "Missing Authentication Token"}
+JSON_BODY = {"content-type": "application/json"}
+
+
+@pytest.fixture(scope="module")
+def stack() -> Iterator[LocalAws]:
+    with serving(TEMPLATE) as aws:
+        yield aws
+
+
+async def test_unrouted_paths_and_methods_get_api_gateways_own_answers(stack: LocalAws) -> None:
+    http_api, rest_api = stack.url("ServerlessHttpApi"), stack.url("StreamingRestApi").removesuffix("/v1")
+    invoked = len(stack.pools[BUFFERED].served)
+    async with httpx.AsyncClient(timeout=20) as http:
+        for method, path in [
+            ("GET", "/nope"),
+            ("GET", "/session"),
+            ("PUT", "/health"),
+            ("DELETE", "/session/a/b"),
+            ("GET", "/events/abc"),
+            ("GET", "/"),
+        ]:
+            answer = await http.request(method, f"{http_api}{path}")
+            assert (answer.status_code, answer.json()) == (404, {"message": "Not Found"}), (method, path)
+        assert len(stack.pools[BUFFERED].served) == invoked  # API Gateway answered alone
+        for path in ["/", "/v1", "/v1/", "/v2/mcp", "/mcp"]:
+            answer = await http.post(f"{rest_api}{path}", json={})
+            assert (answer.status_code, answer.json()) == (403, MISSING_TOKEN), path
+        assert (await http.get(f"{rest_api}/v1/health/live")).json() == {"status": "ok"}
+        # SAM's deployment also creates a stage named Stage.
+        assert (await http.get(f"{rest_api}/Stage/health/live")).status_code == 200
+        # A Function URL has no routes: the app answers every path.
+        assert (await http.get(f"{stack.url('StreamingFunctionUrl')}/nope")).status_code == 404
+
+
+async def test_the_rest_api_serves_mcp_under_its_stage_only(stack: LocalAws) -> None:
+    rest_api = stack.url("StreamingRestApi")
+    with anyio.fail_after(20):
+        async with httpx.AsyncClient(timeout=20) as http:
+            assert await initialize(http, f"{rest_api}/mcp")
+            no_stage = await http.post(f"{rest_api.removesuffix('/v1')}/mcp", json={}, headers=HEADERS)
+    assert (no_stage.status_code, no_stage.json()) == (403, MISSING_TOKEN)
+
+
+@pytest.mark.parametrize("mode", ["auto", "legacy"])
+async def test_the_sdk_lists_and_calls_tools_through_the_http_api(stack: LocalAws, mode: str) -> None:
+    with anyio.fail_after(30):
+        async with Client(f"{stack.url('ServerlessHttpApi')}/mcp", mode=mode) as client:
+            tools = await client.list_tools()
+            assert "add" in [tool.name for tool in tools.tools]
+            result = await client.call_tool("add", {"a": 2, "b": 5})
+            assert result.structured_content == {"result": 7}
+
+
+async def test_the_session_rest_api_has_only_its_json_routes_on_the_http_api(stack: LocalAws) -> None:
+    async with httpx.AsyncClient(base_url=stack.url("ServerlessHttpApi"), timeout=20) as http:
+        created = await http.post("/session", headers=JSON_BODY)
+        assert created.status_code == 200
+        session_id = created.json()["sessionId"]
+        call = {
+            "sessionId": session_id,
+            "method": "tools/call",
+            "params": {"name": "add", "arguments": {"a": 1, "b": 2}},
+        }
+        added = await http.post("/mcp", json=call, headers=JSON_BODY)
+        assert added.status_code == 200 and added.json()["result"]["structuredContent"] == {"result": 3}
+        events = await http.get(f"/events/{session_id}")
+        assert (events.status_code, events.json()) == (404, {"message": "Not Found"})  # the streaming function's
+        assert (await http.delete(f"/session/{session_id}")).status_code == 200
+        assert (await http.delete(f"/session/{session_id}")).status_code == 404
+
+
+async def test_the_api_serves_the_address_it_listens_on_not_the_host_a_client_names(stack: LocalAws) -> None:
+    """`requestContext.domainName` is the API's own; a rebound page (the attacker's Host and Origin) is refused."""
+    attacker = "rebound.attacker.example"
+    base = stack.url("ServerlessHttpApi")
+    async with httpx.AsyncClient(base_url=base, timeout=20) as http:
+        rebound = await http.post("/session", headers={**JSON_BODY, "host": attacker, "origin": f"http://{attacker}"})
+        assert rebound.status_code == 421
+        assert "access-control-allow-origin" not in rebound.headers
+        own = await http.post("/session", headers={**JSON_BODY, "host": base.removeprefix("http://")})
+        assert own.status_code == 200
