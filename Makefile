@@ -14,7 +14,12 @@ $(VENV)/.installed: pyproject.toml | $(BIN)/python
 	$(BIN)/python -m pip install --quiet -e '.[dev]'
 	touch $@
 
-run: $(VENV)/.installed  ## serve the demo server on http://127.0.0.1:8000/mcp with the in-memory store
+# Serving needs only Stratus itself; the development extras (test tools, backends, anchors) come with `make test`.
+$(VENV)/.installed-run: pyproject.toml | $(BIN)/python
+	$(BIN)/python -m pip install --quiet -e .
+	touch $@
+
+run: $(VENV)/.installed-run  ## serve the demo server on http://127.0.0.1:8000/mcp with the in-memory store
 	$(BIN)/stratus serve
 
 check: $(VENV)/.installed  ## lint and type-check

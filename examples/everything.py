@@ -4,10 +4,10 @@
 suite against it at both protocol eras. Names and values follow the contract in the conformance docs exactly;
 clients check some of the texts verbatim, so do not reword them.
 
-Fixtures that need something only a streamed response or multi-round requests can carry (log and progress
-notifications mid-call, sampling, elicitation, roots, `input_required` results) are written the way a server
-author would write them against `Context`: the notifications are no-ops on a JSON response and the requests
-raise until the transport delivers them. `tests/conformance/expected-failures-*.txt` lists what fails meanwhile.
+Fixtures that need a streamed response or multi-round requests (log and progress notifications mid-call,
+sampling, elicitation, roots, `input_required` results) are written the way a server author would write them
+against `Context`: the transport streams them, or at 2026-07-28 turns a question into an `input_required` round.
+`tests/conformance/expected-failures-*.txt` lists the scenarios that still fail, with the reason.
 """
 
 from __future__ import annotations

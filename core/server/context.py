@@ -1,8 +1,10 @@
 """The execution context a handler receives when it declares a parameter of type `Context`.
 
-This is the foundation's context: what the request is and who sent it. Capabilities that need a streamed
-response (progress, log messages to the client, elicitation, sampling) are documented no-ops or clear errors
-on a JSON-only response, never hangs; the streaming work makes them deliver.
+What the request is and who sent it, and what a handler may do with the client: report progress, send log
+messages, ask (elicitation, sampling, roots) and notify. On a streamed response (uvicorn, the streaming Lambda
+shape) these reach the client on the call's SSE stream; at 2026-07-28 a question ends the round with
+`input_required`. On a single JSON answer (the buffered Lambda shape, handshake era) progress and logs are
+no-ops and a question is a clear error, never a hang.
 """
 
 from __future__ import annotations
