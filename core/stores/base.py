@@ -9,6 +9,7 @@ import json
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple, Protocol
 
+from core.errors import StoreBusyError
 from core.resilience.breaker import Admission, BreakerPolicy, CircuitState
 from core.resilience.limiter import Decision, RateLimit
 
@@ -30,8 +31,13 @@ class SessionRecord:
     expires_at: float = 0.0
 
 
-class SessionExistsError(Exception):
-    """A session with this id already exists."""
+class SessionExistsError(StoreBusyError):
+    """A live session already has the new session's id (another writer's: a create sent twice finds its own write
+    and succeeds). The id was drawn at random, so asking again draws another: a 503 to retry, never a 500."""
+
+    def __init__(self, session_id: str) -> None:
+        super().__init__("A new session could not be stored; retry shortly")
+        self.session_id = session_id
 
 
 class SessionCensus(NamedTuple):

@@ -20,6 +20,13 @@ session reads write nothing. boto3 calls run on the table's own worker threads, 
 connections (not the event loop's default executor, which the application's blocking calls share and which a
 slow neighbour can fill), with botocore's timeouts and retry mode set explicitly; `ConditionalCheckFailed` and
 every transport error are mapped to domain errors where the call is made (`DynamoTable`).
+
+botocore sends a request again when its answer is lost (a read timeout, a dropped connection), so a conditional
+write may arrive a second time after it was applied, and then fail its own condition. Every such write is
+idempotent: a transaction carries a `ClientRequestToken` (DynamoDB applies the same token once, for ten minutes),
+and the items a conditional write creates or moves carry the write's token `w`, so a condition that fails on the
+writer's own token reads as done. The item is seen in the same round trip (`ReturnValuesOnConditionCheckFailure`).
+The item tokens also hold where the request token is not honoured (moto's server, which ignores it).
 """
 
 from __future__ import annotations
@@ -28,8 +35,9 @@ import asyncio
 import contextlib
 import contextvars
 import functools
+import secrets
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING, Any
 
@@ -59,17 +67,37 @@ BACKOFF_SECONDS = 0.005
 THROTTLED = frozenset(
     {"ProvisionedThroughputExceededException", "ThrottlingException", "RequestLimitExceeded", "InternalServerError"}
 )
+ALL_OLD = {"ReturnValuesOnConditionCheckFailure": "ALL_OLD"}
+"""Asks a conditional write that fails for the item as it was, in the same answer (no read capacity is used):
+https://docs.aws.amazon.com/amazondynamodb/latest/APIReference/API_PutItem.html#DDB-PutItem-request-ReturnValuesOnConditionCheckFailure
+(the same for UpdateItem, DeleteItem and each action of TransactWriteItems, whose `CancellationReasons` carry it:
+https://docs.aws.amazon.com/amazondynamodb/latest/APIReference/API_CancellationReason.html)."""
 
 
 class ConditionFailedError(Exception):
     """A conditional write found the item changed (or present, or absent) since it was read.
 
-    `failed` holds the positions, within a transaction, of the writes whose condition failed.
+    `failed` holds the positions, within a transaction, of the writes whose condition failed; `items` the items
+    that failed, as they were, by position (for writes that asked for them with `ALL_OLD` and found one).
     """
 
-    def __init__(self, failed: Sequence[int] = (0,)) -> None:
+    def __init__(self, failed: Sequence[int] = (0,), items: Mapping[int, Item] | None = None) -> None:
         super().__init__(f"condition failed at {list(failed)}")
         self.failed = tuple(failed)
+        self.items = dict(items or {})
+
+
+def write_token() -> str:
+    """A token naming one write, stored with the items it writes (`w`), so that the same write arriving again can
+    be told from another writer's."""
+    return secrets.token_hex(8)
+
+
+def written_by(item: Item | None, token: str, attribute: str = "w") -> bool:
+    """Whether `item` carries `token` (the item failed its condition because this very write was applied before:
+    botocore resent it after its answer was lost)."""
+    value = (item or {}).get(attribute)
+    return value is not None and value.get("S") == token
 
 
 def number(value: float) -> dict[str, str]:
@@ -173,7 +201,8 @@ class DynamoTable:
         except self._client_error as error:
             code = error.response.get("Error", {}).get("Code", "")
             if code == "ConditionalCheckFailedException":
-                raise ConditionFailedError from None
+                old = error.response.get("Item")
+                raise ConditionFailedError(items={0: old} if old else None) from None
 
             raise StoreUnavailableError("The state store failed the request; retry shortly") from error
         except (self._transport_error, TimeoutError, OSError) as error:
@@ -228,23 +257,39 @@ class DynamoTable:
 
     async def _call_transaction(self, operations: Sequence[Item]) -> None:
         """One TransactWriteItems; a transaction cancelled because another one touched the same item at the same
-        moment (`TransactionConflict`, nothing applied) is tried again, up to ATTEMPTS times with backoff."""
+        moment (`TransactionConflict`, nothing applied) is tried again, up to ATTEMPTS times with backoff.
+
+        Each attempt carries its own `ClientRequestToken`, which botocore keeps when it resends the request: DynamoDB
+        applies a token's transaction once, and answers a resend of an applied one with success for ten minutes
+        (https://docs.aws.amazon.com/amazondynamodb/latest/APIReference/API_TransactWriteItems.html#DDB-TransactWriteItems-request-ClientRequestToken,
+        https://docs.aws.amazon.com/amazondynamodb/latest/developerguide/transaction-apis.html#transaction-apis-txwriteitems).
+        A resend that finds the first still running (`TransactionInProgressException`) is asked again with the same
+        token; after a cancellation the next attempt is a new request, with a new token."""
+        token = write_token()
         for attempt in range(ATTEMPTS):
             self.requests += 1
             try:
                 async with asyncio.timeout(self.timeout * 2 + 1):
                     # TransactWriteItems names the table in each operation, not at the top level.
-                    await self._in_thread(self.client.transact_write_items, TransactItems=list(operations))
+                    await self._in_thread(
+                        self.client.transact_write_items, TransactItems=list(operations), ClientRequestToken=token
+                    )
                 return
             except self._client_error as error:
-                reasons = [reason.get("Code") for reason in error.response.get("CancellationReasons", [])]
-                failed = [index for index, reason in enumerate(reasons) if reason == "ConditionalCheckFailed"]
+                if error.response.get("Error", {}).get("Code") == "TransactionInProgressException":
+                    await _back_off(attempt)
+                    continue
+                reasons = error.response.get("CancellationReasons", [])
+                codes = [reason.get("Code") for reason in reasons]
+                failed = [index for index, code in enumerate(codes) if code == "ConditionalCheckFailed"]
                 if failed:
-                    raise ConditionFailedError(failed) from None
-                if "TransactionConflict" not in reasons:
+                    items = {index: reason["Item"] for index, reason in enumerate(reasons) if reason.get("Item")}
+                    raise ConditionFailedError(failed, items) from None
+                if "TransactionConflict" not in codes:
                     raise StoreUnavailableError("The state store failed the request; retry shortly") from error
             except (self._transport_error, TimeoutError, OSError) as error:
                 raise StoreUnavailableError("The state store is unavailable; retry shortly") from error
+            token = write_token()
             await _back_off(attempt)
         raise StoreBusyError("The write is too contended to complete; retry shortly")
 

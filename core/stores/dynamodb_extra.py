@@ -1,21 +1,36 @@
 """DynamoDB event logs, pending server-to-client requests, tasks and caches, in the same table.
 
     PK                                   SK                 attributes
-    {prefix}#stream#<stream>             seq                seq (counter), expires
+    {prefix}#stream#<stream>             seq                seq (counter), expires, w
     {prefix}#stream#<stream>             event#<seq, 12d>   data, expires
-    {prefix}#pending#<request>           pending            state (open / answered), reply, expires
-    {prefix}#task#<task id>              task               principal, status, result, created, updated, expires
-    {prefix}#cache#<key>                 cache              value, expires
+    {prefix}#pending#<request>           pending            state (open / answered / taken), reply, expires, w
+    {prefix}#task#<task id>              task               principal, status, result, created, updated, expires, w
+    {prefix}#cache#<key>                 cache              value, expires, w
 
 DynamoDB cannot push, so a waiter polls its pending item with a growing interval (10 ms up to 250 ms).
+
+`w` is the token of the last conditional write of the item (see `core.stores.dynamodb`): when botocore resends a
+write whose answer was lost and the resend fails its condition, the item it gets back names that write, and the
+write reads as done instead of as refused.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from collections.abc import Callable
 
-from core.stores.dynamodb import ConditionFailedError, DynamoTable, Item, number, number_of
+from core.errors import StoreUnavailableError
+from core.stores.dynamodb import (
+    ALL_OLD,
+    ConditionFailedError,
+    DynamoTable,
+    Item,
+    number,
+    number_of,
+    write_token,
+    written_by,
+)
 from core.stores.extras import StreamEvent, TaskExistsError, TaskRecord
 
 Clock = Callable[[], float]
@@ -32,16 +47,27 @@ class DynamoEventLogStore:
         self.ttl = ttl_seconds
 
     async def append(self, stream: str, data: str) -> int:
+        """Number the event (the counter's update names this append, so a resend of it is not counted again), then
+        write it under its number (a plain put: a resend writes the same item)."""
         key = self.table.key("stream", stream)
         expires = number(self.table.clock() + self.ttl)
-        counted = await self.table._call(
-            "update_item",
-            Key={**key, "SK": {"S": "seq"}},
-            UpdateExpression="ADD seq :one SET expires = :expires",
-            ExpressionAttributeValues={":one": {"N": "1"}, ":expires": expires},
-            ReturnValues="UPDATED_NEW",
-        )
-        seq = int(float(counted["Attributes"]["seq"]["N"]))
+        token = write_token()
+        try:
+            counted = await self.table._call(
+                "update_item",
+                Key={**key, "SK": {"S": "seq"}},
+                UpdateExpression="ADD seq :one SET expires = :expires, w = :token",
+                ConditionExpression="attribute_not_exists(w) OR w <> :token",
+                ExpressionAttributeValues={":one": {"N": "1"}, ":expires": expires, ":token": {"S": token}},
+                ReturnValues="UPDATED_NEW",
+                **ALL_OLD,
+            )
+            seq = int(number_of(counted["Attributes"], "seq"))
+        except ConditionFailedError as failure:
+            counter = failure.items.get(0)
+            if counter is None or not written_by(counter, token):
+                raise StoreUnavailableError("The state store failed the request; retry shortly") from None
+            seq = int(number_of(counter, "seq"))  # this append, resent after it was counted
         item = {**key, "SK": {"S": f"event#{seq:012d}"}, "data": {"S": data}, "expires": expires}
         await self.table._call("put_item", Item=item)
         return seq
@@ -89,38 +115,54 @@ class DynamoPendingRequestStore:
         await self.table._call("put_item", Item={**self._key(request_key), "state": {"S": "open"}, "expires": expires})
 
     async def deliver(self, request_key: str, reply: str) -> bool:
+        token = write_token()
         try:
             await self.table._call(
                 "update_item",
                 Key=self._key(request_key),
-                UpdateExpression="SET #state = :answered, reply = :reply",
+                UpdateExpression="SET #state = :answered, reply = :reply, w = :token",
                 ConditionExpression="#state = :open AND expires > :now",
                 ExpressionAttributeNames={"#state": "state"},
                 ExpressionAttributeValues={
                     ":answered": {"S": "answered"},
                     ":open": {"S": "open"},
                     ":reply": {"S": reply},
+                    ":token": {"S": token},
                     ":now": number(self.table.clock()),
                 },
+                **ALL_OLD,
             )
-        except ConditionFailedError:
-            return False
+        except ConditionFailedError as failure:
+            return written_by(failure.items.get(0), token)  # this reply, resent after it was delivered
         return True
 
     async def wait(self, request_key: str, within: float) -> str | None:
+        """Poll for the reply; once read, the item is kept as `taken` without the reply (not deleted) until its TTL,
+        so that a resend of the delivering write still finds its token."""
         loop = asyncio.get_running_loop()
         deadline = loop.time() + within
         interval = POLL_FIRST_SECONDS
         while True:
             item = await self.table.get(self._key(request_key))
             if item is not None and "reply" in item:
-                await self.table._call("delete_item", Key=self._key(request_key))
+                await self._take(request_key)
                 return str(item["reply"]["S"])
             left = deadline - loop.time()
-            if left <= 0 or item is None:
+            if left <= 0 or item is None or item["state"]["S"] == "taken":
                 return None
             await asyncio.sleep(min(interval, left))
             interval = min(POLL_MAX_SECONDS, interval * 2)
+
+    async def _take(self, request_key: str) -> None:
+        with contextlib.suppress(ConditionFailedError):  # already gone (the TTL): nothing to take
+            await self.table._call(
+                "update_item",
+                Key=self._key(request_key),
+                UpdateExpression="SET #state = :taken REMOVE reply",
+                ConditionExpression="attribute_exists(PK)",
+                ExpressionAttributeNames={"#state": "state"},
+                ExpressionAttributeValues={":taken": {"S": "taken"}},
+            )
 
 
 class DynamoTaskStore:
@@ -134,6 +176,7 @@ class DynamoTaskStore:
 
     async def create(self, record: TaskRecord, ttl_seconds: float) -> None:
         now = self.table.clock()
+        token = write_token()
         item = {
             **self._key(record.task_id),
             "principal": {"S": record.principal or ""},
@@ -142,6 +185,7 @@ class DynamoTaskStore:
             "created": number(now),
             "updated": number(now),
             "expires": number(now + ttl_seconds),
+            "w": {"S": token},
         }
         try:
             await self.table._call(
@@ -149,9 +193,11 @@ class DynamoTaskStore:
                 Item=item,
                 ConditionExpression="attribute_not_exists(PK) OR expires <= :now",
                 ExpressionAttributeValues={":now": number(now)},
+                **ALL_OLD,
             )
-        except ConditionFailedError:
-            raise TaskExistsError(record.task_id) from None
+        except ConditionFailedError as failure:
+            if not written_by(failure.items.get(0), token):  # else: this create, resent after it was applied
+                raise TaskExistsError(record.task_id) from None
 
     async def get(self, task_id: str) -> TaskRecord | None:
         item = await self.table.get(self._key(task_id))
@@ -170,9 +216,10 @@ class DynamoTaskStore:
 
     async def update(self, task_id: str, *, status: str, result: str | None, expect: tuple[str, ...]) -> bool:
         now = self.table.clock()
+        token = write_token()
         names = {f":expect{index}": {"S": value} for index, value in enumerate(expect)}
-        values = {":status": {"S": status}, ":now": number(now), **names}
-        update = "SET #status = :status, updated = :now"
+        values = {":status": {"S": status}, ":now": number(now), ":token": {"S": token}, **names}
+        update = "SET #status = :status, updated = :now, w = :token"
         if result is not None:
             update += ", #result = :result"
             values[":result"] = {"S": result}
@@ -186,9 +233,10 @@ class DynamoTaskStore:
                 if result is not None
                 else {"#status": "status"},
                 ExpressionAttributeValues=values,
+                **ALL_OLD,
             )
-        except ConditionFailedError:
-            return False
+        except ConditionFailedError as failure:
+            return written_by(failure.items.get(0), token)  # this move, resent after it was applied
         return True
 
 
@@ -216,14 +264,16 @@ class DynamoCacheStore:
 
     async def claim(self, key: str, ttl_seconds: float) -> bool:
         now = self.table.clock()
-        item = {**self._key(key), "value": {"S": "1"}, "expires": number(now + ttl_seconds)}
+        token = write_token()
+        item = {**self._key(key), "value": {"S": "1"}, "expires": number(now + ttl_seconds), "w": {"S": token}}
         try:
             await self.table._call(
                 "put_item",
                 Item=item,
                 ConditionExpression="attribute_not_exists(PK) OR expires <= :now",
                 ExpressionAttributeValues={":now": number(now)},
+                **ALL_OLD,
             )
-        except ConditionFailedError:
-            return False
+        except ConditionFailedError as failure:
+            return written_by(failure.items.get(0), token)  # this claim, resent after it was applied
         return True

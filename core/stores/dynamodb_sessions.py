@@ -8,6 +8,11 @@ transaction, conditioned on the quota; its roster entry names the principal, so 
 frees that place too, and a count left at zero is deleted. A request sliding a session's expiry touches only the
 session: `sweep` re-reads the sessions whose roster entry says they are due, moving the live ones forward and removing
 the rest (also the sessions DynamoDB's TTL already deleted), each removal a transaction that frees its place.
+
+Creating and ending are safe to send twice (botocore resends a request whose answer was lost): the session item
+carries the creating write's token `w`, and an ended session stays behind as a tombstone naming the ending write
+(`ended`, no data, expired at once for the TTL to collect), so a resend that fails its condition finds its own
+token and reads as done, while another writer's item still reads as taken or gone.
 """
 
 from __future__ import annotations
@@ -17,9 +22,20 @@ from typing import Any
 
 from core.errors import PrincipalSessionsFullError, TooManySessionsError
 from core.stores.base import SessionCensus, SessionExistsError, SessionRecord, decode_session, encode_session
-from core.stores.dynamodb import TOUCH_INTERVAL, ConditionFailedError, DynamoTable, Item, number, number_of
+from core.stores.dynamodb import (
+    ALL_OLD,
+    TOUCH_INTERVAL,
+    ConditionFailedError,
+    DynamoTable,
+    Item,
+    number,
+    number_of,
+    write_token,
+    written_by,
+)
 
 COUNT = "#count"
+ENDED = "ended"
 SWEEP_BATCH = 100  # BatchGetItem's limit
 SWEEP_PAGES = 200
 
@@ -43,8 +59,8 @@ class DynamoSessionStore:
         return {"PK": self.roster, "SK": {"S": session_id}}
 
     def live(self, session_id: str, item: Item | None, now: float) -> SessionRecord | None:
-        """The record in `item`, or None when it is absent or expired (TTL deletion lags)."""
-        if item is None or number_of(item, "expires") <= now:
+        """The record in `item`, or None when it is absent, ended or expired (TTL deletion lags)."""
+        if item is None or ENDED in item or number_of(item, "expires") <= now:
             return None
         return decode_session(
             session_id,
@@ -64,29 +80,33 @@ class DynamoSessionStore:
                 "TableName": self.table.table,
                 "Key": self.key(record.session_id),
                 "UpdateExpression": "SET active = :now, expires = :expires",
-                "ConditionExpression": "expires > :now",
+                "ConditionExpression": "expires > :now AND attribute_not_exists(#ended)",
+                "ExpressionAttributeNames": {"#ended": ENDED},
                 "ExpressionAttributeValues": {":now": number(now), ":expires": number(now + self.ttl)},
             }
         }
 
     async def create(self, record: SessionRecord) -> None:
-        refusal = await self._create(record)
+        token = write_token()  # both attempts may share it: a refused one wrote nothing
+        refusal = await self._create(record, token)
         if refusal is not None and await self.sweep() > 0:
-            refusal = await self._create(record)
+            refusal = await self._create(record, token)
         if refusal is not None:
             raise refusal
 
-    async def _create(self, record: SessionRecord) -> TooManySessionsError | None:
+    async def _create(self, record: SessionRecord, token: str) -> TooManySessionsError | None:
         """Write the session, its roster entry, the count and its principal's count together; the refusal when the
         principal's quota or the global limit stopped it."""
         now = self.table.clock()
-        writes = [self._put_session(record, now), self._put_entry(record, now), self._count(+1)]
+        writes = [self._put_session(record, now, token), self._put_entry(record, now), self._count(+1)]
         if record.principal:
             writes.append(self._principal_count(record.principal, +1))
         try:
             await self.table.write(writes)
         except ConditionFailedError as failure:
             if 0 in failure.failed:
+                if written_by(failure.items.get(0), token):
+                    return None  # this transaction, resent, found itself applied: all of it, atomically
                 raise SessionExistsError(record.session_id) from None
             if 3 in failure.failed:
                 return PrincipalSessionsFullError(self.max_per_principal)
@@ -112,8 +132,8 @@ class DynamoSessionStore:
                 "update_item",
                 Key=self.key(record.session_id),
                 UpdateExpression="SET #data = :data",
-                ConditionExpression="expires > :now",
-                ExpressionAttributeNames={"#data": "data"},
+                ConditionExpression="expires > :now AND attribute_not_exists(#ended)",
+                ExpressionAttributeNames={"#data": "data", "#ended": ENDED},
                 ExpressionAttributeValues={":data": {"S": encode_session(record)}, ":now": number(now)},
             )
         except ConditionFailedError:
@@ -121,15 +141,24 @@ class DynamoSessionStore:
 
     async def delete(self, session_id: str) -> bool:
         owner = _principal_of(await self.table.get(self.entry(session_id)))
+        token = write_token()
+        end = self._end_session(session_id, token)
         try:
-            await self.table.write([self._delete_session(session_id), *self._free_place(session_id, owner)])
+            await self.table.write([end, *self._free_place(session_id, owner)])
         except ConditionFailedError as failure:
-            if 0 in failure.failed:
-                return False
-            # A session without a roster entry (created before the roster existed) ends alone.
-            response = await self.table._call("delete_item", Key=self.key(session_id), ReturnValues="ALL_OLD")
-            return "Attributes" in response
+            if 0 not in failure.failed:
+                # A session without a roster entry (created before the roster existed) ends alone.
+                return await self._end_alone(end, token)
+            if not written_by(failure.items.get(0), token, ENDED):
+                return False  # unknown, or ended by another request
         await self._tidy(owner)
+        return True
+
+    async def _end_alone(self, end: Item, token: str) -> bool:
+        try:
+            await self.table.write([end])
+        except ConditionFailedError as failure:
+            return written_by(failure.items.get(0), token, ENDED)
         return True
 
     async def census(self) -> SessionCensus:
@@ -189,19 +218,21 @@ class DynamoSessionStore:
                 ExpressionAttributeValues={":until": number(until)},
             )
 
-    def _put_session(self, record: SessionRecord, now: float) -> Item:
+    def _put_session(self, record: SessionRecord, now: float, token: str) -> Item:
         item = {
             **self.key(record.session_id),
             "data": {"S": encode_session(record)},
             "created": number(now),
             "active": number(now),
             "expires": number(now + self.ttl),
+            "w": {"S": token},
         }
         return self._op(
             "Put",
             Item=item,
             ConditionExpression="attribute_not_exists(PK) OR expires <= :now",
             ExpressionAttributeValues={":now": number(now)},
+            **ALL_OLD,
         )
 
     def _put_entry(self, record: SessionRecord, now: float) -> Item:
@@ -257,8 +288,18 @@ class DynamoSessionStore:
                     ExpressionAttributeValues={":none": {"N": "0"}},
                 )
 
-    def _delete_session(self, session_id: str) -> Item:
-        return self._op("Delete", Key=self.key(session_id), ConditionExpression="attribute_exists(PK)")
+    def _end_session(self, session_id: str, token: str) -> Item:
+        """End the session, leaving a tombstone that names this write (and holds no data) until the TTL collects it:
+        a resend of this write then finds its own token, where a deleted item would tell it nothing."""
+        return self._op(
+            "Update",
+            Key=self.key(session_id),
+            UpdateExpression="SET #ended = :token, expires = :now REMOVE #data",
+            ConditionExpression="attribute_exists(PK) AND attribute_not_exists(#ended)",
+            ExpressionAttributeNames={"#ended": ENDED, "#data": "data"},
+            ExpressionAttributeValues={":token": {"S": token}, ":now": number(self.table.clock())},
+            **ALL_OLD,
+        )
 
     def _delete_expired(self, session_id: str, now: float) -> Item:
         return self._op(

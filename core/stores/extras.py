@@ -8,6 +8,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import NamedTuple, Protocol
 
+from core.errors import StoreBusyError
+
 
 class StreamEvent(NamedTuple):
     """One event of a stream: its sequence number within the stream, and its payload."""
@@ -88,5 +90,10 @@ class CacheStore(Protocol):
         """Set `key` only if it is absent (or expired), in one atomic step; whether this call set it."""
 
 
-class TaskExistsError(Exception):
-    """A task with this id already exists."""
+class TaskExistsError(StoreBusyError):
+    """A live task already has the new task's id (another writer's: a create sent twice finds its own write and
+    succeeds). The id was drawn at random, so asking again draws another: a 503 to retry, never a 500."""
+
+    def __init__(self, task_id: str) -> None:
+        super().__init__("A new task could not be stored; retry shortly")
+        self.task_id = task_id

@@ -3,7 +3,8 @@
 Keys live under a prefix and carry a hash tag, so all keys of one session, bucket or breaker sit in one slot of a
 Redis Cluster / ElastiCache Serverless:
 
-    {prefix}:{s:<session id>}          hash: data (JSON), created, expires (slid by each load), w (write token)
+    {prefix}:{s:<session id>}          hash: data (JSON), created, expires (slid by each load), w (write token);
+                                       once ended, for GRACE_SECONDS: ended (the ending write's token) alone
     {prefix}:{roster}:expires          sorted set: session id -> its expiry when last looked at
     {prefix}:{roster}:created          sorted set: session id -> its creation time
     {prefix}:{roster}:owners           hash: session id -> its principal (anonymous sessions are not in it)
@@ -236,15 +237,18 @@ class RedisSessionStore:
         await self.scripts.run("session_save", [key], [encode_session(record), repr(self.clock())])
 
     async def delete(self, session_id: str) -> bool:
-        deleted, _ = await self.scripts.run_many(self._forget(session_id))
-        return bool(deleted)
+        """End the session (a tombstone naming this write, so a resend of it still reads as done) and free its
+        places, in one round trip."""
+        end: Call = ("session_end", [self.scripts.key(f"s:{session_id}")], [secrets.token_hex(4), GRACE_SECONDS])
+        ended, _ = await self.scripts.run_many([end, self._free(session_id)])
+        return bool(ended)
 
     def _forget(self, session_id: str) -> list[Call]:
-        """Delete the session and free its places (the roster's and its principal's), in one round trip."""
-        return [
-            ("key_delete", [self.scripts.key(f"s:{session_id}")], []),
-            ("roster_forget", self.roster, [session_id]),
-        ]
+        """Delete an expired session and free its places (the roster's and its principal's), in one round trip."""
+        return [("key_delete", [self.scripts.key(f"s:{session_id}")], []), self._free(session_id)]
+
+    def _free(self, session_id: str) -> Call:
+        return "roster_forget", self.roster, [session_id]
 
     async def census(self) -> SessionCensus:
         await self.sweep()

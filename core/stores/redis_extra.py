@@ -1,9 +1,14 @@
 """Redis event logs, pending server-to-client requests, tasks and caches.
 
     {prefix}:{ev:<stream>}:seq / :events     hash (seq, expires), list of "seq|data" (newest `max_events`)
-    {prefix}:{pr:<request>}:open / :reply    marker while a reply is awaited, list the reply is pushed to
-    {prefix}:{t:<task id>}                   hash: principal, status, result, created, updated, expires
-    {prefix}:{c:<key>}                       string "expires|value"
+    {prefix}:{ev:<stream>}:tokens            sorted set: the newest appends' write tokens -> their seq
+    {prefix}:{pr:<request>}:open / :reply    marker ('1' while a reply is awaited, then 'answered:<token>'), list
+                                             the reply is pushed to
+    {prefix}:{t:<task id>}                   hash: principal, status, result, created, updated, expires, w
+    {prefix}:{c:<key>}                       string "expires|value" (a claim's value: its write token)
+
+Each write a dropped connection may make redis-py send twice carries a write token (see
+`core.stores.redis_scripts`), so the second run answers like the first and adds nothing.
 
 A follower of an event log subscribes to the channel named like its events list, which every append publishes
 to, so a new event wakes it at once and an idle follower sends nothing. A waiter blocks on its reply list
@@ -14,6 +19,7 @@ polling.
 from __future__ import annotations
 
 import asyncio
+import secrets
 import time
 from collections.abc import Callable
 from typing import Any
@@ -26,6 +32,11 @@ Clock = Callable[[], float]
 
 def _text(value: Any) -> str:
     return value.decode() if isinstance(value, bytes) else str(value)
+
+
+def _token() -> str:
+    """A write token: tells this write, sent twice, from another writer's."""
+    return secrets.token_hex(8)
 
 
 class RedisEventLogStore:
@@ -51,8 +62,9 @@ class RedisEventLogStore:
         return [self.scripts.key(f"ev:{stream}", "seq"), self.scripts.key(f"ev:{stream}", "events")]
 
     async def append(self, stream: str, data: str) -> int:
-        args = [data, self.max_events, self.ttl, repr(self.clock()), GRACE_SECONDS]
-        return int(await self.scripts.run("event_append", self._keys(stream), args))
+        keys = [*self._keys(stream), self.scripts.key(f"ev:{stream}", "tokens")]
+        args = [data, self.max_events, self.ttl, repr(self.clock()), GRACE_SECONDS, _token()]
+        return int(await self.scripts.run("event_append", keys, args))
 
     async def read_after(self, stream: str, seq: int) -> list[StreamEvent]:
         rows = await self.scripts.run("event_read", self._keys(stream), [repr(self.clock())])
@@ -100,7 +112,7 @@ class RedisPendingRequestStore:
         await self.scripts.command("set", self._keys(request_key)[0], "1", px=int(ttl_seconds * 1000))
 
     async def deliver(self, request_key: str, reply: str) -> bool:
-        return bool(int(await self.scripts.run("pending_deliver", self._keys(request_key), [reply])))
+        return bool(int(await self.scripts.run("pending_deliver", self._keys(request_key), [reply, _token()])))
 
     async def wait(self, request_key: str, within: float) -> str | None:
         marker, replies = self._keys(request_key)
@@ -114,7 +126,8 @@ class RedisPendingRequestStore:
                 return None
             popped = await self.waits.command("blpop", [replies], timeout=min(left, slice_seconds), blocking=True)
             if popped is not None:
-                await self.scripts.command("delete", marker, replies)
+                # The popped list is gone; the marker stays (answered, until it expires), so a resend of the
+                # delivering script finds its token instead of reading as a reply nobody waits for.
                 return _text(popped[1])
 
 
@@ -129,7 +142,8 @@ class RedisTaskStore:
         return self.scripts.key(f"t:{task_id}")
 
     async def create(self, record: TaskRecord, ttl_seconds: float) -> None:
-        args = [repr(self.clock()), ttl_seconds, GRACE_SECONDS, record.principal or "", record.status, record.request]
+        now = repr(self.clock())
+        args = [now, ttl_seconds, GRACE_SECONDS, record.principal or "", record.status, record.request, _token()]
         if not int(await self.scripts.run("task_create", [self._key(record.task_id)], args)):
             raise TaskExistsError(record.task_id)
 
@@ -150,7 +164,7 @@ class RedisTaskStore:
         )
 
     async def update(self, task_id: str, *, status: str, result: str | None, expect: tuple[str, ...]) -> bool:
-        args = [repr(self.clock()), status, "1" if result is not None else "0", result or "", *expect]
+        args = [repr(self.clock()), status, "1" if result is not None else "0", result or "", _token(), *expect]
         return bool(int(await self.scripts.run("task_update", [self._key(task_id)], args)))
 
 
@@ -178,5 +192,5 @@ class RedisCacheStore:
         await self.scripts.command("delete", self.scripts.key(f"c:{key}"))
 
     async def claim(self, key: str, ttl_seconds: float) -> bool:
-        args = [repr(self.clock()), ttl_seconds, GRACE_SECONDS]
+        args = [repr(self.clock()), ttl_seconds, GRACE_SECONDS, _token()]
         return bool(int(await self.scripts.run("cache_claim", [self.scripts.key(f"c:{key}")], args)))

@@ -4,6 +4,14 @@ Every script takes the caller's clock (`now`, seconds) as an argument instead of
 hosts keep their clocks synchronized, and an injected clock lets the contract tests move time without sleeping.
 Keys of one script share a hash tag, so each script runs on one slot of a Redis Cluster. Lua numbers are
 returned as strings: Redis would truncate floats to integers.
+
+redis-py sends a pipeline again when a dropped connection lost its answer (one retry, `redis_client`), so a
+script may run twice. Each script that changes state either does nothing the second time (ROSTER_ADMIT finds the
+session admitted, SESSION_LOAD and SESSION_SAVE write the same values, ROSTER_FORGET finds nothing to free), or
+takes the caller's write token and answers the second run as the first when the state carries that token.
+Rate limits and breakers are not: a resent BUCKET_TAKE takes twice, a resent BREAKER_RECORD counts a failure twice,
+and a resent BREAKER_ADMIT that took the half-open trial finds the trial taken and refuses the call (a refusal with
+its retry time, never an error; the trial is free again after the cool-down).
 """
 
 from __future__ import annotations
@@ -80,6 +88,22 @@ return removed
 # KEYS[1] any key. -> 1 deleted, 0 absent (a plain DEL, as a script so that it pipelines with the others).
 KEY_DELETE = """
 return redis.call('DEL', KEYS[1])
+"""
+
+# KEYS[1] session hash. ARGV: write token, seconds to keep the tombstone. -> 1 ended (also when this same write
+# arrives again), 0 no such session (or another request ended it). The session is replaced by a tombstone naming
+# the write (no data: it loads as absent, and a create may reuse the key).
+SESSION_END = """
+local ended = redis.call('HGET', KEYS[1], 'ended')
+if ended then
+  if ended == ARGV[1] then return 1 end
+  return 0
+end
+if redis.call('EXISTS', KEYS[1]) == 0 then return 0 end
+redis.call('DEL', KEYS[1])
+redis.call('HSET', KEYS[1], 'ended', ARGV[1])
+redis.call('PEXPIRE', KEYS[1], math.ceil(tonumber(ARGV[2]) * 1000))
+return 1
 """
 
 # KEYS[1] bucket hash. ARGV: now, rate, burst, cost. -> {allowed 0/1, retry_after}.
@@ -175,20 +199,27 @@ redis.call('PEXPIRE', KEYS[2], keep)
 return {before, before}
 """
 
-# KEYS[1] counter hash (seq, expires), KEYS[2] events list. ARGV: data, max events, ttl, now, grace.
+# KEYS[1] counter hash (seq, expires), KEYS[2] events list, KEYS[3] write tokens (sorted set: token -> seq, the
+# newest `max events`). ARGV: data, max events, ttl, now, grace, write token.
 # -> the event's sequence number, also published on the channel named like the events list (waking followers).
-# A stream past its expiry starts again from 1.
+# The same append arriving again finds its token and answers its number without adding a copy. A stream past its
+# expiry starts again from 1.
 EVENT_APPEND = """
 local now, ttl = tonumber(ARGV[4]), tonumber(ARGV[3])
 local expires = redis.call('HGET', KEYS[1], 'expires')
-if expires and tonumber(expires) <= now then redis.call('DEL', KEYS[1], KEYS[2]) end
+if expires and tonumber(expires) <= now then redis.call('DEL', KEYS[1], KEYS[2], KEYS[3]) end
+local sent = redis.call('ZSCORE', KEYS[3], ARGV[6])
+if sent then return tonumber(sent) end
 local seq = redis.call('HINCRBY', KEYS[1], 'seq', 1)
 redis.call('HSET', KEYS[1], 'expires', string.format('%.17g', now + ttl))
 redis.call('RPUSH', KEYS[2], seq .. '|' .. ARGV[1])
 redis.call('LTRIM', KEYS[2], -tonumber(ARGV[2]), -1)
+redis.call('ZADD', KEYS[3], seq, ARGV[6])
+redis.call('ZREMRANGEBYRANK', KEYS[3], 0, -tonumber(ARGV[2]) - 1)
 local keep = math.ceil((ttl + tonumber(ARGV[5])) * 1000)
 redis.call('PEXPIRE', KEYS[1], keep)
 redis.call('PEXPIRE', KEYS[2], keep)
+redis.call('PEXPIRE', KEYS[3], keep)
 redis.call('PUBLISH', KEYS[2], seq)
 return seq
 """
@@ -200,47 +231,61 @@ if not expires or tonumber(expires) <= tonumber(ARGV[1]) then return {} end
 return redis.call('LRANGE', KEYS[2], 0, -1)
 """
 
-# KEYS[1] open marker, KEYS[2] reply list. ARGV: reply. -> 1 delivered, 0 nobody waits (or already answered).
+# KEYS[1] marker ('1' while open, then 'answered:<token>' until it expires), KEYS[2] reply list. ARGV: reply,
+# write token. -> 1 delivered (also when this same reply arrives again), 0 nobody waits (or already answered).
 PENDING_DELIVER = """
+local state = redis.call('GET', KEYS[1])
+if state == 'answered:' .. ARGV[2] then return 1 end
+if state ~= '1' then return 0 end
 local ttl = redis.call('PTTL', KEYS[1])
-if redis.call('DEL', KEYS[1]) == 0 then return 0 end
+redis.call('SET', KEYS[1], 'answered:' .. ARGV[2], 'KEEPTTL')
 redis.call('RPUSH', KEYS[2], ARGV[1])
 redis.call('PEXPIRE', KEYS[2], math.max(ttl, 1000))
 return 1
 """
 
-# KEYS[1] task hash. ARGV: now, ttl, grace, principal, status, request. -> 1 created, 0 taken.
+# KEYS[1] task hash. ARGV: now, ttl, grace, principal, status, request, write token. -> 1 created (also when this
+# same create arrives again), 0 taken.
 TASK_CREATE = """
-local expires = redis.call('HGET', KEYS[1], 'expires')
-if expires and tonumber(expires) > tonumber(ARGV[1]) then return 0 end
+local row = redis.call('HMGET', KEYS[1], 'expires', 'w')
+if row[1] and tonumber(row[1]) > tonumber(ARGV[1]) then
+  if row[2] == ARGV[7] then return 1 end
+  return 0
+end
 redis.call('DEL', KEYS[1])
 local until_ = tonumber(ARGV[1]) + tonumber(ARGV[2])
 redis.call('HSET', KEYS[1], 'principal', ARGV[4], 'status', ARGV[5], 'request', ARGV[6], 'created', ARGV[1],
-  'updated', ARGV[1], 'expires', string.format('%.17g', until_))
+  'updated', ARGV[1], 'expires', string.format('%.17g', until_), 'w', ARGV[7])
 redis.call('PEXPIRE', KEYS[1], math.ceil((tonumber(ARGV[2]) + tonumber(ARGV[3])) * 1000))
 return 1
 """
 
-# KEYS[1] task hash. ARGV: now, status, has result 0/1, result, expected statuses... -> 1 moved, 0 not.
+# KEYS[1] task hash. ARGV: now, status, has result 0/1, result, write token, expected statuses... -> 1 moved (also
+# when this same move arrives again), 0 not.
 TASK_UPDATE = """
-local row = redis.call('HMGET', KEYS[1], 'status', 'expires')
+local row = redis.call('HMGET', KEYS[1], 'status', 'expires', 'w')
 if not row[1] or tonumber(row[2]) <= tonumber(ARGV[1]) then return 0 end
+if row[3] == ARGV[5] then return 1 end
 local allowed = false
-for i = 5, #ARGV do if ARGV[i] == row[1] then allowed = true end end
+for i = 6, #ARGV do if ARGV[i] == row[1] then allowed = true end end
 if not allowed then return 0 end
-redis.call('HSET', KEYS[1], 'status', ARGV[2], 'updated', ARGV[1])
+redis.call('HSET', KEYS[1], 'status', ARGV[2], 'updated', ARGV[1], 'w', ARGV[5])
 if ARGV[3] == '1' then redis.call('HSET', KEYS[1], 'result', ARGV[4]) end
 return 1
 """
 
-# KEYS[1] cache key. ARGV: now, ttl, grace. -> 1 claimed, 0 someone holds it.
+# KEYS[1] cache key. ARGV: now, ttl, grace, write token. -> 1 claimed (also when this same claim arrives again),
+# 0 someone holds it. A claim's value is the token of the call that took it.
 CACHE_CLAIM = """
 local stored = redis.call('GET', KEYS[1])
 if stored then
-  local expires = tonumber(string.match(stored, '^([^|]+)'))
-  if expires and expires > tonumber(ARGV[1]) then return 0 end
+  local expires, holder = string.match(stored, '^([^|]*)|(.*)$')
+  if tonumber(expires) and tonumber(expires) > tonumber(ARGV[1]) then
+    if holder == ARGV[4] then return 1 end
+    return 0
+  end
 end
-redis.call('SET', KEYS[1], string.format('%.17g', tonumber(ARGV[1]) + tonumber(ARGV[2])) .. '|1',
+redis.call('SET', KEYS[1], string.format('%.17g', tonumber(ARGV[1]) + tonumber(ARGV[2])) .. '|' .. ARGV[4],
   'PX', math.ceil((tonumber(ARGV[2]) + tonumber(ARGV[3])) * 1000))
 return 1
 """
@@ -252,6 +297,7 @@ ALL = {
     "roster_admit": ROSTER_ADMIT,
     "roster_forget": ROSTER_FORGET,
     "key_delete": KEY_DELETE,
+    "session_end": SESSION_END,
     "bucket_take": BUCKET_TAKE,
     "bucket_give": BUCKET_GIVE,
     "breaker_admit": BREAKER_ADMIT,

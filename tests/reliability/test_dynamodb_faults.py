@@ -18,20 +18,10 @@ from core import McpServer, Settings, build_app
 from core.resilience.breaker import BreakerPolicy
 from core.stores.dynamodb import create_table
 from core.stores.factory import Stores, build_stores
+from tests.fixtures.dynamodb_wire import JSON_1_0, Body
 from tests.fixtures.wire import McpHttp, initialize_message
 
 pytestmark = pytest.mark.anyio
-JSON_1_0 = {"Content-Type": "application/x-amz-json-1.0", "x-amzn-RequestId": "fault"}
-
-
-class Body:
-    """The raw body botocore reads a response from."""
-
-    def __init__(self, data: bytes) -> None:
-        self.data = data
-
-    def stream(self, **kwargs: Any) -> Any:
-        yield self.data
 
 
 def failing(
