@@ -20,8 +20,9 @@ from mangum import Mangum
 from redis import Redis
 
 from core import McpServer, Settings
-from core.stores.base import SessionRecord
-from core.stores.redis import redis_client, redis_stores
+from core.stores.factory import redis_stores
+from core.stores.records import SessionRecord
+from core.stores.redis.client import redis_client
 from core.transport.app import build_app
 
 REDIS_URL = "redis://127.0.0.1:6379/0"

@@ -31,10 +31,11 @@ from redis.asyncio import Connection
 from core import McpServer, Settings
 from core.resilience.breaker import BreakerPolicy
 from core.resilience.limiter import RateLimit
-from core.stores.base import SessionRecord
-from core.stores.dynamodb import create_table, dynamodb_client, dynamodb_stores
-from core.stores.factory import Stores
-from core.stores.redis import redis_stores
+from core.stores.base import Stores
+from core.stores.dynamodb.client import dynamodb_client
+from core.stores.dynamodb.schema import create_table
+from core.stores.factory import dynamodb_stores, redis_stores
+from core.stores.records import SessionRecord
 from core.transport.app import build_app
 from handlers.adapter import make_handler
 
@@ -149,7 +150,8 @@ def redis_backend(calls: int) -> dict[str, Any]:
 
 def session_memory(sync: Redis, prefix: str, sessions: int = 10_000) -> float:
     """Bytes of Redis memory per idle legacy session, from `used_memory` around creating `sessions` of them."""
-    from core.stores.redis import RedisScripts, RedisSessionStore
+    from core.stores.redis.scripts import RedisScripts
+    from core.stores.redis.sessions import RedisSessionStore
 
     before = int(sync.info("memory")["used_memory"])
 

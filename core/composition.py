@@ -17,7 +17,8 @@ from core.protocol.request_state import StateSealer
 from core.resilience.stream_slots import StreamSlots
 from core.server.pagination import Paginator
 from core.server.server import McpServer
-from core.stores.factory import Stores, build_stores
+from core.stores.base import Stores
+from core.stores.factory import build_stores
 
 if TYPE_CHECKING:
     from core.protocol.tasks import TaskLauncher

@@ -61,7 +61,8 @@ def _create_store(url: str) -> int:
     if scheme != "dynamodb":
         print(f"stratus: {scheme} needs no set-up; only dynamodb:// stores are created", file=sys.stderr)
         return 2
-    from core.stores.dynamodb import create_table, dynamodb_client
+    from core.stores.dynamodb.client import dynamodb_client
+    from core.stores.dynamodb.schema import create_table
 
     table = urlsplit(url).netloc
     create_table(dynamodb_client(timeout=5.0), table)

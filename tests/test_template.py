@@ -6,7 +6,7 @@ import re
 from pathlib import Path
 from typing import Any
 
-from core.stores.dynamodb import table_definition
+from core.stores.dynamodb.schema import table_definition
 
 TEMPLATE = (Path(__file__).parent.parent / "template.yaml").read_text(encoding="utf-8")
 
@@ -133,8 +133,8 @@ def test_iam_is_least_privilege_and_grants_every_dynamodb_call_the_stores_make()
     stores = Path(__file__).parent.parent / "core" / "stores"
     used = {
         "dynamodb:" + "".join(part.title() for part in name.split("_"))
-        for source in stores.glob("dynamodb*.py")
-        for name in re.findall(r'_call\(\s*"([a-z_]+)"', source.read_text(encoding="utf-8"))
+        for source in (stores / "dynamodb").glob("*.py")
+        for name in re.findall(r'\bcall\(\s*"([a-z_]+)"', source.read_text(encoding="utf-8"))
         + re.findall(r'"(put_item|update_item)" if', source.read_text(encoding="utf-8"))
     }
     assert {"dynamodb:Query", "dynamodb:UpdateItem", "dynamodb:GetItem"} <= used

@@ -10,7 +10,7 @@ import json
 from typing import Any
 
 from core.gateway.config import Upstream
-from core.stores.extras import CacheStore
+from core.stores.base import CacheStore
 
 TOOLS_TTL_SECONDS = 300.0
 KINDS = ("tools", "prompts", "resources", "resourceTemplates")

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from core.gateway.config import GatewayConfigError, Upstream, parse_document, parse_servers
-from core.stores.extras import CacheStore
+from core.stores.base import CacheStore
 
 JsonObject = dict[str, Any]
 KEY = "gateway:registry"

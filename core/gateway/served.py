@@ -44,8 +44,7 @@ from core.server.context import Context
 from core.server.policy import ToolPolicy
 from core.server.server import McpServer
 from core.server.tools import ToolError
-from core.stores.extras import CacheStore
-from core.stores.factory import Stores
+from core.stores.base import CacheStore, Stores
 
 logger = logging.getLogger("stratus.gateway")
 T = TypeVar("T")

@@ -51,8 +51,8 @@ from core.server.policy import Access, Middleware, ServerPolicy
 from core.server.principal import Principal
 from core.server.signature import ArgumentsError
 from core.server.tools import Tool, ToolError
-from core.stores.base import CallAdmission, CallChecks
-from core.stores.factory import Stores
+from core.stores.base import Stores
+from core.stores.records import CallAdmission, CallChecks
 
 logger = logging.getLogger("stratus.pipeline")
 
@@ -168,7 +168,7 @@ class Pipeline:
         if not self._nothing_refuses_before_the_limits(tool, principal):
             return None
         owner = principal.key if principal else None
-        return await self.stores.call_gate().admit(checks._replace(session_id=session_id, owner=owner))
+        return await self.stores.gate.admit(checks._replace(session_id=session_id, owner=owner))
 
     def _nothing_refuses_before_the_limits(self, tool: Tool, principal: Principal | None) -> bool:
         access = tool.policy.access
@@ -256,7 +256,7 @@ class Pipeline:
 
     async def _admit(self, checks: CallChecks, tool: Tool) -> CallAdmission:
         try:
-            return await self.stores.call_gate().admit(checks)
+            return await self.stores.gate.admit(checks)
         except StoreUnavailableError as error:
             if not self.fail_open or isinstance(error, StoreBusyError):
                 raise

@@ -15,7 +15,7 @@ from core.request.signal import CancellationSignal
 from core.resilience.deadline import Deadline
 from core.server.context import Context
 from core.server.principal import Principal
-from core.stores.base import CallAdmission, SessionRecord
+from core.stores.records import CallAdmission, SessionRecord
 
 JsonObject = dict[str, Any]
 

@@ -15,7 +15,7 @@ from core.request.signal import CancellationSignal
 from core.server.context import Context
 
 if TYPE_CHECKING:
-    from core.stores.extras import PendingRequestStore
+    from core.stores.base import PendingRequestStore
 
 WATCH_AFTER = 1.0
 """Seconds a session's call runs before it also listens for a cancellation sent to another process."""

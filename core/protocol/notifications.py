@@ -12,7 +12,8 @@ import json
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 if TYPE_CHECKING:
-    from core.stores.extras import EventLogStore, StreamEvent
+    from core.stores.base import EventLogStore
+    from core.stores.records import StreamEvent
 
 NOTIFICATIONS = "*/notifications"
 """The server-wide notification log (session streams are named `<session id>/<token>`, so never `*`)."""

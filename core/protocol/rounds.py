@@ -14,7 +14,7 @@ from core.protocol.request_state import STATE_TTL_SECONDS, RequestStateError, St
 from core.request.inputs import InputRound
 
 if TYPE_CHECKING:
-    from core.stores.extras import CacheStore
+    from core.stores.base import CacheStore
 
 
 class InputRounds:

@@ -19,7 +19,7 @@ if TYPE_CHECKING:
     from core.request.http import HttpRequest
     from core.request.outbound import Outbound
     from core.resilience.stream_slots import StreamSlots
-    from core.stores.extras import EventLogStore
+    from core.stores.base import EventLogStore
 
 SUBSCRIPTION_ID_META = "io.modelcontextprotocol/subscriptionId"
 KEEPALIVE_SECONDS = 15.0

@@ -39,12 +39,12 @@ from core.errors import (
 from core.protocol import versions
 from core.protocol.jsonrpc import Request
 from core.server.principal import Principal
-from core.stores.extras import TaskRecord
+from core.stores.records import TaskRecord
 
 if TYPE_CHECKING:
     from core.protocol.call import Call
     from core.server.tools import Tool
-    from core.stores.factory import Stores
+    from core.stores.base import Stores
 
 JsonObject = dict[str, Any]
 logger = logging.getLogger("stratus.tasks")

@@ -25,7 +25,7 @@ from core.server.tools import Tool
 
 if TYPE_CHECKING:
     from core.metrics import MetricsSink
-    from core.stores.factory import Stores
+    from core.stores.base import Stores
 
 F = TypeVar("F", bound=Callable[..., Any])
 JsonObject = dict[str, Any]

@@ -5,47 +5,13 @@ Every operation a caller needs to be atomic is one method, so a remote backend c
 
 from __future__ import annotations
 
-import json
-from dataclasses import dataclass, field
-from typing import Any, NamedTuple, Protocol
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import Protocol
 
-from core.errors import StoreBusyError
 from core.resilience.breaker import Admission, BreakerPolicy, CircuitState
 from core.resilience.limiter import Decision, RateLimit
-
-
-@dataclass(slots=True, kw_only=True)
-class SessionRecord:
-    """A handshake-era session: what `initialize` negotiated and who owns it."""
-
-    session_id: str
-    protocol_version: str
-    client_capabilities: dict[str, Any] = field(default_factory=dict)
-    client_info: dict[str, Any] = field(default_factory=dict)
-    principal: str | None = None
-    log_level: str | None = None
-    subscriptions: list[str] = field(default_factory=list)
-    initialized: bool = False
-    created_at: float = 0.0
-    last_active_at: float = 0.0
-    expires_at: float = 0.0
-
-
-class SessionExistsError(StoreBusyError):
-    """A live session already has the new session's id (another writer's: a create sent twice finds its own write
-    and succeeds). The id was drawn at random, so asking again draws another: a 503 to retry, never a 500."""
-
-    def __init__(self, session_id: str) -> None:
-        super().__init__("A new session could not be stored; retry shortly")
-        self.session_id = session_id
-
-
-class SessionCensus(NamedTuple):
-    """The live sessions of the whole deployment: how many, and when the oldest and newest were created."""
-
-    active: int
-    oldest: float | None
-    newest: float | None
+from core.stores.records import CallAdmission, CallChecks, SessionCensus, SessionRecord, StreamEvent, TaskRecord
 
 
 class SessionStore(Protocol):
@@ -97,39 +63,6 @@ class BreakerStore(Protocol):
         """Give back the half-open trial taken at `trial_at` by a call that was refused before it ran."""
 
 
-class CallChecks(NamedTuple):
-    """Everything a tool call asks the store before it runs, so a backend can answer in one round trip."""
-
-    session_id: str | None = None
-    owner: str | None = None
-    """The principal key the session must belong to (None: a session opened without authentication)."""
-    limits: tuple[tuple[str, RateLimit], ...] = ()
-    """(bucket key, limit) pairs, in the order they are checked."""
-    breaker: tuple[str, BreakerPolicy] | None = None
-
-
-class CallAdmission(NamedTuple):
-    """The store's answers: the session (loaded and touched), one decision per limit, the breaker's admission."""
-
-    session: SessionRecord | None
-    decisions: tuple[Decision, ...]
-    breaker: Admission | None
-
-    @property
-    def allowed(self) -> bool:
-        """Whether every bucket and the breaker let the call through."""
-        return all(decision.allowed for decision in self.decisions) and (self.breaker is None or self.breaker.allowed)
-
-
-NO_SESSION = CallAdmission(None, (), None)
-"""The gate's answer when the checks name no live session of the caller: nothing was asked or taken."""
-
-
-def owned(session: SessionRecord | None, owner: str | None) -> bool:
-    """Whether a loaded session is live and belongs to `owner`."""
-    return session is not None and session.principal == owner
-
-
 class CallGate(Protocol):
     """Answers a call's checks together (Redis: one pipelined round trip)."""
 
@@ -139,62 +72,79 @@ class CallGate(Protocol):
         trial, so refused requests cannot use up what real callers share."""
 
 
-class SequentialGate:
-    """A gate over any stores: one operation after another, giving back what a refused call took (the in-memory
-    stores have no round trips to save, and nothing awaits inside them, so no other call sees the tokens gone)."""
+class EventLogStore(Protocol):
+    """Per-stream event logs, so a client resuming with `Last-Event-ID` gets exactly the events it missed, on any
+    container. Each stream keeps its newest `max_events` for a sliding `ttl_seconds`."""
 
-    def __init__(self, sessions: SessionStore, rate_limits: RateLimitStore, breakers: BreakerStore) -> None:
-        self.sessions = sessions
-        self.rate_limits = rate_limits
-        self.breakers = breakers
+    async def append(self, stream: str, data: str) -> int:
+        """Add an event; its sequence number (1, 2, ... within the stream)."""
 
-    async def admit(self, checks: CallChecks) -> CallAdmission:
-        session = None
-        if checks.session_id is not None:
-            session = await self.sessions.load(checks.session_id)
-            if not owned(session, checks.owner):
-                return NO_SESSION
-        decisions = tuple([await self.rate_limits.acquire(key, limit) for key, limit in checks.limits])
-        breaker = await self.breakers.admit(*checks.breaker) if checks.breaker else None
-        admission = CallAdmission(session, decisions, breaker)
-        if not admission.allowed:
-            for (key, limit), decision in zip(checks.limits, decisions, strict=True):
-                if decision.allowed:
-                    await self.rate_limits.refund(key, limit)
-            if checks.breaker and breaker is not None and breaker.trial_at is not None:
-                await self.breakers.release(checks.breaker[0], breaker.trial_at)
-        return admission
+    async def read_after(self, stream: str, seq: int) -> list[StreamEvent]:
+        """The stream's events after `seq`, oldest first (those still kept)."""
+
+    async def wait_after(self, stream: str, seq: int, within: float) -> list[StreamEvent]:
+        """The stream's events after `seq` as soon as there are any, appended by any container; [] after
+        `within` seconds without one. Waiting costs no store requests where the backend can push (Redis)."""
 
 
-def encode_session(record: SessionRecord) -> str:
-    """What a shared store keeps of a session besides its times, as compact JSON (fields at their defaults are
-    left out: most sessions never set a log level or subscribe)."""
-    fields: dict[str, Any] = {"version": record.protocol_version}
-    optional = {
-        "capabilities": record.client_capabilities,
-        "client": record.client_info,
-        "principal": record.principal,
-        "log_level": record.log_level,
-        "subscriptions": record.subscriptions,
-        "initialized": record.initialized,
-    }
-    fields.update({key: value for key, value in optional.items() if value})
-    return json.dumps(fields, separators=(",", ":"))
+class PendingRequestStore(Protocol):
+    """Server-to-client requests awaiting the client's reply, which may arrive at any container."""
+
+    async def open(self, request_key: str, ttl_seconds: float) -> None:
+        """Start waiting for a reply to `request_key`."""
+
+    async def deliver(self, request_key: str, reply: str) -> bool:
+        """Hand over the client's reply; False when nothing waits for it (unknown, expired or already answered)."""
+
+    async def wait(self, request_key: str, within: float) -> str | None:
+        """The reply once it arrives, or None after `within` seconds."""
 
 
-def decode_session(session_id: str, data: str, *, created: float, active: float, expires: float) -> SessionRecord:
-    """The session `encode_session` wrote, with the times the store keeps beside it."""
-    fields = json.loads(data)
-    return SessionRecord(
-        session_id=session_id,
-        protocol_version=fields["version"],
-        client_capabilities=fields.get("capabilities") or {},
-        client_info=fields.get("client") or {},
-        principal=fields.get("principal"),
-        log_level=fields.get("log_level"),
-        subscriptions=fields.get("subscriptions") or [],
-        initialized=bool(fields.get("initialized")),
-        created_at=created,
-        last_active_at=active,
-        expires_at=expires,
-    )
+class TaskStore(Protocol):
+    """Tasks that outlive the request that started them."""
+
+    async def create(self, record: TaskRecord, ttl_seconds: float) -> None:
+        """Store a new task; raises TaskExistsError when the id is taken."""
+
+    async def get(self, task_id: str) -> TaskRecord | None:
+        """The live task, or None when unknown or expired."""
+
+    async def update(self, task_id: str, *, status: str, result: str | None, expect: tuple[str, ...]) -> bool:
+        """Move a task to `status` only if it is in one of `expect` (one atomic step); whether it moved."""
+
+
+class CacheStore(Protocol):
+    """Small shared values with a time to live (e.g. the gateway's tools lists)."""
+
+    async def get(self, key: str) -> str | None:
+        """The value, or None when absent or expired."""
+
+    async def set(self, key: str, value: str, ttl_seconds: float) -> None:
+        """Store or replace a value."""
+
+    async def delete(self, key: str) -> None:
+        """Forget a value."""
+
+    async def claim(self, key: str, ttl_seconds: float) -> bool:
+        """Set `key` only if it is absent (or expired), in one atomic step; whether this call set it."""
+
+
+@dataclass(frozen=True, slots=True)
+class Stores:
+    """Every store the server uses, built once per process (per Lambda cold start) by `core.stores.factory`."""
+
+    sessions: SessionStore
+    rate_limits: RateLimitStore
+    breakers: BreakerStore
+    events: EventLogStore
+    pending: PendingRequestStore
+    tasks: TaskStore
+    cache: CacheStore
+    gate: CallGate
+    """Answers a call's store checks together, all or nothing."""
+    close: Callable[[], Awaitable[None]] | None = None
+    """Releases the backend's connections (at shutdown; a Lambda container never needs to)."""
+
+    async def aclose(self) -> None:
+        if self.close is not None:
+            await self.close()

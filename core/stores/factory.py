@@ -1,66 +1,19 @@
-"""Build the stores a store URL names. Backends' client libraries are imported only when chosen."""
+"""Build the stores a store URL names: the one place stores are composed.
+
+Each backend is a sub-package (`memory`, `redis`, `dynamodb`) imported here only inside the function that builds
+it, so a cold start imports only the backend its URL names, and redis-py or boto3 only when that backend's first
+request needs its client (`core.stores.lazy`).
+"""
 
 from __future__ import annotations
 
 import time
-from collections.abc import Awaitable, Callable
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import Any
 from urllib.parse import urlsplit
 
-from core.stores.base import BreakerStore, CallGate, RateLimitStore, SequentialGate, SessionStore
+from core.resilience.deadline import Clock
+from core.stores.base import Stores
 from core.stores.urls import validate_store_url
-
-if TYPE_CHECKING:
-    from core.stores.extras import CacheStore, EventLogStore, PendingRequestStore, TaskStore
-
-
-def _memory_events() -> EventLogStore:
-    from core.stores.memory_extra import MemoryEventLogStore
-
-    return MemoryEventLogStore()
-
-
-def _memory_pending() -> PendingRequestStore:
-    from core.stores.memory_extra import MemoryPendingRequestStore
-
-    return MemoryPendingRequestStore()
-
-
-def _memory_tasks() -> TaskStore:
-    from core.stores.memory_extra import MemoryTaskStore
-
-    return MemoryTaskStore()
-
-
-def _memory_cache() -> CacheStore:
-    from core.stores.memory_extra import MemoryCacheStore
-
-    return MemoryCacheStore()
-
-
-@dataclass(frozen=True, slots=True)
-class Stores:
-    """Every store the server uses, built once per process (per Lambda cold start)."""
-
-    sessions: SessionStore
-    rate_limits: RateLimitStore
-    breakers: BreakerStore
-    events: EventLogStore = field(default_factory=_memory_events)
-    pending: PendingRequestStore = field(default_factory=_memory_pending)
-    tasks: TaskStore = field(default_factory=_memory_tasks)
-    cache: CacheStore = field(default_factory=_memory_cache)
-    gate: CallGate | None = None
-    """Answers a call's store checks together; without one they run one after another."""
-    close: Callable[[], Awaitable[None]] | None = None
-    """Releases the backend's connections (at shutdown; a Lambda container never needs to)."""
-
-    async def aclose(self) -> None:
-        if self.close is not None:
-            await self.close()
-
-    def call_gate(self) -> CallGate:
-        return self.gate or SequentialGate(self.sessions, self.rate_limits, self.breakers)
 
 
 def build_stores(
@@ -71,7 +24,7 @@ def build_stores(
     timeout: float = 2.0,
     max_sessions: int = 0,
     max_sessions_per_principal: int = 0,
-    clock: Callable[[], float] = time.time,
+    clock: Clock = time.time,
 ) -> Stores:
     """The stores for `url`; a backend's client library is imported only here, only when chosen.
 
@@ -82,9 +35,10 @@ def build_stores(
         StoreConfigError: the URL is not usable.
     """
     scheme = validate_store_url(url)
+    limits = {"max_sessions": max_sessions, "max_sessions_per_principal": max_sessions_per_principal}
     if scheme in ("redis", "rediss"):
         from core.stores.lazy import LazyClient
-        from core.stores.redis import redis_client, redis_stores, redis_waiting_client
+        from core.stores.redis.client import redis_client, redis_waiting_client
 
         client = LazyClient(lambda: redis_client(url, timeout=timeout))
         waiting = LazyClient(lambda: redis_waiting_client(url, timeout=timeout))
@@ -94,12 +48,11 @@ def build_stores(
             prefix=prefix,
             session_ttl_seconds=session_ttl_seconds,
             timeout=timeout,
-            max_sessions=max_sessions,
-            max_sessions_per_principal=max_sessions_per_principal,
             clock=clock,
+            **limits,
         )
     if scheme == "dynamodb":
-        from core.stores.dynamodb import dynamodb_client, dynamodb_stores
+        from core.stores.dynamodb.client import dynamodb_client
         from core.stores.lazy import LazyClient
 
         return dynamodb_stores(
@@ -108,29 +61,128 @@ def build_stores(
             prefix=prefix,
             session_ttl_seconds=session_ttl_seconds,
             timeout=timeout,
-            max_sessions=max_sessions,
-            max_sessions_per_principal=max_sessions_per_principal,
             clock=clock,
+            **limits,
         )
-    from core.stores.memory import MemoryBreakerStore, MemoryRateLimitStore, MemorySessionStore
-    from core.stores.memory_extra import (
-        MemoryCacheStore,
-        MemoryEventLogStore,
-        MemoryPendingRequestStore,
-        MemoryTaskStore,
-    )
+    return memory_stores(session_ttl_seconds=session_ttl_seconds, clock=clock, **limits)
 
+
+def memory_stores(
+    *,
+    session_ttl_seconds: float,
+    max_sessions: int = 0,
+    max_sessions_per_principal: int = 0,
+    clock: Clock = time.time,
+) -> Stores:
+    """Every store in this process's memory (one process only)."""
+    from core.stores.memory.cache import MemoryCacheStore
+    from core.stores.memory.limits import MemoryBreakerStore, MemoryRateLimitStore, SequentialGate
+    from core.stores.memory.sessions import MemorySessionStore
+    from core.stores.memory.streams import MemoryEventLogStore, MemoryPendingRequestStore
+    from core.stores.memory.tasks import MemoryTaskStore
+
+    sessions = MemorySessionStore(
+        ttl_seconds=session_ttl_seconds,
+        max_sessions=max_sessions,
+        max_per_principal=max_sessions_per_principal,
+        clock=clock,
+    )
+    rate_limits = MemoryRateLimitStore(clock=clock)
+    breakers = MemoryBreakerStore(clock=clock)
     return Stores(
-        sessions=MemorySessionStore(
-            ttl_seconds=session_ttl_seconds,
-            max_sessions=max_sessions,
-            max_per_principal=max_sessions_per_principal,
-            clock=clock,
-        ),
-        rate_limits=MemoryRateLimitStore(clock=clock),
-        breakers=MemoryBreakerStore(clock=clock),
+        sessions=sessions,
+        rate_limits=rate_limits,
+        breakers=breakers,
         events=MemoryEventLogStore(ttl_seconds=session_ttl_seconds, clock=clock),
         pending=MemoryPendingRequestStore(clock=clock),
         tasks=MemoryTaskStore(clock=clock),
         cache=MemoryCacheStore(clock=clock),
+        gate=SequentialGate(sessions, rate_limits, breakers),
+    )
+
+
+def redis_stores(
+    client: Any,
+    *,
+    prefix: str,
+    session_ttl_seconds: float,
+    timeout: float,
+    max_sessions: int = 0,
+    max_sessions_per_principal: int = 0,
+    clock: Clock = time.time,
+    waiting_client: Any = None,
+) -> Stores:
+    """Every store over one Redis client (and its connection pool). Long waits (a stream following its log, a call
+    awaiting the client's reply) hold a connection each for as long as they last: `waiting_client`, a client of
+    its own, keeps them from starving the calls of connections (by default they share `client`)."""
+    from core.stores.redis.cache import RedisCacheStore
+    from core.stores.redis.client import closing
+    from core.stores.redis.limits import RedisBreakerStore, RedisGate, RedisRateLimitStore
+    from core.stores.redis.scripts import RedisScripts
+    from core.stores.redis.sessions import RedisSessionStore
+    from core.stores.redis.streams import RedisEventLogStore, RedisPendingRequestStore
+    from core.stores.redis.tasks import RedisTaskStore
+
+    scripts = RedisScripts(client, prefix, timeout=timeout)
+    waits = RedisScripts(waiting_client, prefix, timeout=timeout) if waiting_client is not None else scripts
+    sessions = RedisSessionStore(
+        scripts,
+        ttl_seconds=session_ttl_seconds,
+        max_sessions=max_sessions,
+        max_per_principal=max_sessions_per_principal,
+        clock=clock,
+    )
+    rate_limits = RedisRateLimitStore(scripts, clock=clock)
+    breakers = RedisBreakerStore(scripts, clock=clock)
+    return Stores(
+        sessions=sessions,
+        rate_limits=rate_limits,
+        breakers=breakers,
+        events=RedisEventLogStore(scripts, ttl_seconds=session_ttl_seconds, clock=clock, waits=waits),
+        pending=RedisPendingRequestStore(scripts, clock=clock, waits=waits),
+        tasks=RedisTaskStore(scripts, clock=clock),
+        cache=RedisCacheStore(scripts, clock=clock),
+        gate=RedisGate(sessions, rate_limits, breakers),
+        close=closing(client, waiting_client),
+    )
+
+
+def dynamodb_stores(
+    client: Any,
+    table: str,
+    *,
+    prefix: str,
+    session_ttl_seconds: float,
+    timeout: float,
+    max_sessions: int = 0,
+    max_sessions_per_principal: int = 0,
+    clock: Clock = time.time,
+) -> Stores:
+    """Every store over one table."""
+    from core.stores.dynamodb.cache import DynamoCacheStore
+    from core.stores.dynamodb.limits import DynamoBreakerStore, DynamoGate, DynamoRateLimitStore
+    from core.stores.dynamodb.sessions import DynamoSessionStore
+    from core.stores.dynamodb.streams import DynamoEventLogStore, DynamoPendingRequestStore
+    from core.stores.dynamodb.table import DynamoTable
+    from core.stores.dynamodb.tasks import DynamoTaskStore
+
+    dynamo = DynamoTable(client, table, prefix, timeout=timeout, clock=clock)
+    sessions = DynamoSessionStore(
+        dynamo,
+        ttl_seconds=session_ttl_seconds,
+        max_sessions=max_sessions,
+        max_per_principal=max_sessions_per_principal,
+    )
+    rate_limits = DynamoRateLimitStore(dynamo)
+    breakers = DynamoBreakerStore(dynamo)
+    return Stores(
+        sessions=sessions,
+        rate_limits=rate_limits,
+        breakers=breakers,
+        events=DynamoEventLogStore(dynamo, ttl_seconds=session_ttl_seconds),
+        pending=DynamoPendingRequestStore(dynamo),
+        tasks=DynamoTaskStore(dynamo),
+        cache=DynamoCacheStore(dynamo),
+        gate=DynamoGate(sessions, rate_limits, breakers),
+        close=dynamo.close,
     )

@@ -11,7 +11,7 @@ from core.composition import build_dispatcher, stores_for
 from core.config import Settings
 from core.metrics import MetricsSink
 from core.server.server import McpServer
-from core.stores.factory import Stores
+from core.stores.base import Stores
 from core.transport.asgi import ASGIApp, Router
 from core.transport.endpoint import REST_PREFIXES, McpEndpoint
 from core.transport.guards import HostOriginGuard

@@ -26,13 +26,13 @@ from core.protocol.jsonrpc import (
 from core.request.http import HttpRequest
 from core.request.outbound import StreamLog
 from core.server.principal import Principal
-from core.stores.base import CallAdmission, SessionRecord
+from core.stores.records import CallAdmission, SessionRecord
 from core.transport.asgi import Headers, Receive, Send
 from core.transport.http_reply import ACCEPTED, Reply, error_reply
 from core.transport.session_stream import GET_STREAM_PREFIX, SessionStreams
 
 if TYPE_CHECKING:
-    from core.stores.extras import PendingRequestStore
+    from core.stores.base import PendingRequestStore
 
 SESSION_HEADER = "mcp-session-id"
 

@@ -18,7 +18,8 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from core.errors import HttpError, StoreUnavailableError, UnauthorizedError
-from core.stores.base import SessionCensus, SessionStore
+from core.stores.base import SessionStore
+from core.stores.records import SessionCensus
 from core.transport.asgi import Headers, Receive, Scope, Send, request_headers, send_response
 from core.transport.guards import HostOriginGuard
 

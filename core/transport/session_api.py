@@ -24,7 +24,7 @@ from core.protocol import versions
 from core.protocol.notifications import LoggedNotification
 from core.request.http import HttpRequest
 from core.server.principal import Principal
-from core.stores.base import SessionRecord
+from core.stores.records import SessionRecord
 from core.transport.asgi import Receive, Send
 from core.transport.handshake import SESSION_HEADER, HandshakeHandler
 from core.transport.http_reply import Reply

@@ -26,12 +26,13 @@ from core.errors import McpError, StoreUnavailableError, TooManyStreamsError
 from core.protocol import versions
 from core.protocol.notifications import LoggedNotification, NotificationFollower
 from core.resilience.stream_slots import StreamSlots
-from core.stores.base import SessionRecord, SessionStore
+from core.stores.base import SessionStore
+from core.stores.records import SessionRecord
 from core.transport.asgi import Receive, Send, until_disconnected
 from core.transport.sse import KEEPALIVE_SECONDS, RECONNECT_MS, SseWriter
 
 if TYPE_CHECKING:
-    from core.stores.extras import CacheStore, EventLogStore
+    from core.stores.base import CacheStore, EventLogStore
 
 GET_STREAM_PREFIX = "g"
 logger = logging.getLogger("stratus.transport")

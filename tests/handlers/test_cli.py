@@ -7,7 +7,7 @@ import signal
 import httpx
 import pytest
 
-from core.stores.dynamodb import dynamodb_client
+from core.stores.dynamodb.client import dynamodb_client
 from handlers.cli import SHUTDOWN_GRACE_SECONDS, main
 from tests.fixtures.processes import ServerUrl, stratus_process
 from tests.fixtures.wire import BASE_HEADERS, initialize_message

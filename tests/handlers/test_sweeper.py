@@ -12,9 +12,10 @@ import pytest
 import redis
 from moto import mock_aws
 
-from core.stores.base import SessionRecord
-from core.stores.dynamodb import create_table, dynamodb_client
+from core.stores.dynamodb.client import dynamodb_client
+from core.stores.dynamodb.schema import create_table
 from core.stores.factory import build_stores
+from core.stores.records import SessionRecord
 from handlers import sweeper
 
 TTL = 600

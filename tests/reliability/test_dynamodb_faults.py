@@ -16,8 +16,9 @@ from botocore.awsrequest import AWSResponse
 
 from core import McpServer, Settings, build_app
 from core.resilience.breaker import BreakerPolicy
-from core.stores.dynamodb import create_table
-from core.stores.factory import Stores, build_stores
+from core.stores.base import Stores
+from core.stores.dynamodb.schema import create_table
+from core.stores.factory import build_stores
 from tests.fixtures.dynamodb_wire import JSON_1_0, Body
 from tests.fixtures.wire import McpHttp, initialize_message
 

@@ -29,12 +29,13 @@ from redis.exceptions import ConnectionError as RedisConnectionError
 
 from core import McpServer, Settings, build_app
 from core.errors import STORE_UNAVAILABLE, PrincipalSessionsFullError
-from core.stores import redis_scripts
-from core.stores.base import SessionExistsError, SessionRecord
-from core.stores.dynamodb import create_table, dynamodb_client, dynamodb_stores
-from core.stores.extras import TaskExistsError, TaskRecord
-from core.stores.factory import Stores
-from core.stores.redis import redis_client, redis_stores
+from core.stores.base import Stores
+from core.stores.dynamodb.client import dynamodb_client
+from core.stores.dynamodb.schema import create_table
+from core.stores.factory import dynamodb_stores, redis_stores
+from core.stores.records import SessionExistsError, SessionRecord, TaskExistsError, TaskRecord
+from core.stores.redis import lua
+from core.stores.redis.client import redis_client
 from tests.fixtures.dynamodb_wire import JSON_1_0, Body
 from tests.fixtures.store_backends import REDIS_URL
 
@@ -125,7 +126,7 @@ class AnswerLosingConnection(Connection):
         return response
 
 
-SHAS = {name: hashlib.sha1(source.encode()).hexdigest().encode() for name, source in redis_scripts.ALL.items()}
+SHAS = {name: hashlib.sha1(source.encode()).hexdigest().encode() for name, source in lua.ALL.items()}
 
 
 @dataclass
@@ -192,7 +193,7 @@ async def lossy(request: pytest.FixtureRequest) -> AsyncIterator[Lossy]:
         return
     client = redis_client(REDIS_URL, timeout=TIMEOUT)  # the client Stratus runs with: one retry after a drop
     client.connection_pool.connection_class = AnswerLosingConnection
-    for source in redis_scripts.ALL.values():  # loaded first: a NOSCRIPT answer would hide the resend
+    for source in lua.ALL.values():  # loaded first: a NOSCRIPT answer would hide the resend
         await client.script_load(source)
     prefix = f"resent-{secrets.token_hex(4)}"
     AnswerLosingConnection.armed.clear()

@@ -19,8 +19,7 @@ from core.resilience.breaker import BreakerPolicy
 from core.resilience.limiter import RateLimit
 from core.server.policy import RateLimits
 from core.server.principal import Principal
-from core.stores.factory import Stores
-from core.stores.memory import MemoryBreakerStore, MemoryRateLimitStore, MemorySessionStore
+from core.stores.factory import memory_stores
 from core.transport.app import build_app
 from tests.fixtures.clocks import FakeClock
 from tests.fixtures.wire import LegacySession, McpHttp
@@ -58,11 +57,7 @@ def clock() -> FakeClock:
 
 
 def _client(server: McpServer, clock: FakeClock) -> httpx.AsyncClient:
-    stores = Stores(
-        sessions=MemorySessionStore(ttl_seconds=600, clock=clock),
-        rate_limits=MemoryRateLimitStore(clock=clock),
-        breakers=MemoryBreakerStore(clock=clock),
-    )
+    stores = memory_stores(session_ttl_seconds=600, clock=clock)
     app = build_app(server, Settings(max_sessions=0), stores=stores)
     return httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://localhost")
 

@@ -17,7 +17,9 @@ import pytest
 from core.auth.bearer import JwtAuthenticator, ResourceServer
 from core.auth.jwks import KeySet
 from core.errors import UnauthorizedError
-from core.stores.dynamodb import create_table, dynamodb_client, dynamodb_stores
+from core.stores.dynamodb.client import dynamodb_client
+from core.stores.dynamodb.schema import create_table
+from core.stores.factory import dynamodb_stores
 from tests.fixtures.jwt_issuer import AUDIENCE, ISSUER, Issuer
 
 pytestmark = pytest.mark.anyio

@@ -10,7 +10,8 @@ import pytest
 
 from core.gateway.cache import ToolsCache
 from core.gateway.config import Upstream
-from core.stores.factory import Stores, build_stores
+from core.stores.base import Stores
+from core.stores.factory import build_stores
 from tests.fixtures.clocks import FakeClock
 
 pytestmark = pytest.mark.anyio

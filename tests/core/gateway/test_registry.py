@@ -15,7 +15,8 @@ from core import Settings, build_app
 from core.gateway.config import GatewayConfigError
 from core.gateway.registry import UpstreamRegistry
 from core.gateway.served import GatewayServer
-from core.stores.factory import Stores, build_stores
+from core.stores.base import Stores
+from core.stores.factory import build_stores
 from examples.demo import server as demo
 from tests.fixtures.clocks import FakeClock
 from tests.fixtures.servers import uvicorn_serving

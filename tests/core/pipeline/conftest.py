@@ -7,8 +7,7 @@ import pytest
 from core.metrics import LocalMetrics
 from core.pipeline.pipeline import Pipeline
 from core.server.server import McpServer
-from core.stores.factory import Stores
-from core.stores.memory import MemoryBreakerStore, MemoryRateLimitStore, MemorySessionStore
+from core.stores.factory import memory_stores
 from tests.fixtures.clocks import FakeClock, RecordedSleeps
 from tests.fixtures.pipeline_harness import Harness
 
@@ -17,11 +16,7 @@ from tests.fixtures.pipeline_harness import Harness
 def harness_for() -> Callable[[McpServer], Harness]:
     def build(server: McpServer) -> Harness:
         clock = FakeClock()
-        stores = Stores(
-            sessions=MemorySessionStore(clock=clock),
-            rate_limits=MemoryRateLimitStore(clock=clock),
-            breakers=MemoryBreakerStore(clock=clock),
-        )
+        stores = memory_stores(session_ttl_seconds=3600, clock=clock)
         metrics = LocalMetrics()
         sleeps = RecordedSleeps(clock)
         pipeline = Pipeline(server.policy, stores, metrics, clock=clock, sleep=sleeps, rand=lambda: 0.5)

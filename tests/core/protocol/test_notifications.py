@@ -6,7 +6,7 @@ import anyio
 import pytest
 
 from core.protocol.notifications import NOTIFICATIONS, NotificationFollower, NotificationLog
-from core.stores.memory_extra import MemoryEventLogStore
+from core.stores.memory.streams import MemoryEventLogStore
 
 pytestmark = pytest.mark.anyio
 

@@ -16,8 +16,9 @@ import httpx
 import pytest
 
 from core import Context, McpServer, Settings
-from core.stores.extras import TaskRecord
-from core.stores.factory import Stores, build_stores
+from core.stores.base import Stores
+from core.stores.factory import build_stores
+from core.stores.records import TaskRecord
 from core.transport.app import build_app
 from tests.fixtures.wire import McpHttp, initialize_message, modern_meta
 

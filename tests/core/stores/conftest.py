@@ -9,10 +9,9 @@ from contextlib import contextmanager
 import pytest
 from moto import mock_aws
 
-from core.stores.dynamodb import create_table, dynamodb_client, dynamodb_stores
-from core.stores.factory import Stores, build_stores
-from core.stores.memory import MemoryBreakerStore, MemoryRateLimitStore, MemorySessionStore
-from core.stores.memory_extra import MemoryCacheStore, MemoryEventLogStore, MemoryPendingRequestStore, MemoryTaskStore
+from core.stores.dynamodb.client import dynamodb_client
+from core.stores.dynamodb.schema import create_table
+from core.stores.factory import build_stores, dynamodb_stores, memory_stores
 from tests.fixtures.clocks import FakeClock
 from tests.fixtures.store_backends import MAX_EVENTS, REDIS_URL, TTL, Backend
 
@@ -45,15 +44,8 @@ async def backend(request: pytest.FixtureRequest, aws_credentials: None) -> Asyn
                 client.delete_table(TableName=table)
         return
     if request.param == "memory":
-        stores = Stores(
-            sessions=MemorySessionStore(ttl_seconds=TTL, clock=clock),
-            rate_limits=MemoryRateLimitStore(clock=clock),
-            breakers=MemoryBreakerStore(clock=clock),
-            events=MemoryEventLogStore(max_events=MAX_EVENTS, ttl_seconds=TTL, clock=clock),
-            pending=MemoryPendingRequestStore(clock=clock),
-            tasks=MemoryTaskStore(clock=clock),
-            cache=MemoryCacheStore(clock=clock),
-        )
+        stores = memory_stores(session_ttl_seconds=TTL, clock=clock)
+        stores.events.max_events = MAX_EVENTS  # type: ignore[attr-defined]
         yield Backend("memory", stores, clock)
         return
     prefix = f"stratus-test-{secrets.token_hex(4)}"

@@ -11,7 +11,7 @@ import pytest
 
 from core.resilience.breaker import BreakerPolicy, CircuitState
 from core.resilience.limiter import RateLimit
-from core.stores.base import CallChecks, SessionRecord
+from core.stores.records import CallChecks, SessionRecord
 from tests.fixtures.store_backends import Backend
 
 pytestmark = pytest.mark.anyio
@@ -52,7 +52,7 @@ async def _open_then_cool(backend: Backend) -> None:
 async def test_an_admitted_call_takes_one_token_from_each_bucket_and_touches_its_session(backend: Backend) -> None:
     await _session(backend)
     backend.clock.advance(100)  # past DynamoDB's touch interval (it slides an expiry at most once a minute)
-    admission = await backend.stores.call_gate().admit(_checks())
+    admission = await backend.stores.gate.admit(_checks())
     assert admission.session is not None and admission.session.last_active_at == backend.clock.now
     assert [decision.allowed for decision in admission.decisions] == [True, True]
     assert admission.breaker is not None and admission.breaker.allowed
@@ -67,7 +67,7 @@ async def test_a_call_naming_no_session_of_its_caller_spends_nothing(
     await _session(backend)
     await _open_then_cool(backend)
     for _ in range(5):
-        admission = await backend.stores.call_gate().admit(_checks(session_id, owner))
+        admission = await backend.stores.gate.admit(_checks(session_id, owner))
         assert admission.session is None
     assert await _tokens_left(backend, "tool:t") == 2
     assert await _tokens_left(backend, "overall") == 2
@@ -79,7 +79,7 @@ async def test_a_call_one_bucket_refuses_takes_nothing_from_the_others(backend: 
     await _session(backend)
     assert await _tokens_left(backend, "overall") == 2  # the overall bucket is empty now
     for _ in range(3):
-        admission = await backend.stores.call_gate().admit(_checks())
+        admission = await backend.stores.gate.admit(_checks())
         assert [decision.allowed for decision in admission.decisions] == [True, False]
     assert await _tokens_left(backend, "tool:t") == 2
 
@@ -88,7 +88,7 @@ async def test_a_call_a_bucket_refuses_leaves_the_half_open_trial_to_others(back
     await _session(backend)
     await _open_then_cool(backend)
     assert await _tokens_left(backend, "overall") == 2
-    await backend.stores.call_gate().admit(_checks())
+    await backend.stores.gate.admit(_checks())
     trial = await backend.stores.breakers.admit("tool:t", POLICY)
     assert (trial.allowed, trial.state) == (True, CircuitState.HALF_OPEN)
 
@@ -97,13 +97,13 @@ async def test_a_call_the_open_circuit_refuses_takes_no_token(backend: Backend) 
     await _session(backend)
     await backend.stores.breakers.record("tool:t", POLICY, success=False)
     for _ in range(3):
-        admission = await backend.stores.call_gate().admit(_checks())
+        admission = await backend.stores.gate.admit(_checks())
         assert admission.breaker is not None and not admission.breaker.allowed
     assert await _tokens_left(backend, "tool:t") == 2
     assert await _tokens_left(backend, "overall") == 2
 
 
 async def test_without_a_session_the_gate_takes_from_the_buckets_alone(backend: Backend) -> None:
-    admission = await backend.stores.call_gate().admit(_checks(None, None))
+    admission = await backend.stores.gate.admit(_checks(None, None))
     assert admission.session is None and [decision.allowed for decision in admission.decisions] == [True, True]
     assert await _tokens_left(backend, "tool:t") == 1

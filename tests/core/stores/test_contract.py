@@ -9,7 +9,7 @@ import pytest
 
 from core.resilience.breaker import BreakerPolicy, CircuitState
 from core.resilience.limiter import RateLimit
-from core.stores.base import SessionExistsError, SessionRecord
+from core.stores.records import SessionExistsError, SessionRecord
 from tests.fixtures.store_backends import TTL, Backend
 
 pytestmark = pytest.mark.anyio

@@ -18,7 +18,10 @@ from core import McpServer, Settings
 from core.errors import StoreBusyError, StoreUnavailableError
 from core.resilience.breaker import BreakerPolicy
 from core.resilience.limiter import RateLimit
-from core.stores.dynamodb import ATTEMPTS, create_table, dynamodb_client, dynamodb_stores
+from core.stores.dynamodb.client import dynamodb_client
+from core.stores.dynamodb.schema import create_table
+from core.stores.dynamodb.table import ATTEMPTS
+from core.stores.factory import dynamodb_stores
 from core.transport.app import build_app
 from tests.fixtures.wire import McpHttp
 

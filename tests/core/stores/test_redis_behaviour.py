@@ -18,10 +18,10 @@ from core.errors import StoreUnavailableError
 from core.metrics import LocalMetrics
 from core.resilience.breaker import BreakerPolicy
 from core.resilience.limiter import RateLimit
-from core.stores.base import SessionRecord
-from core.stores.factory import build_stores
-from core.stores.redis import MAX_CONNECTIONS, redis_client, redis_stores
-from core.stores.redis_scripts import SESSION_CREATE
+from core.stores.factory import build_stores, redis_stores
+from core.stores.records import SessionRecord
+from core.stores.redis.client import MAX_CONNECTIONS, redis_client
+from core.stores.redis.lua import SESSION_CREATE
 from core.transport.app import build_app
 from tests.fixtures.redis_server import OwnRedis
 from tests.fixtures.store_backends import REDIS_URL

@@ -9,10 +9,11 @@ import asyncio
 import pytest
 
 from core.errors import PrincipalSessionsFullError, TooManySessionsError
-from core.stores.base import SessionRecord, SessionStore
-from core.stores.dynamodb_sessions import DynamoSessionStore
-from core.stores.memory import MemorySessionStore
-from core.stores.redis import RedisSessionStore
+from core.stores.base import SessionStore
+from core.stores.dynamodb.sessions import DynamoSessionStore
+from core.stores.memory.sessions import MemorySessionStore
+from core.stores.records import SessionRecord
+from core.stores.redis.sessions import RedisSessionStore
 from tests.fixtures.store_backends import TTL, Backend
 
 pytestmark = pytest.mark.anyio

@@ -1,4 +1,4 @@
-"""In-process stores: the embedded default for local runs and tests (one process only)."""
+"""Handshake-era sessions and their roster (the global limit, the per-principal quota) in a dict."""
 
 from __future__ import annotations
 
@@ -8,10 +8,7 @@ from collections import Counter
 from collections.abc import Callable
 
 from core.errors import PrincipalSessionsFullError, TooManySessionsError
-from core.resilience import breaker, limiter
-from core.resilience.breaker import Admission, BreakerPolicy, BreakerState, CircuitState
-from core.resilience.limiter import Bucket, Decision, RateLimit
-from core.stores.base import SessionCensus, SessionExistsError, SessionRecord
+from core.stores.records import SessionCensus, SessionExistsError, SessionRecord
 
 
 class MemorySessionStore:
@@ -108,40 +105,3 @@ class MemorySessionStore:
 
     def __len__(self) -> int:
         return len(self._records)
-
-
-class MemoryRateLimitStore:
-    """Token buckets in a dict. Atomic because nothing awaits between reading and writing a bucket."""
-
-    def __init__(self, *, clock: Callable[[], float] = time.time) -> None:
-        self._buckets: dict[str, Bucket] = {}
-        self._clock = clock
-
-    async def acquire(self, key: str, limit: RateLimit, cost: float = 1.0) -> Decision:
-        decision, self._buckets[key] = limiter.take(self._buckets.get(key), limit, self._clock(), cost)
-        return decision
-
-    async def refund(self, key: str, limit: RateLimit, cost: float = 1.0) -> None:
-        self._buckets[key] = limiter.give_back(self._buckets.get(key), limit, self._clock(), cost)
-
-
-class MemoryBreakerStore:
-    """Breaker states in a dict. Atomic because nothing awaits between reading and writing a state."""
-
-    def __init__(self, *, clock: Callable[[], float] = time.time) -> None:
-        self._states: dict[str, BreakerState] = {}
-        self._clock = clock
-
-    async def admit(self, key: str, policy: BreakerPolicy) -> Admission:
-        admission, self._states[key] = breaker.admit(self._states.get(key, BreakerState()), policy, self._clock())
-        return admission
-
-    async def release(self, key: str, trial_at: float) -> None:
-        if key in self._states:
-            self._states[key] = breaker.release(self._states[key], trial_at)
-
-    async def record(self, key: str, policy: BreakerPolicy, *, success: bool) -> tuple[CircuitState, CircuitState]:
-        before = self._states.get(key, BreakerState())
-        after = breaker.record(before, policy, self._clock(), success=success)
-        self._states[key] = after
-        return before.state, after.state

@@ -1,16 +1,13 @@
-"""In-process event logs, pending requests, tasks and caches (the embedded default; one process only)."""
+"""Stream event logs and pending server-to-client requests in this process, woken by futures."""
 
 from __future__ import annotations
 
 import asyncio
-import dataclasses
 import time
 from collections import deque
-from collections.abc import Callable
 
-from core.stores.extras import StreamEvent, TaskExistsError, TaskRecord
-
-Clock = Callable[[], float]
+from core.resilience.deadline import Clock
+from core.stores.records import StreamEvent
 
 
 class MemoryEventLogStore:
@@ -19,7 +16,7 @@ class MemoryEventLogStore:
     def __init__(self, *, max_events: int = 1000, ttl_seconds: float = 3600.0, clock: Clock = time.time) -> None:
         self._streams: dict[str, tuple[int, deque[StreamEvent], float]] = {}
         self._waiters: dict[str, list[asyncio.Future[None]]] = {}
-        self._max = max_events
+        self.max_events = max_events
         self._ttl = ttl_seconds
         self._clock = clock
 
@@ -33,7 +30,7 @@ class MemoryEventLogStore:
         seq, events = self._live(stream)
         seq += 1
         events.append(StreamEvent(seq, data))
-        while len(events) > self._max:
+        while len(events) > self.max_events:
             events.popleft()
         self._streams[stream] = (seq, events, self._clock() + self._ttl)
         for waiter in self._waiters.pop(stream, []):
@@ -89,58 +86,3 @@ class MemoryPendingRequestStore:
         finally:
             if entry[0].done():
                 self._pending.pop(request_key, None)
-
-
-class MemoryTaskStore:
-    """Tasks in a dict, expired lazily on read."""
-
-    def __init__(self, *, clock: Clock = time.time) -> None:
-        self._tasks: dict[str, TaskRecord] = {}
-        self._clock = clock
-
-    def _live(self, task_id: str) -> TaskRecord | None:
-        task = self._tasks.get(task_id)
-        return task if task is not None and task.expires_at > self._clock() else None
-
-    async def create(self, record: TaskRecord, ttl_seconds: float) -> None:
-        if self._live(record.task_id) is not None:
-            raise TaskExistsError(record.task_id)
-        now = self._clock()
-        self._tasks[record.task_id] = dataclasses.replace(
-            record, created_at=now, updated_at=now, expires_at=now + ttl_seconds
-        )
-
-    async def get(self, task_id: str) -> TaskRecord | None:
-        task = self._live(task_id)
-        return dataclasses.replace(task) if task else None
-
-    async def update(self, task_id: str, *, status: str, result: str | None, expect: tuple[str, ...]) -> bool:
-        task = self._live(task_id)
-        if task is None or task.status not in expect:
-            return False
-        task.status, task.result, task.updated_at = status, result, self._clock()
-        return True
-
-
-class MemoryCacheStore:
-    """Values in a dict with their expiry."""
-
-    def __init__(self, *, clock: Clock = time.time) -> None:
-        self._values: dict[str, tuple[str, float]] = {}
-        self._clock = clock
-
-    async def get(self, key: str) -> str | None:
-        entry = self._values.get(key)
-        return entry[0] if entry is not None and entry[1] > self._clock() else None
-
-    async def set(self, key: str, value: str, ttl_seconds: float) -> None:
-        self._values[key] = (value, self._clock() + ttl_seconds)
-
-    async def delete(self, key: str) -> None:
-        self._values.pop(key, None)
-
-    async def claim(self, key: str, ttl_seconds: float) -> bool:
-        if await self.get(key) is not None:
-            return False
-        await self.set(key, "1", ttl_seconds)
-        return True

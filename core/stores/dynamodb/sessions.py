@@ -21,8 +21,7 @@ import contextlib
 from typing import Any
 
 from core.errors import PrincipalSessionsFullError, TooManySessionsError
-from core.stores.base import SessionCensus, SessionExistsError, SessionRecord, decode_session, encode_session
-from core.stores.dynamodb import (
+from core.stores.dynamodb.table import (
     ALL_OLD,
     TOUCH_INTERVAL,
     ConditionFailedError,
@@ -33,6 +32,7 @@ from core.stores.dynamodb import (
     write_token,
     written_by,
 )
+from core.stores.records import SessionCensus, SessionExistsError, SessionRecord, decode_session, encode_session
 
 COUNT = "#count"
 ENDED = "ended"
@@ -128,7 +128,7 @@ class DynamoSessionStore:
     async def save(self, record: SessionRecord) -> None:
         now = self.table.clock()
         try:
-            await self.table._call(
+            await self.table.call(
                 "update_item",
                 Key=self.key(record.session_id),
                 UpdateExpression="SET #data = :data",
@@ -200,7 +200,7 @@ class DynamoSessionStore:
             params["ExpressionAttributeValues"][":now"] = number(due_by)
         entries: list[Item] = []
         for _ in range(SWEEP_PAGES):
-            page = await self.table._call("query", **params)
+            page = await self.table.call("query", **params)
             entries += [item for item in page.get("Items", []) if item["SK"]["S"] != COUNT]
             if "LastEvaluatedKey" not in page:
                 break
@@ -209,7 +209,7 @@ class DynamoSessionStore:
 
     async def _move_forward(self, session_id: str, until: float) -> None:
         with contextlib.suppress(ConditionFailedError):  # ended meanwhile
-            await self.table._call(
+            await self.table.call(
                 "update_item",
                 Key=self.entry(session_id),
                 UpdateExpression="SET #until = :until",
@@ -280,7 +280,7 @@ class DynamoSessionStore:
         """Delete a principal's count once it counts no session (a later session writes it afresh)."""
         if principal:
             with contextlib.suppress(ConditionFailedError):  # a session of that principal came meanwhile
-                await self.table._call(
+                await self.table.call(
                     "delete_item",
                     Key=self.table.key("principal", principal),
                     ConditionExpression="#count <= :none",

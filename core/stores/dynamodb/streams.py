@@ -1,0 +1,151 @@
+"""Stream event logs (numbered items, followed by polling with backoff) and pending server-to-client requests."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+
+from core.errors import StoreUnavailableError
+from core.stores.dynamodb.table import (
+    ALL_OLD,
+    ConditionFailedError,
+    DynamoTable,
+    Item,
+    number,
+    number_of,
+    write_token,
+    written_by,
+)
+from core.stores.records import StreamEvent
+
+POLL_FIRST_SECONDS = 0.01
+
+
+POLL_MAX_SECONDS = 0.25
+
+
+class DynamoEventLogStore:
+    """Events as items under their stream's key, numbered by an atomic counter item."""
+
+    def __init__(self, table: DynamoTable, *, max_events: int = 1000, ttl_seconds: float = 3600.0) -> None:
+        self.table = table
+        self.max_events = max_events
+        self.ttl = ttl_seconds
+
+    async def append(self, stream: str, data: str) -> int:
+        """Number the event (the counter's update names this append, so a resend of it is not counted again), then
+        write it under its number (a plain put: a resend writes the same item)."""
+        key = self.table.key("stream", stream)
+        expires = number(self.table.clock() + self.ttl)
+        token = write_token()
+        try:
+            counted = await self.table.call(
+                "update_item",
+                Key={**key, "SK": {"S": "seq"}},
+                UpdateExpression="ADD seq :one SET expires = :expires, w = :token",
+                ConditionExpression="attribute_not_exists(w) OR w <> :token",
+                ExpressionAttributeValues={":one": {"N": "1"}, ":expires": expires, ":token": {"S": token}},
+                ReturnValues="UPDATED_NEW",
+                **ALL_OLD,
+            )
+            seq = int(number_of(counted["Attributes"], "seq"))
+        except ConditionFailedError as failure:
+            counter = failure.items.get(0)
+            if counter is None or not written_by(counter, token):
+                raise StoreUnavailableError("The state store failed the request; retry shortly") from None
+            seq = int(number_of(counter, "seq"))  # this append, resent after it was counted
+        item = {**key, "SK": {"S": f"event#{seq:012d}"}, "data": {"S": data}, "expires": expires}
+        await self.table.call("put_item", Item=item)
+        return seq
+
+    async def read_after(self, stream: str, seq: int) -> list[StreamEvent]:
+        key = self.table.key("stream", stream)["PK"]
+        response = await self.table.call(
+            "query",
+            KeyConditionExpression="PK = :pk AND SK BETWEEN :after AND :last",
+            ExpressionAttributeValues={":pk": key, ":after": {"S": f"event#{seq + 1:012d}"}, ":last": {"S": "event#~"}},
+            ConsistentRead=True,
+        )
+        now = self.table.clock()
+        events = [
+            StreamEvent(int(item["SK"]["S"].removeprefix("event#")), item["data"]["S"])
+            for item in response.get("Items", [])
+            if number_of(item, "expires") > now
+        ]
+        return events[-self.max_events :]
+
+    async def wait_after(self, stream: str, seq: int, within: float) -> list[StreamEvent]:
+        """DynamoDB cannot push: poll, backing off from POLL_FIRST_SECONDS to POLL_MAX_SECONDS."""
+        loop = asyncio.get_running_loop()
+        deadline, pause = loop.time() + within, POLL_FIRST_SECONDS
+        while True:
+            events = await self.read_after(stream, seq)
+            left = deadline - loop.time()
+            if events or left <= 0:
+                return events
+            await asyncio.sleep(min(pause, left))
+            pause = min(pause * 2, POLL_MAX_SECONDS)
+
+
+class DynamoPendingRequestStore:
+    """An item per awaited reply; the reply is written by a conditional update, the waiter polls for it."""
+
+    def __init__(self, table: DynamoTable) -> None:
+        self.table = table
+
+    def _key(self, request_key: str) -> Item:
+        return self.table.key("pending", request_key)
+
+    async def open(self, request_key: str, ttl_seconds: float) -> None:
+        expires = number(self.table.clock() + ttl_seconds)
+        await self.table.call("put_item", Item={**self._key(request_key), "state": {"S": "open"}, "expires": expires})
+
+    async def deliver(self, request_key: str, reply: str) -> bool:
+        token = write_token()
+        try:
+            await self.table.call(
+                "update_item",
+                Key=self._key(request_key),
+                UpdateExpression="SET #state = :answered, reply = :reply, w = :token",
+                ConditionExpression="#state = :open AND expires > :now",
+                ExpressionAttributeNames={"#state": "state"},
+                ExpressionAttributeValues={
+                    ":answered": {"S": "answered"},
+                    ":open": {"S": "open"},
+                    ":reply": {"S": reply},
+                    ":token": {"S": token},
+                    ":now": number(self.table.clock()),
+                },
+                **ALL_OLD,
+            )
+        except ConditionFailedError as failure:
+            return written_by(failure.items.get(0), token)  # this reply, resent after it was delivered
+        return True
+
+    async def wait(self, request_key: str, within: float) -> str | None:
+        """Poll for the reply; once read, the item is kept as `taken` without the reply (not deleted) until its TTL,
+        so that a resend of the delivering write still finds its token."""
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + within
+        interval = POLL_FIRST_SECONDS
+        while True:
+            item = await self.table.get(self._key(request_key))
+            if item is not None and "reply" in item:
+                await self._take(request_key)
+                return str(item["reply"]["S"])
+            left = deadline - loop.time()
+            if left <= 0 or item is None or item["state"]["S"] == "taken":
+                return None
+            await asyncio.sleep(min(interval, left))
+            interval = min(POLL_MAX_SECONDS, interval * 2)
+
+    async def _take(self, request_key: str) -> None:
+        with contextlib.suppress(ConditionFailedError):  # already gone (the TTL): nothing to take
+            await self.table.call(
+                "update_item",
+                Key=self._key(request_key),
+                UpdateExpression="SET #state = :taken REMOVE reply",
+                ConditionExpression="attribute_exists(PK)",
+                ExpressionAttributeNames={"#state": "state"},
+                ExpressionAttributeValues={":taken": {"S": "taken"}},
+            )

@@ -1,0 +1,238 @@
+"""The one table's client: keys, item codecs, write tokens, and every call, bounded in time, run on the table's
+own threads and mapped to domain errors in one place. The public interface the other DynamoDB stores use."""
+
+from __future__ import annotations
+
+import asyncio
+import contextvars
+import functools
+import secrets
+import time
+from collections.abc import Callable, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+
+from core.errors import StoreBusyError, StoreUnavailableError
+from core.resilience.backoff import full_jitter
+from core.resilience.deadline import Clock
+
+Item = dict[str, Any]
+
+
+GRACE_SECONDS = 60.0
+
+
+TOUCH_INTERVAL = 60.0
+
+
+ATTEMPTS = 8
+
+
+BACKOFF_SECONDS = 0.005
+
+
+THROTTLED = frozenset(
+    {"ProvisionedThroughputExceededException", "ThrottlingException", "RequestLimitExceeded", "InternalServerError"}
+)
+
+
+ALL_OLD = {"ReturnValuesOnConditionCheckFailure": "ALL_OLD"}
+"""Asks a conditional write that fails for the item as it was, in the same answer (no read capacity is used):
+https://docs.aws.amazon.com/amazondynamodb/latest/APIReference/API_PutItem.html#DDB-PutItem-request-ReturnValuesOnConditionCheckFailure
+(the same for UpdateItem, DeleteItem and each action of TransactWriteItems, whose `CancellationReasons` carry it:
+https://docs.aws.amazon.com/amazondynamodb/latest/APIReference/API_CancellationReason.html)."""
+
+
+class ConditionFailedError(Exception):
+    """A conditional write found the item changed (or present, or absent) since it was read.
+
+    `failed` holds the positions, within a transaction, of the writes whose condition failed; `items` the items
+    that failed, as they were, by position (for writes that asked for them with `ALL_OLD` and found one).
+    """
+
+    def __init__(self, failed: Sequence[int] = (0,), items: Mapping[int, Item] | None = None) -> None:
+        super().__init__(f"condition failed at {list(failed)}")
+        self.failed = tuple(failed)
+        self.items = dict(items or {})
+
+
+def write_token() -> str:
+    """A token naming one write, stored with the items it writes (`w`), so that the same write arriving again can
+    be told from another writer's."""
+    return secrets.token_hex(8)
+
+
+def written_by(item: Item | None, token: str, attribute: str = "w") -> bool:
+    """Whether `item` carries `token` (the item failed its condition because this very write was applied before:
+    botocore resent it after its answer was lost)."""
+    value = (item or {}).get(attribute)
+    return value is not None and value.get("S") == token
+
+
+def number(value: float) -> dict[str, str]:
+    """A DynamoDB number attribute."""
+    return {"N": repr(float(value))}
+
+
+def number_of(item: Item, name: str, default: float = 0.0) -> float:
+    """A number attribute of `item`, or `default` when absent."""
+    value = item.get(name)
+    return float(value["N"]) if value else default
+
+
+class DynamoTable:
+    """The one table: keys, item codecs, and every call, with errors mapped to domain errors in one place."""
+
+    def __init__(self, client: Any, table: str, prefix: str, *, timeout: float, clock: Clock = time.time) -> None:
+        self.client = client
+        self.table = table
+        self.prefix = prefix
+        self.timeout = timeout
+        self.clock = clock
+        self.requests = 0
+        """How many requests this table has sent (the benchmark reports it per request kind)."""
+        self._threads: ThreadPoolExecutor | None = None
+
+    async def _in_thread(self, call: Callable[..., Any], **params: Any) -> Any:
+        """Run a blocking client call on the table's threads (made on first use, one per pooled connection)."""
+        if self._threads is None:
+            size = self.client.meta.config.max_pool_connections
+            self._threads = ThreadPoolExecutor(max_workers=size, thread_name_prefix="stratus-dynamodb")
+        run = functools.partial(contextvars.copy_context().run, call, **params)
+        return await asyncio.get_running_loop().run_in_executor(self._threads, run)
+
+    async def close(self) -> None:
+        """Let the table's threads end (calls under way finish first)."""
+        if self._threads is not None:
+            self._threads.shutdown(wait=False)
+            self._threads = None
+
+    @property
+    def _client_error(self) -> Any:
+        from botocore.exceptions import ClientError  # imported with the client, on first use (core.stores.lazy)
+
+        return ClientError
+
+    @property
+    def _transport_error(self) -> Any:
+        from botocore.exceptions import BotoCoreError
+
+        return BotoCoreError
+
+    def key(self, kind: str, ident: str) -> Item:
+        return {"PK": {"S": f"{self.prefix}#{kind}#{ident}"}, "SK": {"S": kind}}
+
+    async def call(self, operation: str, **params: Any) -> Any:
+        """Run one DynamoDB operation on the table's threads, bounded in time.
+
+        Raises:
+            ConditionFailedError: a condition did not hold (for a transaction: any of them).
+            StoreUnavailableError: DynamoDB throttled, failed or did not answer.
+        """
+        self.requests += 1
+        try:
+            async with asyncio.timeout(self.timeout * 2 + 1):
+                return await self._in_thread(getattr(self.client, operation), TableName=self.table, **params)
+        except self._client_error as error:
+            code = error.response.get("Error", {}).get("Code", "")
+            if code == "ConditionalCheckFailedException":
+                old = error.response.get("Item")
+                raise ConditionFailedError(items={0: old} if old else None) from None
+
+            raise StoreUnavailableError("The state store failed the request; retry shortly") from error
+        except (self._transport_error, TimeoutError, OSError) as error:
+            raise StoreUnavailableError("The state store is unavailable; retry shortly") from error
+
+    async def get(self, key: Item) -> Item | None:
+        response = await self.call("get_item", Key=key, ConsistentRead=True)
+        item: Item | None = response.get("Item")
+        return item
+
+    async def get_many(self, keys: Sequence[Item]) -> list[Item | None]:
+        """Strongly consistent reads of several items in one request (more only if DynamoDB leaves some out)."""
+        found: dict[tuple[str, str], Item] = {}
+        pending = list(keys)
+        for _ in range(ATTEMPTS):
+            if not pending:
+                break
+            request = {self.table: {"Keys": pending, "ConsistentRead": True}}
+            self.requests += 1
+            try:
+                async with asyncio.timeout(self.timeout * 2 + 1):
+                    response = await self._in_thread(self.client.batch_get_item, RequestItems=request)
+            except (self._client_error, self._transport_error, TimeoutError, OSError) as error:
+                raise StoreUnavailableError("The state store is unavailable; retry shortly") from error
+            for item in response.get("Responses", {}).get(self.table, []):
+                found[(item["PK"]["S"], item["SK"]["S"])] = item
+            pending = response.get("UnprocessedKeys", {}).get(self.table, {}).get("Keys", [])
+        if pending:
+            raise StoreUnavailableError("The state store throttled the request; retry shortly")
+        return [found.get((key["PK"]["S"], key["SK"]["S"])) for key in keys]
+
+    def versioned_put(self, item: Item, version: float | None) -> Item:
+        """A Put that succeeds only if the item is still at `version` (absent when None)."""
+        condition = "attribute_not_exists(PK)" if version is None else "v = :v"
+        put: Item = {
+            "TableName": self.table,
+            "Item": {**item, "v": number((version or 0) + 1)},
+            "ConditionExpression": condition,
+        }
+        if version is not None:
+            put["ExpressionAttributeValues"] = {":v": number(version)}
+        return {"Put": put}
+
+    async def write(self, operations: Sequence[Item]) -> None:
+        """Apply conditional writes: alone, or all-or-nothing in one transaction."""
+        if len(operations) == 1:
+            ((kind, operation),) = operations[0].items()
+            params = {key: value for key, value in operation.items() if key != "TableName"}
+            await self.call("put_item" if kind == "Put" else "update_item", **params)
+            return
+        await self._call_transaction(operations)
+
+    async def _call_transaction(self, operations: Sequence[Item]) -> None:
+        """One TransactWriteItems; a transaction cancelled because another one touched the same item at the same
+        moment (`TransactionConflict`, nothing applied) is tried again, up to ATTEMPTS times with backoff.
+
+        Each attempt carries its own `ClientRequestToken`, which botocore keeps when it resends the request: DynamoDB
+        applies a token's transaction once, and answers a resend of an applied one with success for ten minutes
+        (https://docs.aws.amazon.com/amazondynamodb/latest/APIReference/API_TransactWriteItems.html#DDB-TransactWriteItems-request-ClientRequestToken,
+        https://docs.aws.amazon.com/amazondynamodb/latest/developerguide/transaction-apis.html#transaction-apis-txwriteitems).
+        A resend that finds the first still running (`TransactionInProgressException`) is asked again with the same
+        token; after a cancellation the next attempt is a new request, with a new token."""
+        token = write_token()
+        for attempt in range(ATTEMPTS):
+            self.requests += 1
+            try:
+                async with asyncio.timeout(self.timeout * 2 + 1):
+                    # TransactWriteItems names the table in each operation, not at the top level.
+                    await self._in_thread(
+                        self.client.transact_write_items, TransactItems=list(operations), ClientRequestToken=token
+                    )
+                return
+            except self._client_error as error:
+                if error.response.get("Error", {}).get("Code") == "TransactionInProgressException":
+                    await back_off(attempt)
+                    continue
+                reasons = error.response.get("CancellationReasons", [])
+                codes = [reason.get("Code") for reason in reasons]
+                failed = [index for index, code in enumerate(codes) if code == "ConditionalCheckFailed"]
+                if failed:
+                    items = {index: reason["Item"] for index, reason in enumerate(reasons) if reason.get("Item")}
+                    raise ConditionFailedError(failed, items) from None
+                if "TransactionConflict" not in codes:
+                    raise StoreUnavailableError("The state store failed the request; retry shortly") from error
+            except (self._transport_error, TimeoutError, OSError) as error:
+                raise StoreUnavailableError("The state store is unavailable; retry shortly") from error
+            token = write_token()
+            await back_off(attempt)
+        raise StoreBusyError("The write is too contended to complete; retry shortly")
+
+
+async def back_off(attempt: int) -> None:
+    """A short full-jitter pause before re-reading an item another writer changed (bounded: ATTEMPTS tries)."""
+    await asyncio.sleep(full_jitter(attempt, base=BACKOFF_SECONDS, cap=0.1))
+
+
+def version_of(item: Item | None) -> float | None:
+    return None if item is None else number_of(item, "v")

@@ -1,0 +1,90 @@
+"""Tasks as DynamoDB items, moved from state to state by conditional writes."""
+
+from __future__ import annotations
+
+from core.stores.dynamodb.table import (
+    ALL_OLD,
+    ConditionFailedError,
+    DynamoTable,
+    Item,
+    number,
+    number_of,
+    write_token,
+    written_by,
+)
+from core.stores.records import TaskExistsError, TaskRecord
+
+
+class DynamoTaskStore:
+    """Tasks as items; creation and status moves are conditional writes."""
+
+    def __init__(self, table: DynamoTable) -> None:
+        self.table = table
+
+    def _key(self, task_id: str) -> Item:
+        return self.table.key("task", task_id)
+
+    async def create(self, record: TaskRecord, ttl_seconds: float) -> None:
+        now = self.table.clock()
+        token = write_token()
+        item = {
+            **self._key(record.task_id),
+            "principal": {"S": record.principal or ""},
+            "status": {"S": record.status},
+            "request": {"S": record.request},
+            "created": number(now),
+            "updated": number(now),
+            "expires": number(now + ttl_seconds),
+            "w": {"S": token},
+        }
+        try:
+            await self.table.call(
+                "put_item",
+                Item=item,
+                ConditionExpression="attribute_not_exists(PK) OR expires <= :now",
+                ExpressionAttributeValues={":now": number(now)},
+                **ALL_OLD,
+            )
+        except ConditionFailedError as failure:
+            if not written_by(failure.items.get(0), token):  # else: this create, resent after it was applied
+                raise TaskExistsError(record.task_id) from None
+
+    async def get(self, task_id: str) -> TaskRecord | None:
+        item = await self.table.get(self._key(task_id))
+        if item is None or number_of(item, "expires") <= self.table.clock():
+            return None
+        return TaskRecord(
+            task_id=task_id,
+            principal=item["principal"]["S"] or None,
+            status=item["status"]["S"],
+            request=item["request"]["S"] if "request" in item else "",
+            result=item["result"]["S"] if "result" in item else None,
+            created_at=number_of(item, "created"),
+            updated_at=number_of(item, "updated"),
+            expires_at=number_of(item, "expires"),
+        )
+
+    async def update(self, task_id: str, *, status: str, result: str | None, expect: tuple[str, ...]) -> bool:
+        now = self.table.clock()
+        token = write_token()
+        names = {f":expect{index}": {"S": value} for index, value in enumerate(expect)}
+        values = {":status": {"S": status}, ":now": number(now), ":token": {"S": token}, **names}
+        update = "SET #status = :status, updated = :now, w = :token"
+        if result is not None:
+            update += ", #result = :result"
+            values[":result"] = {"S": result}
+        try:
+            await self.table.call(
+                "update_item",
+                Key=self._key(task_id),
+                UpdateExpression=update,
+                ConditionExpression=f"expires > :now AND #status IN ({', '.join(names)})",
+                ExpressionAttributeNames={"#status": "status", "#result": "result"}
+                if result is not None
+                else {"#status": "status"},
+                ExpressionAttributeValues=values,
+                **ALL_OLD,
+            )
+        except ConditionFailedError as failure:
+            return written_by(failure.items.get(0), token)  # this move, resent after it was applied
+        return True

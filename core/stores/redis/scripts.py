@@ -1,0 +1,136 @@
+"""The script runner every Redis store uses: EVALSHA by name, NOSCRIPT reloads, several scripts in one pipelined
+round trip, timeouts mapped to `StoreUnavailableError`; and the small codecs the stores share."""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import secrets
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from core.errors import StoreUnavailableError
+from core.stores.redis import lua
+
+GRACE_SECONDS = 60.0
+
+
+ScriptCall = tuple[str, Sequence[str], Sequence[Any]]
+
+
+@dataclass(frozen=True, slots=True)
+class Command:
+    """One plain Redis command, by its redis-py method name."""
+
+    name: str
+    args: Sequence[Any]
+    options: dict[str, Any] = field(default_factory=dict)
+
+
+def as_float(value: Any) -> float:
+    return float(value.decode() if isinstance(value, bytes) else value)
+
+
+class RedisScripts:
+    """Runs the store's Lua scripts by SHA, alone or several in one round trip, loading them on NOSCRIPT."""
+
+    def __init__(self, client: Any, prefix: str, *, timeout: float) -> None:
+        self.client = client
+        self.prefix = prefix
+        self.timeout = timeout
+        self._sha = {name: hashlib.sha1(source.encode()).hexdigest() for name, source in lua.ALL.items()}  # noqa: S324 - Redis names scripts by SHA-1
+
+    @property
+    def _errors(self) -> tuple[type[BaseException], ...]:
+        from redis.exceptions import RedisError  # imported with the client, on first use (see core.stores.lazy)
+
+        return (RedisError, OSError, TimeoutError)
+
+    @property
+    def _no_script(self) -> type[BaseException]:
+        from redis.exceptions import NoScriptError
+
+        return NoScriptError
+
+    def key(self, tag: str, *suffix: str) -> str:
+        return ":".join([self.prefix, "{" + tag + "}", *suffix])
+
+    async def run(self, name: str, keys: Sequence[str], args: Sequence[Any]) -> Any:
+        """One script, one round trip."""
+        return (await self.run_many([(name, keys, args)]))[0]
+
+    async def run_many(self, calls: Sequence[ScriptCall]) -> list[Any]:
+        """Several scripts pipelined in one round trip (on a cluster, one per node).
+
+        Raises:
+            StoreUnavailableError: Redis did not answer within the timeout or refused the connection.
+        """
+        try:
+            async with asyncio.timeout(self.timeout):
+                results = await self._pipeline(calls)
+                if any(isinstance(result, self._no_script) for result in results):
+                    await self._load()
+                    results = await self._pipeline(calls)
+        except self._errors as error:
+            raise StoreUnavailableError("The state store is unavailable; retry shortly") from error
+        for result in results:
+            if isinstance(result, BaseException):
+                raise StoreUnavailableError("The state store failed the request; retry shortly") from result
+        return results
+
+    async def command(self, name: str, *args: Any, blocking: bool = False, **kwargs: Any) -> Any:
+        """One plain Redis command, bounded like the scripts (a blocking one by its own timeout argument).
+
+        Raises:
+            StoreUnavailableError: Redis did not answer within the timeout or refused the connection.
+        """
+        return await self.command_on(self.client, name, *args, blocking=blocking, **kwargs)
+
+    async def command_on(self, target: Any, name: str, *args: Any, blocking: bool = False, **kwargs: Any) -> Any:
+        """`command` on another connection of the client (e.g. a pub/sub subscription)."""
+        limit = self.timeout + (float(kwargs.get("timeout", 0)) if blocking else 0)
+        return await self._bounded(lambda: getattr(target, name)(*args, **kwargs), limit)
+
+    async def commands(self, calls: Sequence[Command]) -> list[Any]:
+        """Plain commands pipelined in one round trip, bounded like the scripts."""
+
+        async def pipelined() -> list[Any]:
+            async with self.client.pipeline(transaction=False) as pipe:
+                for call in calls:
+                    getattr(pipe, call.name)(*call.args, **call.options)
+                results: list[Any] = await pipe.execute()
+                return results
+
+        return await self._bounded(pipelined, self.timeout) if calls else []
+
+    async def _bounded(self, step: Callable[[], Awaitable[Any]], limit: float) -> Any:
+        try:
+            async with asyncio.timeout(limit):
+                return await step()
+        except self._errors as error:
+            raise StoreUnavailableError("The state store is unavailable; retry shortly") from error
+
+    async def delete(self, key: str) -> bool:
+        """Delete one key; whether it existed."""
+        return bool(await self.command("delete", key))
+
+    async def _pipeline(self, calls: Sequence[ScriptCall]) -> list[Any]:
+        async with self.client.pipeline(transaction=False) as pipe:
+            for name, keys, args in calls:
+                pipe.evalsha(self._sha[name], len(keys), *keys, *args)
+            results: list[Any] = await pipe.execute(raise_on_error=False)
+            return results
+
+    async def _load(self) -> None:
+        for source in lua.ALL.values():
+            await self.client.script_load(source)
+
+
+def as_text(value: Any) -> str:
+    return value.decode() if isinstance(value, bytes) else str(value)
+
+
+def new_token() -> str:
+    """A write token: tells this write, sent twice, from another writer's."""
+    return secrets.token_hex(8)

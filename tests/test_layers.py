@@ -1,0 +1,127 @@
+"""The import graph holds docs/architecture.md's layers: data flows down, seams sit in leaves, nothing cycles.
+
+Every import counts, at module level, under `TYPE_CHECKING` and inside functions alike: a lazy import keeps a module
+off the cold path, not out of the design.
+"""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).parent.parent
+PACKAGES = ("core", "handlers")
+
+LAYERS: tuple[tuple[str, ...], ...] = (
+    # lowest first; a module may import its own layer's modules and any layer below, never above
+    (
+        "core.errors",
+        "core.resilience",
+        "core.request",
+        "core.metrics",
+        "core.stores.base",
+        "core.stores.records",
+        "core.stores.urls",
+    ),
+    (
+        "core.server",
+        "core.config",
+        "core.stores.memory",
+        "core.stores.redis",
+        "core.stores.dynamodb",
+        "core.stores.lazy",
+    ),
+    ("core.auth", "core.stores.factory", "core.pipeline"),
+    ("core.protocol",),
+    ("core.gateway",),
+    ("core.composition",),
+    ("core.transport", "core.observability"),
+    ("core",),
+    ("handlers",),
+)
+
+
+def _module_name(path: Path) -> str:
+    parts = path.relative_to(ROOT).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def _modules() -> dict[str, Path]:
+    return {_module_name(path): path for package in PACKAGES for path in (ROOT / package).rglob("*.py")}
+
+
+def _imports(path: Path, known: dict[str, Path]) -> Iterator[str]:
+    """Every module of ours `path` imports, wherever the import statement stands."""
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Import):
+            targets = [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            targets = [node.module, *(f"{node.module}.{alias.name}" for alias in node.names)]
+        else:
+            continue
+        yield from (target for target in targets if target in known)
+
+
+def _layer(module: str) -> int:
+    """The layer of the most specific prefix naming `module`."""
+    best, depth = -1, -1
+    for index, layer in enumerate(LAYERS):
+        for prefix in layer:
+            if (module == prefix or module.startswith(prefix + ".")) and prefix.count(".") > depth:
+                best, depth = index, prefix.count(".")
+    return best
+
+
+def _graph() -> dict[str, set[str]]:
+    modules = _modules()
+    return {name: set(_imports(path, modules)) - {name} for name, path in modules.items()}
+
+
+def test_every_module_has_a_layer() -> None:
+    assert [module for module in _modules() if _layer(module) < 0] == []
+
+
+def test_no_module_imports_a_layer_above_its_own() -> None:
+    upward = [
+        f"{module} ({_layer(module)}) imports {target} ({_layer(target)})"
+        for module, targets in sorted(_graph().items())
+        for target in sorted(targets)
+        if _layer(target) > _layer(module) and not module.startswith(target + ".")
+    ]
+    assert upward == []
+
+
+def test_no_two_modules_import_each_other_however_indirectly() -> None:
+    graph = _graph()
+    cycles: list[list[str]] = []
+    state: dict[str, int] = {}
+    stack: list[str] = []
+
+    def visit(module: str) -> None:
+        state[module] = 1
+        stack.append(module)
+        for target in sorted(graph[module]):
+            if state.get(target) == 1:
+                cycles.append([*stack[stack.index(target) :], target])
+            elif target not in state:
+                visit(target)
+        stack.pop()
+        state[module] = 2
+
+    for module in sorted(graph):
+        if module not in state:
+            visit(module)
+    assert cycles == []
+
+
+@pytest.mark.parametrize("source", ["core.stores.base", "core.errors"])
+def test_the_check_sees_an_import_added_against_the_layers(source: str, tmp_path: Path) -> None:
+    """A back-import written into a leaf is caught: the test can fail."""
+    modules = _modules()
+    leaf = tmp_path / "leaf.py"
+    leaf.write_text(modules[source].read_text(encoding="utf-8") + "\nfrom core.transport.app import build_app\n")
+    added = set(_imports(leaf, modules))
+    assert any(_layer(target) > _layer(source) for target in added)
