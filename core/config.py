@@ -186,7 +186,7 @@ class Settings:
         """
         environ = os.environ if environ is None else environ
         known = {field.name: field for field in fields(cls)}
-        values: dict[str, Any] = seed_settings(environ)
+        values: dict[str, Any] = session_api_settings(environ)
         for key, raw in environ.items():
             if not key.startswith(PREFIX):
                 continue
@@ -205,8 +205,9 @@ class Settings:
 SEED_PREFIX = "MCP_HTTP_"
 
 
-def seed_settings(environ: Mapping[str, str]) -> dict[str, Any]:
-    """The seed's `MCP_HTTP_*` variables as settings (a `STRATUS_*` variable of the same setting wins).
+def session_api_settings(environ: Mapping[str, str]) -> dict[str, Any]:
+    """The session REST API's `MCP_HTTP_*` variables (the names its users already configure) as settings (a
+    `STRATUS_*` variable of the same setting wins).
 
     `MCP_HTTP_SESSION_TIMEOUT` is in milliseconds; `MCP_HTTP_ENABLE_DNS_REBINDING_PROTECTION=false` accepts any
     Host (the protection stays on unless it is explicitly turned off). `MCP_HTTP_PORT` is read by `stratus serve`.

@@ -3,8 +3,8 @@
 Two things uvicorn does not do by itself:
 
 - its access log writes the whole request target, so a token in the query string (`?access_token=...`) or a session
-  id in the seed REST paths (`/events/{sessionId}`, `/session/{sessionId}`) would reach the logs. A filter on the
-  `uvicorn.access` logger rewrites the path first; the line keeps client, method, path and status.
+  id in the session REST API's paths (`/events/{sessionId}`, `/session/{sessionId}`) would reach the logs. A filter on
+  the `uvicorn.access` logger rewrites the path first; the line keeps client, method, path and status.
 - it waits for ever on a client that sends its request headers slowly (only an idle kept-alive connection times
   out). The HTTP protocol here closes a connection whose headers are not complete within
   `STRATUS_SERVE_HEADER_TIMEOUT_SECONDS`; the endpoint bounds the body read (`STRATUS_BODY_TIMEOUT_SECONDS`), and

@@ -1,11 +1,12 @@
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Iterator
+from contextlib import AsyncExitStack
 
 import pytest
 
 from examples.demo import server as demo_server
-from tests.fixtures.clients import client_for
+from tests.fixtures.clients import McpFactory, mcp_clients
 from tests.fixtures.moto_server import SerialMotoServer
 from tests.fixtures.redis_server import OwnRedis
 from tests.fixtures.wire import McpHttp
@@ -18,10 +19,16 @@ def anyio_backend() -> str:
 
 
 @pytest.fixture
-async def mcp() -> AsyncIterator[McpHttp]:
+async def mcp_factory() -> AsyncIterator[McpFactory]:
+    """Builds a conforming MCP client of any server's app, in process; each app is shut down after the test."""
+    async with AsyncExitStack() as stack:
+        yield mcp_clients(stack)
+
+
+@pytest.fixture
+async def mcp(mcp_factory: McpFactory) -> McpHttp:
     """A client of the demo server on a fresh app (fresh in-memory store)."""
-    async with client_for(demo_server) as http:
-        yield McpHttp(http)
+    return await mcp_factory(demo_server)
 
 
 @pytest.fixture

@@ -1,4 +1,5 @@
-"""One upstream connection's state machine and its reconnect schedule, as the seed describes them.
+"""One upstream connection's state machine and its reconnect schedule, as the client connection pool it follows
+describes them.
 
     disconnected --> connecting    (connect)
     connecting   --> connected     (connection successful)
@@ -60,7 +61,7 @@ class ConnectionTracker:
         """Change state, telling the listeners.
 
         Raises:
-            TransitionError: the seed's state machine has no such transition.
+            TransitionError: the state machine has no such transition.
         """
         if new not in ALLOWED[self.state]:
             raise TransitionError(f"{self.upstream}: cannot go from {self.state} to {new}")

@@ -43,7 +43,7 @@ logger = logging.getLogger("stratus.transport")
 
 _ALLOW_POST = {"allow": "POST"}
 REST_PREFIXES = ("/session/", "/events/")
-"""Paths of the seed REST API besides `POST /session` (served by this endpoint, which also guards them)."""
+"""Paths of the session REST API besides `POST /session` (served by this endpoint, which also guards them)."""
 
 
 class McpEndpoint:
@@ -119,7 +119,7 @@ class McpEndpoint:
         return await self.handshake.delete(headers, principal)
 
     async def _rest(self, scope: Scope, receive: Receive, send: Send, headers: Headers, path: str) -> Reply | None:
-        """The seed REST API's session routes (its `POST /mcp` calls arrive through `_post`)."""
+        """The session REST API's routes (its `POST /mcp` calls arrive through `_post`)."""
         method = scope["method"]
         kind, _, session_id = path[1:].partition("/")
         allowed = "POST" if not session_id else ("DELETE" if kind == "session" else "GET")
@@ -210,7 +210,7 @@ class McpEndpoint:
                 work.cancel()
 
     async def _answer(self, body: Any, headers: Headers, http: HttpRequest, principal: Principal | None) -> Reply:
-        if is_rest_call(body):  # the seed REST API: answered as JSON, never streamed
+        if is_rest_call(body):  # the session REST API: answered as JSON, never streamed
             return await self.session_api.call(body, http._replace(outbound=None), principal)
         if _is_stateless(body, headers):
             return await handle_stateless(body, headers, self.dispatcher, http, principal)

@@ -1,4 +1,4 @@
-"""Health: `GET /health` reports the seed's session statistics, counted across every container, with the store's
+"""Health: `GET /health` reports the session statistics, counted across every container, with the store's
 health; `GET /health/live` only says the process answers (the Lambda Web Adapter's readiness check, load
 balancers) and touches no store.
 
@@ -98,7 +98,7 @@ class Health:
         return True
 
     async def report(self, *, figures: bool = True) -> tuple[int, dict[str, Any]]:
-        """The status code and body: the seed's shape, plus `store`; only the status and `store` without
+        """The status code and body: the session REST API's shape, plus `store`; only the status and `store` without
         `figures`."""
         outcome = await self._census()
         if outcome.census is None:

@@ -1,4 +1,5 @@
-"""The seed's session REST + SSE API, over the same sessions, stores and dispatcher as the MCP endpoint.
+"""The session REST + SSE API (for clients that do not speak JSON-RPC), over the same sessions, stores and dispatcher
+as the MCP endpoint.
 
     POST   /session              -> {"sessionId", "message"}
     POST   /mcp                  {"sessionId", "method", "params"} -> {"sessionId", "result"} or {"sessionId", "error"}

@@ -53,7 +53,7 @@ def wanted_by(session: SessionRecord, message: dict[str, Any]) -> bool:
 
 
 class StreamFraming(Protocol):
-    """How a session stream writes itself: the MCP GET stream, or the seed REST API's `/events` stream."""
+    """How a session stream writes itself: the MCP GET stream, or the session REST API's `/events` stream."""
 
     idle_seconds: float
     """How long the stream may stay silent before `idle` writes something."""

@@ -6,13 +6,12 @@ The same faults under load are in test_redis_faults_under_load.py.
 from __future__ import annotations
 
 import time
-from collections.abc import AsyncIterator
 
 import httpx
 import pytest
 
-from core import build_app
 from core.transport.health import CENSUS_SECONDS
+from tests.fixtures.clients import McpFactory
 from tests.fixtures.fault_load import STORE_TIMEOUT, fault_server, redis_settings
 from tests.fixtures.redis_server import OwnRedis
 from tests.fixtures.wire import McpHttp
@@ -27,11 +26,8 @@ def census_clock() -> list[float]:
 
 
 @pytest.fixture
-async def mcp(own_redis: OwnRedis, census_clock: list[float]) -> AsyncIterator[McpHttp]:
-    app = build_app(fault_server(), redis_settings(own_redis), monotonic=lambda: census_clock[0])
-    async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://localhost") as http:
-        yield McpHttp(http)
-    await app.shutdown()
+async def mcp(mcp_factory: McpFactory, own_redis: OwnRedis, census_clock: list[float]) -> McpHttp:
+    return await mcp_factory(fault_server(), redis_settings(own_redis), monotonic=lambda: census_clock[0])
 
 
 async def timed(request: object) -> tuple[httpx.Response, float]:

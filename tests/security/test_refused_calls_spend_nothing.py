@@ -7,10 +7,9 @@ anyone could exhaust a tool's server-wide limit or hold its circuit open for rea
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import Awaitable, Callable
 from typing import Any
 
-import httpx
 import pytest
 
 from core import Context, McpServer, ToolError
@@ -20,13 +19,14 @@ from core.resilience.limiter import RateLimit
 from core.server.policy import RateLimits
 from core.server.principal import Principal
 from core.stores.factory import memory_stores
-from core.transport.app import build_app
+from tests.fixtures.clients import McpFactory
 from tests.fixtures.clocks import FakeClock
 from tests.fixtures.wire import LegacySession, McpHttp
 
 pytestmark = pytest.mark.anyio
 
 SLOW = 0.0001  # tokens a second: no bucket refills during a test
+Client = Callable[[McpServer], Awaitable[McpHttp]]
 MADE_UP = {"mcp-session-id": "made-up-session-id-0123456789", "mcp-protocol-version": "2025-11-25"}
 
 
@@ -56,16 +56,17 @@ def clock() -> FakeClock:
     return FakeClock()
 
 
-def _client(server: McpServer, clock: FakeClock) -> httpx.AsyncClient:
-    stores = memory_stores(session_ttl_seconds=600, clock=clock)
-    app = build_app(server, Settings(max_sessions=0), stores=stores)
-    return httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://localhost")
+@pytest.fixture
+def client(mcp_factory: McpFactory, clock: FakeClock) -> Client:
+    """A client of `server` over in-memory stores on the test's clock."""
+    return lambda server: mcp_factory(
+        server, Settings(max_sessions=0), stores=memory_stores(session_ttl_seconds=600, clock=clock)
+    )
 
 
 @pytest.fixture
-async def mcp(clock: FakeClock) -> AsyncIterator[McpHttp]:
-    async with _client(_server(), clock) as http:
-        yield McpHttp(http)
+async def mcp(client: Client) -> McpHttp:
+    return await client(_server())
 
 
 async def _result(session: LegacySession, name: str) -> dict[str, Any]:
@@ -104,7 +105,7 @@ async def test_calls_over_their_own_session_limit_leave_the_tool_limit_to_others
     assert (await _result(other, "scarce"))["result"]["content"][0]["text"] == "ok"
 
 
-async def test_calls_an_authenticator_refuses_spend_nothing(clock: FakeClock) -> None:
+async def test_calls_an_authenticator_refuses_spend_nothing(client: Client) -> None:
     server = McpServer("guarded", authenticators=[_denied], rate_limits=RateLimits(overall=RateLimit(SLOW, burst=1)))
 
     @server.tool()
@@ -112,15 +113,14 @@ async def test_calls_an_authenticator_refuses_spend_nothing(clock: FakeClock) ->
         """Anyone may."""
         return "pong"
 
-    async with _client(server, clock) as http:
-        session = await McpHttp(http).initialize()
-        for _ in range(3):
-            denied = await session.request("tools/call", {"name": "ping_tool"}, headers={"x-deny": "1"})
-            assert "error" in denied.json() or denied.json()["result"].get("isError")
-        assert (await _result(session, "ping_tool"))["result"]["content"][0]["text"] == "pong"
+    session = await (await client(server)).initialize()
+    for _ in range(3):
+        denied = await session.request("tools/call", {"name": "ping_tool"}, headers={"x-deny": "1"})
+        assert "error" in denied.json() or denied.json()["result"].get("isError")
+    assert (await _result(session, "ping_tool"))["result"]["content"][0]["text"] == "pong"
 
 
-async def test_calls_refused_for_a_missing_scope_spend_nothing(clock: FakeClock) -> None:
+async def test_calls_refused_for_a_missing_scope_spend_nothing(client: Client) -> None:
     server = McpServer("scoped", rate_limits=RateLimits(overall=RateLimit(SLOW, burst=1)))
 
     @server.tool(scopes=["admin"])
@@ -133,15 +133,14 @@ async def test_calls_refused_for_a_missing_scope_spend_nothing(clock: FakeClock)
         """Anyone may."""
         return "open"
 
-    async with _client(server, clock) as http:
-        session = await McpHttp(http).initialize()
-        for _ in range(3):
-            refused = await session.request("tools/call", {"name": "restricted"})
-            assert refused.status_code == 401
-        assert (await _result(session, "open_tool"))["result"]["content"][0]["text"] == "open"
+    session = await (await client(server)).initialize()
+    for _ in range(3):
+        refused = await session.request("tools/call", {"name": "restricted"})
+        assert refused.status_code == 401
+    assert (await _result(session, "open_tool"))["result"]["content"][0]["text"] == "open"
 
 
-async def test_calls_with_a_made_up_session_cannot_hold_a_circuit_open(clock: FakeClock) -> None:
+async def test_calls_with_a_made_up_session_cannot_hold_a_circuit_open(client: Client, clock: FakeClock) -> None:
     server = McpServer("fragile")
     healthy = {"now": False}
 
@@ -152,11 +151,10 @@ async def test_calls_with_a_made_up_session_cannot_hold_a_circuit_open(clock: Fa
             raise RuntimeError("backend down")
         return "back"
 
-    async with _client(server, clock) as http:
-        mcp = McpHttp(http)
-        session = await mcp.initialize()
-        assert (await _result(session, "fragile"))["result"]["isError"] is True  # the circuit opens
-        healthy["now"] = True
-        clock.advance(5)
-        assert (await mcp.post(_call("fragile"), MADE_UP)).status_code == 404  # would have taken the trial
-        assert (await _result(session, "fragile"))["result"]["content"][0]["text"] == "back"
+    mcp = await client(server)
+    session = await mcp.initialize()
+    assert (await _result(session, "fragile"))["result"]["isError"] is True  # the circuit opens
+    healthy["now"] = True
+    clock.advance(5)
+    assert (await mcp.post(_call("fragile"), MADE_UP)).status_code == 404  # would have taken the trial
+    assert (await _result(session, "fragile"))["result"]["content"][0]["text"] == "back"

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import base64
 import json
-from collections.abc import AsyncIterator
 from typing import Any
 
 import httpx
@@ -14,7 +13,7 @@ from core import Context, McpServer, Settings
 from core.auth.bearer import JwtAuthenticator, ResourceServer
 from core.auth.jwks import KeySet
 from core.errors import UnauthorizedError
-from tests.fixtures.clients import client_for
+from tests.fixtures.clients import McpFactory
 from tests.fixtures.jwt_issuer import AUDIENCE, ISSUER, Issuer
 from tests.fixtures.wire import McpHttp
 
@@ -48,9 +47,8 @@ def settings_for(issuer: Issuer) -> Settings:
 
 
 @pytest.fixture
-async def mcp(issuer: Issuer) -> AsyncIterator[McpHttp]:
-    async with client_for(make_server(), settings_for(issuer)) as http:
-        yield McpHttp(http)
+async def mcp(mcp_factory: McpFactory, issuer: Issuer) -> McpHttp:
+    return await mcp_factory(make_server(), settings_for(issuer))
 
 
 def bearer(token: str) -> dict[str, str]:

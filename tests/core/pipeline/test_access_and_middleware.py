@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
@@ -13,7 +12,7 @@ from core.metrics import LocalMetrics
 from core.pipeline.current import current_context
 from core.server.policy import CallNext
 from core.server.principal import Principal
-from tests.fixtures.clients import client_for
+from tests.fixtures.clients import McpFactory, client_for
 from tests.fixtures.wire import McpHttp
 
 pytestmark = pytest.mark.anyio
@@ -80,9 +79,8 @@ def make_server() -> McpServer:
 
 
 @pytest.fixture
-async def mcp() -> AsyncIterator[McpHttp]:
-    async with client_for(make_server(), metrics=LocalMetrics()) as http:
-        yield McpHttp(http)
+async def mcp(mcp_factory: McpFactory) -> McpHttp:
+    return await mcp_factory(make_server(), metrics=LocalMetrics())
 
 
 async def test_server_middleware_wraps_tool_middleware_which_wraps_the_handler(mcp: McpHttp) -> None:

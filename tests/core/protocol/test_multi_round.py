@@ -5,14 +5,13 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
 
 from core import Context, McpServer
 from core.protocol.request_state import RequestStateError, StateSealer, request_digest
-from tests.fixtures.clients import client_for
+from tests.fixtures.clients import McpFactory
 from tests.fixtures.wire import McpHttp, modern_meta
 
 pytestmark = pytest.mark.anyio
@@ -44,9 +43,8 @@ def make_server() -> McpServer:
 
 
 @pytest.fixture
-async def mcp() -> AsyncIterator[McpHttp]:
-    async with client_for(make_server()) as http:
-        yield McpHttp(http)
+async def mcp(mcp_factory: McpFactory) -> McpHttp:
+    return await mcp_factory(make_server())
 
 
 def accept(name: str) -> dict[str, Any]:

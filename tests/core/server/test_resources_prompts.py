@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
 from enum import Enum
 from typing import Literal
 
@@ -10,7 +9,7 @@ import pytest
 
 from core import BlobResource, EmbeddedResource, McpServer, TextResource, assistant, user
 from core.server.resources import compile_template
-from tests.fixtures.clients import client_for
+from tests.fixtures.clients import McpFactory, client_for
 from tests.fixtures.wire import McpHttp
 
 pytestmark = pytest.mark.anyio
@@ -67,9 +66,8 @@ def make_server() -> McpServer:
 
 
 @pytest.fixture
-async def mcp() -> AsyncIterator[McpHttp]:
-    async with client_for(make_server()) as http:
-        yield McpHttp(http)
+async def mcp(mcp_factory: McpFactory) -> McpHttp:
+    return await mcp_factory(make_server())
 
 
 async def test_text_and_blob_resources_read_back_with_their_mime_types(mcp: McpHttp) -> None:

@@ -9,7 +9,7 @@ import pytest
 from pydantic import BaseModel, Field
 
 from core import Context, Image, McpServer, Text, ToolResult
-from tests.fixtures.clients import client_for
+from tests.fixtures.clients import McpFactory
 from tests.fixtures.wire import McpHttp, validate
 
 pytestmark = pytest.mark.anyio
@@ -74,9 +74,8 @@ def make_server() -> McpServer:
 
 
 @pytest.fixture
-async def mcp() -> McpHttp:  # type: ignore[misc]
-    async with client_for(make_server()) as http:
-        yield McpHttp(http)
+async def mcp(mcp_factory: McpFactory) -> McpHttp:
+    return await mcp_factory(make_server())
 
 
 async def _tools(mcp: McpHttp) -> dict[str, dict[str, object]]:

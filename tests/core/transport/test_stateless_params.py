@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
 from typing import Annotated
 
 import pytest
 from pydantic import Field
 
 from core import Context, McpServer
-from tests.fixtures.clients import client_for
+from tests.fixtures.clients import McpFactory
 from tests.fixtures.wire import McpHttp, modern_meta
 
 pytestmark = pytest.mark.anyio
@@ -37,9 +36,8 @@ def make_server() -> McpServer:
 
 
 @pytest.fixture
-async def mcp() -> AsyncIterator[McpHttp]:
-    async with client_for(make_server()) as http:
-        yield McpHttp(http)
+async def mcp(mcp_factory: McpFactory) -> McpHttp:
+    return await mcp_factory(make_server())
 
 
 async def call(mcp: McpHttp, arguments: dict[str, object], headers: dict[str, str]) -> tuple[int, dict[str, object]]:
