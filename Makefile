@@ -58,6 +58,12 @@ build-BufferedFunction build-StreamingFunction build-SweeperFunction build-TaskW
 		--python-version 3.13 --only-binary=:all: $(LAMBDA_REQUIREMENTS)
 	cp -r core handlers examples run.sh "$(ARTIFACTS_DIR)/"
 	find "$(ARTIFACTS_DIR)" -name __pycache__ -prune -exec rm -rf {} +
+	@# Bytecode ships in the package: /var/task is read-only, so without it every cold start compiles each module it
+	@# imports (measured: 2.3x the instructions of `import examples.add`). unchecked-hash pycs stay valid whatever
+	@# timestamps the zip gives the sources (PEP 552; docs.python.org/3/library/compileall.html).
+	if $(PYTHON) -c 'import sys; sys.exit(sys.version_info[:2] != (3, 13))'; then \
+		$(PYTHON) -m compileall -q -j 0 --invalidation-mode unchecked-hash "$(ARTIFACTS_DIR)"; \
+	else echo "build: no Python 3.13 (the runtime's) to compile bytecode with; the package ships sources only" >&2; fi
 
 clean:
 	rm -rf $(VENV) .cache .mypy_cache .pytest_cache .ruff_cache

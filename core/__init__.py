@@ -1,6 +1,8 @@
 """Stratus: MCP servers on AWS Lambda, both protocol eras, state outside the process."""
 
 from core.config import Settings
+from core.resilience.breaker import BreakerPolicy
+from core.resilience.limiter import RateLimit
 from core.server.content import (
     Audio,
     BlobResource,
@@ -12,6 +14,8 @@ from core.server.content import (
     ToolResult,
 )
 from core.server.context import Context
+from core.server.policy import RateLimits, RetryPolicy
+from core.server.principal import Principal
 from core.server.prompts import Message, assistant, user
 from core.server.server import McpServer
 from core.server.tools import ToolError
@@ -19,13 +23,18 @@ from core.transport.app import build_app
 
 __all__ = [
     "Audio",
+    "BreakerPolicy",
     "BlobResource",
     "Context",
     "EmbeddedResource",
     "Image",
     "McpServer",
     "Message",
+    "Principal",
+    "RateLimit",
+    "RateLimits",
     "ResourceLink",
+    "RetryPolicy",
     "Settings",
     "Text",
     "TextResource",

@@ -2,10 +2,7 @@
 
 from __future__ import annotations
 
-from core import McpServer, ToolError
-from core.resilience.breaker import BreakerPolicy
-from core.resilience.limiter import RateLimit
-from core.server.policy import RateLimits, RetryPolicy
+from core import BreakerPolicy, McpServer, RateLimit, RateLimits, RetryPolicy, ToolError
 
 server = McpServer(
     "inventory",

@@ -73,6 +73,9 @@ def _create_store(url: str) -> int:
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line; returns the process exit status."""
     args = _parser().parse_args(argv)
+    # `--app mymodule:server` names a module of the project the command runs in, as uvicorn's `main:app` does.
+    if os.getcwd() not in sys.path and "" not in sys.path:
+        sys.path.insert(0, os.getcwd())
     if args.command == "store":
         return _create_store(args.store)
     if args.command == "local":

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import signal
+import sys
+from pathlib import Path
 
 import httpx
 import pytest
@@ -55,3 +57,16 @@ def test_stratus_serve_stops_within_its_grace_period_with_a_stream_open() -> Non
                 # Without the grace period uvicorn would wait for this stream for as long as it stays open.
                 exit_status = url.process.wait(timeout=SHUTDOWN_GRACE_SECONDS + 5)
     assert exit_status in (0, -signal.SIGTERM)  # uvicorn re-raises the signal it stopped for
+
+
+def test_serve_finds_the_app_in_the_folder_it_runs_in(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`stratus serve --app app:server` in a user's project imports the project's module, as uvicorn would."""
+    (tmp_path / "userapp_probe.py").write_text("thing = 1\n", encoding="utf-8")
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(sys, "path", [entry for entry in sys.path if entry not in ("", str(tmp_path))])
+    monkeypatch.delitem(sys.modules, "userapp_probe", raising=False)
+    assert main(["serve", "--app", "userapp_probe:thing"]) == 2
+    assert "userapp_probe:thing is not an McpServer" in capsys.readouterr().err
+    monkeypatch.delitem(sys.modules, "userapp_probe", raising=False)

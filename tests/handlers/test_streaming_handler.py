@@ -68,3 +68,39 @@ def test_the_function_url_domain_from_the_request_context_is_served(adapter_targ
         f"{adapter_target}/mcp", json=body, headers={**headers, **forwarded("evil.example.com")}, timeout=5
     )
     assert refused.status_code == 421
+
+
+def test_run_sh_imports_what_the_runtime_and_layers_ship(tmp_path: Path) -> None:
+    """The managed runtime keeps boto3 in $LAMBDA_RUNTIME_DIR and layers sit in /opt/python: run.sh puts both on the
+    path, after the package, as the Web Adapter's examples do. Here the served app itself lives only there."""
+    runtime = tmp_path / "runtime"
+    runtime.mkdir()
+    (runtime / "runtime_probe.py").write_text(
+        "from core import McpServer\nserver = McpServer('probe')\n\n@server.tool()\ndef ping() -> str:\n"
+        "    '''Ping.'''\n    return 'pong'\n",
+        encoding="utf-8",
+    )
+    port = free_port()
+    env = {
+        **{k: v for k, v in os.environ.items() if not k.startswith("STRATUS_") and k != "PYTHONPATH"},
+        "AWS_LWA_PORT": str(port),
+        "LAMBDA_TASK_ROOT": str(ROOT),
+        "LAMBDA_RUNTIME_DIR": str(runtime),
+        "STRATUS_APP": "runtime_probe:server",
+        "PATH": f"{Path(sys.executable).parent}:{os.environ.get('PATH', '')}",
+    }
+    process = subprocess.Popen(["sh", str(ROOT / "run.sh")], cwd=ROOT, env=env, stderr=subprocess.DEVNULL)
+    try:
+        deadline = time.monotonic() + 20
+        while True:
+            try:
+                response = httpx.get(f"http://127.0.0.1:{port}/health/live", timeout=0.5)
+                break
+            except httpx.TransportError:
+                assert process.poll() is None, "run.sh exited: the app in $LAMBDA_RUNTIME_DIR was not importable"
+                assert time.monotonic() < deadline, "run.sh did not listen within 20 s"
+                time.sleep(0.05)  # polling a process start-up, bounded by the deadline
+        assert response.status_code == 200
+    finally:
+        process.terminate()
+        process.wait(timeout=10)
