@@ -57,6 +57,7 @@ def build_app(
         body_timeout_seconds=settings.body_timeout_seconds,
         batch_limits=BatchLimits(settings.max_batch_length, settings.max_batch_response_bytes),
         max_stream_seconds=settings.max_stream_seconds,
+        keepalive_seconds=settings.keepalive_seconds,
         authenticator=authenticator,
     )
     health = Health(

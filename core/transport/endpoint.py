@@ -59,6 +59,7 @@ class McpEndpoint:
         body_timeout_seconds: float = 30.0,
         batch_limits: BatchLimits | None = None,
         max_stream_seconds: float = 840.0,
+        keepalive_seconds: float = KEEPALIVE_SECONDS,
         authenticator: RequestAuthenticator | None = None,
     ) -> None:
         self.dispatcher = dispatcher
@@ -69,6 +70,7 @@ class McpEndpoint:
         self.max_body_bytes = max_body_bytes
         self.body_timeout_seconds = body_timeout_seconds
         self.max_stream_seconds = max_stream_seconds
+        self.keepalive_seconds = keepalive_seconds
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         headers = request_headers(scope)
@@ -159,34 +161,37 @@ class McpEndpoint:
     async def _answer_or_stream(
         self, body: Any, headers: Headers, http: HttpRequest, principal: Principal | None, send: Send | None
     ) -> Reply | None:
-        if http.outbound is not None and not _may_send_before_answer(body, headers):
-            http = http._replace(outbound=None)  # a plain JSON answer, without the relay's task and waits
-        if http.outbound is not None and send is not None and not isinstance(body, list) and not is_rest_call(body):
-            return await self._stream(self._answer(body, headers, http, principal), http.outbound, send)
-        return await self._answer(body, headers, http, principal)
+        streamable = send is not None and not isinstance(body, list) and not is_rest_call(body)
+        if http.outbound is None or not streamable:
+            return await self._answer(body, headers, http, principal)
+        assert send is not None
+        if not _may_send_before_answer(body, headers):
+            # Nothing to relay: the call runs without an outbound queue, and only a long silence opens the stream.
+            return await self._stream(self._answer(body, headers, http._replace(outbound=None), principal), None, send)
+        return await self._stream(self._answer(body, headers, http, principal), http.outbound, send)
 
-    async def _stream(self, answer: Awaitable[Reply], outbound: Outbound, send: Send) -> Reply | None:
+    async def _stream(self, answer: Awaitable[Reply], outbound: Outbound | None, send: Send) -> Reply | None:
         """Run the call while relaying what it sends before its result; None once the answer went out as SSE.
 
-        Until the call first sends something, nothing is written: a call that sends nothing answers with its
-        plain JSON reply (and HTTP status) as usual. On a resumable (handshake-era) stream every event is also
-        logged, and a client that goes away does not stop the call: it can resume with `Last-Event-ID`.
+        Until the call first sends something, or has been silent for `keepalive_seconds`, nothing is written: a
+        quick call that sends nothing answers with its plain JSON reply (and HTTP status) as usual. A silent one
+        gets an SSE stream of keep-alive comments, then its answer as the stream's one event, so no front door cuts
+        it for idling. On a resumable (handshake-era) stream every event is also logged, and a client that goes
+        away does not stop the call: it can resume with `Last-Event-ID`.
         """
+        outbound = outbound or Outbound()
         work = asyncio.ensure_future(answer)
         writer: _Relay | None = None
         loop = asyncio.get_running_loop()
         cut_at = loop.time() + self.max_stream_seconds
+        interval = self.keepalive_seconds
         try:
             while True:
                 if writer is not None and outbound.log is not None and not writer.gone and loop.time() >= cut_at:
                     # Long enough for this response: end it cleanly; the client resumes from the log.
                     await writer.close()
                     writer.gone = True
-                wait = (
-                    KEEPALIVE_SECONDS
-                    if writer is None or writer.gone
-                    else min(KEEPALIVE_SECONDS, max(0.0, cut_at - loop.time()))
-                )
+                wait = interval if writer is None or writer.gone else min(interval, max(0.0, cut_at - loop.time()))
                 waiting: set[asyncio.Future[Any]] = {work, outbound.arrival()}
                 done, _ = await asyncio.wait(waiting, timeout=wait, return_when=asyncio.FIRST_COMPLETED)
                 if not outbound.messages.empty():
@@ -203,8 +208,8 @@ class McpEndpoint:
                         await writer.event(await outbound.record_final(reply.payload), reply.payload)
                     await writer.close()
                     return None
-                if writer is not None:
-                    await writer.comment("keep-alive")
+                writer = writer or await _Relay.open(send, outbound)
+                await writer.comment("keep-alive")
         finally:
             if not work.done():
                 work.cancel()
