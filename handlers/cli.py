@@ -13,12 +13,15 @@ in-memory store.
 from __future__ import annotations
 
 import argparse
+import asyncio
 import os
 import sys
 from collections.abc import Sequence
 
 from core import build_app
 from core.config import SettingsError
+from core.server.server import McpServer
+from core.transport.asgi import Router
 from handlers import gateway_admin
 from handlers.emulator import command as local_command
 from handlers.loading import load_served
@@ -37,6 +40,11 @@ def _parser() -> argparse.ArgumentParser:
     serve.add_argument("--port", type=int, help="port to bind (default: MCP_HTTP_PORT, else 8000)")
     serve.add_argument("--store", help="state store URL (default: memory://, or STRATUS_STORE)")
     serve.add_argument("--gateway", metavar="FILE", help='serve the upstreams of a {"mcpServers": ...} file as one')
+    serve.add_argument(
+        "--transport",
+        choices=("http", "stdio"),
+        help="http (uvicorn, the default) or stdio (for desktop hosts; default: MCP_TRANSPORT_TYPE)",
+    )
     local_command.add_parser(commands)
     store = commands.add_parser("store", help="manage the state store")
     store_commands = store.add_subparsers(dest="store_command", required=True)
@@ -94,15 +102,31 @@ def main(argv: Sequence[str] | None = None) -> int:
     except (SettingsError, ValueError, ImportError, OSError) as exc:
         print(f"stratus: {exc}", file=sys.stderr)
         return 2
+    app = build_app(server, settings)
+    if (args.transport or os.environ.get("MCP_TRANSPORT_TYPE") or "http").lower() == "stdio":
+        return _serve_stdio(app, server, settings.mcp_path)
     from handlers.serving import serve
 
-    app = build_app(server, settings)
     if args.port is None:
         args.port = int(os.environ.get("MCP_HTTP_PORT") or 8000)
     print(f"Serving {server.name} at http://{args.host}:{args.port}{settings.mcp_path} (store {settings.store})")
     # Open streams (a session's GET stream, a gateway watching this server) would hold a graceful shutdown forever;
     # after this long they are cut, and their clients resume elsewhere with Last-Event-ID.
     serve(app, settings, host=args.host, port=args.port, timeout_graceful_shutdown=SHUTDOWN_GRACE_SECONDS)
+    return 0
+
+
+def _serve_stdio(app: Router, server: McpServer, path: str) -> int:
+    """Serve over stdin and stdout until stdin closes; stdout carries MCP messages only (logs go to stderr)."""
+    from handlers.stdio import serve_stdio
+
+    async def run() -> None:
+        try:
+            await serve_stdio(app, server, path=path)
+        finally:
+            await app.shutdown()
+
+    asyncio.run(run())
     return 0
 
 
