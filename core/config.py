@@ -145,6 +145,10 @@ class Settings:
     """Where the issuer publishes its signing keys (JWKS), in `jwt` mode."""
     auth_scopes: tuple[str, ...] = ()
     """Scopes advertised in the protected-resource metadata and in challenges."""
+    auth_stage_path: str = ""
+    """The path prefix the OAuth front door puts before the app's own paths and strips before the app sees them:
+    an API Gateway REST API stage (`/v1`) reached without a custom domain. The metadata URL of challenges is then
+    inside the stage, where the front door routes it; empty for the HTTP API, a Function URL or a custom domain."""
 
     def __post_init__(self) -> None:
         if not self.mcp_path.startswith("/"):
@@ -163,6 +167,13 @@ class Settings:
             for name in ("auth_audience", "auth_jwks_url"):
                 if not str(getattr(self, name)).startswith(("https://", "http://")):
                     raise SettingsError(f"{PREFIX}{name.upper()} must be an http(s) URL")
+            audience_path = "/" + str(self.auth_audience).split("://", 1)[-1].partition("/")[2]
+            stage = self.auth_stage_path.rstrip("/")
+            if stage and not (stage.startswith("/") and audience_path.startswith(stage + "/")):
+                raise SettingsError(
+                    f"{PREFIX}AUTH_STAGE_PATH must begin the path of {PREFIX}AUTH_AUDIENCE (e.g. /v1 for "
+                    f"https://api.example.com/v1/mcp), got {self.auth_stage_path!r}"
+                )
         try:
             validate_store_url(self.store)
         except StoreConfigError as exc:

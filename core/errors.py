@@ -125,8 +125,8 @@ class UnauthorizedError(McpError):
     code = UNAUTHORIZED
     http_status = 401
 
-    def __init__(self, message: str, *, challenge: str) -> None:
-        super().__init__(message)
+    def __init__(self, message: str, *, challenge: str, data: Any = None) -> None:
+        super().__init__(message, data=data)
         self.headers = {"www-authenticate": challenge}
 
 

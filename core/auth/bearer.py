@@ -26,14 +26,20 @@ class ResourceServer:
     issuer: str
     audience: str
     scopes: tuple[str, ...] = ()
+    stage: str = ""
+    """The path prefix of an API Gateway REST stage the audience URL carries (e.g. `/v1`), or empty."""
 
     @property
     def metadata_url(self) -> str:
-        """Where RFC 9728 metadata for the resource lives: the well-known path inserted before the resource path."""
+        """Where RFC 9728 metadata for the resource lives: the well-known path inserted before the resource path
+        (RFC 9728 section 3.1), after the stage where one prefixes every path the front door routes."""
         scheme, _, rest = self.audience.partition("://")
         host, slash, path = rest.partition("/")
         suffix = f"/{path}".rstrip("/") if slash else ""
-        return f"{scheme}://{host}/.well-known/oauth-protected-resource{suffix}"
+        stage = self.stage.rstrip("/")
+        if stage and suffix.startswith(stage):
+            suffix = suffix[len(stage) :]
+        return f"{scheme}://{host}{stage}/.well-known/oauth-protected-resource{suffix}"
 
     def metadata(self) -> dict[str, Any]:
         """The protected-resource metadata document (RFC 9728)."""
@@ -45,6 +51,12 @@ class ResourceServer:
         if self.scopes:
             document["scopes_supported"] = list(self.scopes)
         return document
+
+    def discovery(self) -> dict[str, str]:
+        """What a 401's body repeats of the challenge: some front doors rename `WWW-Authenticate` (API Gateway REST
+        proxy integrations answer it as `x-amzn-Remapped-WWW-Authenticate`), and a client reading the body can
+        still find the metadata."""
+        return {"resource_metadata": self.metadata_url}
 
     def challenge(self, error: str | None = None) -> str:
         """A `WWW-Authenticate` value pointing the client at the metadata."""
@@ -78,13 +90,17 @@ class JwtAuthenticator:
         authorization = headers.get("authorization", "")
         scheme, _, token = authorization.partition(" ")
         if scheme.lower() != "bearer" or not token.strip():
-            raise UnauthorizedError("Authentication required", challenge=self.resource.challenge())
+            raise UnauthorizedError(
+                "Authentication required", challenge=self.resource.challenge(), data=self.resource.discovery()
+            )
         claims = await self._verify(token.strip())
         return principal_from_claims(claims)
 
     async def _verify(self, token: str) -> dict[str, Any]:
         jwt = self._jwt
-        refuse = UnauthorizedError("Invalid token", challenge=self.resource.challenge("invalid_token"))
+        refuse = UnauthorizedError(
+            "Invalid token", challenge=self.resource.challenge("invalid_token"), data=self.resource.discovery()
+        )
         try:
             header = jwt.get_unverified_header(token)
         except jwt.PyJWTError:
@@ -95,7 +111,9 @@ class JwtAuthenticator:
             jwk = await self._keys.key(header.get("kid"))
         except JwksUnavailableError:
             raise UnauthorizedError(
-                "Token keys are unavailable; try again", challenge=self.resource.challenge("invalid_token")
+                "Token keys are unavailable; try again",
+                challenge=self.resource.challenge("invalid_token"),
+                data=self.resource.discovery(),
             ) from None
         if jwk is None:
             raise refuse

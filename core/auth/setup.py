@@ -25,6 +25,8 @@ def request_authenticator(settings: Settings) -> tuple[RequestAuthenticator | No
         from core.auth.bearer import JwtAuthenticator, ResourceServer
         from core.auth.jwks import KeySet
 
-        resource = ResourceServer(str(settings.auth_issuer), str(settings.auth_audience), settings.auth_scopes)
+        resource = ResourceServer(
+            str(settings.auth_issuer), str(settings.auth_audience), settings.auth_scopes, settings.auth_stage_path
+        )
         return JwtAuthenticator(resource, KeySet(str(settings.auth_jwks_url))), resource
     return None, None

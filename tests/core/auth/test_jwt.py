@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import base64
+import dataclasses
 import json
 from typing import Any
 
@@ -12,6 +13,7 @@ import pytest
 from core import Context, McpServer, Settings
 from core.auth.bearer import JwtAuthenticator, ResourceServer
 from core.auth.jwks import KeySet
+from core.config import SettingsError
 from core.errors import UnauthorizedError
 from tests.fixtures.clients import McpFactory
 from tests.fixtures.jwt_issuer import AUDIENCE, ISSUER, Issuer
@@ -73,6 +75,29 @@ async def test_no_token_is_401_pointing_at_the_metadata(mcp: McpHttp) -> None:
         f'Bearer resource_metadata="{METADATA_URL}", scope="tools:read reports:write"'
     )
     assert response.json()["error"]["code"] == -31401
+    # A front door that renames the header (API Gateway REST) still lets a client reading the body find the metadata.
+    assert response.json()["error"]["data"] == {"resource_metadata": METADATA_URL}
+
+
+async def test_behind_a_rest_api_stage_the_challenge_points_inside_the_stage(
+    mcp_factory: McpFactory, issuer: Issuer
+) -> None:
+    staged = dataclasses.replace(
+        settings_for(issuer), auth_audience="https://api.example.com/v1/mcp", auth_stage_path="/v1"
+    )
+    client = await mcp_factory(make_server(), staged)
+    response = await whoami(client, {})
+    inside = "https://api.example.com/v1/.well-known/oauth-protected-resource/mcp"
+    assert response.headers["www-authenticate"].startswith(f'Bearer resource_metadata="{inside}"')
+    # The front door strips the stage, so the app serves the document at its own well-known path.
+    metadata = await client.http.get("/.well-known/oauth-protected-resource/mcp")
+    assert metadata.json()["resource"] == "https://api.example.com/v1/mcp"
+
+
+@pytest.mark.parametrize("stage", ["v1", "/v2", "/v1/mcp/extra"])
+def test_a_stage_path_that_does_not_begin_the_audience_is_refused(issuer: Issuer, stage: str) -> None:
+    with pytest.raises(SettingsError, match="STRATUS_AUTH_STAGE_PATH"):
+        dataclasses.replace(settings_for(issuer), auth_audience="https://api.example.com/v1/mcp", auth_stage_path=stage)
 
 
 @pytest.mark.parametrize(
