@@ -100,3 +100,18 @@ async def test_the_rest_api_remaps_the_bearer_challenge(fixed: LocalAws) -> None
         assert "www-authenticate" not in refused.headers
         assert "resource_metadata=" in refused.headers["x-amzn-remapped-www-authenticate"]
         assert (await http.get(WELL_KNOWN[1])).status_code == 200
+
+
+async def test_with_the_rest_api_as_oauth_front_door_a_client_finds_the_metadata_inside_the_stage() -> None:
+    """The REST API renames the challenge header, so a client reads `resource_metadata` from the 401's body; with
+    OAuthFrontDoor=rest-api that URL lies inside the v1 stage, where the REST API routes it to the app."""
+    parameters = {**JWT_PARAMETERS, "OAuthFrontDoor": "rest-api", "AuthAudience": "https://mcp.example/v1/mcp"}
+    with serving(TEMPLATE, parameters=parameters, containers=1) as aws:
+        async with httpx.AsyncClient(base_url=aws.url("StreamingRestApi"), timeout=20) as http:
+            refused = await http.post("/mcp", json={"jsonrpc": "2.0", "id": 1, "method": "ping"}, headers=HEADERS)
+            assert refused.status_code == 401
+            pointed = refused.json()["error"]["data"]["resource_metadata"]
+            assert pointed == "https://mcp.example/v1/.well-known/oauth-protected-resource/mcp"
+            metadata = await http.get(pointed.removeprefix("https://mcp.example/v1"))
+    assert metadata.status_code == 200
+    assert metadata.json()["resource"] == "https://mcp.example/v1/mcp"
