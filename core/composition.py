@@ -51,7 +51,10 @@ def build_dispatcher(
     # serves; a shared store refuses to start without STRATUS_SECRET_KEY, so every container holds the same.
     state_key = settings.secret_key.encode() if settings.secret_key else secrets.token_bytes(32)
     fail_open = settings.limits_on_store_failure == "open"
-    pipeline = Pipeline(server.policy, stores, metrics or LocalMetrics(), fail_open=fail_open)
+    authenticates = settings.auth_mode != "off"
+    pipeline = Pipeline(
+        server.policy, stores, metrics or LocalMetrics(), fail_open=fail_open, authenticates=authenticates
+    )
     server.attach(pipeline.metrics)
     return Dispatcher(
         server,

@@ -36,7 +36,11 @@ async def test_quickstart_divides_reads_notes_and_greets() -> None:
         assert note["text"] == "Note todo"
 
 
-async def test_the_pipeline_example_needs_its_scope() -> None:
+async def test_the_pipeline_examples_scoped_tool_with_auth_off_names_the_setting_to_turn_it_on() -> None:
+    """Locally, with authentication off, nobody could ever hold the scope: a final 403 that says what to set, not a
+    401 challenge no client could answer."""
     async with client_for(inventory, Settings()) as http:
         response = await McpHttp(http).modern("tools/call", {"name": "stock", "arguments": {"sku": "sku-1"}})
-    assert response.status_code == 401
+    assert response.status_code == 403
+    assert "www-authenticate" not in response.headers
+    assert "set STRATUS_AUTH_MODE" in response.json()["error"]["message"]

@@ -19,17 +19,27 @@ async def authenticate(context: Context, authenticators: Sequence[Authenticator]
     return context
 
 
-async def authorize(context: Context, access: Access, *, kind: str, challenge: str | None = None) -> None:
+NO_AUTHENTICATION = (
+    "this server authenticates no one: set STRATUS_AUTH_MODE (jwt or gateway), or give the McpServer an authenticator"
+)
+
+
+async def authorize(
+    context: Context, access: Access, *, kind: str, challenge: str | None = None, authenticates: bool = True
+) -> None:
     """Raise unless the request may use this item: public, else all scopes, at least one role, every guard.
 
     Raises:
         UnauthorizedError: the item is restricted and the request has no user.
-        ForbiddenError: the user lacks a scope or role, or a guard said no.
+        ForbiddenError: the user lacks a scope or role, or a guard said no; or the item is restricted and the server
+            `authenticates` no one, so no credentials could ever help (the message names the setting to change).
     """
     if not access.restricted:
         return
     name = context.item or "?"
     user = context.user
+    if user is None and not authenticates:
+        raise ForbiddenError(f"{kind.capitalize()} '{name}' needs an authenticated user, but {NO_AUTHENTICATION}")
     if user is None:
         raise UnauthorizedError(f"Authentication required for {kind} '{name}'", challenge=challenge or "Bearer")
     missing = [scope for scope in access.scopes if scope not in user.scopes]

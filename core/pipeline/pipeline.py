@@ -112,6 +112,7 @@ class Pipeline:
         sleep: Sleep = asyncio.sleep,
         rand: Callable[[], float] = random.random,
         fail_open: bool = True,
+        authenticates: bool = True,
     ) -> None:
         self.policy = policy
         self.stores = stores
@@ -121,6 +122,8 @@ class Pipeline:
         self.rand = rand
         self.fail_open = fail_open
         """Whether rate limits and breakers let calls through while the store cannot be reached."""
+        self.authenticates = authenticates or bool(policy.authenticators)
+        """Whether any request can carry a user: the transport authenticates, or the server has authenticators."""
         limits = policy.rate_limits
         self._server_limits = any((limits.per_tool, limits.per_principal, limits.per_session, limits.overall))
 
@@ -237,7 +240,8 @@ class Pipeline:
                 if self.policy.authenticators:
                     context = await authenticate(context, self.policy.authenticators)
                 if access.restricted:
-                    await authorize(context, access, kind=kind.split("/")[0].rstrip("s"))
+                    kind_name = kind.split("/")[0].rstrip("s")
+                    await authorize(context, access, kind=kind_name, authenticates=self.authenticates)
                 if not middleware:
                     result = await terminal(context)
                 else:

@@ -136,7 +136,9 @@ async def test_calls_refused_for_a_missing_scope_spend_nothing(client: Client) -
     session = await (await client(server)).initialize()
     for _ in range(3):
         refused = await session.request("tools/call", {"name": "restricted"})
-        assert refused.status_code == 401
+        # Auth is off: no credentials could help, so the refusal is final and names the setting that changes it.
+        assert refused.status_code == 403
+        assert "STRATUS_AUTH_MODE" in refused.json()["error"]["message"]
     assert (await _result(session, "open_tool"))["result"]["content"][0]["text"] == "open"
 
 
