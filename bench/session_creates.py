@@ -47,7 +47,7 @@ def moto_child(table: str) -> None:
     import boto3
     from moto.core.model_instances import reset_model_data
 
-    from core.stores.dynamodb import create_table
+    from core.stores.dynamodb.schema import create_table
     from tests.moto_server import SerialMotoServer
 
     server = SerialMotoServer()
