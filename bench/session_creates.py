@@ -34,7 +34,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 import httpx
 
 from core.transport.health import CENSUS_SECONDS
-from tests.processes import stratus_process
+from tests.fixtures.processes import stratus_process
 
 FAKE_AWS = {"AWS_ACCESS_KEY_ID": "bench", "AWS_SECRET_ACCESS_KEY": "bench", "AWS_DEFAULT_REGION": "us-east-1"}
 REQUEST_SECONDS = 30.0
@@ -48,7 +48,7 @@ def moto_child(table: str) -> None:
     from moto.core.model_instances import reset_model_data
 
     from core.stores.dynamodb.schema import create_table
-    from tests.moto_server import SerialMotoServer
+    from tests.fixtures.moto_server import SerialMotoServer
 
     server = SerialMotoServer()
     endpoint = server.start()
