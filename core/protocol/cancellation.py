@@ -5,8 +5,6 @@ the shared store, which a call that has run a while listens on (cancellation is 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Iterator
-from contextlib import contextmanager
 from typing import TYPE_CHECKING
 
 from core.errors import StoreUnavailableError
@@ -29,19 +27,16 @@ class RunningCalls:
         self.pending = pending
         self._signals: dict[tuple[str | None, RequestId], CancellationSignal] = {}
 
-    @contextmanager
-    def running(self, request_id: RequestId, context: Context) -> Iterator[None]:
-        """While the call runs, a cancellation for it reaches `context.signal`: from this process, and (for a
-        session's call) from another one through the store."""
-        key = (context.session_id, request_id)
-        self._signals[key] = context.signal
-        watcher = asyncio.ensure_future(self._watch(request_id, context)) if context.session_id else None
-        try:
-            yield
-        finally:
-            self._signals.pop(key, None)
-            if watcher is not None:
-                watcher.cancel()
+    def start(self, request_id: RequestId, context: Context) -> asyncio.Future[None] | None:
+        """Let a cancellation for this call reach `context.signal`, from this process and (for a session's call)
+        from another one through the store; `stop` it when the call ends."""
+        self._signals[(context.session_id, request_id)] = context.signal
+        return asyncio.ensure_future(self._watch(request_id, context)) if context.session_id else None
+
+    def stop(self, request_id: RequestId, context: Context, watcher: asyncio.Future[None] | None) -> None:
+        self._signals.pop((context.session_id, request_id), None)
+        if watcher is not None:
+            watcher.cancel()
 
     async def cancel(self, session_id: str | None, request_id: object, reason: str | None) -> None:
         """Cancel a call of this session: here if it runs here, else through the store for the process running

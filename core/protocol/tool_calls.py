@@ -66,13 +66,15 @@ class ToolCalls:
         inputs = await self.rounds.open(call)
         deadline = self.pipeline.deadline_for(call.http, tool.policy.timeout)
         context = call.context(item=tool.name, deadline=deadline, inputs=inputs, publish=self.publish)
+        watcher = self.running.start(call.request.id, context)
         try:
-            with self.running.running(call.request.id, context):
-                return await self.pipeline.call_tool(tool, arguments, context, call.admitted)
+            return await self.pipeline.call_tool(tool, arguments, context, call.admitted)
         except InputRequired:
             return self.rounds.required(call, inputs)
         except ArgumentsError as exc:
             return self._bad_arguments(call, tool.name, exc)
+        finally:
+            self.running.stop(call.request.id, context, watcher)
 
     @staticmethod
     def _bad_arguments(call: Call, name: str, exc: ArgumentsError) -> JsonObject:

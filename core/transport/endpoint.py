@@ -148,7 +148,7 @@ class McpEndpoint:
     ) -> Reply | None:
         check_json_body(headers)
         check_accepts_json(headers)
-        body = decode(await self._read_body(receive, headers))
+        body = decode(await self._read_body(receive, headers, live=http.disconnected is not None))
         if http.disconnected is None or not _is_stateless(body, headers):
             # Only a 2026-07-28 call is cancelled by its client leaving; a handshake-era client may resume.
             return await self._answer_or_stream(body, headers, http, principal, send)
@@ -221,26 +221,18 @@ class McpEndpoint:
             return await handle_stateless(body, headers, self.dispatcher, http, principal)
         return await self.handshake.post(body, headers, http, principal)
 
-    async def _read_body(self, receive: Receive, headers: Headers) -> bytes:
+    async def _read_body(self, receive: Receive, headers: Headers, *, live: bool) -> bytes:
+        """The request body, at most `max_body_bytes`. On a `live` connection (uvicorn) one deadline covers the
+        whole body, so a client trickling a byte at a time cannot hold it; a Lambda event (Mangum) carries the
+        whole body already and needs none."""
         declared = headers.get("content-length")
         if declared is not None and declared.isdigit() and int(declared) > self.max_body_bytes:
             raise _too_large(self.max_body_bytes)
-        chunks: list[bytes] = []
-        size = 0
+        if not live:
+            return await self._read_chunks(receive)
         try:
-            # One deadline for the whole body: a client trickling a byte at a time must not hold the connection.
             async with asyncio.timeout(self.body_timeout_seconds):
-                while True:
-                    message = await receive()
-                    if message["type"] == "http.disconnect":
-                        break
-                    chunk = message.get("body", b"")
-                    size += len(chunk)
-                    if size > self.max_body_bytes:
-                        raise _too_large(self.max_body_bytes)
-                    chunks.append(chunk)
-                    if not message.get("more_body", False):
-                        break
+                return await self._read_chunks(receive)
         except TimeoutError:
             raise HttpError(
                 408,
@@ -248,6 +240,21 @@ class McpEndpoint:
                 "(STRATUS_BODY_TIMEOUT_SECONDS)",
                 headers={"connection": "close"},
             ) from None
+
+    async def _read_chunks(self, receive: Receive) -> bytes:
+        chunks: list[bytes] = []
+        size = 0
+        while True:
+            message = await receive()
+            if message["type"] == "http.disconnect":
+                break
+            chunk = message.get("body", b"")
+            size += len(chunk)
+            if size > self.max_body_bytes:
+                raise _too_large(self.max_body_bytes)
+            chunks.append(chunk)
+            if not message.get("more_body", False):
+                break
         return b"".join(chunks)
 
 
