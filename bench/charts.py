@@ -9,7 +9,7 @@ import matplotlib
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt
-from report import LABELS
+from tables import LABELS
 
 COLOURS = {
     "stratus": "#2b6cb0",
