@@ -47,6 +47,19 @@ class Results:
     gateway: dict[str, float]
     sessions: list[dict[str, float]] = field(default_factory=list)
     tools: list[dict[str, float]] = field(default_factory=list)
+    streaming: dict[str, Any] | None = None
+    """streaming.run: cold (per subject, per run), warm and served (per subject)."""
+    shares: dict[int, dict[str, Any]] | None = None
+    """cpushare.run, None where cgroups were not writable: memory MB -> shape -> subject -> wall ms per run."""
+    per_python: dict[str, dict[str, dict[str, float]]] = field(default_factory=dict)
+    """pythons.run: Python version -> subject -> figures."""
+    profile: dict[str, Any] | None = None
+    """pythons.profile: shares of Stratus's warm session call by module group."""
+
+    @classmethod
+    def alone(cls) -> Results:
+        """Results holding none of the main table's figures: a run of one part (run.py --only)."""
+        return cls({}, [], None, {}, {}, {}, {}, {}, {}, {})
 
     def cold_median(self, key: str, scale: float = 1.0) -> dict[str, float | str | None]:
         """The median of one cold-start figure for each subject of the main table."""
@@ -307,3 +320,114 @@ FIGURES: tuple[Figure, ...] = (
         ratios=False,
     ),
 )
+
+
+STREAMING_COLUMNS = ("stratus", "floor", "sdk", "fastmcp")
+"""The streaming table's subjects: those with an app uvicorn can serve (the floor there is Starlette + uvicorn)."""
+PYTHON_COLUMNS = ("stratus", "awslabs")
+
+
+def _streamed_cold(key: str, scale: float = 1.0) -> Callable[[Results], Values | None]:
+    def measure(results: Results) -> Values | None:
+        if results.streaming is None:
+            return None
+        cold = results.streaming["cold"]
+        return {subject: statistics.median(run[key] for run in runs) * scale for subject, runs in cold.items()}
+
+    return measure
+
+
+def _streamed(part: str, key: str) -> Callable[[Results], Values | None]:
+    def measure(results: Results) -> Values | None:
+        if results.streaming is None or not results.streaming[part]:
+            return None
+        return {subject: figures[key] for subject, figures in results.streaming[part].items()}
+
+    return measure
+
+
+def _buffered(measure: Callable[[Results], Values]) -> Callable[[Results], Values | None]:
+    """A buffered figure beside the streaming ones, in a run that measured both shapes."""
+    return lambda results: measure(results) if results.streaming is not None and results.cold else None
+
+
+STREAMING_FIGURES: tuple[Figure, ...] = (
+    Figure("streaming cold: spawn -> readiness answered, wall ms", _streamed_cold("ready_ms")),
+    Figure("streaming cold: spawn -> 1st tools/call answered, wall ms", _streamed_cold("wall_ms")),
+    Figure(
+        "buffered cold: whole process (spawn -> exit), wall ms", _buffered(lambda r: r.cold_median("process_wall_ms"))
+    ),
+    Figure("streaming cold: CPU ms to the 1st tools/call (/proc)", _streamed_cold("cpu_ms")),
+    Figure("buffered cold: whole process, CPU ms", _buffered(lambda r: r.cold_median("process_cpu_ms"))),
+    Figure("streaming: peak RSS after the 1st call, MiB", _streamed_cold("VmHWM_kib", 1 / 1024)),
+    Figure("buffered: peak RSS, MiB", _buffered(lambda r: r.cold_median("max_rss_kib", 1 / 1024))),
+    Figure("streaming warm: tools/call round trip median, us", _streamed("warm", "median_us")),
+    Figure("streaming warm: tools/call round trip p99, us", _streamed("warm", "p99_us")),
+    Figure("streaming warm: server CPU per call, us", _streamed("warm", "cpu_per_call_us")),
+    Figure("buffered warm: handler tools/call median, us", _buffered(_warm("median_us"))),
+    Figure("streaming: wrk -c1 throughput, req/s", _streamed("served", "requests_per_s"), digits=0),
+    Figure("streaming: server CPU per request under wrk, us", _streamed("served", "cpu_per_request_us")),
+)
+
+
+def _share(memory_mb: int, shape: str) -> Callable[[Results], Values | None]:
+    def measure(results: Results) -> Values | None:
+        if results.shares is None or memory_mb not in results.shares:
+            return None
+        walls = results.shares[memory_mb][shape]
+        return {subject: statistics.median(runs) for subject, runs in walls.items() if runs}
+
+    return measure
+
+
+def _share_name(memory_mb: int, shape: str) -> Callable[[Results], str]:
+    what = "buffered cold, spawn -> exit" if shape == "buffered" else "streaming cold, spawn -> 1st call"
+    return lambda results: (
+        f"{what}, wall ms at {memory_mb:,} MB ({results.shares[memory_mb]['quota_us'] / 1e5:.2f} vCPU)"
+        if results.shares
+        else what
+    )
+
+
+SHAPES = ("buffered", "streaming")
+
+
+def share_figures(memory_sizes: Sequence[int]) -> tuple[Figure, ...]:
+    """The CPU-share table: each shape's wall-clock cold start at each memory size's share, then unthrottled."""
+    return (
+        *(
+            Figure(_share_name(mb, shape), _share(mb, shape))
+            for shape in ("buffered", "streaming")
+            for mb in memory_sizes
+        ),
+        Figure(
+            "buffered cold, spawn -> exit, wall ms, no quota (2 CPUs)",
+            lambda r: r.cold_median("process_wall_ms") if r.cold and r.shares is not None else None,
+        ),
+        Figure(
+            "streaming cold, spawn -> 1st call, wall ms, no quota (2 CPUs)",
+            lambda r: _streamed_cold("wall_ms")(r) if r.shares is not None else None,
+        ),
+    )
+
+
+def _per_python(version: str, key: str, scale: float = 1.0) -> Callable[[Results], Values | None]:
+    def measure(results: Results) -> Values | None:
+        found = results.per_python.get(version)
+        if not found or any(key not in figures for figures in found.values()):
+            return None
+        return {subject: figures[key] * scale for subject, figures in found.items()}
+
+    return measure
+
+
+def python_figures(versions: Sequence[str]) -> tuple[Figure, ...]:
+    """The warm path per Python: instructions per call (callgrind) and the timed figures, for each version."""
+    return (
+        *(
+            Figure(f"Python {v}: k instructions per call", _per_python(v, "instructions", 1e-3), digits=0)
+            for v in versions
+        ),
+        *(Figure(f"Python {v}: median, us", _per_python(v, "median_us")) for v in versions),
+        *(Figure(f"Python {v}: CPU per call, us", _per_python(v, "cpu_per_call_us")) for v in versions),
+    )

@@ -6,6 +6,8 @@ from __future__ import annotations
 import statistics
 from collections.abc import Sequence
 
+import cpushare
+import streaming
 from backends import BACKEND_SUBJECTS
 from figures import SESSION_BYTES_TARGET, THROUGHPUT_SDK_TARGET, WARM_SDK_TARGET, Results
 from tables import SUBJECTS
@@ -122,8 +124,18 @@ def scaling_notes(sessions: list[dict[str, float]], tools: list[dict[str, float]
     ]
 
 
-def page(command: str, when: str, machine: list[str], table: str, notes: list[str], runs: int, calls: int) -> str:
-    """docs/benchmarks.md: the main table and its notes, then what was measured and how."""
+def page(
+    command: str,
+    when: str,
+    machine: list[str],
+    table: str,
+    notes: list[str],
+    runs: int,
+    calls: int,
+    parts: Sequence[str] = (),
+) -> str:
+    """docs/benchmarks.md: the main table and its notes, the parts' sections (`parts`: part_sections), then what
+    was measured and how."""
     lines = [
         "# Benchmarks",
         "",
@@ -145,6 +157,7 @@ def page(command: str, when: str, machine: list[str], table: str, notes: list[st
         "![throughput](benchmarks-throughput.png)",
         "![scaling](benchmarks-scaling.png)",
         "",
+        *parts,
         "## Subjects",
         "",
         "- **Stratus**: `examples/add.py`, a one-tool `add(a, b)` `McpServer` and its module-level buffered Lambda",
@@ -199,3 +212,150 @@ def page(command: str, when: str, machine: list[str], table: str, notes: list[st
         "",
     ]
     return "\n".join(lines)
+
+
+def _spreads(runs: dict[str, list[float]]) -> str:
+    return "; ".join(f"{subject} {_spread(values)}" for subject, values in runs.items() if values)
+
+
+def part_notes(r: Results) -> list[str]:
+    """The notes under the streaming, CPU-share and per-Python tables."""
+    found = []
+    if r.streaming is not None:
+        walls = {subject: [run["wall_ms"] for run in runs] for subject, runs in r.streaming["cold"].items()}
+        found.append(f"streaming spawn -> 1st tools/call, wall ms spread (min-max): {_spreads(walls)}")
+    if r.shares is not None:
+        found.append(
+            "CPU share: CFS periods throttled in each group: "
+            + "; ".join(
+                f"{memory_mb:,} MB (quota {share['quota_us']} us per {cpushare.PERIOD_US} us) "
+                f"{share['throttled_periods']}"
+                for memory_mb, share in r.shares.items()
+            )
+        )
+    if r.profile is not None:
+        top = list(r.profile["groups"].items())[:6]
+        found.append(
+            f"where Stratus's warm session call goes (Python {r.profile['python']}, {r.profile['samples']} samples): "
+            + "; ".join(f"{name} {share:.0%}" for name, share in top)
+        )
+    return found
+
+
+def part_charts(r: Results) -> dict[str, object]:
+    """The charts.py data of the parts measured."""
+    charts: dict[str, object] = {}
+    if r.streaming is not None and r.cold:
+        streamed = {
+            subject: statistics.median(run["wall_ms"] for run in runs) for subject, runs in r.streaming["cold"].items()
+        }
+        buffered = {
+            subject: statistics.median(run["process_wall_ms"] for run in r.cold[subject]) for subject in streamed
+        }
+        charts["streaming"] = {"streaming: spawn -> 1st call": streamed, "buffered: spawn -> exit": buffered}
+    if r.shares:
+        charts["shares"] = {
+            f"{shape} at {memory_mb:,} MB": {
+                subject: statistics.median(runs) for subject, runs in share[shape].items() if runs
+            }
+            for memory_mb, share in r.shares.items()
+            for shape in ("buffered", "streaming")
+        }
+    if r.per_python and all("instructions" in figures for found in r.per_python.values() for figures in found.values()):
+        charts["pythons"] = {
+            f"Python {release}": {subject: figures["instructions"] / 1e3 for subject, figures in found.items()}
+            for release, found in r.per_python.items()
+        }
+    return charts
+
+
+def part_sections(r: Results, tables: dict[str, str], command: str) -> list[str]:
+    """The docs sections of the streaming shape, the CPU-share mode, the warm path per Python and its profile."""
+    lines: list[str] = []
+    alone = ".venv/bin/python bench/run.py --only {} --quick"
+    if "streaming" in tables:
+        lines += [
+            "## Streaming shape",
+            "",
+            f"Written by `{command}` with the rest of this page (printed alone, fewer runs:",
+            f"`{alone.format('streaming')}`). Each subject is started as the Lambda Web Adapter starts it: the",
+            "entry (Stratus's `run.sh`, the others `python -m uvicorn`), then",
+            f"`GET {streaming.READINESS_PATH}` every 10 ms until it answers 100-499, then the first tools/call; wall",
+            "and CPU (the process's own /proc schedstat, every thread) at that answer. The floor here is bare",
+            "Starlette + pydantic under uvicorn (bench/starlette_floor.py), not Mangum. Warm: sequential calls on one",
+            "kept-alive connection, as the adapter forwards one invocation at a time; wrk likewise with one",
+            "connection. The buffered rows repeat the main table's figures for the same subjects.",
+            "",
+            tables["streaming"],
+            "",
+            "![streaming cold start](benchmarks-streaming.png)",
+            "",
+        ]
+    if "cpu-share" in tables:
+        lines += [
+            "## Cold start at Lambda's CPU share",
+            "",
+            f"Written by `{command}` (alone: `{alone.format('cpu-share')}`). Lambda gives a function CPU in",
+            "proportion to its memory, one full vCPU at 1,769 MB",
+            "([Lambda memory and computing power](https://docs.aws.amazon.com/lambda/latest/dg/configuration-memory.html)).",
+            "Each cold start runs in a cgroup v1 `cpu` group whose CFS quota gives that share: 29000 us per",
+            "100000 us period (0.29 vCPU) for 512 MB, the template's `MemorySize`, and 100000 us (1 vCPU) for",
+            "1,769 MB. The child joins the group between fork and exec, so the interpreter's own start is throttled",
+            "too. Wall-clock medians.",
+            "",
+            tables["cpu-share"],
+            "",
+            "![cold start at Lambda's CPU share](benchmarks-shares.png)",
+            "",
+        ]
+    elif r.shares is None:
+        reason = cpushare.unavailable() or "not run"
+        lines += ["## Cold start at Lambda's CPU share", "", f"Not measured in this run: {reason}.", ""]
+    if "pythons" in tables:
+        lines += [
+            "## Warm path per Python",
+            "",
+            f"Written by `{command}` (alone: `{alone.format('pythons')}`; `--quick` leaves the instruction",
+            "counts out). The buffered handler's tools/call in a handshake-era (2025-11-25) session, a fresh event",
+            "parsed from JSON for every invocation (bench/warm_session.py); Stratus on its memory store, awslabs on",
+            "its default (no session store). Instructions per call: two callgrind runs that parse the same events and",
+            "differ only by 200 calls. Each Python has its own venv with the same package versions.",
+            "",
+            tables["pythons"],
+            "",
+        ]
+        if "pythons" in part_charts(r):
+            lines += ["![instructions per call per Python](benchmarks-pythons.png)", ""]
+    if r.profile is not None:
+        lines += _profile_section(r)
+    return lines
+
+
+def _profile_section(r: Results) -> list[str]:
+    assert r.profile is not None
+    counted = r.per_python.get(r.profile["python"], {}).get("stratus", {}).get("instructions")
+    header = "| group | share of the sampled time |" + (" ~k instructions per call |" if counted else "")
+    lines = [
+        "## Where Stratus's warm call goes",
+        "",
+        "`.venv/bin/python bench/run.py --profile-warm` prints this for Stratus and awslabs, by group and by module,",
+        "and Stratus's instructions per call by C function (callgrind). Below, from this run: the same session",
+        f"tools/call on Python {r.profile['python']}, sampled every 0.5 ms ({r.profile['samples']} samples; the",
+        "harness's own excluded). A sample is charged to the module running; stdlib helpers and generated code to",
+        "their caller; asyncio, json and logging are named with the caller that used them."
+        + (" The last column applies each share to the callgrind count: an estimate." if counted else ""),
+        "",
+        header,
+        "| --- | ---: |" + (" ---: |" if counted else ""),
+    ]
+    for name, share in r.profile["groups"].items():
+        if share < 0.01:
+            continue
+        estimate = f" {share * counted / 1e3:,.0f} |" if counted else ""
+        lines.append(f"| {name} | {share:.1%} |{estimate}")
+    lines += [
+        "",
+        "Modules: " + ", ".join(f"{name} {share:.1%}" for name, share in list(r.profile["modules"].items())[:12]),
+        "",
+    ]
+    return lines

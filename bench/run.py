@@ -4,6 +4,8 @@
     .venv/bin/python bench/run.py --quick     # fewer runs, no callgrind, prints only
     .venv/bin/python bench/run.py --smoke     # every subject and measurement once, in seconds (CI: make test)
     .venv/bin/python bench/run.py --profile   # hot spots: -X importtime of the cold start, cProfile of warm calls
+    .venv/bin/python bench/run.py --profile-warm        # where a warm session call goes: module groups, C functions
+    .venv/bin/python bench/run.py --only streaming      # one part alone, printed: streaming, cpu-share or pythons
 
 Subjects, all run by the same interpreter (see benchenv.py for their venvs):
   stratus  `examples/add.py`'s module-level `handler` (in-memory store, default settings)
@@ -12,7 +14,10 @@ Subjects, all run by the same interpreter (see benchenv.py for their venvs):
   sdk      the same on the official MCP Python SDK 2.x under Mangum (bench/sdk_app.py)
   fastmcp  the same on FastMCP under Mangum (bench/fastmcp_app.py)
   rmsl     the same on run-mcp-servers-with-aws-lambda: a stdio server started per request (bench/rmsl_app.py)
-Every subject answers the same API Gateway HTTP API v2 tools/call event (bench/wire.py). This is a benchmark,
+Every subject answers the same API Gateway HTTP API v2 tools/call event (bench/wire.py). The streaming shape
+(bench/streaming.py) starts Stratus's run.sh and the others' apps under uvicorn as the Lambda Web Adapter would;
+the CPU-share mode (bench/cpushare.py) repeats the cold starts inside a cgroup at Lambda's CPU share for 512 MB and
+1,769 MB; the warm path per Python (bench/pythons.py) runs on CPython 3.11, 3.12 and 3.13. This is a benchmark,
 not a test: it reports, it never fails on a timing.
 """
 
@@ -27,14 +32,18 @@ import subprocess
 import sys
 import time
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import backends
 import benchenv
+import cpushare
 import figures
 import measure
+import pythons as per_python
 import report
+import streaming
 import throughput
 from tables import LABELS, SUBJECTS, markdown_table, text_table
 
@@ -42,6 +51,11 @@ DOCS = measure.REPO / "docs" / "benchmarks.md"
 WARM_SUBJECTS = ("stratus", "stratus-legacy", "floor", "awslabs", "sdk", "fastmcp", "rmsl")
 SLOW_SUBJECTS = {"rmsl": 20}
 """Subjects that start a process per request get this many warm calls per process (and a tenth as warm-up)."""
+SMOKE_SLOW_CALLS = 3
+"""... and this many in a smoke run, which only keeps them working."""
+PARTS = ("streaming", "cpu-share", "pythons")
+SMOKE_SHARE_SUBJECTS = ("stratus", "floor")
+"""A smoke run's CPU-share mode starts only these (each at 0.29 vCPU takes 3.4 times its wall time)."""
 UNTRACEABLE = ("rmsl",)
 """Subjects whose work happens mostly in a child process: callgrind, which follows one process, would mislead."""
 Pythons = dict[str, Path]
@@ -102,14 +116,17 @@ def run_callgrind(pythons: Pythons, env: dict[str, str]) -> dict[str, int] | Non
     return totals
 
 
-def run_warm(pythons: Pythons, calls: int, repeats: int, env: dict[str, str]) -> dict[str, dict[str, Any]]:
-    """Warm latency per subject: `repeats` fresh processes each (interleaved), samples pooled."""
+def run_warm(
+    pythons: Pythons, calls: int, repeats: int, env: dict[str, str], slow_calls: int | None = None
+) -> dict[str, dict[str, Any]]:
+    """Warm latency per subject: `repeats` fresh processes each (interleaved), samples pooled; `slow_calls`
+    replaces SLOW_SUBJECTS' counts."""
     pooled: dict[str, list[float]] = {subject: [] for subject in WARM_SUBJECTS}
     cpu: dict[str, list[float]] = {subject: [] for subject in WARM_SUBJECTS}
     kinds: dict[str, dict[str, list[float]]] = {subject: {} for subject in WARM_SUBJECTS}
     for repeat in range(repeats):
         for subject in WARM_SUBJECTS:
-            count = min(calls, SLOW_SUBJECTS.get(subject, calls))
+            count = min(calls, (slow_calls or SLOW_SUBJECTS[subject]) if subject in SLOW_SUBJECTS else calls)
             warmup = max(1, count // 10) if subject in SLOW_SUBJECTS else max(200, calls // 10)
             figures = measure.warm(_python(pythons, subject), subject, count, warmup=warmup, env=env)
             pooled[subject].extend(figures["samples_us"])
@@ -194,6 +211,90 @@ def hot_spots(python: Path, env: dict[str, str]) -> None:
     print(measure.profile(python, "stratus", 5000, env))
 
 
+@dataclass(frozen=True)
+class Sizes:
+    """How much each part measures: a full run, --quick or --smoke."""
+
+    runs: int
+    calls: int
+    repeats: int
+    callgrind: bool
+    smoke: bool
+    quick: bool
+
+    @property
+    def stream_runs(self) -> int:
+        return 1 if self.smoke else 3 if self.quick else 15
+
+    @property
+    def wrk_seconds(self) -> float:
+        return 1 if self.smoke else 2 if self.quick else 5
+
+    @property
+    def share_runs(self) -> int:
+        return 1 if self.smoke else 2 if self.quick else 7
+
+    @property
+    def profile_batches(self) -> int:
+        return 1 if self.smoke else 10 if self.quick else 40
+
+
+def measure_parts(
+    results: figures.Results, parts: Sequence[str], pythons: Pythons, env: dict[str, str], sizes: Sizes
+) -> None:
+    """The streaming shape, the CPU-share mode and the warm path per Python, into `results`."""
+    streamed = {subject: _python(pythons, subject) for subject in streaming.STREAMING_SUBJECTS}
+    if "streaming" in parts:
+        _log(f"streaming shape: {sizes.stream_runs} cold starts per subject, then warm calls and wrk")
+        results.streaming = streaming.run(
+            streamed,
+            env,
+            runs=sizes.stream_runs,
+            calls=sizes.calls,
+            seconds=sizes.wrk_seconds,
+            wrk=throughput.wrk(),
+            log=_log,
+        )
+    if "cpu-share" in parts:
+        buffered = SMOKE_SHARE_SUBJECTS if sizes.smoke else SUBJECTS
+        streams = SMOKE_SHARE_SUBJECTS if sizes.smoke else streaming.STREAMING_SUBJECTS
+        _log(f"CPU share (cgroup v1 cpu quota): {sizes.share_runs} cold starts per subject at each memory size")
+        results.shares = cpushare.run(
+            {subject: _python(pythons, subject) for subject in buffered},
+            env,
+            runs=sizes.share_runs,
+            buffered=buffered,
+            streamed=streams,
+            log=_log,
+        )
+    if "pythons" in parts:
+        counted = "timed and counted (callgrind)" if sizes.callgrind else "timed"
+        _log(f"warm session path per Python, {counted}")
+        results.per_python = per_python.run(
+            pythons["stratus"], env, calls=sizes.calls, repeats=sizes.repeats, callgrind=sizes.callgrind, log=_log
+        )
+        results.profile = per_python.profile(pythons["stratus"], env, batches=sizes.profile_batches)
+
+
+def _print_part_tables(results: figures.Results) -> list[tuple[str, str]]:
+    """Print the tables of the parts measured; return each one's (name, Markdown) for the docs."""
+    tables = []
+    for name, table_figures, columns in (
+        ("streaming", figures.STREAMING_FIGURES, figures.STREAMING_COLUMNS),
+        ("cpu-share", figures.share_figures(cpushare.MEMORY_SIZES_MB), SUBJECTS),
+        ("pythons", figures.python_figures(list(results.per_python)), figures.PYTHON_COLUMNS),
+    ):
+        cells = [row.cells(columns) for row in figures.rows(table_figures, results)]
+        if not cells:
+            continue
+        print()
+        print(text_table(cells, columns))
+        tables.append((name, markdown_table(cells, columns)))
+    for line in report.part_notes(results):
+        print(f"- {line}")
+    return tables
+
+
 def main(argv: Sequence[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--quick", action="store_true", help="fewer runs, no callgrind, do not write the docs")
@@ -205,12 +306,25 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--no-callgrind", action="store_true", help="skip the instruction counts")
     parser.add_argument("--no-write", action="store_true", help=f"do not rewrite {DOCS.relative_to(measure.REPO)}")
     parser.add_argument("--profile", action="store_true", help="print Stratus's cold and warm hot spots and exit")
+    parser.add_argument(
+        "--profile-warm",
+        action="store_true",
+        help="print where a warm tools/call in a session goes (module groups; C functions with valgrind) and exit",
+    )
+    parser.add_argument("--python", default="3.13", help="the CPython of --profile-warm (default 3.13)")
+    parser.add_argument("--only", choices=PARTS, help="measure one part alone and print its table (never writes)")
     args = parser.parse_args(argv)
     if args.smoke:
         args.quick = True
-    runs = args.runs or (1 if args.smoke else 5 if args.quick else 25)
-    calls = args.calls or (200 if args.smoke else 1000 if args.quick else 5000)
-    repeats = 1 if args.smoke else 3
+    sizes = Sizes(
+        runs=args.runs or (1 if args.smoke else 5 if args.quick else 25),
+        calls=args.calls or (200 if args.smoke else 1000 if args.quick else 5000),
+        repeats=1 if args.smoke else 3,
+        callgrind=not (args.quick or args.no_callgrind) and measure.valgrind() is not None,
+        smoke=args.smoke,
+        quick=args.quick,
+    )
+    runs, calls, repeats = sizes.runs, sizes.calls, sizes.repeats
     started = time.perf_counter()
 
     python = benchenv.ensure_venv()
@@ -224,16 +338,29 @@ def main(argv: Sequence[str] | None = None) -> None:
     if args.profile:
         hot_spots(python, env)
         return
+    if args.profile_warm:
+        target = benchenv.ensure_python_venv(args.python, python)
+        if target is None:
+            raise SystemExit(f"pyenv has no Python {args.python}")
+        counted = measure.valgrind() is not None and not args.no_callgrind
+        per_python.print_profile(target, env, batches=sizes.profile_batches, callgrind=counted)
+        return
+    if args.only:
+        alone = figures.Results.alone()
+        measure_parts(alone, [args.only], pythons, env, sizes)
+        _print_part_tables(alone)
+        print(f"\n({time.perf_counter() - started:.0f} s)")
+        return
     try:
         _log(f"cold starts: {runs} per subject")
         with backends.backend_envs() as backend_env:
             cold, bare_cpu = run_cold(pythons, runs, env, backend_env)
         ir = None
-        if not (args.quick or args.no_callgrind):
+        if sizes.callgrind:
             _log("instruction counts (callgrind)")
             ir = run_callgrind(pythons, env)
         _log(f"warm calls: {calls} x {repeats} processes per subject")
-        warm = run_warm(pythons, calls, repeats, env)
+        warm = run_warm(pythons, calls, repeats, env, SMOKE_SLOW_CALLS if args.smoke else None)
         _log("pipeline overhead")
         pipeline = run_pipeline(python, calls * 4, repeats, env)
         _log("stores")
@@ -255,6 +382,10 @@ def main(argv: Sequence[str] | None = None) -> None:
         sessions = measure.scale_sessions(calls, session_levels)
         tool_levels = [1, 10] if args.smoke else [1, 100] if args.quick else [1, 10, 100, 1000]
         tools = [measure.scale_tools(python, count, calls, env) for count in tool_levels]
+        results = figures.Results(
+            cold, bare_cpu, ir, warm, pipeline, stores, notify, served, in_process, gateway, sessions, tools
+        )
+        measure_parts(results, PARTS, pythons, env, sizes)
     except RuntimeError:
         if not python.exists():
             raise SystemExit(
@@ -262,12 +393,9 @@ def main(argv: Sequence[str] | None = None) -> None:
             ) from None
         raise
 
-    results = figures.Results(
-        cold, bare_cpu, ir, warm, pipeline, stores, notify, served, in_process, gateway, sessions, tools
-    )
     rows = figures.rows(figures.FIGURES, results)
     notes = report.notes(results) + report.scaling_notes(sessions, tools)
-    if ir is None and not args.quick and not args.no_callgrind:
+    if measure.valgrind() is None and not args.quick and not args.no_callgrind:
         notes.append("instruction counts skipped: valgrind is not installed")
     machine = machine_note(pythons)
     when = datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d %H:%M UTC")
@@ -277,6 +405,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     print()
     for line in [*notes, *machine]:
         print(f"- {line}")
+    part_tables = _print_part_tables(results)
     elapsed = time.perf_counter() - started
     print(f"\n({elapsed:.0f} s)")
     if not (args.quick or args.no_write):
@@ -286,13 +415,16 @@ def main(argv: Sequence[str] | None = None) -> None:
         chart_data = {
             "cold": {subject: _median([run["cpu_ms"] for run in cold[subject]]) for subject in SUBJECTS},
             "warm": {subject: warm[subject]["median_us"] for subject in SUBJECTS},
-            "throughput": {subject: figures["requests_per_s"] for subject, figures in served.items()},
+            "throughput": {subject: rate["requests_per_s"] for subject, rate in served.items()},
             "sessions": sessions,
             "tools": tools,
+            **report.part_charts(results),
         }
         measure.charts(python, chart_data, DOCS.parent)
         DOCS.parent.mkdir(parents=True, exist_ok=True)
-        DOCS.write_text(report.page(command, when, machine, markdown_table(cells), notes, runs, calls))
+        main_table = markdown_table(cells)
+        parts = report.part_sections(results, dict(part_tables), command)
+        DOCS.write_text(report.page(command, when, machine, main_table, notes, runs, calls, parts))
         _log(f"wrote {DOCS.relative_to(measure.REPO)} and its charts")
 
 
