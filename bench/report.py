@@ -277,14 +277,18 @@ def part_sections(r: Results, tables: dict[str, str], command: str) -> list[str]
         lines += [
             "## Streaming shape",
             "",
-            f"Written by `{command}` with the rest of this page (printed alone, fewer runs:",
-            f"`{alone.format('streaming')}`). Each subject is started as the Lambda Web Adapter starts it: the",
-            "entry (Stratus's `run.sh`, the others `python -m uvicorn`), then",
-            f"`GET {streaming.READINESS_PATH}` every 10 ms until it answers 100-499, then the first tools/call; wall",
-            "and CPU (the process's own /proc schedstat, every thread) at that answer. The floor here is bare",
-            "Starlette + pydantic under uvicorn (bench/starlette_floor.py), not Mangum. Warm: sequential calls on one",
-            "kept-alive connection, as the adapter forwards one invocation at a time; wrk likewise with one",
-            "connection. The buffered rows repeat the main table's figures for the same subjects.",
+            f"Written by `{command}` with the rest of this page; printed alone, with fewer runs:",
+            f"`{alone.format('streaming')}`.",
+            "",
+            "Each subject is started as the Lambda Web Adapter starts it: the entry (Stratus's `run.sh`, the others",
+            f"`python -m uvicorn`), then `GET {streaming.READINESS_PATH}` every 10 ms until it answers 100-499 (the",
+            "adapter's readiness check), then the first tools/call; wall and CPU (the process's own",
+            "`/proc/<pid>/task/*/schedstat`) at that answer. The floor here is bare Starlette + pydantic under uvicorn",
+            "(bench/starlette_floor.py), not Mangum. Warm: sequential calls on one kept-alive connection, as the",
+            "adapter forwards one invocation at a time per environment; wrk likewise with one connection. Every",
+            "request carries the adapter's `x-amzn-request-context`; Stratus runs with",
+            "`STRATUS_TRUST_REQUEST_CONTEXT_HEADER=true`, as template.yaml sets it. The buffered rows repeat the main",
+            "table's figures for the same subjects.",
             "",
             tables["streaming"],
             "",
@@ -295,8 +299,9 @@ def part_sections(r: Results, tables: dict[str, str], command: str) -> list[str]
         lines += [
             "## Cold start at Lambda's CPU share",
             "",
-            f"Written by `{command}` (alone: `{alone.format('cpu-share')}`). Lambda gives a function CPU in",
-            "proportion to its memory, one full vCPU at 1,769 MB",
+            f"Written by `{command}`; alone: `{alone.format('cpu-share')}`.",
+            "",
+            "Lambda gives a function CPU in proportion to its memory, one full vCPU at 1,769 MB",
             "([Lambda memory and computing power](https://docs.aws.amazon.com/lambda/latest/dg/configuration-memory.html)).",
             "Each cold start runs in a cgroup v1 `cpu` group whose CFS quota gives that share: 29000 us per",
             "100000 us period (0.29 vCPU) for 512 MB, the template's `MemorySize`, and 100000 us (1 vCPU) for",
@@ -315,8 +320,10 @@ def part_sections(r: Results, tables: dict[str, str], command: str) -> list[str]
         lines += [
             "## Warm path per Python",
             "",
-            f"Written by `{command}` (alone: `{alone.format('pythons')}`; `--quick` leaves the instruction",
-            "counts out). The buffered handler's tools/call in a handshake-era (2025-11-25) session, a fresh event",
+            f"Written by `{command}`; alone: `{alone.format('pythons')}` (`--quick` leaves the instruction counts",
+            "out).",
+            "",
+            "The buffered handler's tools/call in a handshake-era (2025-11-25) session, a fresh event",
             "parsed from JSON for every invocation (bench/warm_session.py); Stratus on its memory store, awslabs on",
             "its default (no session store). Instructions per call: two callgrind runs that parse the same events and",
             "differ only by 200 calls. Each Python has its own venv with the same package versions.",
@@ -327,23 +334,39 @@ def part_sections(r: Results, tables: dict[str, str], command: str) -> list[str]
         if "pythons" in part_charts(r):
             lines += ["![instructions per call per Python](benchmarks-pythons.png)", ""]
     if r.profile is not None:
-        lines += _profile_section(r)
+        lines += _profile_section(r, command)
     return lines
 
 
-def _profile_section(r: Results) -> list[str]:
+def _profile_summary(groups: dict[str, float]) -> str:
+    """The groups added up by owner: Mangum with the loop it runs, Stratus's own code with what it calls."""
+    mangum = sum(share for name, share in groups.items() if name.endswith("(event translation, ASGI cycle)"))
+    stratus = sum(share for name, share in groups.items() if "Stratus" in name)
+    store = sum(share for name, share in groups.items() if name.endswith("Stratus store"))
+    transport = sum(share for name, share in groups.items() if "Stratus transport" in name)
+    return (
+        f"In all: Mangum and the asyncio loop it runs per invocation {mangum:.0%}; Stratus's own code with the "
+        f"json, asyncio and logging it calls {stratus:.0%}, of which the transport {transport:.0%} and the store "
+        f"{store:.0%}."
+    )
+
+
+def _profile_section(r: Results, command: str) -> list[str]:
     assert r.profile is not None
     counted = r.per_python.get(r.profile["python"], {}).get("stratus", {}).get("instructions")
     header = "| group | share of the sampled time |" + (" ~k instructions per call |" if counted else "")
     lines = [
         "## Where Stratus's warm call goes",
         "",
-        "`.venv/bin/python bench/run.py --profile-warm` prints this for Stratus and awslabs, by group and by module,",
-        "and Stratus's instructions per call by C function (callgrind). Below, from this run: the same session",
-        f"tools/call on Python {r.profile['python']}, sampled every 0.5 ms ({r.profile['samples']} samples; the",
-        "harness's own excluded). A sample is charged to the module running; stdlib helpers and generated code to",
-        "their caller; asyncio, json and logging are named with the caller that used them."
+        f"Written by `{command}` with the rest of this page; `.venv/bin/python bench/run.py --profile-warm` prints",
+        "it for Stratus and awslabs, by group and by module, and Stratus's instructions per call by C function",
+        f"(callgrind). The session tools/call above on Python {r.profile['python']}, sampled every 0.5 ms",
+        f"({r.profile['samples']} samples, the harness's own left out; bench/profile_warm.py). A sample is charged",
+        "to the module running; stdlib helpers and generated code to their caller; asyncio, json and logging are",
+        "named with the caller that used them."
         + (" The last column applies each share to the callgrind count: an estimate." if counted else ""),
+        "",
+        _profile_summary(r.profile["groups"]),
         "",
         header,
         "| --- | ---: |" + (" ---: |" if counted else ""),
