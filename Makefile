@@ -42,7 +42,7 @@ template:  ## sam validate --lint, and cfn-lint on the SAM-translated template (
 
 test: check template conformance bench-smoke unit  ## everything CI runs (pytest last: its summary is the closing line)
 
-bench: $(VENV)/.installed  ## cold start and warm latency against the anchors
+bench: $(VENV)/.installed  ## cold start, warm latency, throughput against the anchors: both shapes, Lambda's CPU shares, each Python
 	$(BIN)/python bench/run.py
 
 bench-smoke: $(VENV)/.installed  ## the benchmark in seconds, every subject once: keeps it working (CI)

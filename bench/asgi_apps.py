@@ -17,7 +17,7 @@ def _stratus() -> Any:
 
 
 def _floor() -> Any:
-    from floor_app import app
+    from starlette_floor import app
 
     return app
 

@@ -80,15 +80,40 @@ def ensure_anchor_venv(name: str, log: bool = True) -> Path:
     return _ensure(cache_dir() / f"bench-anchor-{name}", [*ANCHOR_PACKAGES[name], *shared], log)
 
 
-def _ensure(venv: Path, wanted: list[str], log: bool) -> Path:
-    """`venv`'s python: built (in a staging folder, then renamed) if missing, re-pinned if `wanted` changed."""
+def interpreter(version: str) -> Path | None:
+    """pyenv's CPython `version` (e.g. "3.12"), newest patch release first, or None when it is not installed."""
+    versions = Path(os.environ.get("PYENV_ROOT") or Path.home() / ".pyenv") / "versions"
+    found = sorted(versions.glob(f"{version}.*/bin/python{version}"), key=lambda path: _release(path.parts[-3]))
+    return found[-1] if found else None
+
+
+def _release(name: str) -> tuple[int, ...]:
+    return tuple(int(part) if part.isdigit() else -1 for part in name.split("."))
+
+
+def ensure_python_venv(version: str, bench_python: Path, log: bool = True) -> Path | None:
+    """A venv on CPython `version` with Stratus's runtime pins and the bench venv's awslabs handler, for the warm
+    path per Python (the bench venv itself where it runs that version); None when pyenv has no such Python."""
+    if versions(bench_python)["python"].startswith(f"{version}."):
+        return bench_python
+    base = interpreter(version)
+    if base is None:
+        return None
+    anchor = f"{ANCHOR}=={versions(bench_python)[ANCHOR]}"
+    return _ensure(cache_dir() / f"bench-py{version}", [*runtime_pins(), anchor], log, base=base)
+
+
+def _ensure(venv: Path, wanted: list[str], log: bool, base: Path | None = None) -> Path:
+    """`venv`'s python (on `base`, else this interpreter): built (in a staging folder, then renamed) if missing,
+    re-pinned if `wanted` changed."""
     marker_text = "\n".join(wanted) + "\n"
     if not (venv / "bin" / "python").exists():
         if log:
             print(f"creating the benchmark venv at {venv} (once): {' '.join(wanted)}", file=sys.stderr)
         staging = venv.with_name(f"{venv.name}.partial.{os.getpid()}")
         shutil.rmtree(staging, ignore_errors=True)
-        subprocess.run([getattr(sys, "_base_executable", sys.executable), "-m", "venv", str(staging)], check=True)
+        creator = base or Path(getattr(sys, "_base_executable", sys.executable))
+        subprocess.run([str(creator), "-m", "venv", str(staging)], check=True)
         _pip_install(staging / "bin" / "python", wanted)
         (staging / PINS_MARKER).write_text(marker_text)
         try:

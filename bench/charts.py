@@ -1,5 +1,6 @@
 """Charts child of bench/run.py: `python bench/charts.py RESULTS.json OUT_DIR` (the bench venv, where matplotlib
-is installed; the project's venv never needs it). Writes the cold-start, warm-latency and scaling PNGs."""
+is installed; the project's venv never needs it). Writes the cold-start, warm-latency and scaling PNGs, and those of
+the streaming shape, the CPU-share mode and the warm path per Python when the run measured them."""
 
 import json
 import sys
@@ -9,7 +10,7 @@ import matplotlib
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt
-from report import LABELS
+from tables import LABELS
 
 COLOURS = {
     "stratus": "#2b6cb0",
@@ -33,6 +34,28 @@ def bars(path: Path, title: str, unit: str, values: dict[str, float]) -> None:
     if max(values.values()) > 20 * min(values.values()):
         axes.set_xscale("log")
     axes.set_title(title)
+    axes.spines[["top", "right"]].set_visible(False)
+    figure.tight_layout()
+    figure.savefig(path)
+    plt.close(figure)
+
+
+def grouped(path: Path, title: str, unit: str, series: dict[str, dict[str, float]]) -> None:
+    """Bars per subject, one bar of each series beside the other (a series being a shape, a share, a Python)."""
+    subjects = [name for name in LABELS if any(name in values for values in series.values())]
+    figure, axes = plt.subplots(figsize=(8, 3.6), dpi=120)
+    width = 0.8 / len(series)
+    for index, (label, values) in enumerate(series.items()):
+        places = [position + index * width for position, name in enumerate(subjects) if name in values]
+        heights = [values[name] for name in subjects if name in values]
+        bars_ = axes.bar(places, heights, width, label=label)
+        for bar, height in zip(bars_, heights, strict=True):
+            axes.text(bar.get_x() + width / 2, height, f"{height:,.0f}", ha="center", va="bottom", fontsize=7)
+    axes.set_xticks([position + width * (len(series) - 1) / 2 for position in range(len(subjects))])
+    axes.set_xticklabels([LABELS[name] for name in subjects])
+    axes.set_ylabel(unit)
+    axes.set_title(title)
+    axes.legend(frameon=False, fontsize=8)
     axes.spines[["top", "right"]].set_visible(False)
     figure.tight_layout()
     figure.savefig(path)
@@ -72,6 +95,15 @@ def main() -> None:
     if results.get("throughput"):
         bars(out / "benchmarks-throughput.png", "tools/call under uvicorn, one worker", "req/s", results["throughput"])
     scaling(out / "benchmarks-scaling.png", results.get("sessions", []), results.get("tools", []))
+    if results.get("streaming"):
+        title = "Cold start: spawn to the first tools/call answered"
+        grouped(out / "benchmarks-streaming.png", title, "wall ms (median)", results["streaming"])
+    if results.get("shares"):
+        title = "Cold start at Lambda's CPU share (cgroup cpu quota)"
+        grouped(out / "benchmarks-shares.png", title, "wall ms (median)", results["shares"])
+    if results.get("pythons"):
+        title = "Warm tools/call in a session, per Python"
+        grouped(out / "benchmarks-pythons.png", title, "k instructions per call", results["pythons"])
 
 
 main()

@@ -1,6 +1,7 @@
 """The floor of Stratus's own stack: bare Mangum + Starlette + pydantic, one route, no MCP logic.
 
-One POST to /mcp is parsed by a pydantic model, `a + b` is computed and a JSON-RPC result is returned as JSON.
+The app (starlette_floor.py) parses one POST to /mcp with a pydantic model, computes `a + b` and returns a
+JSON-RPC result as JSON; here Mangum turns it into a Lambda handler.
 """
 
 from __future__ import annotations
@@ -8,38 +9,8 @@ from __future__ import annotations
 from typing import Any
 
 from mangum import Mangum
-from pydantic import BaseModel
-from starlette.applications import Starlette
-from starlette.requests import Request
-from starlette.responses import JSONResponse
-from starlette.routing import Route
+from starlette_floor import app
 
-
-class Arguments(BaseModel):
-    a: int
-    b: int
-
-
-class CallParams(BaseModel):
-    name: str
-    arguments: Arguments
-
-
-class ToolsCall(BaseModel):
-    jsonrpc: str
-    id: int | str
-    method: str
-    params: CallParams
-
-
-async def mcp(request: Request) -> JSONResponse:
-    call = ToolsCall.model_validate_json(await request.body())
-    total = call.params.arguments.a + call.params.arguments.b
-    content = [{"type": "text", "text": str(total)}]
-    return JSONResponse({"jsonrpc": "2.0", "id": call.id, "result": {"content": content}})
-
-
-app = Starlette(routes=[Route("/mcp", mcp, methods=["POST"])])
 _asgi = Mangum(app, lifespan="off")
 
 

@@ -11,6 +11,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -38,11 +39,12 @@ def child_env() -> dict[str, str]:
     return env
 
 
-def spawn(argv: list[str], env: dict[str, str]) -> Spawned:
-    """Run `argv` to completion; CPU is user + system of that child alone, from `os.wait4`."""
+def spawn(argv: list[str], env: dict[str, str], preexec: Callable[[], None] | None = None) -> Spawned:
+    """Run `argv` to completion; CPU is user + system of that child alone, from `os.wait4`. `preexec` runs in the
+    child between fork and exec (joining a cpu cgroup: cpushare.py)."""
     with tempfile.TemporaryFile() as errors:
         start = time.perf_counter()
-        proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=errors, env=env, cwd=REPO)
+        proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=errors, env=env, cwd=REPO, preexec_fn=preexec)
         assert proc.stdout is not None
         out = proc.stdout.read()
         _, status, usage = os.wait4(proc.pid, 0)
@@ -62,9 +64,9 @@ def spawn(argv: list[str], env: dict[str, str]) -> Spawned:
     )
 
 
-def cold(python: Path, subject: str, env: dict[str, str]) -> dict[str, Any]:
+def cold(python: Path, subject: str, env: dict[str, str], preexec: Callable[[], None] | None = None) -> dict[str, Any]:
     """One cold start of `subject` in a fresh process: the child's own figures plus the kernel's."""
-    done = spawn([str(python), str(BENCH / "cold.py"), subject], env)
+    done = spawn([str(python), str(BENCH / "cold.py"), subject], env, preexec)
     figures: dict[str, Any] = ast.literal_eval(done.stdout.strip().splitlines()[-1])
     figures.update(process_cpu_ms=done.cpu_ms, process_wall_ms=done.wall_ms, max_rss_kib=figures.pop("peak_rss_kib"))
     return figures
@@ -150,16 +152,84 @@ def valgrind() -> str | None:
     return shutil.which("valgrind")
 
 
-def instructions(python: Path, subject: str, env: dict[str, str]) -> int:
-    """Instructions executed by a whole cold-start child of `subject` (callgrind's "Collected" total)."""
+def _callgrind(python: Path, child: list[str], env: dict[str, str], out: str = "/dev/null") -> int:
+    """Instructions executed by `python CHILD...` (callgrind's "Collected" total), its profile written to `out`."""
     tool = valgrind()
     assert tool is not None
-    argv = [tool, "--tool=callgrind", "--callgrind-out-file=/dev/null", str(python), str(BENCH / "cold.py"), subject]
+    argv = [tool, "--tool=callgrind", f"--callgrind-out-file={out}", str(python), *child]
     done = spawn(argv, {**env, "PYTHONHASHSEED": "0"})  # same hashes each run: comparable counts
     found = _COLLECTED.search(done.stderr)
     if found is None:
         raise RuntimeError(f"no 'Collected' line in callgrind's output:\n{done.stderr}")
     return int(found.group(1))
+
+
+def instructions(python: Path, subject: str, env: dict[str, str]) -> int:
+    """Instructions executed by a whole cold-start child of `subject`."""
+    return _callgrind(python, [str(BENCH / "cold.py"), subject], env)
+
+
+SESSION_CALLS = (50, 250)
+"""The two call counts of the warm_session.py runs whose difference is the calls alone."""
+
+
+def session_instructions(python: Path, subject: str, env: dict[str, str]) -> float:
+    """Instructions per warm tools/call in a handshake-era session (bench/warm_session.py): two runs that parse
+    the same events and differ only by the number of calls."""
+    few, many = SESSION_CALLS
+    child = [str(BENCH / "warm_session.py"), subject]
+    totals = [_callgrind(python, [*child, str(count), str(many)], env) for count in (few, many)]
+    return (totals[1] - totals[0]) / (many - few)
+
+
+_ANNOTATED = re.compile(r"^\s*([\d,]+)\s+\(\s*[\d.]+%\)\s+(.+?)(?:\s+\[(.+)\])?$")
+
+
+def _functions(profile: str) -> dict[tuple[str, str], int]:
+    """Self instructions per (function, object file) of a callgrind profile, recursion levels merged (the annotated
+    lines name a function's object only on some of its lines: the others take it from those)."""
+    done = subprocess.run(
+        ["callgrind_annotate", "--threshold=100", "--inclusive=no", profile], capture_output=True, text=True, check=True
+    )
+    counts: dict[str, int] = {}
+    objects: dict[str, str] = {}
+    for line in done.stdout.splitlines():
+        match = _ANNOTATED.match(line)
+        if match is None or "PROGRAM TOTALS" in line:
+            continue
+        function = match.group(2).rpartition(":")[2].split("'")[0]
+        counts[function] = counts.get(function, 0) + int(match.group(1).replace(",", ""))
+        if match.group(3):
+            objects.setdefault(function, Path(match.group(3)).name)
+    return {(function, objects.get(function, "?")): count for function, count in counts.items()}
+
+
+def session_functions(python: Path, subject: str, env: dict[str, str]) -> dict[tuple[str, str], float]:
+    """Instructions per warm tools/call by C function and object file: the difference of the two runs'
+    profiles (callgrind_annotate), over the number of calls."""
+    few, many = SESSION_CALLS
+    child = [str(BENCH / "warm_session.py"), subject]
+    with tempfile.TemporaryDirectory() as scratch:
+        profiles = []
+        for count in (few, many):
+            out = str(Path(scratch) / f"callgrind.{count}")
+            _callgrind(python, [*child, str(count), str(many)], env, out)
+            profiles.append(_functions(out))
+    return {key: (profiles[1].get(key, 0) - profiles[0].get(key, 0)) / (many - few) for key in profiles[1]}
+
+
+def session_warm(python: Path, subject: str, calls: int, env: dict[str, str]) -> dict[str, Any]:
+    """Timed warm tools/calls in a handshake-era session, a fresh event each (bench/warm_session.py)."""
+    done = spawn([str(python), str(BENCH / "warm_session.py"), subject, str(calls), str(calls)], env)
+    figures: dict[str, Any] = ast.literal_eval(done.stdout.strip().splitlines()[-1])
+    return figures
+
+
+def session_profile(python: Path, subject: str, batches: int, env: dict[str, str]) -> dict[str, Any]:
+    """Sampled shares of a warm session call's time by module group (bench/profile_warm.py)."""
+    done = spawn([str(python), str(BENCH / "warm_session.py"), subject, "0", "0", "--profile-warm", str(batches)], env)
+    figures: dict[str, Any] = ast.literal_eval(done.stdout.strip().splitlines()[-1])
+    return figures
 
 
 def importtime(python: Path, subject: str, env: dict[str, str]) -> list[tuple[int, int, str]]:
