@@ -66,12 +66,12 @@ async def main() -> None:
     app = getattr(asgi_apps, "stratus" if subject == "stratus-legacy" else subject)
     if subject in ("sdk", "fastmcp"):
         await start_lifespan(app)
-    scope, body = _scope(wire.MODERN_HEADERS), wire.MODERN_CALL_BODY.encode()
+    scope, body = _scope(wire.STATELESS_HEADERS), wire.STATELESS_CALL_BODY.encode()
     if subject == "stratus-legacy":
-        _, opened = await call(app, _scope(wire.BASE_HEADERS), wire.LEGACY_INITIALIZE_BODY.encode())
-        session = wire.legacy_headers(opened[b"mcp-session-id"].decode())
-        await call(app, _scope(session), wire.LEGACY_INITIALIZED_BODY.encode())
-        scope, body = _scope(session), wire.LEGACY_CALL_BODY.encode()
+        _, opened = await call(app, _scope(wire.BASE_HEADERS), wire.HANDSHAKE_INITIALIZE_BODY.encode())
+        session = wire.handshake_headers(opened[b"mcp-session-id"].decode())
+        await call(app, _scope(session), wire.HANDSHAKE_INITIALIZED_BODY.encode())
+        scope, body = _scope(session), wire.HANDSHAKE_CALL_BODY.encode()
     status, _ = await call(app, scope, body)
     if status != 200:
         raise SystemExit(f"{subject} answered {status}")

@@ -33,7 +33,7 @@ def main() -> None:
         response: dict[str, object] = {"statusCode": 200, "body": "3"}
     elif subject in SUBJECT_MODULES:
         handler = __import__(SUBJECT_MODULES[subject], fromlist=["handler"]).handler
-        response = handler(wire.MODERN_CALL_EVENT, None)
+        response = handler(wire.STATELESS_CALL_EVENT, None)
     else:
         raise SystemExit(f"unknown subject {subject!r}")
     cpu1 = time.process_time()

@@ -26,7 +26,7 @@ def notes(r: Results) -> list[str]:
         for subject in (*SUBJECTS, *BACKEND_SUBJECTS)
         if subject in cold
     }
-    legacy = warm["stratus-legacy"]
+    handshake = warm["stratus-legacy"]
     notes = [
         f"reference: `python -c pass` whole process {statistics.median(r.bare_cpu):.1f} ms CPU; "
         f"bare harness span {statistics.median([run['cpu_ms'] for run in cold['bare']]):.2f} ms CPU",
@@ -34,7 +34,7 @@ def notes(r: Results) -> list[str]:
         + "; ".join(f"{subject} {_spread([run['cpu_ms'] for run in cold[subject]])}" for subject in SUBJECTS),
         "modules of note: " + "; ".join(f"{subject}: {', '.join(names)}" for subject, names in watched.items()),
         f"Stratus legacy (2025-11-25, in a session, memory store) warm tools/call: "
-        f"median {legacy['median_us']:.1f} us, p99 {legacy['p99_us']:.1f} us; through the ASGI app in-process "
+        f"median {handshake['median_us']:.1f} us, p99 {handshake['p99_us']:.1f} us; through the ASGI app in-process "
         f"median {in_process['stratus-legacy']['median_us']:.1f} us (2026-07-28: "
         f"{in_process['stratus']['median_us']:.1f} us)",
         "stores (bench/stores.py; legacy tools/call with session + rate limit + breaker through the Lambda handler): "

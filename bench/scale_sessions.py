@@ -47,9 +47,9 @@ def main(calls: int, levels: list[int]) -> list[dict[str, Any]]:
     asyncio.set_event_loop(loop)
     stores = redis_stores(redis_client(REDIS_URL, timeout=5.0), prefix=prefix, session_ttl_seconds=3600, timeout=5.0)
     handler = Mangum(build_app(server(), Settings(max_sessions=0), stores=stores), lifespan="off")
-    opened = handler(wire.http_api_event(wire.LEGACY_INITIALIZE_BODY, wire.BASE_HEADERS), None)
+    opened = handler(wire.http_api_event(wire.HANDSHAKE_INITIALIZE_BODY, wire.BASE_HEADERS), None)
     session_id = {key.lower(): value for key, value in opened["headers"].items()}["mcp-session-id"]
-    call = wire.http_api_event(wire.LEGACY_CALL_BODY, wire.legacy_headers(session_id))
+    call = wire.http_api_event(wire.HANDSHAKE_CALL_BODY, wire.handshake_headers(session_id))
     results = []
     live = 1
 

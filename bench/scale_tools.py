@@ -28,14 +28,14 @@ def main() -> None:
 
         server.tool(f"tool_{index}", description=f"Tool number {index}.")(tool)
     handler = make_handler(server)
-    meta = wire.MODERN_CALL_BODY[wire.MODERN_CALL_BODY.index('"_meta"') : -2]
+    meta = wire.STATELESS_CALL_BODY[wire.STATELESS_CALL_BODY.index('"_meta"') : -2]
     list_body = '{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{' + meta + "}}"
-    list_event = wire.http_api_event(list_body, {**wire.MODERN_HEADERS, "mcp-method": "tools/list"})
+    list_event = wire.http_api_event(list_body, {**wire.STATELESS_HEADERS, "mcp-method": "tools/list"})
     first = handler(list_event, None)
     cpu_ms = (time.process_time() - cpu0) * 1e3
     listed = json.loads(first["body"])["result"]["tools"]
-    call_body = wire.MODERN_CALL_BODY.replace('"name":"add"', '"name":"tool_0"')
-    call_event = wire.http_api_event(call_body, {**wire.MODERN_HEADERS, "mcp-name": "tool_0"})
+    call_body = wire.STATELESS_CALL_BODY.replace('"name":"add"', '"name":"tool_0"')
+    call_event = wire.http_api_event(call_body, {**wire.STATELESS_HEADERS, "mcp-name": "tool_0"})
     answered = json.loads(handler(call_event, None)["body"])
     assert answered["result"]["structuredContent"] == {"result": 3}, answered
 

@@ -64,22 +64,22 @@ def server() -> McpServer:
     return built
 
 
-def legacy_session(handler: Handler) -> dict[str, str]:
-    opened = handler(wire.http_api_event(wire.LEGACY_INITIALIZE_BODY, wire.BASE_HEADERS), None)
+def handshake_session(handler: Handler) -> dict[str, str]:
+    opened = handler(wire.http_api_event(wire.HANDSHAKE_INITIALIZE_BODY, wire.BASE_HEADERS), None)
     session_id = {key.lower(): value for key, value in opened["headers"].items()}["mcp-session-id"]
-    handler(wire.http_api_event(wire.LEGACY_INITIALIZED_BODY, wire.legacy_headers(session_id)), None)
-    return wire.legacy_headers(session_id)
+    handler(wire.http_api_event(wire.HANDSHAKE_INITIALIZED_BODY, wire.handshake_headers(session_id)), None)
+    return wire.handshake_headers(session_id)
 
 
 KINDS = {
-    "legacy tools/call": lambda headers: wire.http_api_event(wire.LEGACY_CALL_BODY, headers),
+    "legacy tools/call": lambda headers: wire.http_api_event(wire.HANDSHAKE_CALL_BODY, headers),
     "legacy tools/list": lambda headers: wire.http_api_event('{"jsonrpc":"2.0","id":2,"method":"tools/list"}', headers),
-    "modern tools/call": lambda headers: wire.MODERN_CALL_EVENT,
+    "modern tools/call": lambda headers: wire.STATELESS_CALL_EVENT,
 }
 
 
 def measure(handler: Handler, count: Callable[[], int], calls: int) -> dict[str, Any]:
-    headers = legacy_session(handler)
+    headers = handshake_session(handler)
     trips = {}
     for kind, event_for in KINDS.items():
         event = event_for(headers)
@@ -89,7 +89,7 @@ def measure(handler: Handler, count: Callable[[], int], calls: int) -> dict[str,
         assert response["statusCode"] == 200, response
         trips[kind] = count() - before
     before = count()
-    handler(wire.http_api_event(wire.LEGACY_INITIALIZE_BODY, wire.BASE_HEADERS), None)
+    handler(wire.http_api_event(wire.HANDSHAKE_INITIALIZE_BODY, wire.BASE_HEADERS), None)
     trips["legacy initialize"] = count() - before
     latency = {kind: timed(handler, event_for(headers), max(20, calls // 4)) for kind, event_for in KINDS.items()}
     event = KINDS["legacy tools/call"](headers)

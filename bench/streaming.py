@@ -41,8 +41,8 @@ START_SECONDS = 60.0
 """A subject not ready within this long failed (at a 0.29 vCPU share FastMCP takes several seconds)."""
 STOP_SECONDS = 10.0
 HEADERS = {
-    **wire.MODERN_HEADERS,
-    "x-amzn-request-context": json.dumps(wire.MODERN_CALL_EVENT["requestContext"], separators=(",", ":")),
+    **wire.STATELESS_HEADERS,
+    "x-amzn-request-context": json.dumps(wire.STATELESS_CALL_EVENT["requestContext"], separators=(",", ":")),
 }
 _REQUESTS = re.compile(r"^\s*(\d+) requests in", re.MULTILINE)
 _RATE = re.compile(r"^Requests/sec:\s*([\d.]+)", re.MULTILINE)
@@ -152,7 +152,7 @@ def _request(method: str, path: str, body: str = "", headers: dict[str, str] | N
 
 
 READINESS_REQUEST = _request("GET", READINESS_PATH, headers={"host": "127.0.0.1", "user-agent": "bench-readiness"})
-CALL_REQUEST = _request("POST", "/mcp", wire.MODERN_CALL_BODY, HEADERS)
+CALL_REQUEST = _request("POST", "/mcp", wire.STATELESS_CALL_BODY, HEADERS)
 
 
 def _ready(port: int) -> bool:
@@ -260,7 +260,7 @@ def _script(directory: Path) -> Path:
         f"wrk.headers[{json.dumps(name)}] = {json.dumps(value)}\n" for name, value in HEADERS.items() if name != "host"
     )  # wrk sends the Host of the URL; a second one would be refused
     script = directory / "post.lua"
-    script.write_text(f'wrk.method = "POST"\nwrk.body = [[{wire.MODERN_CALL_BODY}]]\n{headers}')
+    script.write_text(f'wrk.method = "POST"\nwrk.body = [[{wire.STATELESS_CALL_BODY}]]\n{headers}')
     return script
 
 

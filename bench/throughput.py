@@ -55,10 +55,10 @@ def _wait_until_serving(port: int, server: subprocess.Popen[bytes], within: floa
 
 def _script(directory: Path) -> Path:
     headers = "".join(
-        f'wrk.headers["{name}"] = "{value}"\n' for name, value in wire.MODERN_HEADERS.items() if name != "host"
+        f'wrk.headers["{name}"] = "{value}"\n' for name, value in wire.STATELESS_HEADERS.items() if name != "host"
     )  # wrk sends the Host of the URL
     script = directory / "post.lua"
-    script.write_text(f'wrk.method = "POST"\nwrk.body = [[{wire.MODERN_CALL_BODY}]]\n{headers}')
+    script.write_text(f'wrk.method = "POST"\nwrk.body = [[{wire.STATELESS_CALL_BODY}]]\n{headers}')
     return script
 
 

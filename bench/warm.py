@@ -33,12 +33,12 @@ MODULES = {
 
 def _event_for(subject: str, handler: Handler) -> dict[str, Any]:
     if subject != "stratus-legacy":
-        return wire.MODERN_CALL_EVENT
-    opened = handler(wire.http_api_event(wire.LEGACY_INITIALIZE_BODY, wire.BASE_HEADERS), None)
+        return wire.STATELESS_CALL_EVENT
+    opened = handler(wire.http_api_event(wire.HANDSHAKE_INITIALIZE_BODY, wire.BASE_HEADERS), None)
     headers = {key.lower(): value for key, value in opened["headers"].items()}
     session_id = headers["mcp-session-id"]
-    handler(wire.http_api_event(wire.LEGACY_INITIALIZED_BODY, wire.legacy_headers(session_id)), None)
-    return wire.http_api_event(wire.LEGACY_CALL_BODY, wire.legacy_headers(session_id))
+    handler(wire.http_api_event(wire.HANDSHAKE_INITIALIZED_BODY, wire.handshake_headers(session_id)), None)
+    return wire.http_api_event(wire.HANDSHAKE_CALL_BODY, wire.handshake_headers(session_id))
 
 
 def _other_kinds(subject: str) -> dict[str, dict[str, Any]]:
@@ -48,17 +48,17 @@ def _other_kinds(subject: str) -> dict[str, dict[str, Any]]:
         return {}
     if subject in ("stratus", "sdk", "fastmcp"):
 
-        def modern(body: str, method: str) -> dict[str, Any]:
-            headers = {name: value for name, value in wire.MODERN_HEADERS.items() if name != "mcp-name"}
+        def stateless(body: str, method: str) -> dict[str, Any]:
+            headers = {name: value for name, value in wire.STATELESS_HEADERS.items() if name != "mcp-name"}
             return wire.http_api_event(body, {**headers, "mcp-method": method})
 
         return {
-            "discover or initialize": modern(wire.MODERN_DISCOVER_BODY, "server/discover"),
-            "tools/list": modern(wire.MODERN_LIST_BODY, "tools/list"),
+            "discover or initialize": stateless(wire.STATELESS_DISCOVER_BODY, "server/discover"),
+            "tools/list": stateless(wire.STATELESS_LIST_BODY, "tools/list"),
         }
     return {
-        "discover or initialize": wire.http_api_event(wire.LEGACY_INITIALIZE_BODY, wire.BASE_HEADERS),
-        "tools/list": wire.http_api_event(wire.LEGACY_LIST_BODY, wire.BASE_HEADERS),
+        "discover or initialize": wire.http_api_event(wire.HANDSHAKE_INITIALIZE_BODY, wire.BASE_HEADERS),
+        "tools/list": wire.http_api_event(wire.HANDSHAKE_LIST_BODY, wire.BASE_HEADERS),
     }
 
 

@@ -30,11 +30,11 @@ PROFILE_BATCH = 1000
 
 def open_session(handler: Handler) -> str:
     """Initialize a 2025-11-25 session; the raw JSON of a tools/call event inside it."""
-    opened = handler(wire.http_api_event(wire.LEGACY_INITIALIZE_BODY, wire.BASE_HEADERS), None)
+    opened = handler(wire.http_api_event(wire.HANDSHAKE_INITIALIZE_BODY, wire.BASE_HEADERS), None)
     headers = {key.lower(): value for key, value in opened["headers"].items()}
-    session = wire.legacy_headers(headers["mcp-session-id"])
-    handler(wire.http_api_event(wire.LEGACY_INITIALIZED_BODY, session), None)
-    return json.dumps(wire.http_api_event(wire.LEGACY_CALL_BODY, session))
+    session = wire.handshake_headers(headers["mcp-session-id"])
+    handler(wire.http_api_event(wire.HANDSHAKE_INITIALIZED_BODY, session), None)
+    return json.dumps(wire.http_api_event(wire.HANDSHAKE_CALL_BODY, session))
 
 
 def check(response: dict[str, Any]) -> None:

@@ -3,35 +3,35 @@
 Imports nothing, so loading it in a cold-start child adds no library module to the measurement.
 """
 
-MODERN_VERSION = "2026-07-28"
-LEGACY_VERSION = "2025-11-25"
+STATELESS_VERSION = "2026-07-28"
+HANDSHAKE_VERSION = "2025-11-25"
 
-MODERN_META = (
+STATELESS_META = (
     '"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}'
 )
-MODERN_LIST_BODY = '{"jsonrpc":"2.0","id":2,"method":"tools/list","params":{' + MODERN_META + "}}"
-MODERN_DISCOVER_BODY = '{"jsonrpc":"2.0","id":3,"method":"server/discover","params":{' + MODERN_META + "}}"
-LEGACY_LIST_BODY = '{"jsonrpc":"2.0","id":2,"method":"tools/list","params":{}}'
-MODERN_CALL_BODY = (
+STATELESS_LIST_BODY = '{"jsonrpc":"2.0","id":2,"method":"tools/list","params":{' + STATELESS_META + "}}"
+STATELESS_DISCOVER_BODY = '{"jsonrpc":"2.0","id":3,"method":"server/discover","params":{' + STATELESS_META + "}}"
+HANDSHAKE_LIST_BODY = '{"jsonrpc":"2.0","id":2,"method":"tools/list","params":{}}'
+STATELESS_CALL_BODY = (
     '{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"add","arguments":{"a":1,"b":2},'
     '"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28",'
     '"io.modelcontextprotocol/clientCapabilities":{}}}}'
 )
-LEGACY_INITIALIZE_BODY = (
+HANDSHAKE_INITIALIZE_BODY = (
     '{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25",'
     '"capabilities":{},"clientInfo":{"name":"bench","version":"1.0.0"}}}'
 )
-LEGACY_INITIALIZED_BODY = '{"jsonrpc":"2.0","method":"notifications/initialized"}'
-LEGACY_CALL_BODY = '{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"add","arguments":{"a":1,"b":2}}}'
+HANDSHAKE_INITIALIZED_BODY = '{"jsonrpc":"2.0","method":"notifications/initialized"}'
+HANDSHAKE_CALL_BODY = '{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"add","arguments":{"a":1,"b":2}}}'
 
 BASE_HEADERS: dict[str, str] = {
     "content-type": "application/json",
     "accept": "application/json, text/event-stream",
     "host": "localhost",
 }
-MODERN_HEADERS: dict[str, str] = {
+STATELESS_HEADERS: dict[str, str] = {
     **BASE_HEADERS,
-    "mcp-protocol-version": MODERN_VERSION,
+    "mcp-protocol-version": STATELESS_VERSION,
     "mcp-method": "tools/call",
     "mcp-name": "add",
 }
@@ -68,9 +68,9 @@ def http_api_event(body: str, headers: dict[str, str], path: str = "/mcp") -> di
     }
 
 
-MODERN_CALL_EVENT = http_api_event(MODERN_CALL_BODY, MODERN_HEADERS)
+STATELESS_CALL_EVENT = http_api_event(STATELESS_CALL_BODY, STATELESS_HEADERS)
 
 
-def legacy_headers(session_id: str) -> dict[str, str]:
+def handshake_headers(session_id: str) -> dict[str, str]:
     """Headers of a request inside a legacy (2025-11-25) session."""
-    return {**BASE_HEADERS, "mcp-protocol-version": LEGACY_VERSION, "mcp-session-id": session_id}
+    return {**BASE_HEADERS, "mcp-protocol-version": HANDSHAKE_VERSION, "mcp-session-id": session_id}

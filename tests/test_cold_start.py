@@ -34,7 +34,7 @@ def test_core_exports_exactly_its_dunder_all() -> None:
 def test_a_tool_with_plain_parameters_is_served_without_importing_pydantic() -> None:
     probe = (
         "import json, sys; sys.path.insert(0, 'bench'); import wire, examples.add; "
-        "response = examples.add.handler(wire.MODERN_CALL_EVENT, None); "
+        "response = examples.add.handler(wire.STATELESS_CALL_EVENT, None); "
         "print(json.dumps([response['statusCode'], 'pydantic' in sys.modules, 'pydantic_core' in sys.modules]))"
     )
     completed = subprocess.run(
@@ -48,8 +48,8 @@ def test_a_shared_store_client_is_imported_only_when_a_request_needs_the_store()
     the first request that does, such as a handshake-era initialize."""
     probe = (
         "import json, sys; sys.path.insert(0, 'bench'); import wire, examples.add; "
-        "called = examples.add.handler(wire.MODERN_CALL_EVENT, None); before = 'redis' in sys.modules; "
-        "opened = examples.add.handler(wire.http_api_event(wire.LEGACY_INITIALIZE_BODY, wire.BASE_HEADERS), None); "
+        "called = examples.add.handler(wire.STATELESS_CALL_EVENT, None); before = 'redis' in sys.modules; "
+        "opened = examples.add.handler(wire.http_api_event(wire.HANDSHAKE_INITIALIZE_BODY, wire.BASE_HEADERS), None); "
         "print(json.dumps([called['statusCode'], before, opened['statusCode'], 'redis' in sys.modules]))"
     )
     settings = {

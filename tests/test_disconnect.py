@@ -11,7 +11,7 @@ import pytest
 
 from core import Context, McpServer, Settings, build_app
 from tests.fixtures.servers import uvicorn_serving
-from tests.fixtures.wire import BASE_HEADERS, MODERN, modern_meta
+from tests.fixtures.wire import BASE_HEADERS, STATELESS, stateless_meta
 
 pytestmark = pytest.mark.uvicorn
 
@@ -33,11 +33,11 @@ def test_closing_the_connection_cancels_the_running_tool() -> None:
         "jsonrpc": "2.0",
         "id": 1,
         "method": "tools/call",
-        "params": {"name": "wait_for_cancel", "arguments": {}, "_meta": modern_meta()},
+        "params": {"name": "wait_for_cancel", "arguments": {}, "_meta": stateless_meta()},
     }
     headers = {
         **BASE_HEADERS,
-        "mcp-protocol-version": MODERN,
+        "mcp-protocol-version": STATELESS,
         "mcp-method": "tools/call",
         "mcp-name": "wait_for_cancel",
     }

@@ -28,11 +28,14 @@ def test_the_readme_shows_the_example_files_verbatim(name: str) -> None:
 async def test_quickstart_divides_reads_notes_and_greets() -> None:
     async with client_for(notes) as http:
         mcp = McpHttp(http)
-        result = (await mcp.modern("tools/call", {"name": "divide", "arguments": {"a": 1, "b": 4}})).json()["result"]
+        quarter = {"name": "divide", "arguments": {"a": 1, "b": 4}}
+        result = (await mcp.stateless("tools/call", quarter)).json()["result"]
         assert result["structuredContent"] == {"result": 0.25}
-        by_zero = (await mcp.modern("tools/call", {"name": "divide", "arguments": {"a": 1, "b": 0}})).json()["result"]
+        by_zero = (await mcp.stateless("tools/call", {"name": "divide", "arguments": {"a": 1, "b": 0}})).json()[
+            "result"
+        ]
         assert by_zero["isError"] is True
-        note = (await mcp.modern("resources/read", {"uri": "notes://todo"})).json()["result"]["contents"][0]
+        note = (await mcp.stateless("resources/read", {"uri": "notes://todo"})).json()["result"]["contents"][0]
         assert note["text"] == "Note todo"
 
 
@@ -40,7 +43,7 @@ async def test_the_pipeline_examples_scoped_tool_with_auth_off_names_the_setting
     """Locally, with authentication off, nobody could ever hold the scope: a final 403 that says what to set, not a
     401 challenge no client could answer."""
     async with client_for(inventory, Settings()) as http:
-        response = await McpHttp(http).modern("tools/call", {"name": "stock", "arguments": {"sku": "sku-1"}})
+        response = await McpHttp(http).stateless("tools/call", {"name": "stock", "arguments": {"sku": "sku-1"}})
     assert response.status_code == 403
     assert "www-authenticate" not in response.headers
     assert "set STRATUS_AUTH_MODE" in response.json()["error"]["message"]

@@ -15,7 +15,7 @@ from core.stores.dynamodb.schema import create_table
 from tests.fixtures.apps import LIMIT
 from tests.fixtures.processes import RoundRobinProxy, stratus_processes
 from tests.fixtures.servers import uvicorn_serving
-from tests.fixtures.wire import LegacySession, McpHttp, modern_meta
+from tests.fixtures.wire import HandshakeSession, McpHttp, stateless_meta
 
 pytestmark = [pytest.mark.anyio, pytest.mark.uvicorn]
 TASKS: dict[str, object] = {"extensions": {"io.modelcontextprotocol/tasks": {}}}
@@ -74,7 +74,7 @@ async def test_a_rate_limit_admits_exactly_its_burst_across_both_processes(two_p
     outcomes: list[int] = []
 
     async def call(mcp: McpHttp) -> None:
-        response = await mcp.modern("tools/call", {"name": "limited"})
+        response = await mcp.stateless("tools/call", {"name": "limited"})
         body = response.json()
         outcomes.append(503 if response.status_code == 503 else 1 if "result" in body else body["error"]["code"])
 
@@ -93,8 +93,8 @@ async def test_a_breaker_opened_by_failures_on_one_process_is_open_on_the_other(
     first, second = client_of(two_processes[0]), client_of(two_processes[1])
     with anyio.fail_after(20):
         for _ in range(3):
-            assert (await first.modern("tools/call", {"name": "flaky"})).json()["result"]["isError"] is True
-        refused = (await second.modern("tools/call", {"name": "flaky"})).json()
+            assert (await first.stateless("tools/call", {"name": "flaky"})).json()["result"]["isError"] is True
+        refused = (await second.stateless("tools/call", {"name": "flaky"})).json()
     assert refused["error"]["code"] == -31503
     await first.http.aclose()
     await second.http.aclose()
@@ -144,7 +144,7 @@ async def test_a_cancellation_sent_to_the_other_process_stops_the_call(two_proce
 async def test_a_task_started_on_one_process_is_polled_and_fetched_on_the_other(two_processes: list[str]) -> None:
     first, second = client_of(two_processes[0]), client_of(two_processes[1])
     on_first = await first.initialize("2025-11-25")
-    on_second = LegacySession(second, on_first.session_id, on_first.version)
+    on_second = HandshakeSession(second, on_first.session_id, on_first.version)
     created = await on_first.request("tools/call", {"name": "total", "arguments": {"values": [1, 2, 3]}, "task": {}})
     task_id = created.json()["result"]["task"]["taskId"]
 
@@ -157,16 +157,16 @@ async def test_a_task_started_on_one_process_is_polled_and_fetched_on_the_other(
     await second.http.aclose()
 
 
-async def test_a_modern_task_cancelled_on_the_other_process_ends_cancelled(two_processes: list[str]) -> None:
+async def test_a_stateless_task_cancelled_on_the_other_process_ends_cancelled(two_processes: list[str]) -> None:
     first, second = client_of(two_processes[0]), client_of(two_processes[1])
-    meta = modern_meta(**{"io.modelcontextprotocol/clientCapabilities": TASKS})
-    created = await first.modern("tools/call", {"name": "vigil", "arguments": {}, "_meta": meta})
+    meta = stateless_meta(**{"io.modelcontextprotocol/clientCapabilities": TASKS})
+    created = await first.stateless("tools/call", {"name": "vigil", "arguments": {}, "_meta": meta})
     task_id = created.json()["result"]["taskId"]
     assert created.json()["result"]["status"] == "working"
 
-    cancelled = await second.modern("tasks/cancel", {"taskId": task_id, "_meta": meta})
+    cancelled = await second.stateless("tasks/cancel", {"taskId": task_id, "_meta": meta})
     assert cancelled.json()["result"]["resultType"] == "complete"
-    polled = await first.modern("tasks/get", {"taskId": task_id, "_meta": meta})
+    polled = await first.stateless("tasks/get", {"taskId": task_id, "_meta": meta})
     assert (polled.json()["result"]["status"], polled.json()["result"]["statusMessage"]) == (
         "cancelled",
         "Cancelled by the client",

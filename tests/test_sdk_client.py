@@ -38,8 +38,8 @@ class Era:
     protocol_version: str
 
 
-MODERN = Era(mode="auto", protocol_version="2026-07-28")
-LEGACY = Era(mode="legacy", protocol_version="2025-11-25")
+STATELESS = Era(mode="auto", protocol_version="2026-07-28")
+HANDSHAKE = Era(mode="legacy", protocol_version="2025-11-25")
 
 
 @pytest.fixture(scope="module")
@@ -49,7 +49,7 @@ def stratus_url() -> Iterator[str]:
         yield f"{base_url}/mcp"
 
 
-@pytest.fixture(params=[MODERN, LEGACY], ids=lambda era: era.protocol_version)
+@pytest.fixture(params=[STATELESS, HANDSHAKE], ids=lambda era: era.protocol_version)
 def era(request: pytest.FixtureRequest) -> Era:
     value = request.param
     assert isinstance(value, Era)
@@ -68,7 +68,7 @@ async def test_the_sdk_client_negotiates_each_era_through_its_own_handshake(stra
     with anyio.fail_after(TEST_TIMEOUT_SECONDS):
         async with connect(stratus_url, era) as client:
             session = client.session
-            if era is MODERN:
+            if era is STATELESS:
                 assert session.discover_result is not None
                 assert "2026-07-28" in session.discover_result.supported_versions
                 assert session.initialize_result is None

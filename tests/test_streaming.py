@@ -19,7 +19,7 @@ from tests.fixtures.apps import shared
 from tests.fixtures.processes import RoundRobinProxy, shared_store_environment, stratus_processes
 from tests.fixtures.sdk_answers import answer_elicitation, answer_sampling
 from tests.fixtures.servers import uvicorn_serving
-from tests.fixtures.wire import BASE_HEADERS, McpHttp, modern_meta
+from tests.fixtures.wire import BASE_HEADERS, McpHttp, stateless_meta
 
 pytestmark = [pytest.mark.anyio, pytest.mark.uvicorn]
 
@@ -75,26 +75,26 @@ async def test_partial_content_streams_on_the_log_channel_to_clients_that_want_i
         body = {"jsonrpc": "2.0", "id": 6, "method": "tools/call", "params": {"name": "draft"}}
         with anyio.fail_after(10):
             streamed = await http.post("/mcp", json=body, headers={**BASE_HEADERS, **session.headers})
-            modern = await McpHttp(http).modern("tools/call", {"name": "draft"})  # no logLevel: no log messages
+            stateless = await McpHttp(http).stateless("tools/call", {"name": "draft"})  # no logLevel: no log messages
     parts = [event["params"] for event in sse_events(streamed.text) if event.get("method") == "notifications/message"]
     assert parts == [
         {"level": "info", "logger": "draft", "data": {"content": [{"type": "text", "text": "Once upon "}]}},
         {"level": "info", "logger": "draft", "data": {"content": [{"type": "text", "text": "a time."}]}},
     ]
     assert sse_events(streamed.text)[-1]["result"]["content"] == [{"type": "text", "text": "Once upon a time."}]
-    assert modern.headers["content-type"] == "application/json"
-    assert modern.json()["result"]["content"] == [{"type": "text", "text": "Once upon a time."}]
+    assert stateless.headers["content-type"] == "application/json"
+    assert stateless.json()["result"]["content"] == [{"type": "text", "text": "Once upon a time."}]
 
 
-async def test_a_modern_call_streams_only_when_it_asked_for_progress_or_logs(one_process: str) -> None:
+async def test_a_stateless_call_streams_only_when_it_asked_for_progress_or_logs(one_process: str) -> None:
     """At 2026-07-28 nothing reaches the response before the answer unless the request asked for it, so the
     call is answered as plain JSON without the relay; with a progressToken it streams its progress."""
     async with httpx.AsyncClient(base_url=one_process, timeout=10) as http:
         mcp = McpHttp(http)
         with anyio.fail_after(10):
-            silent = await mcp.modern("tools/call", {"name": "count_to_three"})
-            meta = {**modern_meta(), "progressToken": "m-1"}
-            streamed = await mcp.modern("tools/call", {"name": "count_to_three", "_meta": meta})
+            silent = await mcp.stateless("tools/call", {"name": "count_to_three"})
+            meta = {**stateless_meta(), "progressToken": "m-1"}
+            streamed = await mcp.stateless("tools/call", {"name": "count_to_three", "_meta": meta})
     assert silent.headers["content-type"] == "application/json"
     assert silent.json()["result"]["content"] == [{"type": "text", "text": "done"}]
     assert streamed.headers["content-type"] == "text/event-stream"

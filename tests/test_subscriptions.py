@@ -17,14 +17,14 @@ from core import Settings, build_app
 from tests.fixtures.apps import shared
 from tests.fixtures.processes import shared_store_environment, stratus_processes
 from tests.fixtures.servers import uvicorn_serving
-from tests.fixtures.wire import BASE_HEADERS, MODERN, McpHttp, modern_meta, validate
+from tests.fixtures.wire import BASE_HEADERS, STATELESS, McpHttp, stateless_meta, validate
 
 SHARED_APP = "tests.fixtures.apps:shared"
 
 pytestmark = [pytest.mark.anyio, pytest.mark.uvicorn]
 
 SUBSCRIPTION_ID = "io.modelcontextprotocol/subscriptionId"
-LISTEN_HEADERS = {**BASE_HEADERS, "mcp-protocol-version": MODERN, "mcp-method": "subscriptions/listen"}
+LISTEN_HEADERS = {**BASE_HEADERS, "mcp-protocol-version": STATELESS, "mcp-method": "subscriptions/listen"}
 
 
 def listen_body(request_id: str, notifications: Any) -> dict[str, Any]:
@@ -32,7 +32,7 @@ def listen_body(request_id: str, notifications: Any) -> dict[str, Any]:
         "jsonrpc": "2.0",
         "id": request_id,
         "method": "subscriptions/listen",
-        "params": {"_meta": modern_meta(), "notifications": notifications},
+        "params": {"_meta": stateless_meta(), "notifications": notifications},
     }
 
 
@@ -67,18 +67,18 @@ async def test_a_listener_gets_only_what_it_asked_for_from_another_process(
                     assert stream.headers["content-type"] == "text/event-stream"
                     listened = messages(stream)
                     ack = await anext(listened)
-                    validate(MODERN, "SubscriptionsAcknowledgedNotification", ack)
+                    validate(STATELESS, "SubscriptionsAcknowledgedNotification", ack)
                     # The shared server has no prompts: that part of the filter is not agreed.
                     assert ack["params"] == {
                         "_meta": {SUBSCRIPTION_ID: "listen-1"},
                         "notifications": {"toolsListChanged": True, "resourceSubscriptions": ["note://board"]},
                     }
                     for uri in ("note://elsewhere", "note://board"):
-                        touched = await caller.modern("tools/call", {"name": "touch", "arguments": {"uri": uri}})
+                        touched = await caller.stateless("tools/call", {"name": "touch", "arguments": {"uri": uri}})
                         assert touched.json()["result"]["content"] == [{"type": "text", "text": "touched"}], (
                             touched.text
                         )
-                    await caller.modern("tools/call", {"name": "reshuffle_tools", "arguments": {}})
+                    await caller.stateless("tools/call", {"name": "reshuffle_tools", "arguments": {}})
                     while len(received) < 2:
                         received.append(await anext(listened))
                     await listened.aclose()
@@ -94,8 +94,8 @@ async def test_a_listener_gets_only_what_it_asked_for_from_another_process(
             "params": {"_meta": {SUBSCRIPTION_ID: "listen-1"}},
         },
     ]
-    validate(MODERN, "ResourceUpdatedNotification", received[0])
-    validate(MODERN, "ToolListChangedNotification", received[1])
+    validate(STATELESS, "ResourceUpdatedNotification", received[0])
+    validate(STATELESS, "ToolListChangedNotification", received[1])
 
 
 async def test_a_subscription_ends_gracefully_at_the_stream_limit() -> None:
@@ -108,7 +108,7 @@ async def test_a_subscription_ends_gracefully_at_the_stream_limit() -> None:
     events = [json.loads(line[6:]) for line in answer.text.splitlines() if line.startswith("data: ") and line[6:]]
     assert [event.get("method") for event in events] == ["notifications/subscriptions/acknowledged", None]
     closing = events[-1]
-    validate(MODERN, "SubscriptionsListenResultResponse", closing)
+    validate(STATELESS, "SubscriptionsListenResultResponse", closing)
     assert closing["id"] == "l-2" and closing["result"]["resultType"] == "complete"
     assert closing["result"]["_meta"][SUBSCRIPTION_ID] == "l-2"
 

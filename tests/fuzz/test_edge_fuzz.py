@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 from tests.fixtures.fuzzing import FUZZ, LEAKS, json_values
 from tests.fixtures.lambda_events import http_event
 from tests.fixtures.lambda_invoke import LambdaContext
-from tests.fixtures.wire import BASE_HEADERS, MODERN, modern_meta
+from tests.fixtures.wire import BASE_HEADERS, STATELESS, stateless_meta
 
 EVENTS = Path(__file__).parent.parent / "events"
 RECORDED = {path.stem: json.loads(path.read_text(encoding="utf-8")) for path in EVENTS.glob("*.json")}
@@ -52,9 +52,9 @@ def test_any_mutated_lambda_event_is_answered_never_raised(handler: Any, event: 
     assert_clean(handler(event, LambdaContext()))
 
 
-def modern_post(method: str, params: dict[str, Any], name: str | None = None) -> tuple[str, dict[str, str]]:
-    body = {"jsonrpc": "2.0", "id": 1, "method": method, "params": {**params, "_meta": modern_meta()}}
-    headers = {**BASE_HEADERS, "mcp-protocol-version": MODERN, "mcp-method": method}
+def stateless_post(method: str, params: dict[str, Any], name: str | None = None) -> tuple[str, dict[str, str]]:
+    body = {"jsonrpc": "2.0", "id": 1, "method": method, "params": {**params, "_meta": stateless_meta()}}
+    headers = {**BASE_HEADERS, "mcp-protocol-version": STATELESS, "mcp-method": method}
     if name is not None:
         headers["mcp-name"] = name
     return json.dumps(body), headers
@@ -63,7 +63,7 @@ def modern_post(method: str, params: dict[str, Any], name: str | None = None) ->
 @FUZZ
 @given(cursor=st.one_of(st.text(max_size=80), st.binary(max_size=60).map(lambda raw: raw.hex())))
 def test_a_forged_cursor_is_invalid_params_never_a_page(handler: Any, cursor: str) -> None:
-    raw, headers = modern_post("tools/list", {"cursor": cursor})
+    raw, headers = stateless_post("tools/list", {"cursor": cursor})
     response = handler(http_event(raw, headers), LambdaContext())
     assert_clean(response)
     answer = json.loads(response["body"])
@@ -74,7 +74,7 @@ def test_a_forged_cursor_is_invalid_params_never_a_page(handler: Any, cursor: st
 @given(state=st.text(max_size=200), responses=json_values)
 def test_a_forged_request_state_never_resumes_a_call(handler: Any, state: str, responses: Any) -> None:
     params = {"name": "add", "arguments": {"a": 1, "b": 2}, "requestState": state, "inputResponses": responses}
-    raw, headers = modern_post("tools/call", params, "add")
+    raw, headers = stateless_post("tools/call", params, "add")
     response = handler(http_event(raw, headers), LambdaContext())
     assert_clean(response)
     answer = json.loads(response["body"])

@@ -18,7 +18,7 @@ from hypothesis import strategies as st
 from tests.fixtures.fuzzing import FUZZ, LEAKS, json_values
 from tests.fixtures.lambda_events import http_event
 from tests.fixtures.lambda_invoke import LambdaContext
-from tests.fixtures.wire import MODERN, validate
+from tests.fixtures.wire import STATELESS, validate
 
 METHODS = [
     "initialize",
@@ -70,12 +70,12 @@ def rarely(draw: st.DrawFn) -> bool:
 @st.composite
 def messages(draw: st.DrawFn) -> tuple[Any, dict[str, str], str, bool]:
     """(body, headers, era, in a session): mostly well-formed JSON-RPC with rare mutations, sometimes garbage."""
-    modern = draw(st.booleans())
+    stateless = draw(st.booleans())
     method = draw(st.sampled_from(METHODS)) if not rarely(draw) else draw(st.text(max_size=20))
     params: Any = draw(known_params) if not rarely(draw) else draw(json_values)
-    if modern and isinstance(params, dict) and not rarely(draw):
+    if stateless and isinstance(params, dict) and not rarely(draw):
         meta = {
-            "io.modelcontextprotocol/protocolVersion": MODERN if not rarely(draw) else draw(st.text(max_size=12)),
+            "io.modelcontextprotocol/protocolVersion": STATELESS if not rarely(draw) else draw(st.text(max_size=12)),
             "io.modelcontextprotocol/clientCapabilities": {} if not rarely(draw) else draw(json_values),
         }
         params = {**params, "_meta": meta}
@@ -92,8 +92,8 @@ def messages(draw: st.DrawFn) -> tuple[Any, dict[str, str], str, bool]:
     headers = {"content-type": "application/json" if not rarely(draw) else draw(st.sampled_from(CONTENT_TYPES))}
     headers["accept"] = "application/json, text/event-stream" if not rarely(draw) else draw(st.sampled_from(ACCEPTS))
     name = params.get("name") if isinstance(params, dict) else None
-    if modern:
-        headers["mcp-protocol-version"] = MODERN if not rarely(draw) else draw(st.text(max_size=12))
+    if stateless:
+        headers["mcp-protocol-version"] = STATELESS if not rarely(draw) else draw(st.text(max_size=12))
         headers["mcp-method"] = method if not rarely(draw) else draw(st.text(max_size=20))
         if isinstance(name, str) and not rarely(draw):
             headers["mcp-name"] = name
@@ -105,7 +105,7 @@ def messages(draw: st.DrawFn) -> tuple[Any, dict[str, str], str, bool]:
         headers["mcp-protocol-version"] = "2025-11-25"
     if rarely(draw) and rarely(draw):
         body, headers["content-type"] = draw(st.text(max_size=60)), "text/plain"  # not JSON at all
-    return body, headers, MODERN if modern else "2025-11-25", not modern and not rarely(draw)
+    return body, headers, STATELESS if stateless else "2025-11-25", not stateless and not rarely(draw)
 
 
 CONTENT_TYPES = ["text/plain", "application/json; charset=utf-8", "application/xml", ""]
@@ -147,7 +147,7 @@ def test_any_message_gets_a_well_formed_answer_that_leaks_nothing(
     ),
     method=st.sampled_from(METHODS),
 )
-def test_legacy_requests_with_any_session_headers_are_refused_cleanly(
+def test_handshake_requests_with_any_session_headers_are_refused_cleanly(
     handler: Any, session_headers: dict[str, str], method: str
 ) -> None:
     body = {"jsonrpc": "2.0", "id": 1, "method": method, "params": {}}

@@ -12,8 +12,8 @@ import pytest
 from core import Settings
 from examples.demo import server
 from handlers.adapter import make_handler
-from tests.fixtures.lambda_invoke import LambdaContext, event, modern_request
-from tests.fixtures.wire import MODERN, initialize_message, validate_response
+from tests.fixtures.lambda_invoke import LambdaContext, event, stateless_request
+from tests.fixtures.wire import STATELESS, initialize_message, validate_response
 
 EVENT_TYPES = ["http_api_v2", "function_url", "rest_api_v1", "alb"]
 
@@ -37,7 +37,7 @@ def _headers(response: dict[str, Any]) -> dict[str, str]:
 
 @pytest.mark.parametrize("kind", EVENT_TYPES)
 @pytest.mark.parametrize("base64_body", [False, True])
-def test_modern_discover_list_and_call_work_twice_on_one_warm_handler(
+def test_stateless_discover_list_and_call_work_twice_on_one_warm_handler(
     handler: Any, kind: str, base64_body: bool
 ) -> None:
     for _ in range(2):
@@ -46,17 +46,17 @@ def test_modern_discover_list_and_call_work_twice_on_one_warm_handler(
             ("tools/list", {}),
             ("tools/call", {"name": "add", "arguments": {"a": 20, "b": 22}}),
         ]:
-            body, headers = modern_request(method, params)
+            body, headers = stateless_request(method, params)
             response = invoke(handler, kind, body, headers, base64_body=base64_body)
             assert response["statusCode"] == 200, (kind, method, response)
             assert _headers(response)["content-type"] == "application/json"
             payload = json.loads(response["body"])
-            validate_response(MODERN, method, payload)
+            validate_response(STATELESS, method, payload)
         assert payload["result"]["structuredContent"] == {"result": 42}
 
 
 @pytest.mark.parametrize("kind", EVENT_TYPES)
-def test_legacy_initialize_then_calls_in_the_session_work_twice(handler: Any, kind: str) -> None:
+def test_handshake_initialize_then_calls_in_the_session_work_twice(handler: Any, kind: str) -> None:
     for _ in range(2):
         response = invoke(handler, kind, initialize_message(), {})
         assert response["statusCode"] == 200
@@ -83,7 +83,7 @@ def test_null_headers_get_a_clean_415_not_a_crash(handler: Any) -> None:
 
 
 def test_a_foreign_host_on_an_api_gateway_event_is_refused(handler: Any) -> None:
-    body, headers = modern_request("tools/list", {})
+    body, headers = stateless_request("tools/list", {})
     response = invoke(handler, "http_api_v2", body, {**headers, "host": "evil.example.com"})
     assert response["statusCode"] == 421
 
@@ -94,7 +94,7 @@ def test_the_module_handler_serves_the_app_named_by_stratus_app(
     monkeypatch.setenv("STRATUS_APP", "examples.add:server")
     module = importlib.import_module("handlers.buffered")
     module = importlib.reload(module)
-    body, headers = modern_request("tools/list", {})
+    body, headers = stateless_request("tools/list", {})
     response = module.handler(event("http_api_v2", body, headers), LambdaContext())
     tools = json.loads(response["body"])["result"]["tools"]
     assert [tool["name"] for tool in tools] == ["add"]

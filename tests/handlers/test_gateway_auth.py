@@ -11,7 +11,7 @@ import pytest
 
 from core import Context, McpServer, Settings
 from handlers.adapter import make_handler
-from tests.fixtures.lambda_invoke import LambdaContext, event, modern_request
+from tests.fixtures.lambda_invoke import LambdaContext, event, stateless_request
 
 
 @pytest.fixture(scope="module")
@@ -31,7 +31,7 @@ def handler() -> Iterator[Any]:
 
 
 def call_with_authorizer(handler: Any, kind: str, authorizer: dict[str, Any] | None) -> dict[str, Any]:
-    body, headers = modern_request("tools/call", {"name": "whoami", "arguments": {}})
+    body, headers = stateless_request("tools/call", {"name": "whoami", "arguments": {}})
     recorded = event(kind, body, headers)
     if authorizer is not None:
         recorded["requestContext"]["authorizer"] = authorizer

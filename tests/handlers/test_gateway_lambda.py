@@ -13,7 +13,7 @@ import pytest
 
 from core import Settings, build_app
 from examples.demo import server as demo
-from tests.fixtures.lambda_invoke import LambdaContext, event, modern_request
+from tests.fixtures.lambda_invoke import LambdaContext, event, stateless_request
 from tests.fixtures.servers import uvicorn_serving
 
 
@@ -36,7 +36,7 @@ def test_the_buffered_handler_serves_a_gateway_from_its_configuration_file(
                 ("tools/list", {}),
                 ("tools/call", {"name": "mcp__demo__add", "arguments": {"a": 40, "b": 2}}),
             ]:
-                body, headers = modern_request(method, params)
+                body, headers = stateless_request(method, params)
                 response = module.handler(event("http_api_v2", body, headers), LambdaContext())
                 assert response["statusCode"] == 200, response
                 answers.append(json.loads(response["body"])["result"])

@@ -14,7 +14,7 @@ from core.metrics import LocalMetrics
 from core.observability import EmfMetrics
 from examples.demo import server
 from handlers.streaming import flushing_after_each_request
-from tests.fixtures.wire import MODERN, modern_meta
+from tests.fixtures.wire import STATELESS, stateless_meta
 
 pytestmark = pytest.mark.anyio
 
@@ -35,7 +35,7 @@ async def test_the_streaming_shape_writes_its_metrics_after_each_request() -> No
     headers = {
         "content-type": "application/json",
         "accept": "application/json",
-        "mcp-protocol-version": MODERN,
+        "mcp-protocol-version": STATELESS,
         "mcp-method": "tools/call",
         "mcp-name": "add",
     }
@@ -43,7 +43,7 @@ async def test_the_streaming_shape_writes_its_metrics_after_each_request() -> No
         "jsonrpc": "2.0",
         "id": 1,
         "method": "tools/call",
-        "params": {"name": "add", "arguments": {"a": 1, "b": 2}, "_meta": modern_meta()},
+        "params": {"name": "add", "arguments": {"a": 1, "b": 2}, "_meta": stateless_meta()},
     }
     async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://localhost") as http:
         for _ in range(3):

@@ -16,7 +16,7 @@ import httpx
 import pytest
 
 from tests.fixtures.processes import free_port
-from tests.fixtures.wire import BASE_HEADERS, MODERN, modern_meta
+from tests.fixtures.wire import BASE_HEADERS, STATELESS, stateless_meta
 
 ROOT = Path(__file__).parent.parent.parent
 DOMAIN = "q3lyomzk6ykzmvjt6vstosmttu0chtrr.lambda-url.us-east-1.on.aws"
@@ -59,8 +59,8 @@ def forwarded(host: str) -> dict[str, str]:
 
 
 def test_the_function_url_domain_from_the_request_context_is_served(adapter_target: str) -> None:
-    body = {"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {"_meta": modern_meta()}}
-    headers = {**forwarded(DOMAIN), "mcp-protocol-version": MODERN, "mcp-method": "tools/list"}
+    body = {"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {"_meta": stateless_meta()}}
+    headers = {**forwarded(DOMAIN), "mcp-protocol-version": STATELESS, "mcp-method": "tools/list"}
     response = httpx.post(f"{adapter_target}/mcp", json=body, headers=headers, timeout=5)
     assert response.status_code == 200
     assert [tool["name"] for tool in response.json()["result"]["tools"]] == ["add", "forecast", "divide"]

@@ -21,7 +21,7 @@ from core.transport.app import build_app
 from handlers import tasks as task_worker
 from handlers.tasks import LambdaLauncher
 from tests.fixtures.apps import shared
-from tests.fixtures.wire import LegacySession, McpHttp
+from tests.fixtures.wire import HandshakeSession, McpHttp
 
 pytestmark = pytest.mark.anyio
 WORKER = "stratus-task-worker"
@@ -31,7 +31,7 @@ WORKER = "stratus-task-worker"
 class Deployment:
     settings: Settings
     stubber: Stubber
-    session: LegacySession
+    session: HandshakeSession
 
 
 @pytest.fixture

@@ -14,7 +14,7 @@ import pytest
 
 from core import McpServer, Settings
 from handlers.adapter import make_handler
-from tests.fixtures.lambda_invoke import LambdaContext, event, modern_request
+from tests.fixtures.lambda_invoke import LambdaContext, event, stateless_request
 
 SECRET = "eyJ.SECRET-TOKEN.sig"
 
@@ -59,7 +59,7 @@ def isolated_logging() -> Iterator[io.StringIO]:
 
 
 def invoke(handler: Any, arguments: dict[str, Any], request_id: str) -> dict[str, Any]:
-    body, headers = modern_request("tools/call", {"name": "work", "arguments": arguments})
+    body, headers = stateless_request("tools/call", {"name": "work", "arguments": arguments})
     headers["authorization"] = f"Bearer {SECRET}"
     context = LambdaContext(aws_request_id=request_id)
     response: dict[str, Any] = handler(event("http_api_v2", body, headers), context)
@@ -118,7 +118,7 @@ def test_powertools_telemetry_emits_emf_through_powertools(
 
 
 def named_request(method: str, params: dict[str, Any], name: str) -> dict[str, Any]:
-    body, headers = modern_request(method, params)
+    body, headers = stateless_request(method, params)
     headers["mcp-name"] = name
     return event("http_api_v2", body, headers)
 

@@ -22,8 +22,8 @@ pytestmark = [pytest.mark.anyio, pytest.mark.uvicorn]
 
 
 async def names_and_sum(mcp: McpHttp) -> tuple[list[str], object]:
-    listed = (await mcp.modern("tools/list")).json()["result"]["tools"]
-    added = (await mcp.modern("tools/call", {"name": "mcp__demo__add", "arguments": {"a": 1, "b": 2}})).json()
+    listed = (await mcp.stateless("tools/list")).json()["result"]["tools"]
+    added = (await mcp.stateless("tools/call", {"name": "mcp__demo__add", "arguments": {"a": 1, "b": 2}})).json()
     return [tool["name"] for tool in listed], added["result"]["structuredContent"]
 
 

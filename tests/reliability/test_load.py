@@ -20,7 +20,7 @@ from core import Settings, build_app
 from tests.fixtures.apps import shared
 from tests.fixtures.processes import RoundRobinProxy, ServerUrl, shared_store_environment, stratus_processes
 from tests.fixtures.servers import LoopWatch, uvicorn_serving
-from tests.fixtures.wire import BASE_HEADERS, MODERN, McpHttp, modern_meta
+from tests.fixtures.wire import BASE_HEADERS, STATELESS, McpHttp, stateless_meta
 
 pytestmark = [pytest.mark.anyio, pytest.mark.uvicorn]
 LOAD_SECONDS = float(os.environ.get("STRATUS_LOAD_SECONDS", "4"))
@@ -52,7 +52,12 @@ async def worker(mcp: McpHttp, until: float, tally: Tally) -> None:
     """Legacy calls in a session (a new one every 50 calls, the old one ended), every fourth call modern. Answers
     are checked for their value, not schema-validated: the client must not be the bottleneck."""
     session = await mcp.initialize()
-    modern_headers = {**BASE_HEADERS, "mcp-protocol-version": MODERN, "mcp-method": "tools/call", "mcp-name": "add"}
+    stateless_headers = {
+        **BASE_HEADERS,
+        "mcp-protocol-version": STATELESS,
+        "mcp-method": "tools/call",
+        "mcp-name": "add",
+    }
     for index in range(MAX_REQUESTS_PER_WORKER):
         if time.monotonic() >= until:
             break
@@ -63,8 +68,8 @@ async def worker(mcp: McpHttp, until: float, tally: Tally) -> None:
             session = await mcp.initialize()
         params: dict[str, Any] = {"name": "add", "arguments": {"a": index, "b": 1}}
         if index % 4 == 3:
-            headers = modern_headers
-            params["_meta"] = modern_meta()
+            headers = stateless_headers
+            params["_meta"] = stateless_meta()
         else:
             headers = {**BASE_HEADERS, **session.headers}
         body = {"jsonrpc": "2.0", "id": index, "method": "tools/call", "params": params}

@@ -54,9 +54,9 @@ async def test_a_stopped_redis_is_a_bounded_503_and_a_restarted_one_serves_again
     assert refused.headers["retry-after"] == "1"
     assert refused.json()["error"]["code"] == -31502
     assert waited < 5 * STORE_TIMEOUT + 1, waited  # bounded by the store timeout, never a hang
-    without_store = await mcp.modern("tools/call", {"name": "add", "arguments": {"a": 2, "b": 3}})
+    without_store = await mcp.stateless("tools/call", {"name": "add", "arguments": {"a": 2, "b": 3}})
     assert without_store.json()["result"]["structuredContent"] == {"result": 5}
-    limits_fail_open = await mcp.modern("tools/call", {"name": "limited"})
+    limits_fail_open = await mcp.stateless("tools/call", {"name": "limited"})
     assert limits_fail_open.json()["result"]["content"] == [{"type": "text", "text": "ok"}]
     unhealthy = await health(mcp, census_clock)
     assert unhealthy.status_code == 503 and unhealthy.json()["store"]["healthy"] is False

@@ -9,7 +9,7 @@ import httpx
 import pytest
 
 from tests.fixtures.processes import shared_store_environment, stratus_process
-from tests.fixtures.wire import LegacySession, McpHttp
+from tests.fixtures.wire import HandshakeSession, McpHttp
 
 pytestmark = [pytest.mark.anyio, pytest.mark.uvicorn]
 
@@ -26,7 +26,7 @@ async def test_a_session_outlives_the_process_that_opened_it(store: str, request
             session_id, version = opened.session_id, opened.version
     with stratus_process("tests.fixtures.apps:shared", environment) as second:  # the first process is gone
         async with httpx.AsyncClient(base_url=second, timeout=10) as http:
-            session = LegacySession(McpHttp(http), session_id, version)
+            session = HandshakeSession(McpHttp(http), session_id, version)
             answered = await session.request("tools/call", {"name": "add", "arguments": {"a": 40, "b": 2}})
     assert answered.status_code == 200
     assert answered.json()["result"]["structuredContent"] == {"result": 42}

@@ -21,7 +21,7 @@ from core.server.principal import Principal
 from core.stores.factory import memory_stores
 from tests.fixtures.clients import McpFactory
 from tests.fixtures.clocks import FakeClock
-from tests.fixtures.wire import LegacySession, McpHttp
+from tests.fixtures.wire import HandshakeSession, McpHttp
 
 pytestmark = pytest.mark.anyio
 
@@ -69,7 +69,7 @@ async def mcp(client: Client) -> McpHttp:
     return await client(_server())
 
 
-async def _result(session: LegacySession, name: str) -> dict[str, Any]:
+async def _result(session: HandshakeSession, name: str) -> dict[str, Any]:
     response = await session.request("tools/call", {"name": name, "arguments": {}})
     assert response.status_code == 200, response.text
     body: dict[str, Any] = response.json()

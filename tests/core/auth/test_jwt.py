@@ -58,7 +58,7 @@ def bearer(token: str) -> dict[str, str]:
 
 
 async def whoami(mcp: McpHttp, headers: dict[str, str]) -> httpx.Response:
-    return await mcp.modern("tools/call", {"name": "whoami"}, headers=headers)
+    return await mcp.stateless("tools/call", {"name": "whoami"}, headers=headers)
 
 
 @pytest.mark.parametrize("kid", ["rsa-1", "ec-1"])
@@ -140,10 +140,10 @@ async def test_a_token_in_the_query_string_is_ignored(mcp: McpHttp, issuer: Issu
 
 
 async def test_missing_scope_on_a_tool_is_403_insufficient_scope(mcp: McpHttp, issuer: Issuer) -> None:
-    response = await mcp.modern("tools/call", {"name": "write_report"}, headers=bearer(issuer.token()))
+    response = await mcp.stateless("tools/call", {"name": "write_report"}, headers=bearer(issuer.token()))
     assert response.status_code == 403
     assert response.headers["www-authenticate"] == 'Bearer error="insufficient_scope", scope="reports:write"'
-    allowed = await mcp.modern(
+    allowed = await mcp.stateless(
         "tools/call", {"name": "write_report"}, headers=bearer(issuer.token(scope="tools:read reports:write"))
     )
     assert allowed.json()["result"]["content"] == [{"type": "text", "text": "written"}]

@@ -33,7 +33,7 @@ async def test_tokens_authorization_headers_and_exception_text_never_reach_the_l
         mcp = McpHttp(http)
         for token in (good, forged, "not.a.jwt"):
             headers = {"authorization": f"Bearer {token}", "mcp-name": "explode"}
-            response = await mcp.modern("tools/call", {"name": "explode"}, headers=headers)
+            response = await mcp.stateless("tools/call", {"name": "explode"}, headers=headers)
             assert response.status_code in (200, 401)
             assert "hunter2" not in response.text
     logged = "\\n".join(f"{record.getMessage()} {record.__dict__} {record.exc_text or ''}" for record in caplog.records)

@@ -60,7 +60,7 @@ async def test_a_gateway_upstream_that_rebinds_to_loopback_is_refused_before_any
 
 
 @pytest.mark.parametrize("later", [[ALLOWED], [REFUSED]], ids=["stays allowed", "rebinds to loopback"])
-async def test_a_legacy_sse_upstream_posts_only_on_checked_connections(later: list[str]) -> None:
+async def test_a_handshake_sse_upstream_posts_only_on_checked_connections(later: list[str]) -> None:
     """The stream holds one connection; the messages go on others, each checked as it is opened."""
     resolver = ScriptedResolver([ALLOWED], later)
     guard = AddressGuard(parse_allowed_networks(f"{ALLOWED}/32"), resolver)

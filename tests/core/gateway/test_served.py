@@ -94,12 +94,12 @@ async def test_the_sdk_client_lists_every_upstreams_tools_by_namespaced_name(
 async def test_calls_reach_the_owning_upstream_in_its_own_era(gateway_url: str, mode: ConnectMode) -> None:
     with anyio.fail_after(TEST_TIMEOUT_SECONDS):
         async with connect(gateway_url, mode) as client:
-            modern = await client.call_tool("mcp__alpha__add", {"a": 2, "b": 3})
-            legacy = await client.call_tool("mcp__beta__add", {"a": 20, "b": 3})
+            stateless = await client.call_tool("mcp__alpha__add", {"a": 2, "b": 3})
+            handshake = await client.call_tool("mcp__beta__add", {"a": 20, "b": 3})
             sdk = await client.call_tool("mcp__sdk__multiply", {"a": 6, "b": 7})
             refused = await client.call_tool("mcp__beta__divide", {"numerator": 1, "denominator": 0})
-    assert modern.structured_content == {"result": 5}
-    assert legacy.structured_content == {"result": 23}
+    assert stateless.structured_content == {"result": 5}
+    assert handshake.structured_content == {"result": 23}
     assert sdk.is_error is False
     assert sdk.content == [TextContent(type="text", text="42")]
     assert refused.is_error is True  # the upstream's own tool error, unchanged
@@ -147,13 +147,13 @@ async def test_an_upstream_in_a_private_range_is_refused_unless_its_network_is_a
     assert "address is not allowed" in reason and "127.0.0.1" not in reason  # the internal address is not told
 
 
-async def test_a_stdio_and_a_legacy_sse_upstream_are_served_with_their_disabled_tools_hidden() -> None:
+async def test_a_stdio_and_a_handshake_sse_upstream_are_served_with_their_disabled_tools_hidden() -> None:
     hidden = frozenset({"die", "shout", "big", "environment", "greet", "count"})
-    with uvicorn_serving(sdk_upstream.build().sse_app(), lifespan="on") as legacy_url:
+    with uvicorn_serving(sdk_upstream.build().sse_app(), lifespan="on") as sse_url:
         gateway = GatewayServer(
             [
                 Upstream(name="files", transport="stdio", command=sys.executable, args=(sdk_upstream.__file__,)),
-                Upstream(name="old sse", transport="sse", url=f"{legacy_url}/sse", disabled_tools=hidden),
+                Upstream(name="old sse", transport="sse", url=f"{sse_url}/sse", disabled_tools=hidden),
             ],
             allowed_networks=LOOPBACK,
         )
@@ -254,7 +254,7 @@ async def test_a_failing_prompts_list_is_reported_while_the_tools_are_served() -
     assert gateway.failures == {"half/prompts": "-32603: prompts/list is broken"}
 
 
-async def test_a_modern_upstreams_envelope_does_not_reach_a_handshake_era_client(gateway_url: str) -> None:
+async def test_a_stateless_upstreams_envelope_does_not_reach_a_handshake_era_client(gateway_url: str) -> None:
     async with httpx.AsyncClient(timeout=10) as http:
         session = await McpHttp(http, path=gateway_url).initialize()
         response = await session.request("tools/call", {"name": "mcp__alpha__add", "arguments": {"a": 1, "b": 1}})

@@ -85,13 +85,13 @@ async def mcp(mcp_factory: McpFactory) -> McpHttp:
 
 async def test_server_middleware_wraps_tool_middleware_which_wraps_the_handler(mcp: McpHttp) -> None:
     order.clear()
-    result = (await mcp.modern("tools/call", {"name": "hello"})).json()["result"]
+    result = (await mcp.stateless("tools/call", {"name": "hello"})).json()["result"]
     assert order == ["server:before", "tool:acme", "handler", "server:after"]
     assert result["content"] == [{"type": "text", "text": "hello acme"}, {"type": "text", "text": "(checked)"}]
 
 
 async def test_a_restricted_tool_without_a_user_is_401_with_a_bearer_challenge(mcp: McpHttp) -> None:
-    response = await mcp.modern("tools/call", {"name": "report"})
+    response = await mcp.stateless("tools/call", {"name": "report"})
     assert response.status_code == 401
     assert response.headers["www-authenticate"].startswith("Bearer")
     assert response.json()["error"]["code"] == -31401
@@ -99,7 +99,7 @@ async def test_a_restricted_tool_without_a_user_is_401_with_a_bearer_challenge(m
 
 async def test_missing_scope_is_403_insufficient_scope_naming_the_scopes(mcp: McpHttp) -> None:
     headers = {"x-test-user": "ana", "x-test-scopes": "reports:read"}
-    response = await mcp.modern("tools/call", {"name": "report"}, headers=headers)
+    response = await mcp.stateless("tools/call", {"name": "report"}, headers=headers)
     assert response.status_code == 403
     assert (
         response.headers["www-authenticate"] == 'Bearer error="insufficient_scope", scope="reports:read reports:write"'
@@ -109,16 +109,16 @@ async def test_missing_scope_is_403_insufficient_scope_naming_the_scopes(mcp: Mc
 
 async def test_all_scopes_let_the_user_in_and_the_context_carries_the_user(mcp: McpHttp) -> None:
     headers = {"x-test-user": "ana", "x-test-scopes": "reports:write reports:read"}
-    response = await mcp.modern("tools/call", {"name": "report"}, headers=headers)
+    response = await mcp.stateless("tools/call", {"name": "report"}, headers=headers)
     assert response.json()["result"]["content"] == [{"type": "text", "text": "report for ana"}]
 
 
 async def test_one_of_the_roles_is_enough(mcp: McpHttp) -> None:
-    denied = await mcp.modern(
+    denied = await mcp.stateless(
         "tools/call", {"name": "restart"}, headers={"x-test-user": "bo", "x-test-roles": "viewer"}
     )
     assert denied.status_code == 403
-    allowed = await mcp.modern(
+    allowed = await mcp.stateless(
         "tools/call", {"name": "restart"}, headers={"x-test-user": "bo", "x-test-roles": "operator"}
     )
     assert allowed.status_code == 200
@@ -126,14 +126,14 @@ async def test_one_of_the_roles_is_enough(mcp: McpHttp) -> None:
 
 async def test_a_custom_guard_can_deny_after_scopes_pass(mcp: McpHttp) -> None:
     headers = {"x-test-user": "cy", "x-test-scopes": "ops"}
-    assert (await mcp.modern("tools/call", {"name": "deploy"}, headers=headers)).status_code == 200
-    sunday = await mcp.modern("tools/call", {"name": "deploy"}, headers={**headers, "x-test-day": "sunday"})
+    assert (await mcp.stateless("tools/call", {"name": "deploy"}, headers=headers)).status_code == 200
+    sunday = await mcp.stateless("tools/call", {"name": "deploy"}, headers={**headers, "x-test-day": "sunday"})
     assert sunday.status_code == 403 and sunday.json()["error"]["code"] == -31403
 
 
 async def test_unrestricted_tools_run_with_or_without_a_user(mcp: McpHttp) -> None:
-    anonymous = (await mcp.modern("tools/call", {"name": "whoami"})).json()["result"]["content"][0]["text"]
-    known = await mcp.modern("tools/call", {"name": "whoami"}, headers={"x-test-user": "di"})
+    anonymous = (await mcp.stateless("tools/call", {"name": "whoami"})).json()["result"]["content"][0]["text"]
+    known = await mcp.stateless("tools/call", {"name": "whoami"}, headers={"x-test-user": "di"})
     assert anonymous == "anonymous" and known.json()["result"]["content"][0]["text"] == "di"
 
 
@@ -156,12 +156,12 @@ async def test_resources_and_prompts_are_authorized_too() -> None:
 
     async with client_for(server) as http:
         mcp = McpHttp(http)
-        assert (await mcp.modern("resources/read", {"uri": "secret://plans"})).status_code == 401
-        granted = await mcp.modern(
+        assert (await mcp.stateless("resources/read", {"uri": "secret://plans"})).status_code == 401
+        granted = await mcp.stateless(
             "resources/read", {"uri": "secret://plans"}, headers={"x-test-user": "e", "x-test-scopes": "plans"}
         )
         assert granted.json()["result"]["contents"][0]["text"] == "the plans"
-        refused = await mcp.modern("prompts/get", {"name": "draft"}, headers={"x-test-user": "e"})
+        refused = await mcp.stateless("prompts/get", {"name": "draft"}, headers={"x-test-user": "e"})
         assert refused.status_code == 403
 
 
@@ -180,9 +180,9 @@ async def test_authorization_runs_before_any_middleware() -> None:
 
     async with client_for(server) as http:
         mcp = McpHttp(http)
-        assert (await mcp.modern("tools/call", {"name": "secret"})).status_code == 401
+        assert (await mcp.stateless("tools/call", {"name": "secret"})).status_code == 401
         assert seen == []
-        granted = await mcp.modern(
+        granted = await mcp.stateless(
             "tools/call", {"name": "secret"}, headers={"x-test-user": "a", "x-test-scopes": "admin"}
         )
         assert granted.status_code == 200 and seen == ["secret"]

@@ -12,12 +12,12 @@ import pytest
 from core import Context, McpServer
 from core.protocol.request_state import RequestStateError, StateSealer, request_digest
 from tests.fixtures.clients import McpFactory
-from tests.fixtures.wire import McpHttp, modern_meta
+from tests.fixtures.wire import McpHttp, stateless_meta
 
 pytestmark = pytest.mark.anyio
 
 NAME_FORM = {"type": "object", "properties": {"name": {"type": "string"}}, "required": ["name"]}
-CAPABLE = modern_meta(**{"io.modelcontextprotocol/clientCapabilities": {"elicitation": {}, "sampling": {}}})
+CAPABLE = stateless_meta(**{"io.modelcontextprotocol/clientCapabilities": {"elicitation": {}, "sampling": {}}})
 
 
 def make_server() -> McpServer:
@@ -52,7 +52,7 @@ def accept(name: str) -> dict[str, Any]:
 
 
 async def call(mcp: McpHttp, tool: str, **extra: Any) -> dict[str, Any]:
-    response = await mcp.modern("tools/call", {"name": tool, "arguments": {}, "_meta": CAPABLE, **extra})
+    response = await mcp.stateless("tools/call", {"name": tool, "arguments": {}, "_meta": CAPABLE, **extra})
     body: dict[str, Any] = response.json()
     return body
 
@@ -124,5 +124,5 @@ def test_states_expire_and_bind_to_their_principal_and_request() -> None:
 
 
 async def test_list_methods_never_answer_input_required(mcp: McpHttp) -> None:
-    result = (await mcp.modern("tools/list", {"_meta": CAPABLE})).json()["result"]
+    result = (await mcp.stateless("tools/list", {"_meta": CAPABLE})).json()["result"]
     assert result["resultType"] == "complete"

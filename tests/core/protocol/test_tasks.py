@@ -20,7 +20,7 @@ from core.stores.base import Stores
 from core.stores.factory import build_stores
 from core.stores.records import TaskRecord
 from core.transport.app import build_app
-from tests.fixtures.wire import McpHttp, initialize_message, modern_meta
+from tests.fixtures.wire import McpHttp, initialize_message, stateless_meta
 
 pytestmark = pytest.mark.anyio
 TASKS: dict[str, object] = {"extensions": {"io.modelcontextprotocol/tasks": {}}}
@@ -122,7 +122,7 @@ def error_of(response: httpx.Response) -> dict[str, Any]:
 # -- 2025-11-25 ----------------------------------------------------------------------------------------------
 
 
-async def test_a_legacy_session_sees_task_support_only_from_2025_11_25(harness: Harness) -> None:
+async def test_a_handshake_session_sees_task_support_only_from_2025_11_25(harness: Harness) -> None:
     current = await harness.mcp.initialize("2025-11-25")
     older = await harness.mcp.initialize("2025-06-18")
     capabilities = result_of(await harness.mcp.post(initialize_message("2025-11-25")))["capabilities"]
@@ -142,7 +142,7 @@ async def test_a_legacy_session_sees_task_support_only_from_2025_11_25(harness: 
     assert all("execution" not in tool for tool in result_of(await older.request("tools/list"))["tools"])
 
 
-async def test_a_legacy_task_is_created_polled_and_its_result_fetched(harness: Harness) -> None:
+async def test_a_handshake_task_is_created_polled_and_its_result_fetched(harness: Harness) -> None:
     session = await harness.mcp.initialize("2025-11-25")
     created = result_of(
         await session.request("tools/call", {"name": "slow_sum", "arguments": {"a": 2, "b": 3}, "task": {"ttl": 60000}})
@@ -161,7 +161,7 @@ async def test_a_legacy_task_is_created_polled_and_its_result_fetched(harness: H
     assert result_of(await session.request("tasks/get", {"taskId": task["taskId"]}))["status"] == "completed"
 
 
-async def test_cancelling_a_legacy_task_stops_it_and_a_second_cancel_is_refused(harness: Harness) -> None:
+async def test_cancelling_a_handshake_task_stops_it_and_a_second_cancel_is_refused(harness: Harness) -> None:
     session = await harness.mcp.initialize("2025-11-25")
     task = result_of(
         await session.request("tools/call", {"name": "slow_sum", "arguments": {"a": 1, "b": 1}, "task": {}})
@@ -221,44 +221,46 @@ async def test_unknown_and_other_principals_tasks_are_not_found(harness: Harness
 # -- 2026-07-28 ----------------------------------------------------------------------------------------------
 
 
-async def modern_call(
+async def stateless_call(
     harness: Harness, method: str, params: dict[str, object], *, tasks: bool = True
 ) -> httpx.Response:
-    meta = modern_meta(**{"io.modelcontextprotocol/clientCapabilities": TASKS if tasks else {}})
-    return await harness.mcp.modern(method, {**params, "_meta": meta})
+    meta = stateless_meta(**{"io.modelcontextprotocol/clientCapabilities": TASKS if tasks else {}})
+    return await harness.mcp.stateless(method, {**params, "_meta": meta})
 
 
 async def test_discover_advertises_the_tasks_extension(harness: Harness) -> None:
-    discovered = result_of(await harness.mcp.modern("server/discover"))
+    discovered = result_of(await harness.mcp.stateless("server/discover"))
     assert discovered["capabilities"]["extensions"] == TASKS["extensions"]
 
 
-async def test_a_modern_task_is_polled_to_its_inlined_result(harness: Harness) -> None:
-    created = result_of(await modern_call(harness, "tools/call", {"name": "slow_sum", "arguments": {"a": 4, "b": 5}}))
+async def test_a_stateless_task_is_polled_to_its_inlined_result(harness: Harness) -> None:
+    created = result_of(
+        await stateless_call(harness, "tools/call", {"name": "slow_sum", "arguments": {"a": 4, "b": 5}})
+    )
     assert (created["resultType"], created["status"], created["ttlMs"]) == ("task", "working", 3_600_000)
     task_id = created["taskId"]
     assert isinstance(task_id, str)
-    working = result_of(await modern_call(harness, "tasks/get", {"taskId": task_id}))
+    working = result_of(await stateless_call(harness, "tasks/get", {"taskId": task_id}))
     assert (working["resultType"], working["status"]) == ("complete", "working")
 
     harness.gates.release.set()
     await harness.ended(task_id)
-    completed = result_of(await modern_call(harness, "tasks/get", {"taskId": task_id}))
+    completed = result_of(await stateless_call(harness, "tasks/get", {"taskId": task_id}))
     assert completed["status"] == "completed"
     assert completed["result"]["structuredContent"] == {"result": 9}
-    assert result_of(await modern_call(harness, "tasks/update", {"taskId": task_id, "inputResponses": {}})) == {
+    assert result_of(await stateless_call(harness, "tasks/update", {"taskId": task_id, "inputResponses": {}})) == {
         "resultType": "complete",
         "_meta": completed["_meta"],
     }
-    assert result_of(await modern_call(harness, "tasks/cancel", {"taskId": task_id}))["resultType"] == "complete"
-    assert result_of(await modern_call(harness, "tasks/get", {"taskId": task_id}))["status"] == "completed"
+    assert result_of(await stateless_call(harness, "tasks/cancel", {"taskId": task_id}))["resultType"] == "complete"
+    assert result_of(await stateless_call(harness, "tasks/get", {"taskId": task_id}))["status"] == "completed"
 
 
-async def test_a_failed_modern_task_carries_its_json_rpc_error(harness: Harness) -> None:
-    created = result_of(await modern_call(harness, "tools/call", {"name": "stuck", "arguments": {}}))
+async def test_a_failed_stateless_task_carries_its_json_rpc_error(harness: Harness) -> None:
+    created = result_of(await stateless_call(harness, "tools/call", {"name": "stuck", "arguments": {}}))
     task_id = str(created["taskId"])
     await harness.ended(task_id)
-    failed = result_of(await modern_call(harness, "tasks/get", {"taskId": task_id}))
+    failed = result_of(await stateless_call(harness, "tasks/get", {"taskId": task_id}))
     assert failed["status"] == "failed" and failed["error"]["code"] == -31504
 
 
@@ -266,34 +268,38 @@ async def test_without_the_extension_a_client_gets_plain_results_or_a_clear_refu
     release = harness.gates.release
     release.set()
     plain = result_of(
-        await modern_call(harness, "tools/call", {"name": "slow_sum", "arguments": {"a": 1, "b": 2}}, tasks=False)
+        await stateless_call(harness, "tools/call", {"name": "slow_sum", "arguments": {"a": 1, "b": 2}}, tasks=False)
     )
     assert (plain["resultType"], plain["structuredContent"]) == ("complete", {"result": 3})
-    required = error_of(await modern_call(harness, "tools/call", {"name": "batch", "arguments": {}}, tasks=False))
+    required = error_of(await stateless_call(harness, "tools/call", {"name": "batch", "arguments": {}}, tasks=False))
     assert required["code"] == -32021
     assert required["data"] == {"requiredCapabilities": TASKS}
-    polled = error_of(await modern_call(harness, "tasks/get", {"taskId": "anything"}, tasks=False))
+    polled = error_of(await stateless_call(harness, "tasks/get", {"taskId": "anything"}, tasks=False))
     assert polled["code"] == -32021
 
 
 async def test_a_task_request_must_name_its_task_in_mcp_name(harness: Harness) -> None:
-    meta = modern_meta(**{"io.modelcontextprotocol/clientCapabilities": TASKS})
-    response = await harness.mcp.modern("tasks/get", {"taskId": "abc", "_meta": meta}, headers={"mcp-name": "xyz"})
+    meta = stateless_meta(**{"io.modelcontextprotocol/clientCapabilities": TASKS})
+    response = await harness.mcp.stateless("tasks/get", {"taskId": "abc", "_meta": meta}, headers={"mcp-name": "xyz"})
     assert response.status_code == 400
     assert error_of(response)["code"] == -32020
 
 
 async def test_a_task_waits_for_input_takes_answers_one_at_a_time_and_runs_again_with_them(harness: Harness) -> None:
     capabilities = {**TASKS, "elicitation": {}}
-    meta = modern_meta(**{"io.modelcontextprotocol/clientCapabilities": capabilities})
-    created = result_of(await harness.mcp.modern("tools/call", {"name": "two_names", "arguments": {}, "_meta": meta}))
+    meta = stateless_meta(**{"io.modelcontextprotocol/clientCapabilities": capabilities})
+    created = result_of(
+        await harness.mcp.stateless("tools/call", {"name": "two_names", "arguments": {}, "_meta": meta})
+    )
     task_id = str(created["taskId"])
 
     async def get() -> dict[str, Any]:
-        return result_of(await harness.mcp.modern("tasks/get", {"taskId": task_id, "_meta": meta}))
+        return result_of(await harness.mcp.stateless("tasks/get", {"taskId": task_id, "_meta": meta}))
 
     async def update(responses: object) -> httpx.Response:
-        return await harness.mcp.modern("tasks/update", {"taskId": task_id, "inputResponses": responses, "_meta": meta})
+        return await harness.mcp.stateless(
+            "tasks/update", {"taskId": task_id, "inputResponses": responses, "_meta": meta}
+        )
 
     parked = await harness.ended(task_id)  # the run stops at its questions
     waiting = await get()

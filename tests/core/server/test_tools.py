@@ -79,7 +79,7 @@ async def mcp(mcp_factory: McpFactory) -> McpHttp:
 
 
 async def _tools(mcp: McpHttp) -> dict[str, dict[str, object]]:
-    result = (await mcp.modern("tools/list")).json()["result"]
+    result = (await mcp.stateless("tools/list")).json()["result"]
     return {tool["name"]: tool for tool in result["tools"]}
 
 
@@ -109,13 +109,13 @@ async def test_context_parameter_is_injected_and_hidden_from_the_schema(mcp: Mcp
         "properties": {"text": {"description": "echoed back", "maxLength": 5, "title": "Text", "type": "string"}},
         "required": ["text"],
     }
-    result = (await mcp.modern("tools/call", {"name": "slow_echo", "arguments": {"text": "hi"}})).json()["result"]
+    result = (await mcp.stateless("tools/call", {"name": "slow_echo", "arguments": {"text": "hi"}})).json()["result"]
     assert result["content"] == [{"type": "text", "text": "hi (2026-07-28)"}]
 
 
 async def test_model_and_enum_arguments_are_converted_before_the_call(mcp: McpHttp) -> None:
     arguments = {"color": "blue", "where": {"x": 3}, "times": 2}
-    result = (await mcp.modern("tools/call", {"name": "paint", "arguments": arguments})).json()["result"]
+    result = (await mcp.stateless("tools/call", {"name": "paint", "arguments": arguments})).json()["result"]
     assert result["content"] == [{"type": "text", "text": "blue at 3,0 x2 None"}]
 
 
@@ -126,22 +126,22 @@ async def test_model_return_gives_output_schema_and_structured_content(mcp: McpH
         "properties": {"x": {"title": "X", "type": "integer"}, "y": {"default": 0, "title": "Y", "type": "integer"}},
         "required": ["x"],
     }
-    result = (await mcp.modern("tools/call", {"name": "point", "arguments": {"x": 5}})).json()["result"]
+    result = (await mcp.stateless("tools/call", {"name": "point", "arguments": {"x": 5}})).json()["result"]
     assert result["structuredContent"] == {"x": 5, "y": 0}
 
 
 async def test_list_return_is_wrapped_under_result(mcp: McpHttp) -> None:
     tool = (await _tools(mcp))["mode"]
     assert tool["outputSchema"]["required"] == ["result"]  # type: ignore[index]
-    result = (await mcp.modern("tools/call", {"name": "mode", "arguments": {"kind": "b"}})).json()["result"]
+    result = (await mcp.stateless("tools/call", {"name": "mode", "arguments": {"kind": "b"}})).json()["result"]
     assert result["structuredContent"] == {"result": ["b", "b"]}
-    bad = (await mcp.modern("tools/call", {"name": "mode", "arguments": {"kind": "c"}})).json()["result"]
+    bad = (await mcp.stateless("tools/call", {"name": "mode", "arguments": {"kind": "c"}})).json()["result"]
     assert bad["isError"] is True
 
 
 async def test_content_blocks_pass_through_without_output_schema(mcp: McpHttp) -> None:
     assert "outputSchema" not in (await _tools(mcp))["picture"]
-    result = (await mcp.modern("tools/call", {"name": "picture"})).json()["result"]
+    result = (await mcp.stateless("tools/call", {"name": "picture"})).json()["result"]
     assert result["content"] == [
         {"type": "text", "text": "caption"},
         {"type": "image", "data": "iVBORw==", "mimeType": "image/png"},
@@ -149,14 +149,14 @@ async def test_content_blocks_pass_through_without_output_schema(mcp: McpHttp) -
 
 
 async def test_tool_result_sets_is_error_itself(mcp: McpHttp) -> None:
-    result = (await mcp.modern("tools/call", {"name": "failing"})).json()["result"]
+    result = (await mcp.stateless("tools/call", {"name": "failing"})).json()["result"]
     assert result["isError"] is True and result["content"] == [{"type": "text", "text": "nope"}]
 
 
 async def test_unexpected_exception_becomes_is_error_without_its_text(
     mcp: McpHttp, caplog: pytest.LogCaptureFixture
 ) -> None:
-    result = (await mcp.modern("tools/call", {"name": "crashes"})).json()["result"]
+    result = (await mcp.stateless("tools/call", {"name": "crashes"})).json()["result"]
     assert result["isError"] is True
     text = result["content"][0]["text"]
     assert text.startswith("Tool 'crashes' failed with an internal error (reference ")

@@ -48,7 +48,7 @@ def limited_server() -> McpServer:
     return server
 
 
-async def test_a_legacy_tools_call_with_session_limit_and_breaker_takes_two_requests(table: tuple[Any, str]) -> None:
+async def test_a_handshake_tools_call_with_session_limit_and_breaker_takes_two_requests(table: tuple[Any, str]) -> None:
     client, name = table
     stores = dynamodb_stores(client, name, prefix="t", session_ttl_seconds=600, timeout=2.0)
     app = build_app(limited_server(), Settings(), stores=stores)

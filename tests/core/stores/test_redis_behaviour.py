@@ -67,7 +67,7 @@ async def counted() -> AsyncIterator[McpHttp]:
     await client.aclose()
 
 
-async def test_a_legacy_tools_call_with_session_limit_and_breaker_is_one_round_trip(counted: McpHttp) -> None:
+async def test_a_handshake_tools_call_with_session_limit_and_breaker_is_one_round_trip(counted: McpHttp) -> None:
     session = await counted.initialize()
     await session.request("tools/call", {"name": "add", "arguments": {"a": 1, "b": 2}})  # loads the scripts once
     CountingConnection.writes = 0
@@ -76,10 +76,10 @@ async def test_a_legacy_tools_call_with_session_limit_and_breaker_is_one_round_t
     assert CountingConnection.writes == 1
 
 
-async def test_a_modern_tools_call_with_a_limit_and_a_breaker_is_one_round_trip(counted: McpHttp) -> None:
-    await counted.modern("tools/call", {"name": "add", "arguments": {"a": 1, "b": 2}})
+async def test_a_stateless_tools_call_with_a_limit_and_a_breaker_is_one_round_trip(counted: McpHttp) -> None:
+    await counted.stateless("tools/call", {"name": "add", "arguments": {"a": 1, "b": 2}})
     CountingConnection.writes = 0
-    response = await counted.modern("tools/call", {"name": "add", "arguments": {"a": 1, "b": 2}})
+    response = await counted.stateless("tools/call", {"name": "add", "arguments": {"a": 1, "b": 2}})
     assert response.status_code == 200 and CountingConnection.writes == 1
 
 
@@ -111,8 +111,8 @@ async def test_redis_stopped_mid_run_gives_bounded_503s_then_recovers(own_redis:
         assert down.status_code == 503 and down.headers["retry-after"] == "1"
         assert down.json()["error"]["code"] == -31502
         with anyio.fail_after(5):
-            modern = await mcp.modern("tools/call", {"name": "ping"})
-        assert modern.status_code == 200  # rate limits fail open by default, counted and logged
+            stateless = await mcp.stateless("tools/call", {"name": "ping"})
+        assert stateless.status_code == 200  # rate limits fail open by default, counted and logged
         assert metrics.total("store_unavailable", item="ping") == 1
 
         own_redis.start()  # an empty Redis: the old session is gone, the app recovers without a restart
@@ -133,7 +133,7 @@ async def test_limits_can_fail_closed_instead(own_redis: OwnRedis) -> None:
     async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://localhost") as http:
         own_redis.stop()
         with anyio.fail_after(5):
-            response = await McpHttp(http).modern("tools/call", {"name": "ping"})
+            response = await McpHttp(http).stateless("tools/call", {"name": "ping"})
     await app.shutdown()
     assert response.status_code == 503
 

@@ -31,7 +31,7 @@ async def test_initialize_answers_the_requested_version_when_supported(mcp: McpH
     assert [tool["name"] for tool in tools] == ["add", "forecast", "divide"]
 
 
-async def test_initialize_with_an_unknown_version_answers_the_latest_legacy_one(mcp: McpHttp) -> None:
+async def test_initialize_with_an_unknown_version_answers_the_latest_handshake_one(mcp: McpHttp) -> None:
     session = await mcp.initialize("2099-01-01")
     assert session.version == "2025-11-25"
 

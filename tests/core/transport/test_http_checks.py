@@ -11,22 +11,22 @@ from core import Settings, build_app
 from examples.demo import server
 from tests.fixtures.clients import client_for
 from tests.fixtures.servers import uvicorn_serving
-from tests.fixtures.wire import BASE_HEADERS, MODERN, McpHttp, modern_meta, validate
+from tests.fixtures.wire import BASE_HEADERS, STATELESS, McpHttp, stateless_meta, validate
 
 pytestmark = pytest.mark.anyio
 
-TOOLS_LIST = {"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {"_meta": modern_meta()}}
-MODERN_HEADERS = {"mcp-protocol-version": MODERN, "mcp-method": "tools/list"}
+TOOLS_LIST = {"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {"_meta": stateless_meta()}}
+STATELESS_HEADERS = {"mcp-protocol-version": STATELESS, "mcp-method": "tools/list"}
 
 
 def assert_error(response_json: object, code: int) -> None:
-    validate(MODERN, "JSONRPCErrorResponse", response_json)
+    validate(STATELESS, "JSONRPCErrorResponse", response_json)
     assert isinstance(response_json, dict)
     assert response_json["error"]["code"] == code
 
 
 async def test_malformed_json_is_400_parse_error(mcp: McpHttp) -> None:
-    response = await mcp.post(b'{"jsonrpc": "2.0", ', MODERN_HEADERS)
+    response = await mcp.post(b'{"jsonrpc": "2.0", ', STATELESS_HEADERS)
     assert response.status_code == 400
     assert_error(response.json(), -32700)
 
@@ -57,7 +57,7 @@ async def test_an_array_outside_2025_03_26_is_refused(mcp: McpHttp) -> None:
 
 @pytest.mark.parametrize("accept", ["text/html", "text/event-stream"])
 async def test_wrong_accept_is_406(mcp: McpHttp, accept: str) -> None:
-    response = await mcp.post(TOOLS_LIST, {**MODERN_HEADERS, "accept": accept})
+    response = await mcp.post(TOOLS_LIST, {**STATELESS_HEADERS, "accept": accept})
     assert response.status_code == 406
 
 
@@ -65,49 +65,49 @@ async def test_wrong_accept_is_406(mcp: McpHttp, accept: str) -> None:
     "content_type", ["text/plain", "application/x-www-form-urlencoded", "application/json; charset=latin-1"]
 )
 async def test_wrong_content_type_is_415(mcp: McpHttp, content_type: str) -> None:
-    response = await mcp.post(TOOLS_LIST, {**MODERN_HEADERS, "content-type": content_type})
+    response = await mcp.post(TOOLS_LIST, {**STATELESS_HEADERS, "content-type": content_type})
     assert response.status_code == 415
 
 
 async def test_json_with_utf8_charset_is_accepted(mcp: McpHttp) -> None:
-    response = await mcp.post(TOOLS_LIST, {**MODERN_HEADERS, "content-type": "application/json; charset=utf-8"})
+    response = await mcp.post(TOOLS_LIST, {**STATELESS_HEADERS, "content-type": "application/json; charset=utf-8"})
     assert response.status_code == 200
 
 
 async def test_body_over_the_limit_is_413() -> None:
     async with client_for(server, Settings(max_body_bytes=1024)) as http:
-        body = {**TOOLS_LIST, "params": {"_meta": modern_meta(), "padding": "x" * 2048}}
-        response = await McpHttp(http).post(body, MODERN_HEADERS)
+        body = {**TOOLS_LIST, "params": {"_meta": stateless_meta(), "padding": "x" * 2048}}
+        response = await McpHttp(http).post(body, STATELESS_HEADERS)
     assert response.status_code == 413
 
 
 async def test_bad_origin_is_403(mcp: McpHttp) -> None:
-    response = await mcp.post(TOOLS_LIST, {**MODERN_HEADERS, "origin": "https://evil.example.com"})
+    response = await mcp.post(TOOLS_LIST, {**STATELESS_HEADERS, "origin": "https://evil.example.com"})
     assert response.status_code == 403
     assert_error(response.json(), -32600)
 
 
 async def test_own_and_localhost_origins_are_allowed(mcp: McpHttp) -> None:
     for origin in ("http://localhost", "http://127.0.0.1:3000"):
-        response = await mcp.post(TOOLS_LIST, {**MODERN_HEADERS, "origin": origin})
+        response = await mcp.post(TOOLS_LIST, {**STATELESS_HEADERS, "origin": origin})
         assert response.status_code == 200, origin
 
 
 async def test_disallowed_host_is_421(mcp: McpHttp) -> None:
-    response = await mcp.post(TOOLS_LIST, {**MODERN_HEADERS, "host": "evil.example.com"})
+    response = await mcp.post(TOOLS_LIST, {**STATELESS_HEADERS, "host": "evil.example.com"})
     assert response.status_code == 421
 
 
 async def test_configured_hosts_and_origins_are_allowed() -> None:
     settings = Settings(allowed_hosts=("mcp.example.com",), allowed_origins=("https://app.example.com",))
     async with client_for(server, settings) as http:
-        headers = {**MODERN_HEADERS, "host": "mcp.example.com", "origin": "https://app.example.com"}
+        headers = {**STATELESS_HEADERS, "host": "mcp.example.com", "origin": "https://app.example.com"}
         response = await McpHttp(http).post(TOOLS_LIST, headers)
     assert response.status_code == 200
 
 
 async def test_error_bodies_are_compact_json(mcp: McpHttp) -> None:
-    response = await mcp.post(b"[", MODERN_HEADERS)
+    response = await mcp.post(b"[", STATELESS_HEADERS)
     assert response.headers["content-type"] == "application/json"
     assert json.loads(response.content) == {
         "jsonrpc": "2.0",
@@ -117,7 +117,9 @@ async def test_error_bodies_are_compact_json(mcp: McpHttp) -> None:
 
 async def test_other_paths_are_404_and_a_trailing_slash_reaches_the_endpoint(mcp: McpHttp) -> None:
     assert (await mcp.http.post("/elsewhere", json={})).status_code == 404
-    response = await mcp.http.post("/mcp/", json=TOOLS_LIST, headers={**MODERN_HEADERS, "accept": "application/json"})
+    response = await mcp.http.post(
+        "/mcp/", json=TOOLS_LIST, headers={**STATELESS_HEADERS, "accept": "application/json"}
+    )
     assert response.status_code == 200
 
 
@@ -136,7 +138,7 @@ async def test_a_client_sent_request_context_does_not_open_the_host_check_of_a_p
     with uvicorn_serving(build_app(server, Settings())) as url:
         async with httpx.AsyncClient(base_url=url, timeout=5) as http:
             session = await http.post("/session", headers=attack)
-            call = await http.post("/mcp", json=TOOLS_LIST, headers={**attack, **MODERN_HEADERS})
+            call = await http.post("/mcp", json=TOOLS_LIST, headers={**attack, **STATELESS_HEADERS})
     for refused in (session, call):
         assert refused.status_code == 421
         assert "access-control-allow-origin" not in refused.headers
@@ -150,8 +152,10 @@ async def test_behind_the_web_adapter_the_domain_of_its_request_context_is_serve
     settings = Settings(trust_request_context_header=True)
     with uvicorn_serving(build_app(server, settings)) as url:
         async with httpx.AsyncClient(base_url=url, timeout=5) as http:
-            served = await http.post("/mcp", json=TOOLS_LIST, headers={**forwarded, **MODERN_HEADERS})
-            other = await http.post("/mcp", json=TOOLS_LIST, headers={**forwarded, **MODERN_HEADERS, "host": ATTACKER})
+            served = await http.post("/mcp", json=TOOLS_LIST, headers={**forwarded, **STATELESS_HEADERS})
+            other = await http.post(
+                "/mcp", json=TOOLS_LIST, headers={**forwarded, **STATELESS_HEADERS, "host": ATTACKER}
+            )
     assert served.status_code == 200
     assert served.headers["access-control-allow-origin"] == f"http://{domain}"
     assert other.status_code == 421
@@ -164,7 +168,7 @@ async def test_a_request_context_that_does_not_parse_counts_as_absent(context: s
     settings = Settings(trust_request_context_header=True)
     with uvicorn_serving(build_app(server, settings)) as url:
         async with httpx.AsyncClient(base_url=url, timeout=5) as http:
-            local = {**BASE_HEADERS, **MODERN_HEADERS, "x-amzn-request-context": context}
+            local = {**BASE_HEADERS, **STATELESS_HEADERS, "x-amzn-request-context": context}
             served = await http.post("/mcp", json=TOOLS_LIST, headers=local)
             refused = await http.post("/mcp", json=TOOLS_LIST, headers={**local, "host": ATTACKER})
     assert served.status_code == 200

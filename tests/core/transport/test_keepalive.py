@@ -14,7 +14,7 @@ import pytest
 
 from core import McpServer, Settings, build_app
 from tests.fixtures.servers import uvicorn_serving
-from tests.fixtures.wire import BASE_HEADERS, MODERN, initialize_message, modern_meta, validate_response
+from tests.fixtures.wire import BASE_HEADERS, STATELESS, initialize_message, stateless_meta, validate_response
 
 pytestmark = pytest.mark.uvicorn
 RELEASE = threading.Event()
@@ -61,12 +61,12 @@ def _stream_until_keepalive_then_answer(http: httpx.Client, body: dict[str, Any]
 
 
 def test_a_silent_2026_07_28_call_keeps_its_response_alive_until_it_answers(url: str) -> None:
-    headers = {**BASE_HEADERS, "mcp-protocol-version": MODERN, "mcp-method": "tools/call", "mcp-name": "ponder"}
+    headers = {**BASE_HEADERS, "mcp-protocol-version": STATELESS, "mcp-method": "tools/call", "mcp-name": "ponder"}
     body = _call()
-    body["params"]["_meta"] = modern_meta()
+    body["params"]["_meta"] = stateless_meta()
     with httpx.Client(base_url=url, timeout=5) as http:
         answer = _stream_until_keepalive_then_answer(http, body, headers)
-    validate_response(MODERN, "tools/call", answer)
+    validate_response(STATELESS, "tools/call", answer)
     assert answer["result"]["content"][0]["text"] == "done"
 
 
@@ -83,9 +83,9 @@ def test_a_silent_handshake_era_call_keeps_its_response_alive_until_it_answers(u
 
 def test_a_quick_call_still_answers_plain_json(url: str) -> None:
     RELEASE.set()
-    headers = {**BASE_HEADERS, "mcp-protocol-version": MODERN, "mcp-method": "tools/call", "mcp-name": "ponder"}
+    headers = {**BASE_HEADERS, "mcp-protocol-version": STATELESS, "mcp-method": "tools/call", "mcp-name": "ponder"}
     body = _call()
-    body["params"]["_meta"] = modern_meta()
+    body["params"]["_meta"] = stateless_meta()
     response = httpx.post(f"{url}/mcp", json=body, headers=headers, timeout=5)
     assert response.headers["content-type"].startswith("application/json")
     assert response.json()["result"]["content"][0]["text"] == "done"

@@ -6,13 +6,13 @@ import base64
 
 import pytest
 
-from tests.fixtures.wire import MODERN, McpHttp, modern_meta
+from tests.fixtures.wire import STATELESS, McpHttp, stateless_meta
 
 pytestmark = pytest.mark.anyio
 
 
 async def test_discover_lists_every_supported_version_and_only_implemented_capabilities(mcp: McpHttp) -> None:
-    response = await mcp.modern("server/discover")
+    response = await mcp.stateless("server/discover")
     assert response.status_code == 200
     result = response.json()["result"]
     assert result["supportedVersions"] == ["2026-07-28", "2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05"]
@@ -28,7 +28,7 @@ async def test_discover_lists_every_supported_version_and_only_implemented_capab
 
 
 async def test_tools_call_returns_structured_content_and_text(mcp: McpHttp) -> None:
-    response = await mcp.modern("tools/call", {"name": "add", "arguments": {"a": 2, "b": 40}})
+    response = await mcp.stateless("tools/call", {"name": "add", "arguments": {"a": 2, "b": 40}})
     assert response.status_code == 200
     result = response.json()["result"]
     assert result["structuredContent"] == {"result": 42}
@@ -38,13 +38,13 @@ async def test_tools_call_returns_structured_content_and_text(mcp: McpHttp) -> N
 
 async def test_cacheable_lists_carry_ttl_and_scope(mcp: McpHttp) -> None:
     for method in ("tools/list", "prompts/list", "resources/list", "resources/templates/list"):
-        result = (await mcp.modern(method)).json()["result"]
+        result = (await mcp.stateless(method)).json()["result"]
         assert result["resultType"] == "complete"
         assert isinstance(result["ttlMs"], int) and result["cacheScope"] == "public", method
 
 
 async def test_wrong_argument_type_is_an_is_error_result_naming_the_field(mcp: McpHttp) -> None:
-    response = await mcp.modern("tools/call", {"name": "add", "arguments": {"a": "one", "b": 2}})
+    response = await mcp.stateless("tools/call", {"name": "add", "arguments": {"a": "one", "b": 2}})
     assert response.status_code == 200
     result = response.json()["result"]
     assert result["isError"] is True
@@ -52,41 +52,41 @@ async def test_wrong_argument_type_is_an_is_error_result_naming_the_field(mcp: M
 
 
 async def test_missing_required_argument_is_an_is_error_result(mcp: McpHttp) -> None:
-    result = (await mcp.modern("tools/call", {"name": "add", "arguments": {"a": 1}})).json()["result"]
+    result = (await mcp.stateless("tools/call", {"name": "add", "arguments": {"a": 1}})).json()["result"]
     assert result["isError"] is True
     assert "b: Field required" in result["content"][0]["text"]
 
 
 async def test_unknown_tool_is_invalid_params_never_http_404(mcp: McpHttp) -> None:
-    response = await mcp.modern("tools/call", {"name": "nope", "arguments": {}})
+    response = await mcp.stateless("tools/call", {"name": "nope", "arguments": {}})
     assert response.status_code == 200
     assert response.json()["error"]["code"] == -32602
 
 
 async def test_unknown_method_is_http_404_with_method_not_found(mcp: McpHttp) -> None:
-    response = await mcp.modern("tools/frobnicate")
+    response = await mcp.stateless("tools/frobnicate")
     assert response.status_code == 404
     assert response.json()["error"]["code"] == -32601
     assert response.json()["id"] == 1
 
 
 @pytest.mark.parametrize("method", ["initialize", "ping", "logging/setLevel", "resources/subscribe"])
-async def test_handshake_era_methods_are_not_found_on_the_modern_wire(mcp: McpHttp, method: str) -> None:
-    response = await mcp.modern(method)
+async def test_handshake_era_methods_are_not_found_on_the_stateless_wire(mcp: McpHttp, method: str) -> None:
+    response = await mcp.stateless(method)
     assert response.status_code == 404
     assert response.json()["error"]["code"] == -32601
 
 
 async def test_missing_client_capabilities_is_http_400_invalid_params(mcp: McpHttp) -> None:
-    meta = {"io.modelcontextprotocol/protocolVersion": MODERN}
-    response = await mcp.modern("tools/list", {"_meta": meta})
+    meta = {"io.modelcontextprotocol/protocolVersion": STATELESS}
+    response = await mcp.stateless("tools/list", {"_meta": meta})
     assert response.status_code == 400
     assert response.json()["error"]["code"] == -32602
 
 
 async def test_unsupported_version_is_400_with_the_supported_list(mcp: McpHttp) -> None:
-    meta = modern_meta(**{"io.modelcontextprotocol/protocolVersion": "v999.0.0"})
-    response = await mcp.modern("tools/list", {"_meta": meta}, headers={"mcp-protocol-version": "v999.0.0"})
+    meta = stateless_meta(**{"io.modelcontextprotocol/protocolVersion": "v999.0.0"})
+    response = await mcp.stateless("tools/list", {"_meta": meta}, headers={"mcp-protocol-version": "v999.0.0"})
     assert response.status_code == 400
     error = response.json()["error"]
     assert error["code"] == -32022
@@ -109,14 +109,14 @@ async def test_unsupported_version_is_400_with_the_supported_list(mcp: McpHttp) 
 async def test_mismatched_mirrored_headers_are_rejected_with_header_mismatch(
     mcp: McpHttp, headers: dict[str, str], why: str
 ) -> None:
-    response = await mcp.modern("tools/call", {"name": "add", "arguments": {"a": 1, "b": 2}}, headers=headers)
+    response = await mcp.stateless("tools/call", {"name": "add", "arguments": {"a": 1, "b": 2}}, headers=headers)
     assert response.status_code == 400, why
     assert response.json()["error"]["code"] == -32020, why
 
 
 async def test_base64_encoded_name_header_is_decoded_before_comparison(mcp: McpHttp) -> None:
     encoded = "=?base64?" + base64.b64encode(b"add").decode() + "?="
-    response = await mcp.modern(
+    response = await mcp.stateless(
         "tools/call", {"name": "add", "arguments": {"a": 1, "b": 2}}, headers={"mcp-name": encoded}
     )
     assert response.status_code == 200
@@ -124,8 +124,8 @@ async def test_base64_encoded_name_header_is_decoded_before_comparison(mcp: McpH
 
 
 async def test_missing_method_header_is_header_mismatch(mcp: McpHttp) -> None:
-    body = {"jsonrpc": "2.0", "id": 7, "method": "tools/list", "params": {"_meta": modern_meta()}}
-    response = await mcp.post(body, {"mcp-protocol-version": MODERN})
+    body = {"jsonrpc": "2.0", "id": 7, "method": "tools/list", "params": {"_meta": stateless_meta()}}
+    response = await mcp.post(body, {"mcp-protocol-version": STATELESS})
     assert response.status_code == 400
     assert response.json() == {
         "jsonrpc": "2.0",
@@ -136,19 +136,19 @@ async def test_missing_method_header_is_header_mismatch(mcp: McpHttp) -> None:
 
 @pytest.mark.parametrize("verb", ["GET", "DELETE"])
 async def test_get_and_delete_answer_405_allowing_post(mcp: McpHttp, verb: str) -> None:
-    response = await mcp.http.request(verb, "/mcp", headers={"mcp-protocol-version": MODERN})
+    response = await mcp.http.request(verb, "/mcp", headers={"mcp-protocol-version": STATELESS})
     assert response.status_code == 405
     assert response.headers["allow"] == "POST"
 
 
 async def test_session_header_is_ignored_and_never_minted(mcp: McpHttp) -> None:
-    response = await mcp.modern("tools/list", headers={"mcp-session-id": "made-up"})
+    response = await mcp.stateless("tools/list", headers={"mcp-session-id": "made-up"})
     assert response.status_code == 200
     assert "mcp-session-id" not in response.headers
 
 
 async def test_resource_read_of_unknown_uri_is_invalid_params_with_the_uri(mcp: McpHttp) -> None:
-    response = await mcp.modern("resources/read", {"uri": "demo://missing"})
+    response = await mcp.stateless("resources/read", {"uri": "demo://missing"})
     assert response.status_code == 200
     assert response.json()["error"] == {
         "code": -32602,
@@ -158,7 +158,7 @@ async def test_resource_read_of_unknown_uri_is_invalid_params_with_the_uri(mcp: 
 
 
 async def test_template_read_is_private_and_cacheable(mcp: McpHttp) -> None:
-    response = await mcp.modern("resources/read", {"uri": "demo://cities/Rome/population"})
+    response = await mcp.stateless("resources/read", {"uri": "demo://cities/Rome/population"})
     result = response.json()["result"]
     assert result["contents"] == [
         {
@@ -171,7 +171,7 @@ async def test_template_read_is_private_and_cacheable(mcp: McpHttp) -> None:
 
 
 async def test_a_notification_is_accepted_with_202_and_no_body(mcp: McpHttp) -> None:
-    body = {"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"_meta": modern_meta()}}
-    response = await mcp.post(body, {"mcp-protocol-version": MODERN, "mcp-method": "notifications/cancelled"})
+    body = {"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"_meta": stateless_meta()}}
+    response = await mcp.post(body, {"mcp-protocol-version": STATELESS, "mcp-method": "notifications/cancelled"})
     assert response.status_code == 202
     assert response.content == b""

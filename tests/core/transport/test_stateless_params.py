@@ -9,7 +9,7 @@ from pydantic import Field
 
 from core import Context, McpServer
 from tests.fixtures.clients import McpFactory
-from tests.fixtures.wire import McpHttp, modern_meta
+from tests.fixtures.wire import McpHttp, stateless_meta
 
 pytestmark = pytest.mark.anyio
 
@@ -41,7 +41,7 @@ async def mcp(mcp_factory: McpFactory) -> McpHttp:
 
 
 async def call(mcp: McpHttp, arguments: dict[str, object], headers: dict[str, str]) -> tuple[int, dict[str, object]]:
-    response = await mcp.modern("tools/call", {"name": "query", "arguments": arguments}, headers=headers)
+    response = await mcp.stateless("tools/call", {"name": "query", "arguments": arguments}, headers=headers)
     return response.status_code, response.json()
 
 
@@ -82,12 +82,12 @@ async def test_missing_mismatched_or_invalid_parameter_headers_are_header_mismat
 
 
 async def test_the_x_mcp_header_annotation_is_in_the_input_schema(mcp: McpHttp) -> None:
-    tools = (await mcp.modern("tools/list")).json()["result"]["tools"]
+    tools = (await mcp.stateless("tools/list")).json()["result"]["tools"]
     assert tools[0]["inputSchema"]["properties"]["region"]["x-mcp-header"] == "Region"
 
 
 async def test_sampling_without_the_client_capability_is_400_missing_capability(mcp: McpHttp) -> None:
-    response = await mcp.modern("tools/call", {"name": "summarize", "arguments": {"text": "long"}})
+    response = await mcp.stateless("tools/call", {"name": "summarize", "arguments": {"text": "long"}})
     assert response.status_code == 400
     assert response.json()["error"] == {
         "code": -32021,
@@ -97,8 +97,8 @@ async def test_sampling_without_the_client_capability_is_400_missing_capability(
 
 
 async def test_sampling_with_the_capability_asks_through_an_input_required_result(mcp: McpHttp) -> None:
-    meta = modern_meta(**{"io.modelcontextprotocol/clientCapabilities": {"sampling": {}}})
-    response = await mcp.modern("tools/call", {"name": "summarize", "arguments": {"text": "long"}, "_meta": meta})
+    meta = stateless_meta(**{"io.modelcontextprotocol/clientCapabilities": {"sampling": {}}})
+    response = await mcp.stateless("tools/call", {"name": "summarize", "arguments": {"text": "long"}, "_meta": meta})
     assert response.status_code == 200
     result = response.json()["result"]
     assert result["resultType"] == "input_required"
@@ -130,7 +130,7 @@ async def test_a_forged_or_smuggling_base64_sentinel_is_header_mismatch(
 
 async def test_a_sentinel_carrying_line_breaks_matches_only_its_argument_and_is_never_reflected(mcp: McpHttp) -> None:
     smuggled = "eu\r\nX-Injected: 1"
-    response = await mcp.modern(
+    response = await mcp.stateless(
         "tools/call",
         {"name": "query", "arguments": {"region": smuggled}},
         headers={"mcp-param-region": "=?base64?ZXUNClgtSW5qZWN0ZWQ6IDE=?="},
