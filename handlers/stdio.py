@@ -136,10 +136,12 @@ class StdioBridge:
         }
         await self.app(scope, receive, send)
         status = int(start.get("status", 500))
-        self._remember_session(start, chunks)
-        if self._is_stream(start) or not b"".join(chunks).strip():
+        body_read = b"".join(chunks)
+        if self._is_stream(start) or not body_read.strip():
             return status, None
-        return status, json.loads(b"".join(chunks))
+        answer = json.loads(body_read)
+        self._remember_session(start, answer)
+        return status, answer
 
     def _mirrored(self, body: bytes) -> dict[str, str]:
         """The headers a 2026-07-28 request mirrors over HTTP, written from the message (none for other messages)."""
@@ -163,11 +165,11 @@ class StdioBridge:
         content_type: bytes = headers.get(b"content-type", b"")
         return content_type.startswith(b"text/event-stream")
 
-    def _remember_session(self, start: dict[str, Any], chunks: list[bytes]) -> None:
+    def _remember_session(self, start: dict[str, Any], answer: Any) -> None:
         session_id = dict(start.get("headers", [])).get(b"mcp-session-id")
-        if session_id is None or self.session:
+        if session_id is None or self.session or not isinstance(answer, dict):
             return
-        result = json.loads(b"".join(chunks)).get("result", {})
+        result = answer.get("result", {})
         self.session = {"mcp-session-id": session_id.decode(), "mcp-protocol-version": result["protocolVersion"]}
         self._listening = asyncio.create_task(self._listen())
 

@@ -11,8 +11,6 @@ HANDSHAKE_VERSIONS: tuple[str, ...] = ("2025-11-25", "2025-06-18", "2025-03-26",
 SUPPORTED_VERSIONS: tuple[str, ...] = STATELESS_VERSIONS + HANDSHAKE_VERSIONS
 
 LATEST_HANDSHAKE = HANDSHAKE_VERSIONS[0]
-# A handshake-era request without an MCP-Protocol-Version header comes from a client older than 2025-06-18.
-HEADERLESS_DEFAULT = "2025-03-26"
 # The only revision that allowed JSON-RPC batches.
 BATCH_VERSION = "2025-03-26"
 # From this revision on, a tool's input-validation failure is a tool result with isError, not -32602.
