@@ -25,7 +25,7 @@ run: $(VENV)/.installed-run  ## serve the demo server on http://127.0.0.1:8000/m
 check: $(VENV)/.installed  ## lint and type-check
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
-	$(BIN)/mypy
+	bash scripts/typecheck
 	bash scripts/check-module-size
 
 unit: $(VENV)/.installed  ## the pytest suite
@@ -56,7 +56,13 @@ LAMBDA_REQUIREMENTS := "mangum>=0.19" "pydantic>=2.7" "uvicorn>=0.30" "httptools
 build-BufferedFunction build-StreamingFunction build-SweeperFunction build-TaskWorkerFunction:
 	$(PYTHON) -m pip install --quiet --target "$(ARTIFACTS_DIR)" --platform $(LAMBDA_PLATFORM) --implementation cp \
 		--python-version 3.13 --only-binary=:all: $(LAMBDA_REQUIREMENTS)
-	cp -r core handlers examples run.sh "$(ARTIFACTS_DIR)/"
+	@# Stratus goes in as pip installs it anywhere (core/ as `stratus`, handlers/ as `stratus.handlers`): pyproject.toml's
+	@# mapping is the only one. From a copy of the sources: the functions build in parallel (samconfig.toml), and
+	@# setuptools' build/ folder in the checkout would be shared between them.
+	source=$$(mktemp -d) && cp -r pyproject.toml README.md core handlers "$$source/" \
+		&& $(PYTHON) -m pip install --quiet --no-deps --target "$(ARTIFACTS_DIR)" "$$source"; \
+		status=$$?; rm -rf "$$source"; exit $$status
+	cp -r examples run.sh "$(ARTIFACTS_DIR)/"
 	find "$(ARTIFACTS_DIR)" -name __pycache__ -prune -exec rm -rf {} +
 	@# Bytecode ships in the package: /var/task is read-only, so without it every cold start compiles each module it
 	@# imports (measured: 2.3x the instructions of `import examples.add`). unchecked-hash pycs stay valid whatever

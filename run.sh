@@ -5,4 +5,4 @@
 # runtime's own directory ($LAMBDA_RUNTIME_DIR, where the managed runtime keeps boto3) after the package.
 export PATH="$PATH:$LAMBDA_TASK_ROOT/bin"
 export PYTHONPATH="${PYTHONPATH:+$PYTHONPATH:}/opt/python:$LAMBDA_RUNTIME_DIR"
-exec python -m handlers.streaming
+exec python -m stratus.handlers.streaming

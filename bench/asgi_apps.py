@@ -10,8 +10,8 @@ from typing import Any
 
 
 def _stratus() -> Any:
-    from core import build_app
     from examples.add import server
+    from stratus import build_app
 
     return build_app(server)
 

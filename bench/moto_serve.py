@@ -11,7 +11,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import boto3
 
-from core.stores.dynamodb.schema import create_table
+from stratus.stores.dynamodb.schema import create_table
 from tests.fixtures.moto_server import SerialMotoServer
 
 

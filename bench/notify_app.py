@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import time
 
-from core import Context, McpServer
+from stratus import Context, McpServer
 
 URI = "bench://board"
 

@@ -14,13 +14,13 @@ import time
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-from core import Context, McpServer
-from core.metrics import LocalMetrics
-from core.pipeline.pipeline import Pipeline
-from core.request.http import HttpRequest
-from core.resilience.breaker import BreakerPolicy
-from core.resilience.limiter import RateLimit
-from core.stores.factory import build_stores
+from stratus import Context, McpServer
+from stratus.metrics import LocalMetrics
+from stratus.pipeline.pipeline import Pipeline
+from stratus.request.http import HttpRequest
+from stratus.resilience.breaker import BreakerPolicy
+from stratus.resilience.limiter import RateLimit
+from stratus.stores.factory import build_stores
 
 ARGUMENTS = {"a": 1, "b": 2}
 HTTP = HttpRequest("POST", "/mcp", {}, None)

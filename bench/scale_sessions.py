@@ -19,11 +19,11 @@ import wire
 from mangum import Mangum
 from redis import Redis
 
-from core import McpServer, Settings
-from core.stores.factory import redis_stores
-from core.stores.records import SessionRecord
-from core.stores.redis.client import redis_client
-from core.transport.app import build_app
+from stratus import McpServer, Settings
+from stratus.stores.factory import redis_stores
+from stratus.stores.records import SessionRecord
+from stratus.stores.redis.client import redis_client
+from stratus.transport.app import build_app
 
 REDIS_URL = "redis://127.0.0.1:6379/0"
 

@@ -17,8 +17,8 @@ from procstat import peak_rss_kib
 def main() -> None:
     count, calls = int(sys.argv[1]), int(sys.argv[2])
     cpu0 = time.process_time()
-    from core import McpServer
-    from handlers.adapter import make_handler
+    from stratus import McpServer
+    from stratus.handlers.adapter import make_handler
 
     server = McpServer("scale", "1.0.0")
     for index in range(count):

@@ -33,7 +33,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import httpx
 
-from core.transport.health import CENSUS_SECONDS
+from stratus.transport.health import CENSUS_SECONDS
 from tests.fixtures.processes import stratus_process
 
 FAKE_AWS = {"AWS_ACCESS_KEY_ID": "bench", "AWS_SECRET_ACCESS_KEY": "bench", "AWS_DEFAULT_REGION": "us-east-1"}
@@ -47,7 +47,7 @@ def moto_child(table: str) -> None:
     import boto3
     from moto.core.model_instances import reset_model_data
 
-    from core.stores.dynamodb.schema import create_table
+    from stratus.stores.dynamodb.schema import create_table
     from tests.fixtures.moto_server import SerialMotoServer
 
     server = SerialMotoServer()

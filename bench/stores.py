@@ -28,16 +28,16 @@ from moto import mock_aws
 from redis import Redis
 from redis.asyncio import Connection
 
-from core import McpServer, Settings
-from core.resilience.breaker import BreakerPolicy
-from core.resilience.limiter import RateLimit
-from core.stores.base import Stores
-from core.stores.dynamodb.client import dynamodb_client
-from core.stores.dynamodb.schema import create_table
-from core.stores.factory import dynamodb_stores, redis_stores
-from core.stores.records import SessionRecord
-from core.transport.app import build_app
-from handlers.adapter import make_handler
+from stratus import McpServer, Settings
+from stratus.handlers.adapter import make_handler
+from stratus.resilience.breaker import BreakerPolicy
+from stratus.resilience.limiter import RateLimit
+from stratus.stores.base import Stores
+from stratus.stores.dynamodb.client import dynamodb_client
+from stratus.stores.dynamodb.schema import create_table
+from stratus.stores.factory import dynamodb_stores, redis_stores
+from stratus.stores.records import SessionRecord
+from stratus.transport.app import build_app
 
 REDIS_URL = "redis://127.0.0.1:6379/0"
 Handler = Callable[[dict[str, Any], Any], dict[str, Any]]
@@ -150,8 +150,8 @@ def redis_backend(calls: int) -> dict[str, Any]:
 
 def session_memory(sync: Redis, prefix: str, sessions: int = 10_000) -> float:
     """Bytes of Redis memory per idle legacy session, from `used_memory` around creating `sessions` of them."""
-    from core.stores.redis.scripts import RedisScripts
-    from core.stores.redis.sessions import RedisSessionStore
+    from stratus.stores.redis.scripts import RedisScripts
+    from stratus.stores.redis.sessions import RedisSessionStore
 
     before = int(sync.info("memory")["used_memory"])
 

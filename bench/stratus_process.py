@@ -27,7 +27,7 @@ def serving(*arguments: str, environment: dict[str, str] | None = None) -> Itera
     """`stratus serve ARGUMENTS` with only `environment`'s STRATUS_* settings; yields its base URL and process."""
     port = free_port()
     env = {k: v for k, v in os.environ.items() if not k.startswith("STRATUS_")} | (environment or {})
-    command = [sys.executable, "-m", "handlers.cli", "serve", *arguments, "--port", str(port)]
+    command = [sys.executable, "-m", "stratus.handlers.cli", "serve", *arguments, "--port", str(port)]
     process = subprocess.Popen(command, cwd=REPO, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
         deadline = time.monotonic() + START_SECONDS

@@ -7,7 +7,7 @@ schedule, sends the first tools/call, and reads the process's own accounting in 
 then stays up for the warm calls and the wrk run, and is ended by its PID.
 
 Subjects, each in its own venv (benchenv.py):
-  stratus  run.sh (`python -m handlers.streaming`), as template.yaml's StreamingFunction runs it
+  stratus  run.sh (`python -m stratus.handlers.streaming`), as template.yaml's StreamingFunction runs it
   floor    bare Starlette + pydantic, one route (starlette_floor.py), under `python -m uvicorn`
   sdk      the official SDK's Streamable HTTP app (asgi_apps.py, stateless JSON), under `python -m uvicorn`
   fastmcp  FastMCP's HTTP app, the same way

@@ -1,9 +1,9 @@
 """Stratus: MCP servers on AWS Lambda, both protocol eras, state outside the process."""
 
-from core.config import Settings
-from core.resilience.breaker import BreakerPolicy
-from core.resilience.limiter import RateLimit
-from core.server.content import (
+from stratus.config import Settings
+from stratus.resilience.breaker import BreakerPolicy
+from stratus.resilience.limiter import RateLimit
+from stratus.server.content import (
     Audio,
     BlobResource,
     EmbeddedResource,
@@ -13,13 +13,13 @@ from core.server.content import (
     TextResource,
     ToolResult,
 )
-from core.server.context import Context
-from core.server.policy import RateLimits, RetryPolicy
-from core.server.principal import Principal
-from core.server.prompts import Message, assistant, user
-from core.server.server import McpServer
-from core.server.tools import ToolError
-from core.transport.app import build_app
+from stratus.server.context import Context
+from stratus.server.policy import RateLimits, RetryPolicy
+from stratus.server.principal import Principal
+from stratus.server.prompts import Message, assistant, user
+from stratus.server.server import McpServer
+from stratus.server.tools import ToolError
+from stratus.transport.app import build_app
 
 __all__ = [
     "Audio",

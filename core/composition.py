@@ -9,19 +9,19 @@ import secrets
 import time
 from typing import TYPE_CHECKING
 
-from core.config import Settings
-from core.metrics import LocalMetrics, MetricsSink
-from core.pipeline.pipeline import Pipeline
-from core.protocol.dispatch import Dispatcher
-from core.protocol.request_state import StateSealer
-from core.resilience.stream_slots import StreamSlots
-from core.server.pagination import Paginator
-from core.server.server import McpServer
-from core.stores.base import Stores
-from core.stores.factory import build_stores
+from stratus.config import Settings
+from stratus.metrics import LocalMetrics, MetricsSink
+from stratus.pipeline.pipeline import Pipeline
+from stratus.protocol.dispatch import Dispatcher
+from stratus.protocol.request_state import StateSealer
+from stratus.resilience.stream_slots import StreamSlots
+from stratus.server.pagination import Paginator
+from stratus.server.server import McpServer
+from stratus.stores.base import Stores
+from stratus.stores.factory import build_stores
 
 if TYPE_CHECKING:
-    from core.protocol.tasks import TaskLauncher
+    from stratus.protocol.tasks import TaskLauncher
 
 
 def stores_for(settings: Settings) -> Stores:

@@ -11,7 +11,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, fields
 from typing import Any
 
-from core.stores.urls import WAITING_CONNECTIONS, StoreConfigError, is_shared, validate_store_url
+from stratus.stores.urls import WAITING_CONNECTIONS, StoreConfigError, is_shared, validate_store_url
 
 PREFIX = "STRATUS_"
 

@@ -20,7 +20,7 @@ from collections import defaultdict
 from collections.abc import Callable
 from typing import IO, Any
 
-from core.pipeline.current import lambda_request_id, peek_context
+from stratus.pipeline.current import lambda_request_id, peek_context
 
 _STANDARD_ATTRIBUTES = frozenset(vars(logging.LogRecord("", 0, "", 0, "", None, None))) | {"message", "asctime"}
 _LATENCY_METRICS = frozenset({"latency"})

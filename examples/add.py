@@ -5,8 +5,8 @@
 
 from __future__ import annotations
 
-from core import McpServer, Settings
-from handlers.adapter import make_handler
+from stratus import McpServer, Settings
+from stratus.handlers.adapter import make_handler
 
 server = McpServer("add", "1.0.0")
 

@@ -7,7 +7,7 @@ from typing import Annotated
 
 from pydantic import BaseModel, Field
 
-from core import McpServer, ToolError
+from stratus import McpServer, ToolError
 
 server = McpServer(
     "stratus-demo",

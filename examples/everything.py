@@ -22,7 +22,7 @@ from typing import Annotated, Any
 
 from pydantic import BaseModel, Field
 
-from core import (
+from stratus import (
     Audio,
     Context,
     EmbeddedResource,
@@ -34,7 +34,7 @@ from core import (
     ToolError,
     user,
 )
-from core.errors import InternalError
+from stratus.errors import InternalError
 
 server = McpServer(
     "stratus-everything",

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from core import BreakerPolicy, McpServer, RateLimit, RateLimits, RetryPolicy, ToolError
+from stratus import BreakerPolicy, McpServer, RateLimit, RateLimits, RetryPolicy, ToolError
 
 server = McpServer(
     "inventory",

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from core import McpServer, ToolError
+from stratus import McpServer, ToolError
 
 server = McpServer("notes", "1.0.0", instructions="Arithmetic and notes.")
 

@@ -11,10 +11,10 @@ from typing import Any
 
 from mangum import Mangum
 
-from core import McpServer, Settings, build_app
-from core.pipeline.current import lambda_request_id
-from handlers.tasks import task_launcher
-from handlers.telemetry import build_telemetry
+from stratus import McpServer, Settings, build_app
+from stratus.handlers.tasks import task_launcher
+from stratus.handlers.telemetry import build_telemetry
+from stratus.pipeline.current import lambda_request_id
 
 LambdaHandler = Any
 logger = logging.getLogger("stratus.lambda")

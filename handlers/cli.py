@@ -18,14 +18,14 @@ import os
 import sys
 from collections.abc import Sequence
 
-from core import build_app
-from core.config import SettingsError
-from core.server.server import McpServer
-from core.transport.asgi import Router
-from handlers import gateway_admin
-from handlers.emulator import command as local_command
-from handlers.loading import load_served
-from handlers.secrets import settings_from_env
+from stratus import build_app
+from stratus.config import SettingsError
+from stratus.handlers import gateway_admin
+from stratus.handlers.emulator import command as local_command
+from stratus.handlers.loading import load_served
+from stratus.handlers.secrets import settings_from_env
+from stratus.server.server import McpServer
+from stratus.transport.asgi import Router
 
 SHUTDOWN_GRACE_SECONDS = 5
 """How long `stratus serve` waits for open requests and streams when told to stop."""
@@ -59,7 +59,7 @@ def _parser() -> argparse.ArgumentParser:
 def _create_store(url: str) -> int:
     from urllib.parse import urlsplit
 
-    from core.stores.urls import StoreConfigError, validate_store_url
+    from stratus.stores.urls import StoreConfigError, validate_store_url
 
     try:
         scheme = validate_store_url(url)
@@ -69,8 +69,8 @@ def _create_store(url: str) -> int:
     if scheme != "dynamodb":
         print(f"stratus: {scheme} needs no set-up; only dynamodb:// stores are created", file=sys.stderr)
         return 2
-    from core.stores.dynamodb.client import dynamodb_client
-    from core.stores.dynamodb.schema import create_table
+    from stratus.stores.dynamodb.client import dynamodb_client
+    from stratus.stores.dynamodb.schema import create_table
 
     table = urlsplit(url).netloc
     create_table(dynamodb_client(timeout=5.0), table)
@@ -105,7 +105,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     app = build_app(server, settings)
     if (args.transport or os.environ.get("MCP_TRANSPORT_TYPE") or "http").lower() == "stdio":
         return _serve_stdio(app, server, settings.mcp_path)
-    from handlers.serving import serve
+    from stratus.handlers.serving import serve
 
     if args.port is None:
         args.port = int(os.environ.get("MCP_HTTP_PORT") or 8000)
@@ -118,7 +118,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 def _serve_stdio(app: Router, server: McpServer, path: str) -> int:
     """Serve over stdin and stdout until stdin closes; stdout carries MCP messages only (logs go to stderr)."""
-    from handlers.stdio import serve_stdio
+    from stratus.handlers.stdio import serve_stdio
 
     async def run() -> None:
         try:

@@ -21,10 +21,10 @@ import json
 import sys
 from pathlib import Path
 
-from core.composition import stores_for
-from core.config import Settings
-from core.gateway.config import GatewayConfigError
-from core.gateway.registry import RegistryBusyError, UpstreamRecord, UpstreamRegistry
+from stratus.composition import stores_for
+from stratus.config import Settings
+from stratus.gateway.config import GatewayConfigError
+from stratus.gateway.registry import RegistryBusyError, UpstreamRecord, UpstreamRegistry
 
 
 def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -79,8 +79,8 @@ async def _run(args: argparse.Namespace, settings: Settings, document: str) -> i
 
 
 async def _test(registry: UpstreamRegistry, name: str, settings: Settings) -> int:
-    from core.gateway.addresses import AddressGuard, parse_allowed_networks
-    from core.gateway.operations import check_connection
+    from stratus.gateway.addresses import AddressGuard, parse_allowed_networks
+    from stratus.gateway.operations import check_connection
 
     record = next((each for each in (await registry.snapshot()).records if each.upstream.name == name), None)
     if record is None:

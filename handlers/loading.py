@@ -6,8 +6,8 @@ import importlib
 import os
 from pathlib import Path
 
-from core.config import Settings
-from core.server.server import McpServer
+from stratus.config import Settings
+from stratus.server.server import McpServer
 
 
 def load_server(reference: str) -> McpServer:
@@ -34,9 +34,9 @@ def load_served(settings: Settings) -> McpServer:
     """
     if settings.gateway_config is None:
         return load_server(settings.app)
-    from core.gateway.config import parse_document
-    from core.gateway.served import GatewayServer
-    from handlers.secrets import resolve_reference
+    from stratus.gateway.config import parse_document
+    from stratus.gateway.served import GatewayServer
+    from stratus.handlers.secrets import resolve_reference
 
     upstreams = parse_document(Path(settings.gateway_config).read_text(encoding="utf-8"))
     return GatewayServer(

@@ -11,8 +11,8 @@ import os
 from collections.abc import Mapping
 from typing import Any
 
-from core import Settings
-from core.config import PREFIX, SettingsError
+from stratus import Settings
+from stratus.config import PREFIX, SettingsError
 
 SECRET_SETTINGS = (f"{PREFIX}SECRET_KEY", f"{PREFIX}STORE")
 

@@ -23,9 +23,9 @@ import uvicorn
 from uvicorn.config import LOGGING_CONFIG
 from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol, RequestResponseCycle
 
-from core import Settings
-from core.transport.asgi import ASGIApp
-from core.transport.endpoint import REST_PREFIXES
+from stratus import Settings
+from stratus.transport.asgi import ASGIApp
+from stratus.transport.endpoint import REST_PREFIXES
 
 _SESSION_IN_PATH = re.compile("^({})/[^/]+".format("|".join(re.escape(prefix[:-1]) for prefix in REST_PREFIXES)))
 

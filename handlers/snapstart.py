@@ -16,7 +16,7 @@ import random
 from collections.abc import Callable
 from typing import Any
 
-from handlers.adapter import LambdaHandler
+from stratus.handlers.adapter import LambdaHandler
 
 SNAPSTART_INIT = "snap-start"
 PRIMING_HOST = "snapstart.priming.invalid"

@@ -19,9 +19,9 @@ import sys
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-from core.protocol import versions
-from core.server.server import McpServer
-from core.transport.asgi import ASGIApp, Message
+from stratus.protocol import versions
+from stratus.server.server import McpServer
+from stratus.transport.asgi import ASGIApp, Message
 
 Write = Callable[[bytes], Awaitable[None]]
 SHUTDOWN_SECONDS = 5.0
@@ -154,7 +154,7 @@ class StdioBridge:
         version = meta.get(versions.PROTOCOL_VERSION_META) if isinstance(meta, dict) else None
         if not isinstance(version, str):
             return {}
-        from core.gateway.mirror import mirrored_headers, parameter_headers
+        from stratus.gateway.mirror import mirrored_headers, parameter_headers
 
         tools = {name: parameter_headers(tool.definition()) for name, tool in self.server.tools.items()}
         return {"mcp-protocol-version": version, **mirrored_headers(message, tools)}

@@ -11,13 +11,13 @@ from __future__ import annotations
 import os
 from collections.abc import Callable
 
-from core import McpServer, Settings, build_app
-from core.transport.asgi import ASGIApp, Receive, Scope, Send
-from handlers.loading import load_served
-from handlers.secrets import settings_from_env
-from handlers.serving import serve
-from handlers.tasks import task_launcher
-from handlers.telemetry import build_telemetry
+from stratus import McpServer, Settings, build_app
+from stratus.handlers.loading import load_served
+from stratus.handlers.secrets import settings_from_env
+from stratus.handlers.serving import serve
+from stratus.handlers.tasks import task_launcher
+from stratus.handlers.telemetry import build_telemetry
+from stratus.transport.asgi import ASGIApp, Receive, Scope, Send
 
 DEFAULT_PORT = 8080  # the adapter's default AWS_LWA_PORT
 

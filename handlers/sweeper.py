@@ -12,10 +12,10 @@ import asyncio
 import logging
 from typing import Any
 
-from core import Settings
-from core.composition import stores_for
-from handlers.secrets import settings_from_env
-from handlers.telemetry import build_telemetry
+from stratus import Settings
+from stratus.composition import stores_for
+from stratus.handlers.secrets import settings_from_env
+from stratus.handlers.telemetry import build_telemetry
 
 logger = logging.getLogger("stratus.sweeper")
 

@@ -12,11 +12,11 @@ import json
 import logging
 from typing import Any
 
-from core import Settings
-from core.composition import build_dispatcher, stores_for
-from handlers.loading import load_server
-from handlers.secrets import settings_from_env
-from handlers.telemetry import build_telemetry
+from stratus import Settings
+from stratus.composition import build_dispatcher, stores_for
+from stratus.handlers.loading import load_server
+from stratus.handlers.secrets import settings_from_env
+from stratus.handlers.telemetry import build_telemetry
 
 TASK_EVENT_KEY = "stratusTask"
 logger = logging.getLogger("stratus.tasks")

@@ -10,8 +10,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from core import Settings
-from core.metrics import LocalMetrics, MetricsSink
+from stratus import Settings
+from stratus.metrics import LocalMetrics, MetricsSink
 
 Flush = Callable[[], None]
 
@@ -48,7 +48,7 @@ def build_telemetry(settings: Settings, service: str) -> tuple[MetricsSink, Flus
     """The metrics sink for `settings.telemetry` and what to call at the end of each invocation."""
     if settings.telemetry == "local":
         return LocalMetrics(), _nothing
-    from core.observability import EmfMetrics, JsonFormatter, configure_logging
+    from stratus.observability import EmfMetrics, JsonFormatter, configure_logging
 
     if settings.telemetry == "emf":
         configure_logging(JsonFormatter(service), settings.log_level)

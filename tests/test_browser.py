@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from core.transport.asgi import Receive, Scope, Send, read_body, send_response
+from stratus.transport.asgi import Receive, Scope, Send, read_body, send_response
 from tests.fixtures.processes import stratus_process
 from tests.fixtures.servers import uvicorn_serving
 

@@ -6,7 +6,7 @@ import json
 import subprocess
 import sys
 
-import core
+import stratus
 
 # What a cold start must not pay for: AWS SDK, Redis client, tracer, wire-type models, validators, HTTP clients,
 # and a web framework where a dict of routes does (Starlette cost about 25 ms CPU here).
@@ -15,7 +15,7 @@ HEAVY = ["boto3", "botocore", "redis", "aws_lambda_powertools", "mcp", "mcp_type
 
 def test_the_buffered_handler_imports_no_aws_sdk_redis_client_or_tracer() -> None:
     probe = (
-        "import json, sys; import handlers.buffered; "
+        "import json, sys; import stratus.handlers.buffered; "
         f"print(json.dumps([name for name in {HEAVY!r} if name in sys.modules]))"
     )
     completed = subprocess.run(
@@ -26,9 +26,11 @@ def test_the_buffered_handler_imports_no_aws_sdk_redis_client_or_tracer() -> Non
 
 def test_core_exports_exactly_its_dunder_all() -> None:
     names = {
-        name for name, value in vars(core).items() if not name.startswith("_") and not isinstance(value, type(core))
+        name
+        for name, value in vars(stratus).items()
+        if not name.startswith("_") and not isinstance(value, type(stratus))
     }
-    assert sorted(names) == sorted(core.__all__)
+    assert sorted(names) == sorted(stratus.__all__)
 
 
 def test_a_tool_with_plain_parameters_is_served_without_importing_pydantic() -> None:

@@ -9,7 +9,7 @@ import anyio
 import httpx
 import pytest
 
-from core import Context, McpServer, Settings, build_app
+from stratus import Context, McpServer, Settings, build_app
 from tests.fixtures.servers import uvicorn_serving
 from tests.fixtures.wire import BASE_HEADERS, STATELESS, stateless_meta
 

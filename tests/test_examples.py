@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from core import Settings
 from examples.pipeline import server as inventory
 from examples.quickstart import server as notes
+from stratus import Settings
 from tests.fixtures.clients import client_for
 from tests.fixtures.wire import McpHttp
 

@@ -13,44 +13,46 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).parent.parent
-PACKAGES = ("core", "handlers")
+# folder -> import name (pyproject.toml's package-dir)
+PACKAGES = {"core": "stratus", "handlers": "stratus.handlers"}
 
 LAYERS: tuple[tuple[str, ...], ...] = (
     # lowest first; a module may import its own layer's modules and any layer below, never above
     (
-        "core.errors",
-        "core.resilience",
-        "core.request",
-        "core.metrics",
-        "core.stores.base",
-        "core.stores.records",
-        "core.stores.urls",
+        "stratus.errors",
+        "stratus.version",
+        "stratus.resilience",
+        "stratus.request",
+        "stratus.metrics",
+        "stratus.stores.base",
+        "stratus.stores.records",
+        "stratus.stores.urls",
     ),
     (
-        "core.server",
-        "core.config",
-        "core.stores.memory",
-        "core.stores.redis",
-        "core.stores.dynamodb",
-        "core.stores.lazy",
+        "stratus.server",
+        "stratus.config",
+        "stratus.stores.memory",
+        "stratus.stores.redis",
+        "stratus.stores.dynamodb",
+        "stratus.stores.lazy",
     ),
-    ("core.auth", "core.stores.factory", "core.pipeline"),
-    ("core.protocol",),
-    ("core.gateway",),
-    ("core.composition",),
-    ("core.transport", "core.observability"),
-    ("core",),
-    ("handlers",),
+    ("stratus.auth", "stratus.stores.factory", "stratus.pipeline"),
+    ("stratus.protocol",),
+    ("stratus.gateway",),
+    ("stratus.composition",),
+    ("stratus.transport", "stratus.observability"),
+    ("stratus",),
+    ("stratus.handlers",),
 )
 
 
-def _module_name(path: Path) -> str:
-    parts = path.relative_to(ROOT).with_suffix("").parts
-    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+def _module_name(folder: str, path: Path) -> str:
+    parts = path.relative_to(ROOT / folder).with_suffix("").parts
+    return ".".join((PACKAGES[folder], *(parts[:-1] if parts[-1] == "__init__" else parts)))
 
 
 def _modules() -> dict[str, Path]:
-    return {_module_name(path): path for package in PACKAGES for path in (ROOT / package).rglob("*.py")}
+    return {_module_name(folder, path): path for folder in PACKAGES for path in (ROOT / folder).rglob("*.py")}
 
 
 def _imports(path: Path, known: dict[str, Path]) -> Iterator[str]:
@@ -117,11 +119,11 @@ def test_no_two_modules_import_each_other_however_indirectly() -> None:
     assert cycles == []
 
 
-@pytest.mark.parametrize("source", ["core.stores.base", "core.errors"])
+@pytest.mark.parametrize("source", ["stratus.stores.base", "stratus.errors"])
 def test_the_check_sees_an_import_added_against_the_layers(source: str, tmp_path: Path) -> None:
     """A back-import written into a leaf is caught: the test can fail."""
     modules = _modules()
     leaf = tmp_path / "leaf.py"
-    leaf.write_text(modules[source].read_text(encoding="utf-8") + "\nfrom core.transport.app import build_app\n")
+    leaf.write_text(modules[source].read_text(encoding="utf-8") + "\nfrom stratus.transport.app import build_app\n")
     added = set(_imports(leaf, modules))
     assert any(_layer(target) > _layer(source) for target in added)

@@ -11,7 +11,7 @@ import httpx
 import pytest
 from mcp import Client
 
-from core.stores.dynamodb.schema import create_table
+from stratus.stores.dynamodb.schema import create_table
 from tests.fixtures.apps import LIMIT
 from tests.fixtures.processes import RoundRobinProxy, stratus_processes
 from tests.fixtures.servers import uvicorn_serving

@@ -20,8 +20,8 @@ from mcp import Client
 from mcp.client.client import ConnectMode
 from mcp_types import PromptReference, TextContent, TextResourceContents
 
-from core import Settings, build_app
 from examples.demo import server as demo_server
+from stratus import Settings, build_app
 from tests.fixtures.servers import uvicorn_serving
 
 pytestmark = [pytest.mark.anyio, pytest.mark.uvicorn]

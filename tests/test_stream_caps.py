@@ -13,7 +13,7 @@ import anyio
 import httpx
 import pytest
 
-from core import Settings, build_app
+from stratus import Settings, build_app
 from tests.fixtures.apps import shared
 from tests.fixtures.redis_server import OwnRedis
 from tests.fixtures.servers import uvicorn_serving

@@ -14,7 +14,7 @@ import pytest
 from mcp import Client
 from mcp.client.subscriptions import ResourceUpdated
 
-from core import Settings, build_app
+from stratus import Settings, build_app
 from tests.fixtures.apps import shared
 from tests.fixtures.processes import RoundRobinProxy, shared_store_environment, stratus_processes
 from tests.fixtures.sdk_answers import answer_elicitation, answer_sampling

@@ -13,7 +13,7 @@ import anyio
 import httpx
 import pytest
 
-from core import Settings, build_app
+from stratus import Settings, build_app
 from tests.fixtures.apps import shared
 from tests.fixtures.processes import shared_store_environment, stratus_processes
 from tests.fixtures.servers import uvicorn_serving

@@ -6,23 +6,23 @@ import re
 from pathlib import Path
 from typing import Any
 
-from core.stores.dynamodb.schema import table_definition
+from stratus.stores.dynamodb.schema import table_definition
 
 TEMPLATE = (Path(__file__).parent.parent / "template.yaml").read_text(encoding="utf-8")
 
 
 def test_the_handlers_named_in_the_template_exist() -> None:
     assert re.findall(r"Handler: (\S+)", TEMPLATE) == [
-        "handlers.buffered.handler",
+        "stratus.handlers.buffered.handler",
         "run.sh",
-        "handlers.sweeper.handler",
-        "handlers.tasks.handler",
+        "stratus.handlers.sweeper.handler",
+        "stratus.handlers.tasks.handler",
     ]
     assert (
         (Path(__file__).parent.parent / "run.sh")
         .read_text(encoding="utf-8")
         .strip()
-        .endswith("exec python -m handlers.streaming")
+        .endswith("exec python -m stratus.handlers.streaming")
     )
 
 
@@ -158,7 +158,7 @@ def test_tasks_run_in_the_task_worker_which_both_shapes_may_invoke_and_nothing_e
     resources = _parsed_template()["Resources"]
     worker = resources["TaskWorkerFunction"]["Properties"]
     assert (worker["Handler"], worker["Timeout"], worker["EventInvokeConfig"]["MaximumRetryAttempts"]) == (
-        "handlers.tasks.handler",
+        "stratus.handlers.tasks.handler",
         900,
         0,
     )

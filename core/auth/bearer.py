@@ -11,9 +11,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from core.auth.jwks import JwksUnavailableError, KeySet
-from core.errors import UnauthorizedError
-from core.server.principal import Principal
+from stratus.auth.jwks import JwksUnavailableError, KeySet
+from stratus.errors import UnauthorizedError
+from stratus.server.principal import Principal
 
 ALGORITHMS = ("RS256", "RS384", "RS512", "PS256", "PS384", "PS512", "ES256", "ES384", "ES512")
 LEEWAY_SECONDS = 30

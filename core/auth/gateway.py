@@ -6,9 +6,9 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
-from core.auth.bearer import principal_from_claims
-from core.errors import UnauthorizedError
-from core.server.principal import Principal
+from stratus.auth.bearer import principal_from_claims
+from stratus.errors import UnauthorizedError
+from stratus.server.principal import Principal
 
 
 def authorizer_claims(event: Any) -> dict[str, Any] | None:

@@ -5,8 +5,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, Protocol
 
-from core.config import Settings
-from core.server.principal import Principal
+from stratus.config import Settings
+from stratus.server.principal import Principal
 
 
 class RequestAuthenticator(Protocol):
@@ -18,12 +18,12 @@ class RequestAuthenticator(Protocol):
 def request_authenticator(settings: Settings) -> tuple[RequestAuthenticator | None, Any]:
     """The authenticator for `settings.auth_mode`, and the resource-server description (JWT mode only)."""
     if settings.auth_mode == "gateway":
-        from core.auth.gateway import GatewayAuthenticator
+        from stratus.auth.gateway import GatewayAuthenticator
 
         return GatewayAuthenticator(), None
     if settings.auth_mode == "jwt":
-        from core.auth.bearer import JwtAuthenticator, ResourceServer
-        from core.auth.jwks import KeySet
+        from stratus.auth.bearer import JwtAuthenticator, ResourceServer
+        from stratus.auth.jwks import KeySet
 
         resource = ResourceServer(
             str(settings.auth_issuer), str(settings.auth_audience), settings.auth_scopes, settings.auth_stage_path

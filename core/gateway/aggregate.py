@@ -16,7 +16,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from core.gateway.config import Upstream, clean
+from stratus.gateway.config import Upstream, clean
 
 MAX_NAME = 128
 AUTO_APPROVE_META = "stratus/autoApprove"

@@ -9,8 +9,8 @@ import hashlib
 import json
 from typing import Any
 
-from core.gateway.config import Upstream
-from core.stores.base import CacheStore
+from stratus.gateway.config import Upstream
+from stratus.stores.base import CacheStore
 
 TOOLS_TTL_SECONDS = 300.0
 KINDS = ("tools", "prompts", "resources", "resourceTemplates")

@@ -18,23 +18,24 @@ import itertools
 from collections.abc import AsyncIterator
 from typing import Any, Protocol
 
-from core.errors import HEADER_MISMATCH
-from core.gateway.addresses import AddressGuard
-from core.gateway.config import Upstream
-from core.gateway.demux import LIST_CHANGES
-from core.gateway.mirror import parameter_headers
-from core.gateway.transport import (
+from stratus.errors import HEADER_MISMATCH
+from stratus.gateway.addresses import AddressGuard
+from stratus.gateway.config import Upstream
+from stratus.gateway.demux import LIST_CHANGES
+from stratus.gateway.mirror import parameter_headers
+from stratus.gateway.transport import (
     SessionLostError,
     StreamableHttpTransport,
     UpstreamTransport,
     UpstreamUnavailableError,
 )
-from core.protocol import versions
+from stratus.protocol import versions
+from stratus.version import __version__
 
 __all__ = ["UpstreamClient", "UpstreamError", "UpstreamPeer", "UpstreamUnavailableError", "make_transport"]
 
 JsonObject = dict[str, Any]
-CLIENT_INFO = {"name": "stratus-gateway", "version": "0.1.0"}
+CLIENT_INFO = {"name": "stratus-gateway", "version": __version__}
 MAX_PAGES = 100
 LISTEN_SECONDS = 3600.0
 """The longest one `subscriptions/listen` request is left open (the upstream usually ends it sooner)."""
@@ -79,11 +80,11 @@ def make_transport(upstream: Upstream, *, timeout: float, guard: AddressGuard | 
     """The transport an upstream's configuration names; an HTTP one connects only where `guard` allows (anywhere
     without one)."""
     if upstream.transport == "stdio":
-        from core.gateway.stdio import StdioTransport
+        from stratus.gateway.stdio import StdioTransport
 
         return StdioTransport(upstream.command or "", upstream.args, upstream.env, timeout=timeout)
     if upstream.transport == "sse":
-        from core.gateway.http_sse import HttpSseTransport
+        from stratus.gateway.http_sse import HttpSseTransport
 
         return HttpSseTransport(upstream.url or "", upstream.headers, timeout=timeout, guard=guard)
     return StreamableHttpTransport(upstream.url or "", upstream.headers, timeout=timeout, guard=guard)

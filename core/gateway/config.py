@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import urlsplit
 
-from core.protocol import versions
+from stratus.protocol import versions
 
 TRANSPORTS = ("http", "sse", "stdio")
 SCOPES = ("user", "local")

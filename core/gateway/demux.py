@@ -17,7 +17,7 @@ from collections.abc import AsyncGenerator, AsyncIterator, Iterator
 from contextlib import contextmanager
 from typing import Any
 
-from core.gateway.transport import UpstreamUnavailableError
+from stratus.gateway.transport import UpstreamUnavailableError
 
 JsonObject = dict[str, Any]
 MAX_BACKLOG = 1000

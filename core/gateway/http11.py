@@ -28,7 +28,7 @@ from contextlib import asynccontextmanager
 from typing import NamedTuple
 from urllib.parse import urlsplit
 
-from core.gateway.addresses import AddressGuard
+from stratus.gateway.addresses import AddressGuard
 
 HEAD_LIMIT = 64 * 1024
 """The longest response head (status line and headers) accepted."""

@@ -20,11 +20,11 @@ from collections.abc import AsyncGenerator, AsyncIterator
 from typing import Any
 from urllib.parse import urljoin, urlsplit
 
-from core.gateway.addresses import AddressGuard
-from core.gateway.demux import Demux
-from core.gateway.event_stream import SseEvents, bounded_body, bounded_lines, json_object
-from core.gateway.http11 import Http11Pool
-from core.gateway.transport import ERRORS, UpstreamUnavailableError, reason
+from stratus.gateway.addresses import AddressGuard
+from stratus.gateway.demux import Demux
+from stratus.gateway.event_stream import SseEvents, bounded_body, bounded_lines, json_object
+from stratus.gateway.http11 import Http11Pool
+from stratus.gateway.transport import ERRORS, UpstreamUnavailableError, reason
 
 JsonObject = dict[str, Any]
 CLOSE_SECONDS = 2.0

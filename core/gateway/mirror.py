@@ -13,7 +13,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from core.protocol.header_values import encode_header_value
+from stratus.protocol.header_values import encode_header_value
 
 JsonObject = dict[str, Any]
 ParameterHeaders = dict[tuple[str, ...], str]

@@ -11,9 +11,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from core.gateway.addresses import AddressGuard
-from core.gateway.client import UpstreamClient, UpstreamError, UpstreamUnavailableError
-from core.gateway.config import Upstream
+from stratus.gateway.addresses import AddressGuard
+from stratus.gateway.client import UpstreamClient, UpstreamError, UpstreamUnavailableError
+from stratus.gateway.config import Upstream
 
 JsonObject = dict[str, Any]
 OPTIONAL_LISTS = {"prompts": "prompts/list", "resources": "resources/list"}

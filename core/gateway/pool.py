@@ -18,10 +18,10 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
 from contextlib import asynccontextmanager, suppress
 from dataclasses import dataclass, field
 
-from core.gateway.addresses import AddressGuard
-from core.gateway.client import UpstreamClient, UpstreamError, UpstreamUnavailableError
-from core.gateway.config import Upstream
-from core.gateway.connection import ConnectionState, ConnectionTracker, StateListener
+from stratus.gateway.addresses import AddressGuard
+from stratus.gateway.client import UpstreamClient, UpstreamError, UpstreamUnavailableError
+from stratus.gateway.config import Upstream
+from stratus.gateway.connection import ConnectionState, ConnectionTracker, StateListener
 
 logger = logging.getLogger("stratus.gateway")
 ChangeListener = Callable[[str, str], Awaitable[None]]

@@ -12,22 +12,22 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-from core.errors import (
+from stratus.errors import (
     HEADER_MISMATCH,
     INTERNAL_ERROR,
     MISSING_CLIENT_CAPABILITY,
     UNSUPPORTED_PROTOCOL_VERSION,
     McpError,
 )
-from core.gateway.aggregate import RoutedTool
-from core.gateway.client import UpstreamError
-from core.request.inputs import InputRequired
-from core.request.outbound import level_allows
-from core.server.context import CLIENT_REQUESTS, Context
-from core.server.policy import Access, ToolPolicy
-from core.server.prompts import Prompt
-from core.server.resources import Resource, ResourceTemplate, compile_template
-from core.server.tools import Tool
+from stratus.gateway.aggregate import RoutedTool
+from stratus.gateway.client import UpstreamError
+from stratus.request.inputs import InputRequired
+from stratus.request.outbound import level_allows
+from stratus.server.context import CLIENT_REQUESTS, Context
+from stratus.server.policy import Access, ToolPolicy
+from stratus.server.prompts import Prompt
+from stratus.server.resources import Resource, ResourceTemplate, compile_template
+from stratus.server.tools import Tool
 
 JsonObject = dict[str, Any]
 Forward = Callable[[str, str, JsonObject, Context | None], Awaitable[JsonObject]]

@@ -18,8 +18,8 @@ from collections.abc import Callable, Collection
 from dataclasses import dataclass
 from typing import Any
 
-from core.gateway.config import GatewayConfigError, Upstream, parse_document, parse_servers
-from core.stores.base import CacheStore
+from stratus.gateway.config import GatewayConfigError, Upstream, parse_document, parse_servers
+from stratus.stores.base import CacheStore
 
 JsonObject = dict[str, Any]
 KEY = "gateway:registry"

@@ -25,26 +25,26 @@ import time
 from collections.abc import Awaitable, Callable, Iterable, Sequence
 from typing import Any, TypeVar
 
-from core.errors import INTERNAL_ERROR, McpError, StoreUnavailableError
-from core.gateway.addresses import AddressGuard, Resolver, parse_allowed_networks, system_resolver
-from core.gateway.aggregate import aggregate_tools
-from core.gateway.cache import KINDS, TOOLS_TTL_SECONDS, ToolsCache
-from core.gateway.client import UpstreamClient, UpstreamError, UpstreamUnavailableError
-from core.gateway.config import GatewayConfigError, Upstream
-from core.gateway.connection import ConnectionState
-from core.gateway.operations import discover
-from core.gateway.pool import UpstreamPool, open_client
-from core.gateway.proxies import ContextPeer, ProxyPrompt, ProxyResource, ProxyTemplate, ProxyTool, UpstreamCallError
-from core.gateway.registry import UpstreamRegistry
-from core.metrics import MetricsSink
-from core.protocol.notifications import NotificationLog
-from core.resilience.breaker import BreakerPolicy
-from core.resilience.limiter import RateLimit
-from core.server.context import Context
-from core.server.policy import ToolPolicy
-from core.server.server import McpServer
-from core.server.tools import ToolError
-from core.stores.base import CacheStore, Stores
+from stratus.errors import INTERNAL_ERROR, McpError, StoreUnavailableError
+from stratus.gateway.addresses import AddressGuard, Resolver, parse_allowed_networks, system_resolver
+from stratus.gateway.aggregate import aggregate_tools
+from stratus.gateway.cache import KINDS, TOOLS_TTL_SECONDS, ToolsCache
+from stratus.gateway.client import UpstreamClient, UpstreamError, UpstreamUnavailableError
+from stratus.gateway.config import GatewayConfigError, Upstream
+from stratus.gateway.connection import ConnectionState
+from stratus.gateway.operations import discover
+from stratus.gateway.pool import UpstreamPool, open_client
+from stratus.gateway.proxies import ContextPeer, ProxyPrompt, ProxyResource, ProxyTemplate, ProxyTool, UpstreamCallError
+from stratus.gateway.registry import UpstreamRegistry
+from stratus.metrics import MetricsSink
+from stratus.protocol.notifications import NotificationLog
+from stratus.resilience.breaker import BreakerPolicy
+from stratus.resilience.limiter import RateLimit
+from stratus.server.context import Context
+from stratus.server.policy import ToolPolicy
+from stratus.server.server import McpServer
+from stratus.server.tools import ToolError
+from stratus.stores.base import CacheStore, Stores
 
 logger = logging.getLogger("stratus.gateway")
 T = TypeVar("T")

@@ -20,9 +20,9 @@ import sys
 from collections.abc import AsyncGenerator, AsyncIterator
 from typing import Any
 
-from core.gateway.demux import Demux
-from core.gateway.event_stream import json_object
-from core.gateway.transport import UpstreamUnavailableError
+from stratus.gateway.demux import Demux
+from stratus.gateway.event_stream import json_object
+from stratus.gateway.transport import UpstreamUnavailableError
 
 JsonObject = dict[str, Any]
 MAX_LINE_BYTES = 16 * 1024 * 1024

@@ -21,11 +21,11 @@ import logging
 from collections.abc import AsyncGenerator, AsyncIterator
 from typing import Any, Protocol
 
-from core.gateway.addresses import AddressGuard, UpstreamAddressError
-from core.gateway.event_stream import SseEventError, bounded_body, json_object, messages
-from core.gateway.http11 import Http11Pool, HttpProtocolError, HttpRequestError
-from core.gateway.mirror import ParameterHeaders, mirrored_headers
-from core.protocol import versions
+from stratus.gateway.addresses import AddressGuard, UpstreamAddressError
+from stratus.gateway.event_stream import SseEventError, bounded_body, json_object, messages
+from stratus.gateway.http11 import Http11Pool, HttpProtocolError, HttpRequestError
+from stratus.gateway.mirror import ParameterHeaders, mirrored_headers
+from stratus.protocol import versions
 
 JsonObject = dict[str, Any]
 ADDRESS_REFUSED = (

@@ -5,9 +5,9 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Sequence
 
-from core.errors import ForbiddenError, UnauthorizedError
-from core.server.context import Context
-from core.server.policy import Access, Authenticator
+from stratus.errors import ForbiddenError, UnauthorizedError
+from stratus.server.context import Context
+from stratus.server.policy import Access, Authenticator
 
 
 async def authenticate(context: Context, authenticators: Sequence[Authenticator]) -> Context:

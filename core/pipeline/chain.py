@@ -5,8 +5,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from core.server.context import Context
-from core.server.policy import CallNext, Middleware
+from stratus.server.context import Context
+from stratus.server.policy import CallNext, Middleware
 
 
 def chain(middleware: Sequence[Middleware], terminal: CallNext) -> CallNext:

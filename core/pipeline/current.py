@@ -6,7 +6,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
 
-from core.server.context import Context
+from stratus.server.context import Context
 
 _current: ContextVar[Context | None] = ContextVar("stratus_request_context", default=None)
 lambda_request_id: ContextVar[str | None] = ContextVar("stratus_lambda_request_id", default=None)

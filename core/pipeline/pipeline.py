@@ -26,7 +26,7 @@ import time
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
-from core.errors import (
+from stratus.errors import (
     CircuitOpenError,
     ForbiddenError,
     McpError,
@@ -36,23 +36,23 @@ from core.errors import (
     StoreUnavailableError,
     UnauthorizedError,
 )
-from core.metrics import MetricsSink
-from core.pipeline.access import authenticate, authorize
-from core.pipeline.chain import chain
-from core.pipeline.current import serving
-from core.request.http import HttpRequest
-from core.request.inputs import InputRequired
-from core.resilience.backoff import full_jitter
-from core.resilience.breaker import Admission, BreakerPolicy, CircuitState
-from core.resilience.deadline import Clock, Deadline
-from core.resilience.limiter import Decision
-from core.server.context import Context
-from core.server.policy import Access, Middleware, ServerPolicy
-from core.server.principal import Principal
-from core.server.signature import ArgumentsError
-from core.server.tools import Tool, ToolError
-from core.stores.base import Stores
-from core.stores.records import CallAdmission, CallChecks
+from stratus.metrics import MetricsSink
+from stratus.pipeline.access import authenticate, authorize
+from stratus.pipeline.chain import chain
+from stratus.pipeline.current import serving
+from stratus.request.http import HttpRequest
+from stratus.request.inputs import InputRequired
+from stratus.resilience.backoff import full_jitter
+from stratus.resilience.breaker import Admission, BreakerPolicy, CircuitState
+from stratus.resilience.deadline import Clock, Deadline
+from stratus.resilience.limiter import Decision
+from stratus.server.context import Context
+from stratus.server.policy import Access, Middleware, ServerPolicy
+from stratus.server.principal import Principal
+from stratus.server.signature import ArgumentsError
+from stratus.server.tools import Tool, ToolError
+from stratus.stores.base import Stores
+from stratus.stores.records import CallAdmission, CallChecks
 
 logger = logging.getLogger("stratus.pipeline")
 

@@ -6,16 +6,16 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from core.errors import InvalidParamsError
-from core.protocol import versions
-from core.protocol.jsonrpc import Request
-from core.request.http import HttpRequest
-from core.request.inputs import InputRound
-from core.request.signal import CancellationSignal
-from core.resilience.deadline import Deadline
-from core.server.context import Context
-from core.server.principal import Principal
-from core.stores.records import CallAdmission, SessionRecord
+from stratus.errors import InvalidParamsError
+from stratus.protocol import versions
+from stratus.protocol.jsonrpc import Request
+from stratus.request.http import HttpRequest
+from stratus.request.inputs import InputRound
+from stratus.request.signal import CancellationSignal
+from stratus.resilience.deadline import Deadline
+from stratus.server.context import Context
+from stratus.server.principal import Principal
+from stratus.stores.records import CallAdmission, SessionRecord
 
 JsonObject = dict[str, Any]
 

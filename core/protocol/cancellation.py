@@ -7,13 +7,13 @@ from __future__ import annotations
 import asyncio
 from typing import TYPE_CHECKING
 
-from core.errors import StoreUnavailableError
-from core.protocol.jsonrpc import RequestId
-from core.request.signal import CancellationSignal
-from core.server.context import Context
+from stratus.errors import StoreUnavailableError
+from stratus.protocol.jsonrpc import RequestId
+from stratus.request.signal import CancellationSignal
+from stratus.server.context import Context
 
 if TYPE_CHECKING:
-    from core.stores.base import PendingRequestStore
+    from stratus.stores.base import PendingRequestStore
 
 WATCH_AFTER = 1.0
 """Seconds a session's call runs before it also listens for a cancellation sent to another process."""

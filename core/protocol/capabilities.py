@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from core.protocol import versions
-from core.server.server import McpServer
+from stratus.protocol import versions
+from stratus.server.server import McpServer
 
 
 def server_capabilities(server: McpServer, *, stateless: bool, version: str | None = None) -> dict[str, Any]:

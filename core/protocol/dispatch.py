@@ -9,26 +9,26 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from core.errors import MethodNotFoundError
-from core.pipeline.pipeline import Pipeline
-from core.protocol import versions
-from core.protocol.call import Call, Handler, JsonObject
-from core.protocol.cancellation import RunningCalls
-from core.protocol.lifecycle import Lifecycle
-from core.protocol.listing import Listings
-from core.protocol.notifications import NotificationLog
-from core.protocol.reads import Reads
-from core.protocol.request_state import StateSealer
-from core.protocol.rounds import InputRounds
-from core.protocol.subscriptions import listen
-from core.protocol.tool_calls import ToolCalls
-from core.resilience.stream_slots import StreamSlots
-from core.server.pagination import Paginator
-from core.server.server import McpServer
-from core.stores.base import SessionStore
+from stratus.errors import MethodNotFoundError
+from stratus.pipeline.pipeline import Pipeline
+from stratus.protocol import versions
+from stratus.protocol.call import Call, Handler, JsonObject
+from stratus.protocol.cancellation import RunningCalls
+from stratus.protocol.lifecycle import Lifecycle
+from stratus.protocol.listing import Listings
+from stratus.protocol.notifications import NotificationLog
+from stratus.protocol.reads import Reads
+from stratus.protocol.request_state import StateSealer
+from stratus.protocol.rounds import InputRounds
+from stratus.protocol.subscriptions import listen
+from stratus.protocol.tool_calls import ToolCalls
+from stratus.resilience.stream_slots import StreamSlots
+from stratus.server.pagination import Paginator
+from stratus.server.server import McpServer
+from stratus.stores.base import SessionStore
 
 if TYPE_CHECKING:
-    from core.protocol.tasks import TaskLauncher, TaskService
+    from stratus.protocol.tasks import TaskLauncher, TaskService
 
 
 class Dispatcher:
@@ -94,7 +94,7 @@ class Dispatcher:
     def tasks(self) -> TaskService:
         """The task service, built on first use so that servers without tasks never import it."""
         if self._tasks is None:
-            from core.protocol.tasks import TaskService
+            from stratus.protocol.tasks import TaskService
 
             self._tasks = TaskService(
                 self.server.tools,

@@ -8,7 +8,7 @@ import base64
 import binascii
 import re
 
-from core.errors import HeaderMismatchError
+from stratus.errors import HeaderMismatchError
 
 _SENTINEL_PREFIX, _SENTINEL_SUFFIX = "=?base64?", "?="
 _INVALID_VALUE_CHARACTER = re.compile(r"[^\t -~]")

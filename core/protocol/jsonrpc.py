@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 from typing import Any, NamedTuple
 
-from core.errors import InvalidRequestError, McpError, ParseError
+from stratus.errors import InvalidRequestError, McpError, ParseError
 
 RequestId = str | int
 JsonObject = dict[str, Any]

@@ -3,13 +3,13 @@ handshake-era `initialize` result, `ping`, `logging/setLevel` and resource subsc
 
 from __future__ import annotations
 
-from core.errors import InvalidParamsError
-from core.protocol import versions
-from core.protocol.call import Call, JsonObject
-from core.protocol.capabilities import server_capabilities
-from core.request.outbound import LOG_LEVELS
-from core.server.server import McpServer
-from core.stores.base import SessionStore
+from stratus.errors import InvalidParamsError
+from stratus.protocol import versions
+from stratus.protocol.call import Call, JsonObject
+from stratus.protocol.capabilities import server_capabilities
+from stratus.request.outbound import LOG_LEVELS
+from stratus.server.server import McpServer
+from stratus.stores.base import SessionStore
 
 LIST_TTL_MS = 300_000
 """How long a 2026-07-28 client may cache discovery and lists."""

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from core.protocol import versions
-from core.protocol.call import Call, JsonObject
-from core.protocol.lifecycle import LIST_TTL_MS
-from core.server.pagination import Paginator
-from core.server.server import McpServer
+from stratus.protocol import versions
+from stratus.protocol.call import Call, JsonObject
+from stratus.protocol.lifecycle import LIST_TTL_MS
+from stratus.server.pagination import Paginator
+from stratus.server.server import McpServer
 
 
 class Listings:

@@ -12,8 +12,8 @@ import json
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 if TYPE_CHECKING:
-    from core.stores.base import EventLogStore
-    from core.stores.records import StreamEvent
+    from stratus.stores.base import EventLogStore
+    from stratus.stores.records import StreamEvent
 
 NOTIFICATIONS = "*/notifications"
 """The server-wide notification log (session streams are named `<session id>/<token>`, so never `*`)."""

@@ -8,16 +8,16 @@ import secrets
 from collections.abc import Awaitable, Callable
 from typing import Any, TypeVar
 
-from core.errors import INVALID_PARAMS, InternalError, InvalidParamsError, McpError
-from core.pipeline.pipeline import Pipeline
-from core.protocol.call import Call, JsonObject
-from core.protocol.rounds import InputRounds
-from core.request.inputs import InputRequired
-from core.server.context import Context
-from core.server.policy import Access
-from core.server.resources import Resource, ResourceTemplate
-from core.server.server import McpServer
-from core.server.signature import ArgumentsError
+from stratus.errors import INVALID_PARAMS, InternalError, InvalidParamsError, McpError
+from stratus.pipeline.pipeline import Pipeline
+from stratus.protocol.call import Call, JsonObject
+from stratus.protocol.rounds import InputRounds
+from stratus.request.inputs import InputRequired
+from stratus.server.context import Context
+from stratus.server.policy import Access
+from stratus.server.resources import Resource, ResourceTemplate
+from stratus.server.server import McpServer
+from stratus.server.signature import ArgumentsError
 
 T = TypeVar("T")
 Publish = Callable[[str, JsonObject], Awaitable[None]]

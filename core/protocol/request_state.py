@@ -15,7 +15,7 @@ import secrets
 from collections.abc import Callable
 from typing import Any
 
-from core.errors import InvalidParamsError
+from stratus.errors import InvalidParamsError
 
 STATE_TTL_SECONDS = 600.0
 _TAG_BYTES = 16

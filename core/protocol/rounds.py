@@ -9,12 +9,12 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from core.protocol.call import Call, JsonObject
-from core.protocol.request_state import STATE_TTL_SECONDS, RequestStateError, StateSealer, request_digest
-from core.request.inputs import InputRound
+from stratus.protocol.call import Call, JsonObject
+from stratus.protocol.request_state import STATE_TTL_SECONDS, RequestStateError, StateSealer, request_digest
+from stratus.request.inputs import InputRound
 
 if TYPE_CHECKING:
-    from core.stores.base import CacheStore
+    from stratus.stores.base import CacheStore
 
 
 class InputRounds:

@@ -1,5 +1,5 @@
 """`subscriptions/listen` (2026-07-28): a long-lived POST whose SSE response carries the notifications the client
-opted in to, published on any container (see `core.protocol.notifications`).
+opted in to, published on any container (see `stratus.protocol.notifications`).
 
 The acknowledgment comes first, with the filter the server agreed to; every message carries the subscription's
 id (the request's JSON-RPC id) in `_meta`. The stream ends when the client closes it, or gracefully at the
@@ -11,15 +11,15 @@ from __future__ import annotations
 import asyncio
 from typing import TYPE_CHECKING, Any
 
-from core.errors import InvalidParamsError, InvalidRequestError
-from core.protocol.notifications import NotificationFollower
-from core.server.server import McpServer
+from stratus.errors import InvalidParamsError, InvalidRequestError
+from stratus.protocol.notifications import NotificationFollower
+from stratus.server.server import McpServer
 
 if TYPE_CHECKING:
-    from core.request.http import HttpRequest
-    from core.request.outbound import Outbound
-    from core.resilience.stream_slots import StreamSlots
-    from core.stores.base import EventLogStore
+    from stratus.request.http import HttpRequest
+    from stratus.request.outbound import Outbound
+    from stratus.resilience.stream_slots import StreamSlots
+    from stratus.stores.base import EventLogStore
 
 SUBSCRIPTION_ID_META = "io.modelcontextprotocol/subscriptionId"
 KEEPALIVE_SECONDS = 15.0

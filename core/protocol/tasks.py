@@ -11,7 +11,7 @@ Two wires over one store record:
 
 The task is written to the store before its handle is returned, bound to the caller's principal (another
 principal is told the task does not exist), and run by a `TaskLauncher`: in this process, or by a separate
-invocation (handlers.tasks.LambdaLauncher) because a Lambda container is frozen once its response is sent.
+invocation (stratus.handlers.tasks.LambdaLauncher) because a Lambda container is frozen once its response is sent.
 A tool's `isError` result completes its task; only a JSON-RPC error fails it. A tool inside a task may ask
 the client for input: the task waits in `input_required` with the questions (2026-07-28 `tasks/get`), and
 once `tasks/update` has answered them all it runs again from the start with the answers, like a multi
@@ -28,7 +28,7 @@ from collections.abc import Awaitable, Callable, Mapping
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, Protocol
 
-from core.errors import (
+from stratus.errors import (
     InternalError,
     InvalidParamsError,
     McpError,
@@ -36,15 +36,15 @@ from core.errors import (
     MissingCapabilityError,
     RequestTimeoutError,
 )
-from core.protocol import versions
-from core.protocol.jsonrpc import Request
-from core.server.principal import Principal
-from core.stores.records import TaskRecord
+from stratus.protocol import versions
+from stratus.protocol.jsonrpc import Request
+from stratus.server.principal import Principal
+from stratus.stores.records import TaskRecord
 
 if TYPE_CHECKING:
-    from core.protocol.call import Call
-    from core.server.tools import Tool
-    from core.stores.base import Stores
+    from stratus.protocol.call import Call
+    from stratus.server.tools import Tool
+    from stratus.stores.base import Stores
 
 JsonObject = dict[str, Any]
 logger = logging.getLogger("stratus.tasks")
@@ -279,8 +279,8 @@ class TaskService:
 
         `lambda_context` bounds the run by the invocation's remaining time, as for any call.
         """
-        from core.protocol.call import Call
-        from core.request.http import HttpRequest
+        from stratus.protocol.call import Call
+        from stratus.request.http import HttpRequest
 
         task = await self.stores.tasks.get(task_id)
         if task is None or task.status != "working":

@@ -6,19 +6,19 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING
 
-from core.errors import InvalidParamsError
-from core.pipeline.pipeline import Pipeline
-from core.protocol import versions
-from core.protocol.call import Call, JsonObject
-from core.protocol.cancellation import RunningCalls
-from core.protocol.rounds import InputRounds
-from core.request.inputs import InputRequired
-from core.server.server import McpServer
-from core.server.signature import ArgumentsError
-from core.server.tools import Tool, error_result
+from stratus.errors import InvalidParamsError
+from stratus.pipeline.pipeline import Pipeline
+from stratus.protocol import versions
+from stratus.protocol.call import Call, JsonObject
+from stratus.protocol.cancellation import RunningCalls
+from stratus.protocol.rounds import InputRounds
+from stratus.request.inputs import InputRequired
+from stratus.server.server import McpServer
+from stratus.server.signature import ArgumentsError
+from stratus.server.tools import Tool, error_result
 
 if TYPE_CHECKING:
-    from core.protocol.tasks import TaskService
+    from stratus.protocol.tasks import TaskService
 
 Publish = Callable[[str, JsonObject], Awaitable[None]]
 

@@ -5,10 +5,10 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, NamedTuple
 
-from core.request.signal import CancellationSignal
+from stratus.request.signal import CancellationSignal
 
 if TYPE_CHECKING:
-    from core.request.outbound import Outbound
+    from stratus.request.outbound import Outbound
 
 
 class HttpRequest(NamedTuple):

@@ -13,7 +13,7 @@ import json
 import secrets
 from typing import Any, Protocol
 
-from core.errors import McpError, RequestTimeoutError
+from stratus.errors import McpError, RequestTimeoutError
 
 JsonObject = dict[str, Any]
 LOG_LEVELS = ("debug", "info", "notice", "warning", "error", "critical", "alert", "emergency")

@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections import Counter
 from types import TracebackType
 
-from core.errors import TooManyStreamsError
+from stratus.errors import TooManyStreamsError
 
 PER_SESSION_SETTING = "STRATUS_MAX_STREAMS_PER_SESSION"
 PER_PRINCIPAL_SETTING = "STRATUS_MAX_STREAMS_PER_PRINCIPAL"

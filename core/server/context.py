@@ -14,13 +14,13 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from core.errors import McpError, MissingCapabilityError
-from core.request.http import HttpRequest
-from core.request.inputs import InputRound
-from core.request.outbound import Outbound, level_allows
-from core.request.signal import CancellationSignal
-from core.resilience.deadline import Deadline
-from core.server.principal import Principal
+from stratus.errors import McpError, MissingCapabilityError
+from stratus.request.http import HttpRequest
+from stratus.request.inputs import InputRound
+from stratus.request.outbound import Outbound, level_allows
+from stratus.request.signal import CancellationSignal
+from stratus.resilience.deadline import Deadline
+from stratus.server.principal import Principal
 
 logger = logging.getLogger("stratus.tool")
 
@@ -94,7 +94,7 @@ class Context:
         a client that wants info-level log messages. A no-op on a single JSON response: the result still carries
         everything the tool returns."""
         if self.outbound is not None and self.log_opted_in and level_allows("info", self.log_level):
-            from core.server.content import to_content_list
+            from stratus.server.content import to_content_list
 
             data = {"content": to_content_list(content)}
             await self.outbound.notify(

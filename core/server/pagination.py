@@ -13,7 +13,7 @@ import json
 from collections.abc import Sequence
 from typing import TypeVar
 
-from core.errors import InvalidParamsError
+from stratus.errors import InvalidParamsError
 
 T = TypeVar("T")
 

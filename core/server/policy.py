@@ -1,6 +1,6 @@
 """What a server or a single tool declares about how its calls run: access, limits, resilience, middleware.
 
-These are declarations only; `core.pipeline` carries them out. Immutable records are `NamedTuple`s, which cost a
+These are declarations only; `stratus.pipeline` carries them out. Immutable records are `NamedTuple`s, which cost a
 fraction of a dataclass to define at cold start; build them with keyword arguments.
 """
 
@@ -10,12 +10,12 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, NamedTuple, Protocol
 
-from core.resilience.breaker import BreakerPolicy
-from core.resilience.limiter import RateLimit
+from stratus.resilience.breaker import BreakerPolicy
+from stratus.resilience.limiter import RateLimit
 
 if TYPE_CHECKING:
-    from core.server.context import Context
-    from core.server.principal import Principal
+    from stratus.server.context import Context
+    from stratus.server.principal import Principal
 
 JsonObject = dict[str, Any]
 CallNext = Callable[["Context"], Awaitable[Any]]

@@ -6,10 +6,10 @@ import inspect
 from collections.abc import Callable
 from typing import Any, Literal, NamedTuple
 
-from core.server.content import CONTENT_TYPES, Content, is_sequence, to_content_block
-from core.server.context import Context
-from core.server.policy import Access
-from core.server.signature import Signature
+from stratus.server.content import CONTENT_TYPES, Content, is_sequence, to_content_block
+from stratus.server.context import Context
+from stratus.server.policy import Access
+from stratus.server.signature import Signature
 
 JsonObject = dict[str, Any]
 

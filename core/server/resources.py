@@ -8,10 +8,10 @@ from collections.abc import Callable
 from typing import Any
 from urllib.parse import unquote
 
-from core.server.content import BlobResource, TextResource, is_sequence
-from core.server.context import Context
-from core.server.policy import Access
-from core.server.signature import Signature
+from stratus.server.content import BlobResource, TextResource, is_sequence
+from stratus.server.context import Context
+from stratus.server.policy import Access
+from stratus.server.signature import Signature
 
 JsonObject = dict[str, Any]
 

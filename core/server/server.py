@@ -6,9 +6,9 @@ import inspect
 from collections.abc import Awaitable, Callable, Iterable, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from core.resilience.breaker import BreakerPolicy
-from core.resilience.limiter import RateLimit
-from core.server.policy import (
+from stratus.resilience.breaker import BreakerPolicy
+from stratus.resilience.limiter import RateLimit
+from stratus.server.policy import (
     Access,
     Authenticator,
     Guard,
@@ -18,14 +18,14 @@ from core.server.policy import (
     ServerPolicy,
     ToolPolicy,
 )
-from core.server.prompts import Prompt
-from core.server.resources import Resource, ResourceTemplate
-from core.server.signature import enum_values
-from core.server.tools import Tool
+from stratus.server.prompts import Prompt
+from stratus.server.resources import Resource, ResourceTemplate
+from stratus.server.signature import enum_values
+from stratus.server.tools import Tool
 
 if TYPE_CHECKING:
-    from core.metrics import MetricsSink
-    from core.stores.base import Stores
+    from stratus.metrics import MetricsSink
+    from stratus.stores.base import Stores
 
 F = TypeVar("F", bound=Callable[..., Any])
 JsonObject = dict[str, Any]
@@ -37,7 +37,7 @@ MAX_COMPLETION_VALUES = 100
 class McpServer:
     """An MCP server: what it is called and what it offers.
 
-    Handlers register at import with the decorators; the transport built by `core.build_app` serves them.
+    Handlers register at import with the decorators; the transport built by `stratus.build_app` serves them.
     """
 
     dynamic = False

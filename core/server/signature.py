@@ -9,8 +9,8 @@ import typing
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, NamedTuple, get_args, get_origin
 
-from core.server import scalar_params
-from core.server.context import Context
+from stratus.server import scalar_params
+from stratus.server.context import Context
 
 if TYPE_CHECKING:
     from pydantic import BaseModel

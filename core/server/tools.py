@@ -14,11 +14,11 @@ import typing
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, get_args, get_origin
 
-from core.server import scalar_params
-from core.server.content import CONTENT_TYPES, ToolResult, to_content_list
-from core.server.context import Context
-from core.server.policy import ToolPolicy
-from core.server.signature import Signature
+from stratus.server import scalar_params
+from stratus.server.content import CONTENT_TYPES, ToolResult, to_content_list
+from stratus.server.context import Context
+from stratus.server.policy import ToolPolicy
+from stratus.server.signature import Signature
 
 if TYPE_CHECKING:
     from pydantic import TypeAdapter

@@ -1,1 +1,1 @@
-"""Store protocols and their backends; only `core.stores.factory` picks one."""
+"""Store protocols and their backends; only `stratus.stores.factory` picks one."""

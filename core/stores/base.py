@@ -9,9 +9,9 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Protocol
 
-from core.resilience.breaker import Admission, BreakerPolicy, CircuitState
-from core.resilience.limiter import Decision, RateLimit
-from core.stores.records import CallAdmission, CallChecks, SessionCensus, SessionRecord, StreamEvent, TaskRecord
+from stratus.resilience.breaker import Admission, BreakerPolicy, CircuitState
+from stratus.resilience.limiter import Decision, RateLimit
+from stratus.stores.records import CallAdmission, CallChecks, SessionCensus, SessionRecord, StreamEvent, TaskRecord
 
 
 class SessionStore(Protocol):
@@ -131,7 +131,7 @@ class CacheStore(Protocol):
 
 @dataclass(frozen=True, slots=True)
 class Stores:
-    """Every store the server uses, built once per process (per Lambda cold start) by `core.stores.factory`."""
+    """Every store the server uses, built once per process (per Lambda cold start) by `stratus.stores.factory`."""
 
     sessions: SessionStore
     rate_limits: RateLimitStore

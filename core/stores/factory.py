@@ -2,7 +2,7 @@
 
 Each backend is a sub-package (`memory`, `redis`, `dynamodb`) imported here only inside the function that builds
 it, so a cold start imports only the backend its URL names, and redis-py or boto3 only when that backend's first
-request needs its client (`core.stores.lazy`).
+request needs its client (`stratus.stores.lazy`).
 """
 
 from __future__ import annotations
@@ -11,9 +11,9 @@ import time
 from typing import Any
 from urllib.parse import urlsplit
 
-from core.resilience.deadline import Clock
-from core.stores.base import Stores
-from core.stores.urls import validate_store_url
+from stratus.resilience.deadline import Clock
+from stratus.stores.base import Stores
+from stratus.stores.urls import validate_store_url
 
 
 def build_stores(
@@ -37,8 +37,8 @@ def build_stores(
     scheme = validate_store_url(url)
     limits = {"max_sessions": max_sessions, "max_sessions_per_principal": max_sessions_per_principal}
     if scheme in ("redis", "rediss"):
-        from core.stores.lazy import LazyClient
-        from core.stores.redis.client import redis_client, redis_waiting_client
+        from stratus.stores.lazy import LazyClient
+        from stratus.stores.redis.client import redis_client, redis_waiting_client
 
         client = LazyClient(lambda: redis_client(url, timeout=timeout))
         waiting = LazyClient(lambda: redis_waiting_client(url, timeout=timeout))
@@ -52,8 +52,8 @@ def build_stores(
             **limits,
         )
     if scheme == "dynamodb":
-        from core.stores.dynamodb.client import dynamodb_client
-        from core.stores.lazy import LazyClient
+        from stratus.stores.dynamodb.client import dynamodb_client
+        from stratus.stores.lazy import LazyClient
 
         return dynamodb_stores(
             LazyClient(lambda: dynamodb_client(timeout=timeout)),
@@ -75,11 +75,11 @@ def memory_stores(
     clock: Clock = time.time,
 ) -> Stores:
     """Every store in this process's memory (one process only)."""
-    from core.stores.memory.cache import MemoryCacheStore
-    from core.stores.memory.limits import MemoryBreakerStore, MemoryRateLimitStore, SequentialGate
-    from core.stores.memory.sessions import MemorySessionStore
-    from core.stores.memory.streams import MemoryEventLogStore, MemoryPendingRequestStore
-    from core.stores.memory.tasks import MemoryTaskStore
+    from stratus.stores.memory.cache import MemoryCacheStore
+    from stratus.stores.memory.limits import MemoryBreakerStore, MemoryRateLimitStore, SequentialGate
+    from stratus.stores.memory.sessions import MemorySessionStore
+    from stratus.stores.memory.streams import MemoryEventLogStore, MemoryPendingRequestStore
+    from stratus.stores.memory.tasks import MemoryTaskStore
 
     sessions = MemorySessionStore(
         ttl_seconds=session_ttl_seconds,
@@ -115,13 +115,13 @@ def redis_stores(
     """Every store over one Redis client (and its connection pool). Long waits (a stream following its log, a call
     awaiting the client's reply) hold a connection each for as long as they last: `waiting_client`, a client of
     its own, keeps them from starving the calls of connections (by default they share `client`)."""
-    from core.stores.redis.cache import RedisCacheStore
-    from core.stores.redis.client import closing
-    from core.stores.redis.limits import RedisBreakerStore, RedisGate, RedisRateLimitStore
-    from core.stores.redis.scripts import RedisScripts
-    from core.stores.redis.sessions import RedisSessionStore
-    from core.stores.redis.streams import RedisEventLogStore, RedisPendingRequestStore
-    from core.stores.redis.tasks import RedisTaskStore
+    from stratus.stores.redis.cache import RedisCacheStore
+    from stratus.stores.redis.client import closing
+    from stratus.stores.redis.limits import RedisBreakerStore, RedisGate, RedisRateLimitStore
+    from stratus.stores.redis.scripts import RedisScripts
+    from stratus.stores.redis.sessions import RedisSessionStore
+    from stratus.stores.redis.streams import RedisEventLogStore, RedisPendingRequestStore
+    from stratus.stores.redis.tasks import RedisTaskStore
 
     scripts = RedisScripts(client, prefix, timeout=timeout)
     waits = RedisScripts(waiting_client, prefix, timeout=timeout) if waiting_client is not None else scripts
@@ -159,12 +159,12 @@ def dynamodb_stores(
     clock: Clock = time.time,
 ) -> Stores:
     """Every store over one table."""
-    from core.stores.dynamodb.cache import DynamoCacheStore
-    from core.stores.dynamodb.limits import DynamoBreakerStore, DynamoGate, DynamoRateLimitStore
-    from core.stores.dynamodb.sessions import DynamoSessionStore
-    from core.stores.dynamodb.streams import DynamoEventLogStore, DynamoPendingRequestStore
-    from core.stores.dynamodb.table import DynamoTable
-    from core.stores.dynamodb.tasks import DynamoTaskStore
+    from stratus.stores.dynamodb.cache import DynamoCacheStore
+    from stratus.stores.dynamodb.limits import DynamoBreakerStore, DynamoGate, DynamoRateLimitStore
+    from stratus.stores.dynamodb.sessions import DynamoSessionStore
+    from stratus.stores.dynamodb.streams import DynamoEventLogStore, DynamoPendingRequestStore
+    from stratus.stores.dynamodb.table import DynamoTable
+    from stratus.stores.dynamodb.tasks import DynamoTaskStore
 
     dynamo = DynamoTable(client, table, prefix, timeout=timeout, clock=clock)
     sessions = DynamoSessionStore(

@@ -7,9 +7,9 @@ import json
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
-from core.errors import StoreBusyError
-from core.resilience.breaker import Admission, BreakerPolicy
-from core.resilience.limiter import Decision, RateLimit
+from stratus.errors import StoreBusyError
+from stratus.resilience.breaker import Admission, BreakerPolicy
+from stratus.resilience.limiter import Decision, RateLimit
 
 
 @dataclass(slots=True, kw_only=True)

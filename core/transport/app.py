@@ -6,21 +6,21 @@ import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
-from core.auth.setup import request_authenticator
-from core.composition import build_dispatcher, stores_for
-from core.config import Settings
-from core.metrics import MetricsSink
-from core.server.server import McpServer
-from core.stores.base import Stores
-from core.transport.asgi import ASGIApp, Router
-from core.transport.endpoint import REST_PREFIXES, McpEndpoint
-from core.transport.guards import HostOriginGuard
-from core.transport.handshake import BatchLimits
-from core.transport.health import Health, live
-from core.transport.metadata import WELL_KNOWN, ProtectedResourceMetadata
+from stratus.auth.setup import request_authenticator
+from stratus.composition import build_dispatcher, stores_for
+from stratus.config import Settings
+from stratus.metrics import MetricsSink
+from stratus.server.server import McpServer
+from stratus.stores.base import Stores
+from stratus.transport.asgi import ASGIApp, Router
+from stratus.transport.endpoint import REST_PREFIXES, McpEndpoint
+from stratus.transport.guards import HostOriginGuard
+from stratus.transport.handshake import BatchLimits
+from stratus.transport.health import Health, live
+from stratus.transport.metadata import WELL_KNOWN, ProtectedResourceMetadata
 
 if TYPE_CHECKING:
-    from core.protocol.tasks import TaskLauncher
+    from stratus.protocol.tasks import TaskLauncher
 
 
 def build_app(

@@ -10,15 +10,15 @@ import secrets
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
-from core.errors import HttpError, InternalError, McpError
-from core.protocol import versions
-from core.protocol.dispatch import Dispatcher
-from core.protocol.jsonrpc import decode, encode
-from core.request.http import HttpRequest
-from core.request.outbound import Outbound
-from core.request.signal import CancellationSignal
-from core.server.principal import Principal
-from core.transport.asgi import (
+from stratus.errors import HttpError, InternalError, McpError
+from stratus.protocol import versions
+from stratus.protocol.dispatch import Dispatcher
+from stratus.protocol.jsonrpc import decode, encode
+from stratus.request.http import HttpRequest
+from stratus.request.outbound import Outbound
+from stratus.request.signal import CancellationSignal
+from stratus.server.principal import Principal
+from stratus.transport.asgi import (
     Headers,
     Message,
     Receive,
@@ -28,16 +28,16 @@ from core.transport.asgi import (
     send_response,
     until_disconnected,
 )
-from core.transport.cors import exposing_to, is_preflight, preflight_headers
-from core.transport.guards import HostOriginGuard, check_accepts_json, check_json_body
-from core.transport.handshake import SESSION_HEADER, BatchLimits, HandshakeHandler
-from core.transport.http_reply import Reply, error_reply
-from core.transport.session_api import SessionApi, is_rest_call
-from core.transport.sse import KEEPALIVE_SECONDS, RECONNECT_MS, SseWriter, accepts_event_stream
-from core.transport.stateless import handle_stateless, request_meta_version
+from stratus.transport.cors import exposing_to, is_preflight, preflight_headers
+from stratus.transport.guards import HostOriginGuard, check_accepts_json, check_json_body
+from stratus.transport.handshake import SESSION_HEADER, BatchLimits, HandshakeHandler
+from stratus.transport.http_reply import Reply, error_reply
+from stratus.transport.session_api import SessionApi, is_rest_call
+from stratus.transport.sse import KEEPALIVE_SECONDS, RECONNECT_MS, SseWriter, accepts_event_stream
+from stratus.transport.stateless import handle_stateless, request_meta_version
 
 if TYPE_CHECKING:
-    from core.auth.setup import RequestAuthenticator
+    from stratus.auth.setup import RequestAuthenticator
 
 logger = logging.getLogger("stratus.transport")
 

@@ -15,8 +15,8 @@ import json
 from typing import Any
 from urllib.parse import urlsplit
 
-from core.errors import HttpError
-from core.transport.asgi import Headers, Scope
+from stratus.errors import HttpError
+from stratus.transport.asgi import Headers, Scope
 
 LOCAL_HOSTS = frozenset({"localhost", "127.0.0.1", "[::1]", "::1"})
 

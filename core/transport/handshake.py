@@ -9,11 +9,11 @@ import json
 import secrets
 from typing import TYPE_CHECKING, Any, NamedTuple
 
-from core.errors import InvalidParamsError, InvalidRequestError, McpError
-from core.protocol import versions
-from core.protocol.call import Call
-from core.protocol.dispatch import Dispatcher
-from core.protocol.jsonrpc import (
+from stratus.errors import InvalidParamsError, InvalidRequestError, McpError
+from stratus.protocol import versions
+from stratus.protocol.call import Call
+from stratus.protocol.dispatch import Dispatcher
+from stratus.protocol.jsonrpc import (
     ClientResponse,
     Notification,
     Request,
@@ -23,16 +23,16 @@ from core.protocol.jsonrpc import (
     request_id_of,
     result_response,
 )
-from core.request.http import HttpRequest
-from core.request.outbound import StreamLog
-from core.server.principal import Principal
-from core.stores.records import CallAdmission, SessionRecord
-from core.transport.asgi import Headers, Receive, Send
-from core.transport.http_reply import ACCEPTED, Reply, error_reply
-from core.transport.session_stream import GET_STREAM_PREFIX, SessionStreams
+from stratus.request.http import HttpRequest
+from stratus.request.outbound import StreamLog
+from stratus.server.principal import Principal
+from stratus.stores.records import CallAdmission, SessionRecord
+from stratus.transport.asgi import Headers, Receive, Send
+from stratus.transport.http_reply import ACCEPTED, Reply, error_reply
+from stratus.transport.session_stream import GET_STREAM_PREFIX, SessionStreams
 
 if TYPE_CHECKING:
-    from core.stores.base import PendingRequestStore
+    from stratus.stores.base import PendingRequestStore
 
 SESSION_HEADER = "mcp-session-id"
 

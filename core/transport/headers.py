@@ -9,11 +9,11 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from core.errors import HeaderMismatchError
-from core.protocol import versions
-from core.protocol.header_values import decode_header_value
-from core.server.server import McpServer
-from core.transport.asgi import Headers
+from stratus.errors import HeaderMismatchError
+from stratus.protocol import versions
+from stratus.protocol.header_values import decode_header_value
+from stratus.server.server import McpServer
+from stratus.transport.asgi import Headers
 
 NAMED_METHODS = {
     "tools/call": "name",

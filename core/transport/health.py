@@ -17,14 +17,14 @@ import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, NamedTuple
 
-from core.errors import HttpError, StoreUnavailableError, UnauthorizedError
-from core.stores.base import SessionStore
-from core.stores.records import SessionCensus
-from core.transport.asgi import Headers, Receive, Scope, Send, request_headers, send_response
-from core.transport.guards import HostOriginGuard
+from stratus.errors import HttpError, StoreUnavailableError, UnauthorizedError
+from stratus.stores.base import SessionStore
+from stratus.stores.records import SessionCensus
+from stratus.transport.asgi import Headers, Receive, Scope, Send, request_headers, send_response
+from stratus.transport.guards import HostOriginGuard
 
 if TYPE_CHECKING:
-    from core.auth.setup import RequestAuthenticator
+    from stratus.auth.setup import RequestAuthenticator
 
 _HEADERS = {"content-type": "application/json", "cache-control": "no-store"}
 CENSUS_SECONDS = 5.0

@@ -6,8 +6,8 @@ from collections.abc import Mapping
 from types import MappingProxyType
 from typing import Any, NamedTuple
 
-from core.errors import McpError
-from core.protocol.jsonrpc import RequestId, error_response
+from stratus.errors import McpError
+from stratus.protocol.jsonrpc import RequestId, error_response
 
 _NO_HEADERS: Mapping[str, str] = MappingProxyType({})
 

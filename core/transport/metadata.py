@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from core.transport.asgi import Receive, Scope, Send, send_response
+from stratus.transport.asgi import Receive, Scope, Send, send_response
 
 WELL_KNOWN = "/.well-known/oauth-protected-resource"
 

@@ -20,16 +20,16 @@ import math
 import secrets
 from typing import Any
 
-from core.errors import INTERNAL_ERROR, INVALID_REQUEST, METHOD_NOT_FOUND, RATE_LIMITED, TooManySessionsError
-from core.protocol import versions
-from core.protocol.notifications import LoggedNotification
-from core.request.http import HttpRequest
-from core.server.principal import Principal
-from core.stores.records import SessionRecord
-from core.transport.asgi import Receive, Send
-from core.transport.handshake import SESSION_HEADER, HandshakeHandler
-from core.transport.http_reply import Reply
-from core.transport.sse import SseWriter
+from stratus.errors import INTERNAL_ERROR, INVALID_REQUEST, METHOD_NOT_FOUND, RATE_LIMITED, TooManySessionsError
+from stratus.protocol import versions
+from stratus.protocol.notifications import LoggedNotification
+from stratus.request.http import HttpRequest
+from stratus.server.principal import Principal
+from stratus.stores.records import SessionRecord
+from stratus.transport.asgi import Receive, Send
+from stratus.transport.handshake import SESSION_HEADER, HandshakeHandler
+from stratus.transport.http_reply import Reply
+from stratus.transport.sse import SseWriter
 
 HEARTBEAT_SECONDS = 30.0
 _STATUS_BY_CODE = {METHOD_NOT_FOUND: 404, INTERNAL_ERROR: 500}

@@ -1,13 +1,13 @@
 """A handshake-era session's standalone GET stream: server-wide notifications, from any container.
 
 Notifications that are not part of a call (`notifications/resources/updated`, list changes) are appended to one
-server-wide event log (`core.protocol.notifications`); every open GET stream follows it and relays what its
+server-wide event log (`stratus.protocol.notifications`); every open GET stream follows it and relays what its
 session wants (resource updates only for URIs it subscribed to). Event ids are `g-<position in that log>`, so a
 client that reconnects with `Last-Event-ID` gets exactly what it missed, wherever it reconnects. A session holds at
 most one GET stream at a time, claimed in the shared cache: a second one is refused with 409.
 
 Every stream served here (GET streams, their resumptions and a call stream's, `/events`) takes a place among the
-process's open streams first (`core.resilience.stream_slots`), freed however it ends. Once its headers are sent a
+process's open streams first (`stratus.resilience.stream_slots`), freed however it ends. Once its headers are sent a
 stream always ends with a complete response: when the store fails under it (no connection to be had), it ends
 cleanly and the client reconnects, as it would at the stream's time limit.
 """
@@ -22,17 +22,17 @@ import secrets
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any, Protocol
 
-from core.errors import McpError, StoreUnavailableError, TooManyStreamsError
-from core.protocol import versions
-from core.protocol.notifications import LoggedNotification, NotificationFollower
-from core.resilience.stream_slots import StreamSlots
-from core.stores.base import SessionStore
-from core.stores.records import SessionRecord
-from core.transport.asgi import Receive, Send, until_disconnected
-from core.transport.sse import KEEPALIVE_SECONDS, RECONNECT_MS, SseWriter
+from stratus.errors import McpError, StoreUnavailableError, TooManyStreamsError
+from stratus.protocol import versions
+from stratus.protocol.notifications import LoggedNotification, NotificationFollower
+from stratus.resilience.stream_slots import StreamSlots
+from stratus.stores.base import SessionStore
+from stratus.stores.records import SessionRecord
+from stratus.transport.asgi import Receive, Send, until_disconnected
+from stratus.transport.sse import KEEPALIVE_SECONDS, RECONNECT_MS, SseWriter
 
 if TYPE_CHECKING:
-    from core.stores.base import CacheStore, EventLogStore
+    from stratus.stores.base import CacheStore, EventLogStore
 
 GET_STREAM_PREFIX = "g"
 logger = logging.getLogger("stratus.transport")

@@ -4,16 +4,16 @@ from __future__ import annotations
 
 from typing import Any
 
-from core.errors import InvalidParamsError, InvalidRequestError, McpError, UnsupportedVersionError
-from core.protocol import versions
-from core.protocol.call import Call
-from core.protocol.dispatch import Dispatcher
-from core.protocol.jsonrpc import ClientResponse, Notification, parse_message, request_id_of, result_response
-from core.request.http import HttpRequest
-from core.server.principal import Principal
-from core.transport.asgi import Headers
-from core.transport.headers import check_stateless_headers
-from core.transport.http_reply import ACCEPTED, Reply, error_reply
+from stratus.errors import InvalidParamsError, InvalidRequestError, McpError, UnsupportedVersionError
+from stratus.protocol import versions
+from stratus.protocol.call import Call
+from stratus.protocol.dispatch import Dispatcher
+from stratus.protocol.jsonrpc import ClientResponse, Notification, parse_message, request_id_of, result_response
+from stratus.request.http import HttpRequest
+from stratus.server.principal import Principal
+from stratus.transport.asgi import Headers
+from stratus.transport.headers import check_stateless_headers
+from stratus.transport.http_reply import ACCEPTED, Reply, error_reply
 
 
 def request_meta_version(body: Any) -> Any:

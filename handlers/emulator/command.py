@@ -101,11 +101,11 @@ def _overrides(args: argparse.Namespace) -> tuple[dict[str, str], str]:
 
 def run(args: argparse.Namespace) -> int:
     """Serve until interrupted; 2 when the template or the settings are refused."""
-    from core.stores.urls import StoreConfigError, validate_store_url
-    from handlers.emulator.intrinsics import TemplateError
-    from handlers.emulator.local import LocalAws, Options
-    from handlers.emulator.stack import read_stack
-    from handlers.loading import load_server
+    from stratus.handlers.emulator.intrinsics import TemplateError
+    from stratus.handlers.emulator.local import LocalAws, Options
+    from stratus.handlers.emulator.stack import read_stack
+    from stratus.handlers.loading import load_server
+    from stratus.stores.urls import StoreConfigError, validate_store_url
 
     overrides, store = _overrides(args)
     template = Path(args.template)

@@ -10,8 +10,8 @@ https://docs.aws.amazon.com/lambda/latest/dg/lambda-concurrency.html), one funct
 - containers are retired at random (killed while frozen, with no warning, as Lambda may do), and a container whose
   invocation timed out or crashed is discarded (Lambda resets the environment).
 
-A `Container` is one execution environment: `HandlerContainer` runs a handler through `handlers.emulator.runtime`;
-the Web Adapter's is in `web_adapter`.
+A `Container` is one execution environment: `HandlerContainer` runs a handler through
+`stratus.handlers.emulator.runtime`; the Web Adapter's is in `web_adapter`.
 """
 
 from __future__ import annotations
@@ -33,7 +33,7 @@ from contextlib import asynccontextmanager, suppress
 from dataclasses import dataclass, field
 from typing import IO, Any
 
-from handlers.emulator.stack import Function
+from stratus.handlers.emulator.stack import Function
 
 INIT_TIMEOUT_SECONDS = 10.0
 """Lambda's init phase limit for on-demand functions (lambda-runtime-environment.html, "Init phase")."""
@@ -142,7 +142,7 @@ class Container(ABC):
 
 
 class HandlerContainer(Container):
-    """A container running `Handler` (module.attribute) through `handlers.emulator.runtime`."""
+    """A container running `Handler` (module.attribute) through `stratus.handlers.emulator.runtime`."""
 
     _reader: asyncio.StreamReader
     _writer: asyncio.StreamWriter
@@ -151,7 +151,7 @@ class HandlerContainer(Container):
         ours, theirs = socket.socketpair()
         try:
             self.spawn(
-                [sys.executable, "-m", "handlers.emulator.runtime", str(theirs.fileno())],
+                [sys.executable, "-m", "stratus.handlers.emulator.runtime", str(theirs.fileno())],
                 {**self.environment, "_HANDLER": self.function.handler},
                 pass_fds=(theirs.fileno(),),
             )

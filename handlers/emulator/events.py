@@ -23,7 +23,7 @@ from email.utils import formatdate
 from typing import Any
 from urllib.parse import parse_qsl
 
-from handlers.emulator.intrinsics import ACCOUNT_ID
+from stratus.handlers.emulator.intrinsics import ACCOUNT_ID
 
 
 @dataclass(frozen=True)

@@ -13,9 +13,9 @@ from abc import ABC, abstractmethod
 from collections.abc import AsyncIterator, Mapping
 from typing import Any
 
-from core.transport.asgi import Receive, Scope, Send
-from handlers.emulator.containers import FunctionError, FunctionPool, Invoked, Streamed
-from handlers.emulator.events import Answer, Request
+from stratus.handlers.emulator.containers import FunctionError, FunctionPool, Invoked, Streamed
+from stratus.handlers.emulator.events import Answer, Request
+from stratus.transport.asgi import Receive, Scope, Send
 
 
 def listening_address(scope: Scope) -> str:

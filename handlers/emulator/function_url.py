@@ -17,13 +17,20 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from core.transport.asgi import Send
-from handlers.emulator.containers import INVOKE_PAYLOAD_BYTES, FunctionError, FunctionPool
-from handlers.emulator.events import Answer, MalformedResponseError, Request, json_answer, read_v2_response, v2_event
-from handlers.emulator.front_door import FrontDoor, Invocation, collect, preflight, send_answer, send_stream
-from handlers.emulator.intrinsics import ACCOUNT_ID
-from handlers.emulator.policy import function_url_is_public, is_sigv4_signed
-from handlers.emulator.stack import FunctionUrl, Stack
+from stratus.handlers.emulator.containers import INVOKE_PAYLOAD_BYTES, FunctionError, FunctionPool
+from stratus.handlers.emulator.events import (
+    Answer,
+    MalformedResponseError,
+    Request,
+    json_answer,
+    read_v2_response,
+    v2_event,
+)
+from stratus.handlers.emulator.front_door import FrontDoor, Invocation, collect, preflight, send_answer, send_stream
+from stratus.handlers.emulator.intrinsics import ACCOUNT_ID
+from stratus.handlers.emulator.policy import function_url_is_public, is_sigv4_signed
+from stratus.handlers.emulator.stack import FunctionUrl, Stack
+from stratus.transport.asgi import Send
 
 FORBIDDEN = {"Message": "Forbidden"}
 BAD_GATEWAY = {"Message": "Internal Server Error"}

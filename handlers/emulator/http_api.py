@@ -22,9 +22,8 @@ import uuid
 from collections.abc import Mapping
 from typing import Any
 
-from core.transport.asgi import Send
-from handlers.emulator.containers import FunctionError, FunctionPool
-from handlers.emulator.events import (
+from stratus.handlers.emulator.containers import FunctionError, FunctionPool
+from stratus.handlers.emulator.events import (
     Answer,
     MalformedResponseError,
     Request,
@@ -34,10 +33,11 @@ from handlers.emulator.events import (
     v1_event,
     v2_event,
 )
-from handlers.emulator.front_door import FrontDoor, Invocation, collect, preflight, send_answer
-from handlers.emulator.intrinsics import ACCOUNT_ID
-from handlers.emulator.policy import api_gateway_may_invoke
-from handlers.emulator.stack import HttpApi, Route, Stack
+from stratus.handlers.emulator.front_door import FrontDoor, Invocation, collect, preflight, send_answer
+from stratus.handlers.emulator.intrinsics import ACCOUNT_ID
+from stratus.handlers.emulator.policy import api_gateway_may_invoke
+from stratus.handlers.emulator.stack import HttpApi, Route, Stack
+from stratus.transport.asgi import Send
 
 NOT_FOUND = {"message": "Not Found"}
 INTERNAL_ERROR = {"message": "Internal Server Error"}

@@ -14,10 +14,10 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from core.transport.asgi import Receive, Scope, Send
-from handlers.emulator.containers import INVOKE_PAYLOAD_BYTES, FunctionError, FunctionPool
-from handlers.emulator.events import json_answer
-from handlers.emulator.front_door import Invocation, collect, read_limited, send_answer
+from stratus.handlers.emulator.containers import INVOKE_PAYLOAD_BYTES, FunctionError, FunctionPool
+from stratus.handlers.emulator.events import json_answer
+from stratus.handlers.emulator.front_door import Invocation, collect, read_limited, send_answer
+from stratus.transport.asgi import Receive, Scope, Send
 
 _INVOKE_PATH = re.compile(r"^/2015-03-31/functions/([^/]+)/invocations$")
 _NAME_IN_ARN = re.compile(r"(?:arn:[^:]+:lambda:[^:]+:\d+:function:)?([A-Za-z0-9_-]+)(?::[A-Za-z0-9$_-]+)?$")

@@ -24,13 +24,13 @@ from typing import IO, Any
 
 import uvicorn
 
-from handlers.emulator.containers import Container, FunctionPool, HandlerContainer
-from handlers.emulator.function_url import FunctionUrlDoor
-from handlers.emulator.http_api import HttpApiDoor
-from handlers.emulator.lambda_api import LambdaApi
-from handlers.emulator.rest_api import RestApiDoor
-from handlers.emulator.stack import Function, Stack
-from handlers.emulator.web_adapter import WebAdapterContainer
+from stratus.handlers.emulator.containers import Container, FunctionPool, HandlerContainer
+from stratus.handlers.emulator.function_url import FunctionUrlDoor
+from stratus.handlers.emulator.http_api import HttpApiDoor
+from stratus.handlers.emulator.lambda_api import LambdaApi
+from stratus.handlers.emulator.rest_api import RestApiDoor
+from stratus.handlers.emulator.stack import Function, Stack
+from stratus.handlers.emulator.web_adapter import WebAdapterContainer
 
 START_TIMEOUT_SECONDS = 20.0
 STOP_TIMEOUT_SECONDS = 20.0

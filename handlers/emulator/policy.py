@@ -19,7 +19,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 
-from handlers.emulator.stack import Permission
+from stratus.handlers.emulator.stack import Permission
 
 PUBLIC = "*"
 API_GATEWAY = "apigateway.amazonaws.com"

@@ -26,14 +26,21 @@ import asyncio
 from collections.abc import Mapping
 from typing import Any
 
-from core.transport.asgi import Send
-from handlers.emulator.containers import FunctionError, FunctionPool
-from handlers.emulator.events import Answer, MalformedResponseError, Request, json_answer, read_v1_response, v1_event
-from handlers.emulator.front_door import FrontDoor, Invocation, collect, send_answer, send_stream
-from handlers.emulator.http_api import match_path
-from handlers.emulator.intrinsics import ACCOUNT_ID
-from handlers.emulator.policy import api_gateway_may_invoke
-from handlers.emulator.stack import RestApi, RestMethod, Stack
+from stratus.handlers.emulator.containers import FunctionError, FunctionPool
+from stratus.handlers.emulator.events import (
+    Answer,
+    MalformedResponseError,
+    Request,
+    json_answer,
+    read_v1_response,
+    v1_event,
+)
+from stratus.handlers.emulator.front_door import FrontDoor, Invocation, collect, send_answer, send_stream
+from stratus.handlers.emulator.http_api import match_path
+from stratus.handlers.emulator.intrinsics import ACCOUNT_ID
+from stratus.handlers.emulator.policy import api_gateway_may_invoke
+from stratus.handlers.emulator.stack import RestApi, RestMethod, Stack
+from stratus.transport.asgi import Send
 
 MISSING_TOKEN = {"message": "Missing Authentication Token"}
 BAD_GATEWAY = {"message": "Internal server error"}

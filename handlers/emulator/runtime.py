@@ -6,7 +6,7 @@ it and a context, post the result or the error, wait again.
 The emulator talks to it over an inherited socket instead of the Runtime API's HTTP: each message is a 4-byte
 big-endian length and a JSON document. Between invocations the emulator freezes the whole process.
 
-    python -m handlers.emulator.runtime FD        (the handler is `_HANDLER`, module.attribute)
+    python -m stratus.handlers.emulator.runtime FD        (the handler is `_HANDLER`, module.attribute)
 """
 
 from __future__ import annotations

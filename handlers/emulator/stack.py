@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from handlers.emulator.intrinsics import Resolver, TemplateError, api_id, parameter_values
+from stratus.handlers.emulator.intrinsics import Resolver, TemplateError, api_id, parameter_values
 
 DEFAULT_REGION = "us-east-1"
 DEFAULT_STACK_NAME = "stratus-local"

@@ -29,7 +29,7 @@ from urllib.parse import urlencode
 
 import httpx
 
-from handlers.emulator.containers import INIT_TIMEOUT_SECONDS, Container, FunctionError, Invoked, Streamed
+from stratus.handlers.emulator.containers import INIT_TIMEOUT_SECONDS, Container, FunctionError, Invoked, Streamed
 
 READINESS_INTERVAL_SECONDS = 0.01
 ADAPTER_HEADERS = ("x-amzn-request-context", "x-amzn-lambda-context")

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from core import Settings
-from core.config import SettingsError
+from stratus import Settings
+from stratus.config import SettingsError
 
 
 def test_defaults_serve_the_demo_on_the_memory_store() -> None:

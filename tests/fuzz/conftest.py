@@ -9,9 +9,9 @@ from typing import Any
 
 import pytest
 
-from core import Settings
 from examples.demo import server
-from handlers.adapter import make_handler
+from stratus import Settings
+from stratus.handlers.adapter import make_handler
 from tests.fixtures.lambda_events import http_event
 from tests.fixtures.lambda_invoke import LambdaContext
 from tests.fixtures.wire import BASE_HEADERS as BASE

@@ -11,8 +11,8 @@ import pytest
 import schemathesis
 from hypothesis import HealthCheck, settings
 
-from core import Settings, build_app
 from examples.demo import server
+from stratus import Settings, build_app
 from tests.fixtures.fuzzing import EXAMPLES
 from tests.fixtures.servers import uvicorn_serving
 

@@ -9,9 +9,9 @@ from typing import Any
 
 import pytest
 
-from core import Settings
 from examples.demo import server
-from handlers.adapter import make_handler
+from stratus import Settings
+from stratus.handlers.adapter import make_handler
 from tests.fixtures.lambda_invoke import LambdaContext, event, stateless_request
 from tests.fixtures.wire import STATELESS, initialize_message, validate_response
 
@@ -92,7 +92,7 @@ def test_the_module_handler_serves_the_app_named_by_stratus_app(
     monkeypatch: pytest.MonkeyPatch, container_loop: asyncio.AbstractEventLoop
 ) -> None:
     monkeypatch.setenv("STRATUS_APP", "examples.add:server")
-    module = importlib.import_module("handlers.buffered")
+    module = importlib.import_module("stratus.handlers.buffered")
     module = importlib.reload(module)
     body, headers = stateless_request("tools/list", {})
     response = module.handler(event("http_api_v2", body, headers), LambdaContext())

@@ -9,8 +9,8 @@ from pathlib import Path
 import httpx
 import pytest
 
-from core.stores.dynamodb.client import dynamodb_client
-from handlers.cli import SHUTDOWN_GRACE_SECONDS, main
+from stratus.handlers.cli import SHUTDOWN_GRACE_SECONDS, main
+from stratus.stores.dynamodb.client import dynamodb_client
 from tests.fixtures.processes import ServerUrl, stratus_process
 from tests.fixtures.wire import BASE_HEADERS, initialize_message
 

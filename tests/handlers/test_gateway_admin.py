@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from core import Settings, build_app
 from examples.demo import server as demo
-from handlers.cli import main
+from stratus import Settings, build_app
+from stratus.handlers.cli import main
 from tests.fixtures.servers import uvicorn_serving
 
 

@@ -9,8 +9,8 @@ from typing import Any
 
 import pytest
 
-from core import Context, McpServer, Settings
-from handlers.adapter import make_handler
+from stratus import Context, McpServer, Settings
+from stratus.handlers.adapter import make_handler
 from tests.fixtures.lambda_invoke import LambdaContext, event, stateless_request
 
 

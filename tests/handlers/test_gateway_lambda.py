@@ -1,6 +1,6 @@
-"""A gateway on the buffered Lambda shape: `handlers.buffered` with `STRATUS_GATEWAY_CONFIG` serves the upstreams
-of the file, warm invocations reusing the container's pooled connection, no watcher (a frozen container cannot
-listen)."""
+"""A gateway on the buffered Lambda shape: `stratus.handlers.buffered` with `STRATUS_GATEWAY_CONFIG` serves the
+upstreams of the file, warm invocations reusing the container's pooled connection, no watcher (a frozen container
+cannot listen)."""
 
 from __future__ import annotations
 
@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from core import Settings, build_app
 from examples.demo import server as demo
+from stratus import Settings, build_app
 from tests.fixtures.lambda_invoke import LambdaContext, event, stateless_request
 from tests.fixtures.servers import uvicorn_serving
 
@@ -29,7 +29,7 @@ def test_the_buffered_handler_serves_a_gateway_from_its_configuration_file(
         monkeypatch.setenv("STRATUS_GATEWAY_CONFIG", str(config))
         monkeypatch.setenv("STRATUS_GATEWAY_ALLOWED_NETWORKS", "127.0.0.0/8")
         monkeypatch.setenv("AWS_LAMBDA_FUNCTION_NAME", "stratus-gateway")
-        module = importlib.reload(importlib.import_module("handlers.buffered"))
+        module = importlib.reload(importlib.import_module("stratus.handlers.buffered"))
         answers = []
         for _ in range(2):  # warm invocations on one container
             for method, params in [

@@ -6,8 +6,8 @@ import boto3
 import pytest
 from moto import mock_aws
 
-from core.config import SettingsError
-from handlers.secrets import resolve_secret, settings_from_env
+from stratus.config import SettingsError
+from stratus.handlers.secrets import resolve_secret, settings_from_env
 
 
 def test_a_plain_value_is_the_secret_itself() -> None:

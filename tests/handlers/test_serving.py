@@ -12,7 +12,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from handlers.serving import redact_path
+from stratus.handlers.serving import redact_path
 from tests.fixtures.processes import stratus_process
 from tests.fixtures.wire import BASE_HEADERS, initialize_message
 

@@ -12,10 +12,10 @@ from typing import Any
 import pytest
 import snapshot_restore_py
 
-from core import Settings
 from examples.demo import server as demo_server
-from handlers.adapter import make_handler
-from handlers.snapstart import SnapStartHandler, priming_event, snapstart_aware
+from stratus import Settings
+from stratus.handlers.adapter import make_handler
+from stratus.handlers.snapstart import SnapStartHandler, priming_event, snapstart_aware
 
 
 @pytest.fixture

@@ -76,7 +76,7 @@ def test_run_sh_imports_what_the_runtime_and_layers_ship(tmp_path: Path) -> None
     runtime = tmp_path / "runtime"
     runtime.mkdir()
     (runtime / "runtime_probe.py").write_text(
-        "from core import McpServer\nserver = McpServer('probe')\n\n@server.tool()\ndef ping() -> str:\n"
+        "from stratus import McpServer\nserver = McpServer('probe')\n\n@server.tool()\ndef ping() -> str:\n"
         "    '''Ping.'''\n    return 'pong'\n",
         encoding="utf-8",
     )

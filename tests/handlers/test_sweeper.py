@@ -12,11 +12,11 @@ import pytest
 import redis
 from moto import mock_aws
 
-from core.stores.dynamodb.client import dynamodb_client
-from core.stores.dynamodb.schema import create_table
-from core.stores.factory import build_stores
-from core.stores.records import SessionRecord
-from handlers import sweeper
+from stratus.handlers import sweeper
+from stratus.stores.dynamodb.client import dynamodb_client
+from stratus.stores.dynamodb.schema import create_table
+from stratus.stores.factory import build_stores
+from stratus.stores.records import SessionRecord
 
 TTL = 600
 

@@ -16,10 +16,10 @@ import pytest
 import redis
 from botocore.stub import ANY, Stubber
 
-from core import Settings
-from core.transport.app import build_app
-from handlers import tasks as task_worker
-from handlers.tasks import LambdaLauncher
+from stratus import Settings
+from stratus.handlers import tasks as task_worker
+from stratus.handlers.tasks import LambdaLauncher
+from stratus.transport.app import build_app
 from tests.fixtures.apps import shared
 from tests.fixtures.wire import HandshakeSession, McpHttp
 

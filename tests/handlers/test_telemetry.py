@@ -12,8 +12,8 @@ from typing import Any
 
 import pytest
 
-from core import McpServer, Settings
-from handlers.adapter import make_handler
+from stratus import McpServer, Settings
+from stratus.handlers.adapter import make_handler
 from tests.fixtures.lambda_invoke import LambdaContext, event, stateless_request
 
 SECRET = "eyJ.SECRET-TOKEN.sig"

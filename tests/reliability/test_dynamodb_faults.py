@@ -14,11 +14,11 @@ import httpx
 import pytest
 from botocore.awsrequest import AWSResponse
 
-from core import McpServer, Settings, build_app
-from core.resilience.breaker import BreakerPolicy
-from core.stores.base import Stores
-from core.stores.dynamodb.schema import create_table
-from core.stores.factory import build_stores
+from stratus import McpServer, Settings, build_app
+from stratus.resilience.breaker import BreakerPolicy
+from stratus.stores.base import Stores
+from stratus.stores.dynamodb.schema import create_table
+from stratus.stores.factory import build_stores
 from tests.fixtures.dynamodb_wire import JSON_1_0, Body
 from tests.fixtures.wire import McpHttp, initialize_message
 

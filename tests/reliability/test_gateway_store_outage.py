@@ -9,11 +9,11 @@ import anyio
 import httpx
 import pytest
 
-from core import Settings, build_app
-from core.gateway.config import Upstream
-from core.gateway.served import GatewayServer
-from core.stores.factory import build_stores
 from examples.demo import server as demo
+from stratus import Settings, build_app
+from stratus.gateway.config import Upstream
+from stratus.gateway.served import GatewayServer
+from stratus.stores.factory import build_stores
 from tests.fixtures.redis_server import OwnRedis
 from tests.fixtures.servers import uvicorn_serving
 from tests.fixtures.wire import McpHttp

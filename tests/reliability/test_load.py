@@ -16,7 +16,7 @@ from typing import Any
 import httpx
 import pytest
 
-from core import Settings, build_app
+from stratus import Settings, build_app
 from tests.fixtures.apps import shared
 from tests.fixtures.processes import RoundRobinProxy, ServerUrl, shared_store_environment, stratus_processes
 from tests.fixtures.servers import LoopWatch, uvicorn_serving

@@ -10,7 +10,7 @@ import time
 import httpx
 import pytest
 
-from core.transport.health import CENSUS_SECONDS
+from stratus.transport.health import CENSUS_SECONDS
 from tests.fixtures.clients import McpFactory
 from tests.fixtures.fault_load import STORE_TIMEOUT, fault_server, redis_settings
 from tests.fixtures.redis_server import OwnRedis

@@ -27,15 +27,15 @@ from botocore.httpsession import URLLib3Session
 from redis.asyncio import Connection
 from redis.exceptions import ConnectionError as RedisConnectionError
 
-from core import McpServer, Settings, build_app
-from core.errors import STORE_UNAVAILABLE, PrincipalSessionsFullError
-from core.stores.base import Stores
-from core.stores.dynamodb.client import dynamodb_client
-from core.stores.dynamodb.schema import create_table
-from core.stores.factory import dynamodb_stores, redis_stores
-from core.stores.records import SessionExistsError, SessionRecord, TaskExistsError, TaskRecord
-from core.stores.redis import lua
-from core.stores.redis.client import redis_client
+from stratus import McpServer, Settings, build_app
+from stratus.errors import STORE_UNAVAILABLE, PrincipalSessionsFullError
+from stratus.stores.base import Stores
+from stratus.stores.dynamodb.client import dynamodb_client
+from stratus.stores.dynamodb.schema import create_table
+from stratus.stores.factory import dynamodb_stores, redis_stores
+from stratus.stores.records import SessionExistsError, SessionRecord, TaskExistsError, TaskRecord
+from stratus.stores.redis import lua
+from stratus.stores.redis.client import redis_client
 from tests.fixtures.dynamodb_wire import JSON_1_0, Body
 from tests.fixtures.store_backends import REDIS_URL
 

@@ -7,8 +7,8 @@ import json
 
 import pytest
 
-from core import Settings
 from examples.demo import server as demo
+from stratus import Settings
 from tests.fixtures.clients import client_for
 from tests.fixtures.wire import STATELESS, McpHttp, stateless_meta
 

@@ -12,13 +12,13 @@ from typing import Any
 
 import pytest
 
-from core import Context, McpServer, ToolError
-from core.config import Settings
-from core.resilience.breaker import BreakerPolicy
-from core.resilience.limiter import RateLimit
-from core.server.policy import RateLimits
-from core.server.principal import Principal
-from core.stores.factory import memory_stores
+from stratus import Context, McpServer, ToolError
+from stratus.config import Settings
+from stratus.resilience.breaker import BreakerPolicy
+from stratus.resilience.limiter import RateLimit
+from stratus.server.policy import RateLimits
+from stratus.server.principal import Principal
+from stratus.stores.factory import memory_stores
 from tests.fixtures.clients import McpFactory
 from tests.fixtures.clocks import FakeClock
 from tests.fixtures.wire import HandshakeSession, McpHttp

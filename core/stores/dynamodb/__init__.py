@@ -12,7 +12,7 @@ deletion is lazy):
     {prefix}#breaker#<breaker key>       breaker   state, opened_at, trial_at, failures, expires, v
 
 Sessions and breakers change by conditional writes on the item's version `v` (optimistic concurrency): the
-state machines of `core.resilience` run here, and a write that lost a race is retried from a fresh read. Rate
+state machines of `stratus.resilience` run here, and a write that lost a race is retried from a fresh read. Rate
 limits are atomic counters per fixed window, which never need a retry however many containers race. A
 tools/call's checks take at most two requests: one strongly consistent `BatchGetItem`, one write (a transaction
 when several) for what changed. Sessions slide their expiry at most once a minute (`TOUCH_INTERVAL`), so most
@@ -39,7 +39,7 @@ DynamoDB event logs, pending server-to-client requests, tasks and caches, in the
 
 DynamoDB cannot push, so a waiter polls its pending item with a growing interval (10 ms up to 250 ms).
 
-`w` is the token of the last conditional write of the item (see `core.stores.dynamodb`): when botocore resends a
+`w` is the token of the last conditional write of the item (see `stratus.stores.dynamodb`): when botocore resends a
 write whose answer was lost and the resend fails its condition, the item it gets back names that write, and the
 write reads as done instead of as refused.
 """

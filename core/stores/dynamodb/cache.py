@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from core.stores.dynamodb.table import (
+from stratus.stores.dynamodb.table import (
     ALL_OLD,
     ConditionFailedError,
     DynamoTable,

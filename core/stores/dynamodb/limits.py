@@ -5,13 +5,13 @@ from __future__ import annotations
 
 import contextlib
 
-from core.errors import StoreBusyError
-from core.resilience import breaker as breaker_machine
-from core.resilience import limiter
-from core.resilience.breaker import Admission, BreakerPolicy, BreakerState, CircuitState
-from core.resilience.limiter import Decision, RateLimit
-from core.stores.dynamodb.sessions import DynamoSessionStore
-from core.stores.dynamodb.table import (
+from stratus.errors import StoreBusyError
+from stratus.resilience import breaker as breaker_machine
+from stratus.resilience import limiter
+from stratus.resilience.breaker import Admission, BreakerPolicy, BreakerState, CircuitState
+from stratus.resilience.limiter import Decision, RateLimit
+from stratus.stores.dynamodb.sessions import DynamoSessionStore
+from stratus.stores.dynamodb.table import (
     ATTEMPTS,
     GRACE_SECONDS,
     ConditionFailedError,
@@ -22,11 +22,11 @@ from core.stores.dynamodb.table import (
     number_of,
     version_of,
 )
-from core.stores.records import NO_SESSION, CallAdmission, CallChecks, owned
+from stratus.stores.records import NO_SESSION, CallAdmission, CallChecks, owned
 
 
 class DynamoRateLimitStore:
-    """Rate limits as atomic counters per fixed window (`core.resilience.limiter.window`): one conditional
+    """Rate limits as atomic counters per fixed window (`stratus.resilience.limiter.window`): one conditional
     `ADD` each, so racing containers never admit more than the limit and never have to retry."""
 
     def __init__(self, table: DynamoTable) -> None:
@@ -88,7 +88,7 @@ def breaker_state(item: Item | None, now: float) -> BreakerState:
 
 
 class DynamoBreakerStore:
-    """Circuit breakers: the state machine of `core.resilience.breaker`, written back on the version read."""
+    """Circuit breakers: the state machine of `stratus.resilience.breaker`, written back on the version read."""
 
     def __init__(self, table: DynamoTable) -> None:
         self.table = table

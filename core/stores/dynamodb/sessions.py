@@ -20,8 +20,8 @@ from __future__ import annotations
 import contextlib
 from typing import Any
 
-from core.errors import PrincipalSessionsFullError, TooManySessionsError
-from core.stores.dynamodb.table import (
+from stratus.errors import PrincipalSessionsFullError, TooManySessionsError
+from stratus.stores.dynamodb.table import (
     ALL_OLD,
     TOUCH_INTERVAL,
     ConditionFailedError,
@@ -32,7 +32,7 @@ from core.stores.dynamodb.table import (
     write_token,
     written_by,
 )
-from core.stores.records import SessionCensus, SessionExistsError, SessionRecord, decode_session, encode_session
+from stratus.stores.records import SessionCensus, SessionExistsError, SessionRecord, decode_session, encode_session
 
 COUNT = "#count"
 ENDED = "ended"

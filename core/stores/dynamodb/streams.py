@@ -5,8 +5,8 @@ from __future__ import annotations
 import asyncio
 import contextlib
 
-from core.errors import StoreUnavailableError
-from core.stores.dynamodb.table import (
+from stratus.errors import StoreUnavailableError
+from stratus.stores.dynamodb.table import (
     ALL_OLD,
     ConditionFailedError,
     DynamoTable,
@@ -16,7 +16,7 @@ from core.stores.dynamodb.table import (
     write_token,
     written_by,
 )
-from core.stores.records import StreamEvent
+from stratus.stores.records import StreamEvent
 
 POLL_FIRST_SECONDS = 0.01
 

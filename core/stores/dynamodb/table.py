@@ -12,9 +12,9 @@ from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
-from core.errors import StoreBusyError, StoreUnavailableError
-from core.resilience.backoff import full_jitter
-from core.resilience.deadline import Clock
+from stratus.errors import StoreBusyError, StoreUnavailableError
+from stratus.resilience.backoff import full_jitter
+from stratus.resilience.deadline import Clock
 
 Item = dict[str, Any]
 
@@ -109,7 +109,7 @@ class DynamoTable:
 
     @property
     def _client_error(self) -> Any:
-        from botocore.exceptions import ClientError  # imported with the client, on first use (core.stores.lazy)
+        from botocore.exceptions import ClientError  # imported with the client, on first use (stratus.stores.lazy)
 
         return ClientError
 

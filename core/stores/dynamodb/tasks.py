@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from core.stores.dynamodb.table import (
+from stratus.stores.dynamodb.table import (
     ALL_OLD,
     ConditionFailedError,
     DynamoTable,
@@ -12,7 +12,7 @@ from core.stores.dynamodb.table import (
     write_token,
     written_by,
 )
-from core.stores.records import TaskExistsError, TaskRecord
+from stratus.stores.records import TaskExistsError, TaskRecord
 
 
 class DynamoTaskStore:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import time
 
-from core.resilience.deadline import Clock
+from stratus.resilience.deadline import Clock
 
 
 class MemoryCacheStore:

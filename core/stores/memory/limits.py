@@ -5,11 +5,11 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 
-from core.resilience import breaker, limiter
-from core.resilience.breaker import Admission, BreakerPolicy, BreakerState, CircuitState
-from core.resilience.limiter import Bucket, Decision, RateLimit
-from core.stores.base import BreakerStore, RateLimitStore, SessionStore
-from core.stores.records import NO_SESSION, CallAdmission, CallChecks, owned
+from stratus.resilience import breaker, limiter
+from stratus.resilience.breaker import Admission, BreakerPolicy, BreakerState, CircuitState
+from stratus.resilience.limiter import Bucket, Decision, RateLimit
+from stratus.stores.base import BreakerStore, RateLimitStore, SessionStore
+from stratus.stores.records import NO_SESSION, CallAdmission, CallChecks, owned
 
 
 class SequentialGate:

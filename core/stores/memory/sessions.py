@@ -7,8 +7,8 @@ import time
 from collections import Counter
 from collections.abc import Callable
 
-from core.errors import PrincipalSessionsFullError, TooManySessionsError
-from core.stores.records import SessionCensus, SessionExistsError, SessionRecord
+from stratus.errors import PrincipalSessionsFullError, TooManySessionsError
+from stratus.stores.records import SessionCensus, SessionExistsError, SessionRecord
 
 
 class MemorySessionStore:

@@ -6,8 +6,8 @@ import asyncio
 import time
 from collections import deque
 
-from core.resilience.deadline import Clock
-from core.stores.records import StreamEvent
+from stratus.resilience.deadline import Clock
+from stratus.stores.records import StreamEvent
 
 
 class MemoryEventLogStore:

@@ -5,8 +5,8 @@ from __future__ import annotations
 import dataclasses
 import time
 
-from core.resilience.deadline import Clock
-from core.stores.records import TaskExistsError, TaskRecord
+from stratus.resilience.deadline import Clock
+from stratus.stores.records import TaskExistsError, TaskRecord
 
 
 class MemoryTaskStore:

@@ -32,7 +32,7 @@ Redis event logs, pending server-to-client requests, tasks and caches.
     {prefix}:{c:<key>}                       string "expires|value" (a claim's value: its write token)
 
 Each write a dropped connection may make redis-py send twice carries a write token (see
-`core.stores.redis_scripts`), so the second run answers like the first and adds nothing.
+`stratus.stores.redis_scripts`), so the second run answers like the first and adds nothing.
 
 A follower of an event log subscribes to the channel named like its events list, which every append publishes
 to, so a new event wakes it at once and an idle follower sends nothing. A waiter blocks on its reply list

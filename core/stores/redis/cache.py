@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import time
 
-from core.resilience.deadline import Clock
-from core.stores.redis.scripts import GRACE_SECONDS, RedisScripts, as_text, new_token
+from stratus.resilience.deadline import Clock
+from stratus.stores.redis.scripts import GRACE_SECONDS, RedisScripts, as_text, new_token
 
 
 class RedisCacheStore:

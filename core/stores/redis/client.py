@@ -7,7 +7,7 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 from urllib.parse import parse_qsl, urlencode, urlsplit
 
-from core.stores.urls import WAITING_CONNECTIONS
+from stratus.stores.urls import WAITING_CONNECTIONS
 
 MAX_CONNECTIONS = 100
 """Connections one process's pool for calls opens at most (the store URL's `?max_connections=N` sets it)."""

@@ -6,17 +6,17 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from core.resilience.breaker import Admission, BreakerPolicy, CircuitState
-from core.resilience.deadline import Clock
-from core.resilience.limiter import Decision, RateLimit
-from core.stores.records import (
+from stratus.resilience.breaker import Admission, BreakerPolicy, CircuitState
+from stratus.resilience.deadline import Clock
+from stratus.resilience.limiter import Decision, RateLimit
+from stratus.stores.records import (
     NO_SESSION,
     CallAdmission,
     CallChecks,
     owned,
 )
-from core.stores.redis.scripts import RedisScripts, ScriptCall, as_float
-from core.stores.redis.sessions import RedisSessionStore
+from stratus.stores.redis.scripts import RedisScripts, ScriptCall, as_float
+from stratus.stores.redis.sessions import RedisSessionStore
 
 
 class RedisRateLimitStore:
@@ -44,7 +44,7 @@ class RedisRateLimitStore:
 
 
 class RedisBreakerStore:
-    """Circuit-breaker state machines (see core.resilience.breaker), one hash and one sorted set each."""
+    """Circuit-breaker state machines (see stratus.resilience.breaker), one hash and one sorted set each."""
 
     def __init__(self, scripts: RedisScripts, *, clock: Clock = time.time) -> None:
         self.scripts = scripts

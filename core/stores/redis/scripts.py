@@ -10,8 +10,8 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from core.errors import StoreUnavailableError
-from core.stores.redis import lua
+from stratus.errors import StoreUnavailableError
+from stratus.stores.redis import lua
 
 GRACE_SECONDS = 60.0
 
@@ -43,7 +43,7 @@ class RedisScripts:
 
     @property
     def _errors(self) -> tuple[type[BaseException], ...]:
-        from redis.exceptions import RedisError  # imported with the client, on first use (see core.stores.lazy)
+        from redis.exceptions import RedisError  # imported with the client, on first use (see stratus.stores.lazy)
 
         return (RedisError, OSError, TimeoutError)
 

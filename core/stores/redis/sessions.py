@@ -7,17 +7,17 @@ import time
 from collections.abc import Sequence
 from typing import Any
 
-from core.errors import PrincipalSessionsFullError, TooManySessionsError
-from core.resilience.deadline import Clock
-from core.stores.dynamodb.table import GRACE_SECONDS
-from core.stores.records import (
+from stratus.errors import PrincipalSessionsFullError, TooManySessionsError
+from stratus.resilience.deadline import Clock
+from stratus.stores.dynamodb.table import GRACE_SECONDS
+from stratus.stores.records import (
     SessionCensus,
     SessionExistsError,
     SessionRecord,
     decode_session,
     encode_session,
 )
-from core.stores.redis.scripts import Command, RedisScripts, ScriptCall, as_float
+from stratus.stores.redis.scripts import Command, RedisScripts, ScriptCall, as_float
 
 
 def decode_row(session_id: str, row: Sequence[Any]) -> SessionRecord:

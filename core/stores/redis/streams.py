@@ -6,9 +6,9 @@ from __future__ import annotations
 import asyncio
 import time
 
-from core.resilience.deadline import Clock
-from core.stores.records import StreamEvent
-from core.stores.redis.scripts import GRACE_SECONDS, RedisScripts, as_text, new_token
+from stratus.resilience.deadline import Clock
+from stratus.stores.records import StreamEvent
+from stratus.stores.redis.scripts import GRACE_SECONDS, RedisScripts, as_text, new_token
 
 
 class RedisEventLogStore:

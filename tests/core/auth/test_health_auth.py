@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from core import Settings
 from examples.demo import server
+from stratus import Settings
 from tests.fixtures.clients import client_for
 from tests.fixtures.jwt_issuer import AUDIENCE, ISSUER, Issuer
 

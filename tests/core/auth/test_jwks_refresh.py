@@ -14,12 +14,12 @@ from contextlib import asynccontextmanager
 
 import pytest
 
-from core.auth.bearer import JwtAuthenticator, ResourceServer
-from core.auth.jwks import KeySet
-from core.errors import UnauthorizedError
-from core.stores.dynamodb.client import dynamodb_client
-from core.stores.dynamodb.schema import create_table
-from core.stores.factory import dynamodb_stores
+from stratus.auth.bearer import JwtAuthenticator, ResourceServer
+from stratus.auth.jwks import KeySet
+from stratus.errors import UnauthorizedError
+from stratus.stores.dynamodb.client import dynamodb_client
+from stratus.stores.dynamodb.schema import create_table
+from stratus.stores.factory import dynamodb_stores
 from tests.fixtures.jwt_issuer import AUDIENCE, ISSUER, Issuer
 
 pytestmark = pytest.mark.anyio

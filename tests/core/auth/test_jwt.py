@@ -10,11 +10,11 @@ from typing import Any
 import httpx
 import pytest
 
-from core import Context, McpServer, Settings
-from core.auth.bearer import JwtAuthenticator, ResourceServer
-from core.auth.jwks import KeySet
-from core.config import SettingsError
-from core.errors import UnauthorizedError
+from stratus import Context, McpServer, Settings
+from stratus.auth.bearer import JwtAuthenticator, ResourceServer
+from stratus.auth.jwks import KeySet
+from stratus.config import SettingsError
+from stratus.errors import UnauthorizedError
 from tests.fixtures.clients import McpFactory
 from tests.fixtures.jwt_issuer import AUDIENCE, ISSUER, Issuer
 from tests.fixtures.wire import McpHttp

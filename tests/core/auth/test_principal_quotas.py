@@ -10,7 +10,7 @@ from typing import Any
 import httpx
 import pytest
 
-from core import Settings, build_app
+from stratus import Settings, build_app
 from tests.fixtures.apps import shared
 from tests.fixtures.jwt_issuer import AUDIENCE, ISSUER, Issuer
 from tests.fixtures.servers import uvicorn_serving

@@ -7,7 +7,7 @@ import logging
 
 import pytest
 
-from core import Context, McpServer, Settings
+from stratus import Context, McpServer, Settings
 from tests.fixtures.clients import client_for
 from tests.fixtures.jwt_issuer import AUDIENCE, ISSUER, Issuer
 from tests.fixtures.wire import McpHttp

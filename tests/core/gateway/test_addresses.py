@@ -7,7 +7,7 @@ import ipaddress
 
 import pytest
 
-from core.gateway.addresses import (
+from stratus.gateway.addresses import (
     UpstreamAddressError,
     check_upstream_address,
     check_upstream_address_async,

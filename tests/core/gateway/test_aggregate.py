@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from core.gateway.aggregate import MAX_NAME, aggregate_tools
-from core.gateway.config import Upstream
+from stratus.gateway.aggregate import MAX_NAME, aggregate_tools
+from stratus.gateway.config import Upstream
 
 
 def tool(name: str) -> dict[str, object]:

@@ -8,10 +8,10 @@ from collections.abc import AsyncIterator
 
 import pytest
 
-from core.gateway.cache import ToolsCache
-from core.gateway.config import Upstream
-from core.stores.base import Stores
-from core.stores.factory import build_stores
+from stratus.gateway.cache import ToolsCache
+from stratus.gateway.config import Upstream
+from stratus.stores.base import Stores
+from stratus.stores.factory import build_stores
 from tests.fixtures.clocks import FakeClock
 
 pytestmark = pytest.mark.anyio

@@ -7,11 +7,11 @@ from collections.abc import Iterator
 
 import pytest
 
-from core import Settings, build_app
-from core.gateway.client import UpstreamClient, UpstreamError, UpstreamUnavailableError
-from core.gateway.config import Upstream
-from core.gateway.operations import check_connection, discover
 from examples.demo import server as demo
+from stratus import Settings, build_app
+from stratus.gateway.client import UpstreamClient, UpstreamError, UpstreamUnavailableError
+from stratus.gateway.config import Upstream
+from stratus.gateway.operations import check_connection, discover
 from tests.fixtures import sdk_upstream
 from tests.fixtures.processes import free_port
 from tests.fixtures.servers import uvicorn_serving

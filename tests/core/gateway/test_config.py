@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from core.gateway.config import GatewayConfigError, Upstream, parse_document
+from stratus.gateway.config import GatewayConfigError, Upstream, parse_document
 
 DOCUMENT = {
     "mcpServers": {

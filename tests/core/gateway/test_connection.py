@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from core.gateway.connection import ConnectionState, ConnectionTracker, TransitionError, reconnect_delay
+from stratus.gateway.connection import ConnectionState, ConnectionTracker, TransitionError, reconnect_delay
 
 S = ConnectionState
 

@@ -14,9 +14,9 @@ import pytest
 from mcp import Client
 from mcp.client.client import ConnectMode
 
-from core import Context, McpServer, Settings, build_app
-from core.gateway.config import Upstream
-from core.gateway.served import GatewayServer
+from stratus import Context, McpServer, Settings, build_app
+from stratus.gateway.config import Upstream
+from stratus.gateway.served import GatewayServer
 from tests.fixtures.processes import stratus_process
 from tests.fixtures.sdk_answers import answer_elicitation, answer_sampling
 from tests.fixtures.servers import uvicorn_serving

@@ -9,10 +9,10 @@ from collections.abc import AsyncIterator, Iterator
 import pytest
 from mcp.server.transport_security import TransportSecuritySettings
 
-from core.gateway.client import UpstreamClient, UpstreamUnavailableError
-from core.gateway.config import Upstream
-from core.gateway.http_sse import HttpSseTransport
-from core.transport.asgi import Receive, Scope, Send, read_body, until_disconnected
+from stratus.gateway.client import UpstreamClient, UpstreamUnavailableError
+from stratus.gateway.config import Upstream
+from stratus.gateway.http_sse import HttpSseTransport
+from stratus.transport.asgi import Receive, Scope, Send, read_body, until_disconnected
 from tests.fixtures.sdk_upstream import build
 from tests.fixtures.servers import uvicorn_serving
 

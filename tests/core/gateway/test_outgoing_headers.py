@@ -14,13 +14,13 @@ import httpx
 import pytest
 from pydantic import Field
 
-from core import McpServer, Settings, build_app
-from core.gateway.client import UpstreamClient
-from core.gateway.config import Upstream
-from core.gateway.mirror import mirrored_headers, parameter_headers
-from core.gateway.served import GatewayServer
-from core.protocol.header_values import decode_header_value, encode_header_value
-from core.transport.asgi import ASGIApp, Receive, Scope, Send
+from stratus import McpServer, Settings, build_app
+from stratus.gateway.client import UpstreamClient
+from stratus.gateway.config import Upstream
+from stratus.gateway.mirror import mirrored_headers, parameter_headers
+from stratus.gateway.served import GatewayServer
+from stratus.protocol.header_values import decode_header_value, encode_header_value
+from stratus.transport.asgi import ASGIApp, Receive, Scope, Send
 from tests.fixtures.servers import uvicorn_serving
 from tests.fixtures.wire import McpHttp
 

@@ -11,11 +11,11 @@ from collections.abc import Iterator
 import anyio
 import pytest
 
-from core import Context, McpServer, Settings, build_app
-from core.gateway.client import UpstreamUnavailableError
-from core.gateway.config import Upstream
-from core.gateway.connection import ConnectionState, StateListener
-from core.gateway.pool import UpstreamPool
+from stratus import Context, McpServer, Settings, build_app
+from stratus.gateway.client import UpstreamUnavailableError
+from stratus.gateway.config import Upstream
+from stratus.gateway.connection import ConnectionState, StateListener
+from stratus.gateway.pool import UpstreamPool
 from tests.fixtures.clocks import FakeClock
 from tests.fixtures.processes import free_port
 from tests.fixtures.servers import uvicorn_serving

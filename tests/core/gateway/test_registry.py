@@ -11,13 +11,13 @@ import anyio
 import pytest
 from mcp import Client
 
-from core import Settings, build_app
-from core.gateway.config import GatewayConfigError
-from core.gateway.registry import UpstreamRegistry
-from core.gateway.served import GatewayServer
-from core.stores.base import Stores
-from core.stores.factory import build_stores
 from examples.demo import server as demo
+from stratus import Settings, build_app
+from stratus.gateway.config import GatewayConfigError
+from stratus.gateway.registry import UpstreamRegistry
+from stratus.gateway.served import GatewayServer
+from stratus.stores.base import Stores
+from stratus.stores.factory import build_stores
 from tests.fixtures.clocks import FakeClock
 from tests.fixtures.servers import uvicorn_serving
 

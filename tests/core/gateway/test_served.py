@@ -18,14 +18,14 @@ from mcp.client.client import ConnectMode
 from mcp.shared.exceptions import MCPError
 from mcp_types import TextContent
 
-from core import Settings, build_app
-from core.errors import RATE_LIMITED
-from core.gateway.config import Upstream
-from core.gateway.served import GatewayServer
-from core.resilience.limiter import RateLimit
-from core.stores.factory import build_stores
-from core.transport.asgi import read_body
 from examples.demo import server as demo
+from stratus import Settings, build_app
+from stratus.errors import RATE_LIMITED
+from stratus.gateway.config import Upstream
+from stratus.gateway.served import GatewayServer
+from stratus.resilience.limiter import RateLimit
+from stratus.stores.factory import build_stores
+from stratus.transport.asgi import read_body
 from tests.fixtures import sdk_upstream
 from tests.fixtures.servers import uvicorn_serving
 from tests.fixtures.wire import McpHttp

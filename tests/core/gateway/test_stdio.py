@@ -13,10 +13,10 @@ from pathlib import Path
 
 import pytest
 
-from core.gateway import stdio
-from core.gateway.client import UpstreamClient, UpstreamUnavailableError
-from core.gateway.config import Upstream
-from core.gateway.stdio import StdioTransport
+from stratus.gateway import stdio
+from stratus.gateway.client import UpstreamClient, UpstreamUnavailableError
+from stratus.gateway.config import Upstream
+from stratus.gateway.stdio import StdioTransport
 from tests.fixtures.peers import text_of
 
 pytestmark = pytest.mark.anyio

@@ -17,13 +17,13 @@ import anyio
 import httpx
 import pytest
 
-from core import Context, McpServer, Settings, build_app
-from core.errors import CIRCUIT_OPEN
-from core.gateway.config import Upstream
-from core.gateway.served import GatewayServer
-from core.metrics import LocalMetrics
-from core.resilience.breaker import BreakerPolicy
-from core.stores.factory import build_stores
+from stratus import Context, McpServer, Settings, build_app
+from stratus.errors import CIRCUIT_OPEN
+from stratus.gateway.config import Upstream
+from stratus.gateway.served import GatewayServer
+from stratus.metrics import LocalMetrics
+from stratus.resilience.breaker import BreakerPolicy
+from stratus.stores.factory import build_stores
 from tests.fixtures.clocks import FakeClock
 from tests.fixtures.processes import ServerUrl, free_port, stratus_process
 from tests.fixtures.servers import uvicorn_serving

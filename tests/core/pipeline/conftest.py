@@ -4,10 +4,10 @@ from collections.abc import Callable
 
 import pytest
 
-from core.metrics import LocalMetrics
-from core.pipeline.pipeline import Pipeline
-from core.server.server import McpServer
-from core.stores.factory import memory_stores
+from stratus.metrics import LocalMetrics
+from stratus.pipeline.pipeline import Pipeline
+from stratus.server.server import McpServer
+from stratus.stores.factory import memory_stores
 from tests.fixtures.clocks import FakeClock, RecordedSleeps
 from tests.fixtures.pipeline_harness import Harness
 

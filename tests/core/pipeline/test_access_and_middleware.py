@@ -7,11 +7,11 @@ from typing import Any
 
 import pytest
 
-from core import Context, McpServer
-from core.metrics import LocalMetrics
-from core.pipeline.current import current_context
-from core.server.policy import CallNext
-from core.server.principal import Principal
+from stratus import Context, McpServer
+from stratus.metrics import LocalMetrics
+from stratus.pipeline.current import current_context
+from stratus.server.policy import CallNext
+from stratus.server.principal import Principal
 from tests.fixtures.clients import McpFactory, client_for
 from tests.fixtures.wire import McpHttp
 

@@ -9,12 +9,12 @@ from dataclasses import dataclass
 import anyio
 import pytest
 
-from core import Context, McpServer, ToolError
-from core.errors import CircuitOpenError, RateLimitedError, RequestTimeoutError
-from core.pipeline.current import current_context
-from core.resilience.breaker import BreakerPolicy
-from core.resilience.limiter import RateLimit
-from core.server.policy import RateLimits, RetryPolicy
+from stratus import Context, McpServer, ToolError
+from stratus.errors import CircuitOpenError, RateLimitedError, RequestTimeoutError
+from stratus.pipeline.current import current_context
+from stratus.resilience.breaker import BreakerPolicy
+from stratus.resilience.limiter import RateLimit
+from stratus.server.policy import RateLimits, RetryPolicy
 from tests.fixtures.pipeline_harness import Harness
 
 pytestmark = pytest.mark.anyio

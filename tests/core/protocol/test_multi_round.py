@@ -9,8 +9,8 @@ from typing import Any
 
 import pytest
 
-from core import Context, McpServer
-from core.protocol.request_state import RequestStateError, StateSealer, request_digest
+from stratus import Context, McpServer
+from stratus.protocol.request_state import RequestStateError, StateSealer, request_digest
 from tests.fixtures.clients import McpFactory
 from tests.fixtures.wire import McpHttp, stateless_meta
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 import anyio
 import pytest
 
-from core.protocol.notifications import NOTIFICATIONS, NotificationFollower, NotificationLog
-from core.stores.memory.streams import MemoryEventLogStore
+from stratus.protocol.notifications import NOTIFICATIONS, NotificationFollower, NotificationLog
+from stratus.stores.memory.streams import MemoryEventLogStore
 
 pytestmark = pytest.mark.anyio
 

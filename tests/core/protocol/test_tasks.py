@@ -15,11 +15,11 @@ from typing import Any
 import httpx
 import pytest
 
-from core import Context, McpServer, Settings
-from core.stores.base import Stores
-from core.stores.factory import build_stores
-from core.stores.records import TaskRecord
-from core.transport.app import build_app
+from stratus import Context, McpServer, Settings
+from stratus.stores.base import Stores
+from stratus.stores.factory import build_stores
+from stratus.stores.records import TaskRecord
+from stratus.transport.app import build_app
 from tests.fixtures.wire import McpHttp, initialize_message, stateless_meta
 
 pytestmark = pytest.mark.anyio

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from core.resilience.breaker import BreakerPolicy, BreakerState, CircuitState, admit, record
+from stratus.resilience.breaker import BreakerPolicy, BreakerState, CircuitState, admit, record
 
 POLICY = BreakerPolicy(failure_threshold=3, window_seconds=10.0, cooldown_seconds=5.0)
 

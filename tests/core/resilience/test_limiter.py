@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from core.resilience.backoff import full_jitter
-from core.resilience.deadline import Deadline
-from core.resilience.limiter import RateLimit, take
+from stratus.resilience.backoff import full_jitter
+from stratus.resilience.deadline import Deadline
+from stratus.resilience.limiter import RateLimit, take
 
 
 def test_a_new_bucket_allows_a_burst_then_refuses_with_the_wait() -> None:

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from core.errors import TooManyStreamsError
-from core.resilience.stream_slots import StreamSlots
+from stratus.errors import TooManyStreamsError
+from stratus.resilience.stream_slots import StreamSlots
 
 
 def refusal(slots: StreamSlots, session_id: str | None, principal: str | None) -> tuple[int, int, str]:

@@ -7,8 +7,8 @@ from typing import Literal
 
 import pytest
 
-from core import BlobResource, EmbeddedResource, McpServer, TextResource, assistant, user
-from core.server.resources import compile_template
+from stratus import BlobResource, EmbeddedResource, McpServer, TextResource, assistant, user
+from stratus.server.resources import compile_template
 from tests.fixtures.clients import McpFactory, client_for
 from tests.fixtures.wire import McpHttp
 

@@ -8,8 +8,8 @@ from typing import Annotated, Any
 import pytest
 from pydantic import Field
 
-from core import McpServer
-from core.server.signature import ArgumentsError, Signature
+from stratus import McpServer
+from stratus.server.signature import ArgumentsError, Signature
 
 
 def plain_server() -> McpServer:

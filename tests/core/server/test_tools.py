@@ -8,7 +8,7 @@ from typing import Annotated, Literal
 import pytest
 from pydantic import BaseModel, Field
 
-from core import Context, Image, McpServer, Text, ToolResult
+from stratus import Context, Image, McpServer, Text, ToolResult
 from tests.fixtures.clients import McpFactory
 from tests.fixtures.wire import McpHttp, validate
 

@@ -9,9 +9,9 @@ from contextlib import contextmanager
 import pytest
 from moto import mock_aws
 
-from core.stores.dynamodb.client import dynamodb_client
-from core.stores.dynamodb.schema import create_table
-from core.stores.factory import build_stores, dynamodb_stores, memory_stores
+from stratus.stores.dynamodb.client import dynamodb_client
+from stratus.stores.dynamodb.schema import create_table
+from stratus.stores.factory import build_stores, dynamodb_stores, memory_stores
 from tests.fixtures.clocks import FakeClock
 from tests.fixtures.store_backends import MAX_EVENTS, REDIS_URL, TTL, Backend
 

@@ -9,9 +9,9 @@ from __future__ import annotations
 
 import pytest
 
-from core.resilience.breaker import BreakerPolicy, CircuitState
-from core.resilience.limiter import RateLimit
-from core.stores.records import CallChecks, SessionRecord
+from stratus.resilience.breaker import BreakerPolicy, CircuitState
+from stratus.resilience.limiter import RateLimit
+from stratus.stores.records import CallChecks, SessionRecord
 from tests.fixtures.store_backends import Backend
 
 pytestmark = pytest.mark.anyio

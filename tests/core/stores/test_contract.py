@@ -7,9 +7,9 @@ from __future__ import annotations
 
 import pytest
 
-from core.resilience.breaker import BreakerPolicy, CircuitState
-from core.resilience.limiter import RateLimit
-from core.stores.records import SessionExistsError, SessionRecord
+from stratus.resilience.breaker import BreakerPolicy, CircuitState
+from stratus.resilience.limiter import RateLimit
+from stratus.stores.records import SessionExistsError, SessionRecord
 from tests.fixtures.store_backends import TTL, Backend
 
 pytestmark = pytest.mark.anyio
@@ -104,7 +104,7 @@ async def test_a_limit_allows_its_burst_then_refuses_until_the_hinted_time(backe
 
 async def test_a_token_bucket_refills_at_its_rate(backend: Backend) -> None:
     if backend.name.startswith("dynamodb"):
-        pytest.skip("DynamoDB counts calls per fixed window (see core.resilience.limiter.window)")
+        pytest.skip("DynamoDB counts calls per fixed window (see stratus.resilience.limiter.window)")
     limit = RateLimit(rate=2.0, burst=3.0)
     for _ in range(3):
         await backend.stores.rate_limits.acquire("tool:x", limit)

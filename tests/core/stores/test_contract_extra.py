@@ -5,7 +5,7 @@ from __future__ import annotations
 import anyio
 import pytest
 
-from core.stores.records import TaskExistsError, TaskRecord
+from stratus.stores.records import TaskExistsError, TaskRecord
 from tests.fixtures.store_backends import MAX_EVENTS, TTL, Backend
 
 pytestmark = pytest.mark.anyio

@@ -14,15 +14,15 @@ import pytest
 from botocore.stub import Stubber
 from moto import mock_aws
 
-from core import McpServer, Settings
-from core.errors import StoreBusyError, StoreUnavailableError
-from core.resilience.breaker import BreakerPolicy
-from core.resilience.limiter import RateLimit
-from core.stores.dynamodb.client import dynamodb_client
-from core.stores.dynamodb.schema import create_table
-from core.stores.dynamodb.table import ATTEMPTS
-from core.stores.factory import dynamodb_stores
-from core.transport.app import build_app
+from stratus import McpServer, Settings
+from stratus.errors import StoreBusyError, StoreUnavailableError
+from stratus.resilience.breaker import BreakerPolicy
+from stratus.resilience.limiter import RateLimit
+from stratus.stores.dynamodb.client import dynamodb_client
+from stratus.stores.dynamodb.schema import create_table
+from stratus.stores.dynamodb.table import ATTEMPTS
+from stratus.stores.factory import dynamodb_stores
+from stratus.transport.app import build_app
 from tests.fixtures.wire import McpHttp
 
 pytestmark = pytest.mark.anyio

@@ -13,16 +13,16 @@ import anyio
 import pytest
 from redis.asyncio import Connection, Redis
 
-from core import McpServer, Settings
-from core.errors import StoreUnavailableError
-from core.metrics import LocalMetrics
-from core.resilience.breaker import BreakerPolicy
-from core.resilience.limiter import RateLimit
-from core.stores.factory import build_stores, redis_stores
-from core.stores.records import SessionRecord
-from core.stores.redis.client import MAX_CONNECTIONS, redis_client
-from core.stores.redis.lua import SESSION_CREATE
-from core.transport.app import build_app
+from stratus import McpServer, Settings
+from stratus.errors import StoreUnavailableError
+from stratus.metrics import LocalMetrics
+from stratus.resilience.breaker import BreakerPolicy
+from stratus.resilience.limiter import RateLimit
+from stratus.stores.factory import build_stores, redis_stores
+from stratus.stores.records import SessionRecord
+from stratus.stores.redis.client import MAX_CONNECTIONS, redis_client
+from stratus.stores.redis.lua import SESSION_CREATE
+from stratus.transport.app import build_app
 from tests.fixtures.redis_server import OwnRedis
 from tests.fixtures.store_backends import REDIS_URL
 from tests.fixtures.wire import McpHttp

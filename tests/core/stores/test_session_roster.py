@@ -8,12 +8,12 @@ import asyncio
 
 import pytest
 
-from core.errors import PrincipalSessionsFullError, TooManySessionsError
-from core.stores.base import SessionStore
-from core.stores.dynamodb.sessions import DynamoSessionStore
-from core.stores.memory.sessions import MemorySessionStore
-from core.stores.records import SessionRecord
-from core.stores.redis.sessions import RedisSessionStore
+from stratus.errors import PrincipalSessionsFullError, TooManySessionsError
+from stratus.stores.base import SessionStore
+from stratus.stores.dynamodb.sessions import DynamoSessionStore
+from stratus.stores.memory.sessions import MemorySessionStore
+from stratus.stores.records import SessionRecord
+from stratus.stores.redis.sessions import RedisSessionStore
 from tests.fixtures.store_backends import TTL, Backend
 
 pytestmark = pytest.mark.anyio

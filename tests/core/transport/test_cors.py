@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from core import Settings
 from examples.demo import server as demo_server
+from stratus import Settings
 from tests.fixtures.clients import client_for
 
 pytestmark = pytest.mark.anyio

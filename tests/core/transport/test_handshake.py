@@ -8,8 +8,8 @@ import anyio
 import httpx
 import pytest
 
-from core import McpServer, Settings
 from examples.demo import server as demo_server
+from stratus import McpServer, Settings
 from tests.fixtures.clients import client_for
 from tests.fixtures.wire import McpHttp, validate_response
 

@@ -7,9 +7,9 @@ import socket
 import httpx
 import pytest
 
-from core import Settings, build_app
-from core.transport.health import CENSUS_SECONDS
 from examples.demo import server
+from stratus import Settings, build_app
+from stratus.transport.health import CENSUS_SECONDS
 from tests.fixtures.clients import client_for
 
 pytestmark = pytest.mark.anyio

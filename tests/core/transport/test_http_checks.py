@@ -7,8 +7,8 @@ import json
 import httpx
 import pytest
 
-from core import Settings, build_app
 from examples.demo import server
+from stratus import Settings, build_app
 from tests.fixtures.clients import client_for
 from tests.fixtures.servers import uvicorn_serving
 from tests.fixtures.wire import BASE_HEADERS, STATELESS, McpHttp, stateless_meta, validate

@@ -12,7 +12,7 @@ from typing import Any
 import httpx
 import pytest
 
-from core import McpServer, Settings, build_app
+from stratus import McpServer, Settings, build_app
 from tests.fixtures.servers import uvicorn_serving
 from tests.fixtures.wire import BASE_HEADERS, STATELESS, initialize_message, stateless_meta, validate_response
 

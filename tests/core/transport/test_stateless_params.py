@@ -7,7 +7,7 @@ from typing import Annotated
 import pytest
 from pydantic import Field
 
-from core import Context, McpServer
+from stratus import Context, McpServer
 from tests.fixtures.clients import McpFactory
 from tests.fixtures.wire import McpHttp, stateless_meta
 
