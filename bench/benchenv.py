@@ -5,7 +5,8 @@
 The official SDK and FastMCP bring their own dependency trees, so each gets a venv of its own
 (`bench-anchor-sdk`, `bench-anchor-fastmcp`, `bench-anchor-rmsl` for run-mcp-servers-with-aws-lambda) with the
 same Mangum and uvicorn. Stratus itself is installed nowhere: the
-children get `PYTHONPATH=<repo>` so they always run the working tree.
+children get the repository and a tree of links mirroring the `stratus` package on `PYTHONPATH`
+(`measure.working_tree_path`), so they always run the working tree.
 """
 
 from __future__ import annotations

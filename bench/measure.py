@@ -18,6 +18,8 @@ from typing import Any
 
 BENCH = Path(__file__).resolve().parent
 REPO = BENCH.parent
+PACKAGE_TREE = REPO / ".cache" / "bench-package"
+"""Where scripts/link-package mirrors the working tree as the `stratus` package for the benchmark venvs."""
 
 
 @dataclass(frozen=True)
@@ -31,11 +33,19 @@ class Spawned:
     max_rss_kib: int
 
 
+def working_tree_path() -> str:
+    """`PYTHONPATH` that makes the working tree importable as installed: the repository (examples, the bench's own
+    modules) and the `stratus` package mirrored by scripts/link-package."""
+    if not (PACKAGE_TREE / "stratus").is_dir():
+        subprocess.run(["bash", str(REPO / "scripts" / "link-package"), str(PACKAGE_TREE)], check=True)
+    return f"{REPO}{os.pathsep}{PACKAGE_TREE}"
+
+
 def child_env() -> dict[str, str]:
     """The parent's environment without STRATUS_* (the subject runs on defaults: the in-memory store) and PYTHON*
     (no bytecode or path surprises), with the working tree importable."""
     env = {k: v for k, v in os.environ.items() if not k.startswith(("STRATUS_", "PYTHON", "VIRTUAL_ENV"))}
-    env["PYTHONPATH"] = str(REPO)
+    env["PYTHONPATH"] = working_tree_path()
     return env
 
 
