@@ -15,6 +15,7 @@ SUBJECT_MODULES = {
     "stratus": "examples.add",
     "stratus-redis": "examples.add",
     "stratus-dynamodb": "examples.add",
+    "stratus-built": "examples.add",  # the package `sam build` produces (bench/artifact.py)
     "floor": "floor_app",
     "awslabs": "awslabs_app",
     "sdk": "sdk_app",

@@ -84,6 +84,7 @@ def run(
     pythons: dict[str, Path],
     env: dict[str, str],
     *,
+    overrides: dict[str, dict[str, str]],
     runs: int,
     buffered: tuple[str, ...],
     streamed: tuple[str, ...],
@@ -108,7 +109,8 @@ def run(
             for round_ in range(runs):
                 shift = round_ % len(order)
                 for shape, subject in order[shift:] + order[:shift]:
-                    walls[shape][subject].append(_cold_wall(pythons[subject], shape, subject, env, join))
+                    subject_env = {**env, **overrides.get(subject, {})}
+                    walls[shape][subject].append(_cold_wall(pythons[subject], shape, subject, subject_env, join))
                 log(f"  {memory_mb} MB ({vcpus(memory_mb):.2f} vCPU) round {round_ + 1}/{runs}")
             throttled = _throttled_periods(group)
         found[memory_mb] = {**walls, "throttled_periods": throttled, "quota_us": quota_us(memory_mb)}

@@ -173,6 +173,18 @@ def _instructions(whole: bool) -> Callable[[Results], Values | None]:
     return measure
 
 
+BUILT = "stratus-built"
+"""The package `sam build` produces, run with the runtime's Python and no bytecode cache it can write
+(bench/artifact.py): its figures sit in Stratus's column of their own rows."""
+
+
+def _built_instructions(results: Results) -> Values | None:
+    """The built package's cold-start span in millions of instructions, beside the anchors' spans."""
+    if results.ir is None or BUILT not in results.ir:
+        return None
+    return {**(_instructions(False)(results) or {}), "stratus": float(results.ir[BUILT] - results.ir["bare"]) / 1e6}
+
+
 def _served(key: str) -> Callable[[Results], Values | None]:
     return lambda results: {s: figures[key] for s, figures in results.served.items()} if results.served else None
 
@@ -207,6 +219,12 @@ FIGURES: tuple[Figure, ...] = (
         (Target(COLD_FLOOR_TARGET, anchor="floor"),),  # the issue's target covers the memory and Redis stores
     ),
     Figure("cold: import+build+1st call on DynamoDB, CPU ms", _on_store("stratus-dynamodb")),
+    Figure(
+        "cold: import+build+1st call, the built package as Lambda runs it, CPU ms",
+        _on_store(BUILT),
+        COLD_TARGETS,
+    ),
+    Figure("cold: the built package, import+build+1st call, M instructions", lambda r: _built_instructions(r)),
     Figure(
         "cold: import+build+1st call, CPU ms, best run",
         lambda r: {subject: min(run["cpu_ms"] for run in r.cold[subject]) for subject in SUBJECTS},
@@ -327,12 +345,16 @@ STREAMING_COLUMNS = ("stratus", "floor", "sdk", "fastmcp")
 PYTHON_COLUMNS = ("stratus", "awslabs")
 
 
-def _streamed_cold(key: str, scale: float = 1.0) -> Callable[[Results], Values | None]:
+def _streamed_cold(key: str, scale: float = 1.0, stratus: str = "stratus") -> Callable[[Results], Values | None]:
+    """A streaming cold-start figure per subject; `stratus` names the subject shown in Stratus's column."""
+
     def measure(results: Results) -> Values | None:
-        if results.streaming is None:
+        if results.streaming is None or stratus not in results.streaming["cold"]:
             return None
         cold = results.streaming["cold"]
-        return {subject: statistics.median(run[key] for run in runs) * scale for subject, runs in cold.items()}
+        values = {subject: statistics.median(run[key] for run in runs) * scale for subject, runs in cold.items()}
+        values["stratus"] = values[stratus]
+        return values
 
     return measure
 
@@ -355,6 +377,15 @@ STREAMING_FIGURES: tuple[Figure, ...] = (
     Figure("streaming cold: spawn -> readiness answered, wall ms", _streamed_cold("ready_ms")),
     Figure("streaming cold: spawn -> 1st tools/call answered, wall ms", _streamed_cold("wall_ms")),
     Figure(
+        "streaming cold, the built package as Lambda runs it: spawn -> 1st tools/call, wall ms",
+        _streamed_cold("wall_ms", stratus=BUILT),
+        (Target(0.25, anchor="sdk"), Target(1.0, anchor="floor")),
+    ),
+    Figure(
+        "streaming cold, the built package: CPU ms to the 1st tools/call (/proc)",
+        _streamed_cold("cpu_ms", stratus=BUILT),
+    ),
+    Figure(
         "buffered cold: whole process (spawn -> exit), wall ms", _buffered(lambda r: r.cold_median("process_wall_ms"))
     ),
     Figure("streaming cold: CPU ms to the 1st tools/call (/proc)", _streamed_cold("cpu_ms")),
@@ -370,18 +401,24 @@ STREAMING_FIGURES: tuple[Figure, ...] = (
 )
 
 
-def _share(memory_mb: int, shape: str) -> Callable[[Results], Values | None]:
+def _share(memory_mb: int, shape: str, stratus: str = "stratus") -> Callable[[Results], Values | None]:
     def measure(results: Results) -> Values | None:
         if results.shares is None or memory_mb not in results.shares:
             return None
         walls = results.shares[memory_mb][shape]
-        return {subject: statistics.median(runs) for subject, runs in walls.items() if runs}
+        if not walls.get(stratus):
+            return None
+        values = {subject: statistics.median(runs) for subject, runs in walls.items() if runs}
+        values["stratus"] = values[stratus]
+        return values
 
     return measure
 
 
-def _share_name(memory_mb: int, shape: str) -> Callable[[Results], str]:
+def _share_name(memory_mb: int, shape: str, stratus: str = "stratus") -> Callable[[Results], str]:
     what = "buffered cold, spawn -> exit" if shape == "buffered" else "streaming cold, spawn -> 1st call"
+    if stratus == BUILT:
+        what += ", built package"
     return lambda results: (
         f"{what}, wall ms at {memory_mb:,} MB ({results.shares[memory_mb]['quota_us'] / 1e5:.2f} vCPU)"
         if results.shares
@@ -392,12 +429,18 @@ def _share_name(memory_mb: int, shape: str) -> Callable[[Results], str]:
 SHAPES = ("buffered", "streaming")
 
 
+def _share_targets(memory_mb: int, stratus: str) -> tuple[Target, ...]:
+    """Issue 20's goal: on the built package, at 512 MB's share, half the SDK's cold start or less."""
+    return (Target(0.5, anchor="sdk"),) if stratus == BUILT and memory_mb == 512 else ()
+
+
 def share_figures(memory_sizes: Sequence[int]) -> tuple[Figure, ...]:
     """The CPU-share table: each shape's wall-clock cold start at each memory size's share, then unthrottled."""
     return (
         *(
-            Figure(_share_name(mb, shape), _share(mb, shape))
+            Figure(_share_name(mb, shape, stratus), _share(mb, shape, stratus), _share_targets(mb, stratus))
             for shape in ("buffered", "streaming")
+            for stratus in ("stratus", BUILT)
             for mb in memory_sizes
         ),
         Figure(

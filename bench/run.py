@@ -36,6 +36,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import artifact
 import backends
 import benchenv
 import cpushare
@@ -103,15 +104,15 @@ def run_cold(
     return results, bare_cpu
 
 
-def run_callgrind(pythons: Pythons, env: dict[str, str]) -> dict[str, int] | None:
+def run_callgrind(pythons: Pythons, env: dict[str, str], built: dict[str, dict[str, str]]) -> dict[str, int] | None:
     """Instructions per cold-start child, and for the subjects the span alone (child minus the bare harness)."""
     if measure.valgrind() is None:
         _log("  valgrind not found: instruction counts skipped")
         return None
     totals = {}
-    for subject in ("bare", *(subject for subject in SUBJECTS if subject not in UNTRACEABLE)):
+    for subject in ("bare", *(subject for subject in SUBJECTS if subject not in UNTRACEABLE), *built):
         started = time.perf_counter()
-        totals[subject] = measure.instructions(_python(pythons, subject), subject, env)
+        totals[subject] = measure.instructions(_python(pythons, subject), subject, {**env, **built.get(subject, {})})
         _log(f"  callgrind {subject}: {totals[subject]:,} instructions ({time.perf_counter() - started:.0f} s)")
     return totals
 
@@ -239,16 +240,36 @@ class Sizes:
         return 1 if self.smoke else 10 if self.quick else 40
 
 
+def built_package(pythons: Pythons) -> dict[str, dict[str, str]]:
+    """Build the package `sam build` produces and add it as the subject `stratus-built` (run on the runtime's
+    Python, CPython 3.13); its environment overrides, or none where pyenv has no 3.13."""
+    runtime = benchenv.interpreter("3.13")
+    if runtime is None:
+        _log("  no CPython 3.13 (the Lambda runtime's) in pyenv: the built package is not measured")
+        return {}
+    started = time.perf_counter()
+    package = artifact.build(benchenv.cache_dir() / "bench-artifact", runtime)
+    _log(f"built the Lambda package with the Makefile's sam build recipe ({time.perf_counter() - started:.0f} s)")
+    pythons[streaming.BUILT] = runtime
+    return {streaming.BUILT: artifact.environment(package)}
+
+
 def measure_parts(
-    results: figures.Results, parts: Sequence[str], pythons: Pythons, env: dict[str, str], sizes: Sizes
+    results: figures.Results,
+    parts: Sequence[str],
+    pythons: Pythons,
+    env: dict[str, str],
+    sizes: Sizes,
+    built: dict[str, dict[str, str]],
 ) -> None:
     """The streaming shape, the CPU-share mode and the warm path per Python, into `results`."""
-    streamed = {subject: _python(pythons, subject) for subject in streaming.STREAMING_SUBJECTS}
+    streamed = {subject: _python(pythons, subject) for subject in (*streaming.STREAMING_SUBJECTS, *built)}
     if "streaming" in parts:
         _log(f"streaming shape: {sizes.stream_runs} cold starts per subject, then warm calls and wrk")
         results.streaming = streaming.run(
             streamed,
             env,
+            overrides=built,
             runs=sizes.stream_runs,
             calls=sizes.calls,
             seconds=sizes.wrk_seconds,
@@ -256,12 +277,13 @@ def measure_parts(
             log=_log,
         )
     if "cpu-share" in parts:
-        buffered = SMOKE_SHARE_SUBJECTS if sizes.smoke else SUBJECTS
-        streams = SMOKE_SHARE_SUBJECTS if sizes.smoke else streaming.STREAMING_SUBJECTS
+        buffered = (*(SMOKE_SHARE_SUBJECTS if sizes.smoke else SUBJECTS), *built)
+        streams = (*(SMOKE_SHARE_SUBJECTS if sizes.smoke else streaming.STREAMING_SUBJECTS), *built)
         _log(f"CPU share (cgroup v1 cpu quota): {sizes.share_runs} cold starts per subject at each memory size")
         results.shares = cpushare.run(
             {subject: _python(pythons, subject) for subject in buffered},
             env,
+            overrides=built,
             runs=sizes.share_runs,
             buffered=buffered,
             streamed=streams,
@@ -335,6 +357,7 @@ def main(argv: Sequence[str] | None = None) -> None:
         **{name: benchenv.ensure_anchor_venv(name) for name in benchenv.ANCHOR_PACKAGES},
     }
     env = measure.child_env()
+    built = {} if args.profile or args.profile_warm else built_package(pythons)
     if args.profile:
         hot_spots(python, env)
         return
@@ -347,18 +370,18 @@ def main(argv: Sequence[str] | None = None) -> None:
         return
     if args.only:
         alone = figures.Results.alone()
-        measure_parts(alone, [args.only], pythons, env, sizes)
+        measure_parts(alone, [args.only], pythons, env, sizes, built)
         _print_part_tables(alone)
         print(f"\n({time.perf_counter() - started:.0f} s)")
         return
     try:
         _log(f"cold starts: {runs} per subject")
         with backends.backend_envs() as backend_env:
-            cold, bare_cpu = run_cold(pythons, runs, env, backend_env)
+            cold, bare_cpu = run_cold(pythons, runs, env, {**backend_env, **built})
         ir = None
         if sizes.callgrind:
             _log("instruction counts (callgrind)")
-            ir = run_callgrind(pythons, env)
+            ir = run_callgrind(pythons, env, built)
         _log(f"warm calls: {calls} x {repeats} processes per subject")
         warm = run_warm(pythons, calls, repeats, env, SMOKE_SLOW_CALLS if args.smoke else None)
         _log("pipeline overhead")
@@ -385,7 +408,7 @@ def main(argv: Sequence[str] | None = None) -> None:
         results = figures.Results(
             cold, bare_cpu, ir, warm, pipeline, stores, notify, served, in_process, gateway, sessions, tools
         )
-        measure_parts(results, PARTS, pythons, env, sizes)
+        measure_parts(results, PARTS, pythons, env, sizes, built)
     except RuntimeError:
         if not python.exists():
             raise SystemExit(

@@ -8,6 +8,7 @@ then stays up for the warm calls and the wrk run, and is ended by its PID.
 
 Subjects, each in its own venv (benchenv.py):
   stratus  run.sh (`python -m stratus.handlers.streaming`), as template.yaml's StreamingFunction runs it
+  stratus-built  the same from the package `sam build` produces, on the runtime's Python (bench/artifact.py)
   floor    bare Starlette + pydantic, one route (starlette_floor.py), under `python -m uvicorn`
   sdk      the official SDK's Streamable HTTP app (asgi_apps.py, stateless JSON), under `python -m uvicorn`
   fastmcp  FastMCP's HTTP app, the same way
@@ -30,10 +31,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import artifact
 import measure
 import wire
 
 STREAMING_SUBJECTS = ("stratus", "floor", "sdk", "fastmcp")
+BUILT = "stratus-built"
 READINESS_PATH = "/health/live"  # template.yaml's AWS_LWA_READINESS_CHECK_PATH
 READINESS_INTERVAL_S = 0.010  # the adapter's retry interval
 READY_STATUSES = range(100, 500)  # the adapter's default AWS_LWA_READINESS_CHECK_HEALTHY_STATUS
@@ -55,22 +58,24 @@ def _free_port() -> int:
         return int(probe.getsockname()[1])
 
 
-def entry(python: Path, subject: str, port: int, env: dict[str, str]) -> tuple[list[str], dict[str, str]]:
-    """The command and environment the adapter's container would start the subject with."""
-    if subject == "stratus":
+def entry(python: Path, subject: str, port: int, env: dict[str, str]) -> tuple[list[str], dict[str, str], Path]:
+    """The command, environment and working directory the adapter's container would start the subject with."""
+    if subject in ("stratus", BUILT):
+        package = Path(env["LAMBDA_TASK_ROOT"]) if subject == BUILT else measure.REPO
+        base = artifact.without_working_tree(env) if subject == BUILT else env
         settings = {
-            "PATH": f"{python.parent}{os.pathsep}{env.get('PATH', '')}",  # run.sh runs `python`
+            "PATH": f"{python.parent}{os.pathsep}{base.get('PATH', '')}",  # run.sh runs `python`
             "AWS_LWA_PORT": str(port),
             "STRATUS_APP": "examples.add:server",
             "STRATUS_TRUST_REQUEST_CONTEXT_HEADER": "true",  # as template.yaml sets it behind the adapter
         }
-        return ["sh", str(measure.REPO / "run.sh")], {**env, **settings}
+        return ["sh", str(package / "run.sh")], {**base, **settings}, package
     module = "starlette_floor:app" if subject == "floor" else f"asgi_apps:{subject}"
     argv = [
         str(python), "-m", "uvicorn", module, "--app-dir", str(measure.BENCH), "--host", "127.0.0.1",
         "--port", str(port),
     ]  # fmt: skip
-    return argv, env
+    return argv, env, measure.REPO
 
 
 def cpu_ms(pid: int) -> float:
@@ -188,11 +193,11 @@ def started(
 ) -> Iterator[Running]:
     """The subject's entry spawned, ready and past its first tools/call; ended (by PID) on leaving."""
     port = _free_port()
-    argv, child_env = entry(python, subject, port, env)
+    argv, child_env, cwd = entry(python, subject, port, env)
     with tempfile.TemporaryFile() as errors:
         start = time.perf_counter()
         process = subprocess.Popen(
-            argv, env=child_env, cwd=measure.REPO, stdout=subprocess.DEVNULL, stderr=errors, preexec_fn=preexec
+            argv, env=child_env, cwd=cwd, stdout=subprocess.DEVNULL, stderr=errors, preexec_fn=preexec
         )
         try:
             deadline = start + START_SECONDS
@@ -288,29 +293,36 @@ def run(
     pythons: dict[str, Path],
     env: dict[str, str],
     *,
+    overrides: dict[str, dict[str, str]],
     runs: int,
     calls: int,
     seconds: float,
     wrk: str | None,
     log: Callable[[str], None],
 ) -> dict[str, Any]:
-    """`runs` cold starts per subject, interleaved in rotating order after one untimed start each (it writes the
-    .pyc files), then one more process per subject for the warm calls and (with wrk) the throughput."""
-    for subject in STREAMING_SUBJECTS:
-        with started(pythons[subject], subject, env):
+    """`runs` cold starts per subject of `pythons`, interleaved in rotating order after one untimed start each (it
+    writes the .pyc files; the built package's are shipped), then one more process per subject for the warm calls
+    and (with wrk) the throughput. `overrides` adds to `env` per subject."""
+    subjects = tuple(pythons)
+
+    def start(subject: str) -> Any:
+        return started(pythons[subject], subject, {**env, **overrides.get(subject, {})})
+
+    for subject in subjects:
+        with start(subject):
             pass
-    cold: dict[str, list[dict[str, float]]] = {subject: [] for subject in STREAMING_SUBJECTS}
+    cold: dict[str, list[dict[str, float]]] = {subject: [] for subject in subjects}
     for round_ in range(runs):
-        shift = round_ % len(STREAMING_SUBJECTS)
-        for subject in STREAMING_SUBJECTS[shift:] + STREAMING_SUBJECTS[:shift]:
-            with started(pythons[subject], subject, env) as running:
+        shift = round_ % len(subjects)
+        for subject in subjects[shift:] + subjects[:shift]:
+            with start(subject) as running:
                 cold[subject].append(running.cold)
         log(f"  streaming cold round {round_ + 1}/{runs}")
     warm_figures, served = {}, {}
     if wrk is None:
         log("  wrk not found (apt-get install -y wrk): streaming throughput skipped")
-    for subject in STREAMING_SUBJECTS:
-        with started(pythons[subject], subject, env) as running:
+    for subject in subjects:
+        with start(subject) as running:
             warm_figures[subject] = warm(running, calls, warmup=max(50, calls // 10))
             if wrk is not None:
                 served[subject] = throughput(running, wrk, seconds)
