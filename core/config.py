@@ -99,7 +99,16 @@ class Settings:
     """At most this many of them open at once for one authenticated principal (0: no cap); one more is refused with
     429. Anonymous callers cannot be told apart: only their sessions' cap and the process's bound them."""
     max_body_bytes: int = 4 * 1024 * 1024
-    """Request bodies above this size are refused with 413."""
+    """Request bodies above this size are refused with 413 and a JSON-RPC error naming this setting. Below every
+    front door's own limit (a Function URL's 6 MB invocation payload, API Gateway's 10 MB), so the client gets
+    this answer rather than the front door's."""
+    max_response_bytes: int = 6 * 1024 * 1024
+    """Behind the buffered handler (API Gateway, a `BUFFERED` Function URL): an answer whose Lambda response
+    payload (the body escaped as a JSON string, plus status and headers) would pass this many bytes is replaced by
+    a JSON-RPC error -32603 naming this setting and the streaming endpoint, instead of the front door's bare 5xx.
+    Lambda returns at most 6 MB from a synchronous invocation
+    (https://docs.aws.amazon.com/lambda/latest/dg/gettingstarted-limits.html); 0: no check. Streamed responses
+    (uvicorn, the streaming function: 200 MB) are not bound by it."""
     body_timeout_seconds: float = 30.0
     """A request body not wholly received this long after the endpoint starts reading it is answered 408 (and the
     connection closed): a client trickling its body holds no connection for longer."""
@@ -254,6 +263,7 @@ _PARSERS: dict[str, Callable[[str], Any]] = {
     "gateway_allowed_networks": _csv,
     "trust_request_context_header": _flag,
     "max_body_bytes": _positive_int,
+    "max_response_bytes": _count,
     "body_timeout_seconds": _positive_float,
     "serve_header_timeout_seconds": _positive_float,
     "serve_max_connections": _count,
