@@ -33,6 +33,7 @@ def stores_for(settings: Settings) -> Stores:
         timeout=settings.store_timeout_seconds,
         max_sessions=settings.max_sessions,
         max_sessions_per_principal=settings.max_sessions_per_principal,
+        max_record_bytes=settings.max_record_bytes,
     )
 
 

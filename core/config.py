@@ -11,6 +11,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, fields
 from typing import Any
 
+from stratus.stores.bounded import DYNAMODB_MAX_RECORD_BYTES
 from stratus.stores.urls import WAITING_CONNECTIONS, StoreConfigError, is_shared, validate_store_url
 
 PREFIX = "STRATUS_"
@@ -99,7 +100,16 @@ class Settings:
     """At most this many of them open at once for one authenticated principal (0: no cap); one more is refused with
     429. Anonymous callers cannot be told apart: only their sessions' cap and the process's bound them."""
     max_body_bytes: int = 4 * 1024 * 1024
-    """Request bodies above this size are refused with 413."""
+    """Request bodies above this size are refused with 413 and a JSON-RPC error naming this setting. Below every
+    front door's own limit (a Function URL's 6 MB invocation payload, API Gateway's 10 MB), so the client gets
+    this answer rather than the front door's."""
+    max_response_bytes: int = 6 * 1024 * 1024
+    """Behind the buffered handler (API Gateway, a `BUFFERED` Function URL): an answer whose Lambda response
+    payload (the body escaped as a JSON string, plus status and headers) would pass this many bytes is replaced by
+    a JSON-RPC error -32603 naming this setting and the streaming endpoint, instead of the front door's bare 5xx.
+    Lambda returns at most 6 MB from a synchronous invocation
+    (https://docs.aws.amazon.com/lambda/latest/dg/gettingstarted-limits.html); 0: no check. Streamed responses
+    (uvicorn, the streaming function: 200 MB) are not bound by it."""
     body_timeout_seconds: float = 30.0
     """A request body not wholly received this long after the endpoint starts reading it is answered 408 (and the
     connection closed): a client trickling its body holds no connection for longer."""
@@ -108,6 +118,14 @@ class Settings:
     max_batch_response_bytes: int = 4 * 1024 * 1024
     """Once a batch's answers reach this size, its remaining requests are not run; each is answered with an error
     the client can resend it on."""
+    max_record_bytes: int = DYNAMODB_MAX_RECORD_BYTES
+    """The most a store keeps in one record, on every backend alike: a session's encoded record, one stream event
+    (a logged notification, request or final answer), a client's reply, a task's request and result together.
+    Past it a task fails with a JSON-RPC error -32603 naming this setting (it never stays `working`), a logged final
+    answer is replaced in the log by that error (the connected client still gets the answer), and a session, event
+    or reply is refused with it. Default and maximum on DynamoDB: 400 KB (its item limit,
+    https://docs.aws.amazon.com/amazondynamodb/latest/developerguide/ServiceQuotas.html) less 16 KiB for keys and
+    attribute names; Redis and memory may go higher, or 0 for no bound."""
     session_ttl_seconds: int = 1800
     """A handshake-era session ends after this long without a request."""
     max_sessions: int = 100
@@ -189,6 +207,11 @@ class Settings:
                 f"the {WAITING_CONNECTIONS} connections of a process's pool for long waits, and calls awaiting a "
                 f"client's reply need some too"
             )
+        if self.store.startswith("dynamodb") and not 0 < self.max_record_bytes <= DYNAMODB_MAX_RECORD_BYTES:
+            raise SettingsError(
+                f"{PREFIX}MAX_RECORD_BYTES must be between 1 and {DYNAMODB_MAX_RECORD_BYTES} with DynamoDB: an item "
+                "is at most 400 KB, keys and attribute names included"
+            )
         if self.limits_on_store_failure not in ("open", "closed"):
             raise SettingsError(f"{PREFIX}LIMITS_ON_STORE_FAILURE must be open or closed")
 
@@ -254,6 +277,8 @@ _PARSERS: dict[str, Callable[[str], Any]] = {
     "gateway_allowed_networks": _csv,
     "trust_request_context_header": _flag,
     "max_body_bytes": _positive_int,
+    "max_response_bytes": _count,
+    "max_record_bytes": _count,
     "body_timeout_seconds": _positive_float,
     "serve_header_timeout_seconds": _positive_float,
     "serve_max_connections": _count,

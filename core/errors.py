@@ -12,6 +12,8 @@ McpError                      a JSON-RPC error with an HTTP status for the trans
 ├── TooManySessionsError      -31503, 503: the deployment's maximum session count is reached
 │   └── PrincipalSessionsFullError   ... or the caller's own quota of sessions (STRATUS_MAX_SESSIONS_PER_PRINCIPAL)
 ├── TooManyStreamsError       -31429, 429 / -31503, 503: a cap on open streams is reached (names its setting)
+├── ResponseTooLargeError     -32603: an answer past the buffered front door's payload limit (names its setting)
+├── RecordTooLargeError       -32603: a value past what the state store keeps in one record (names its setting)
 └── HttpError                 -32600, refused before the JSON-RPC message is read (403, 405, 406, 413, 415, 421)
 """
 
@@ -244,3 +246,33 @@ class HttpError(McpError):
     def __init__(self, status: int, message: str, *, headers: dict[str, str] | None = None) -> None:
         super().__init__(message, http_status=status)
         self.headers = headers or {}
+
+
+class ResponseTooLargeError(McpError):
+    """An answer too large for a buffered front door: Lambda returns at most 6 MB from a synchronous invocation, and
+    API Gateway or the Function URL would answer its own bare 5xx instead. The request itself ran; the client can
+    call the streaming endpoint (its limit is 200 MB) or ask for less. `data.setting` names the limit."""
+
+    SETTING = "STRATUS_MAX_RESPONSE_BYTES"
+
+    def __init__(self, size: int, limit: int) -> None:
+        super().__init__(
+            f"Result too large for this buffered endpoint: about {size} bytes as Lambda returns it, over the "
+            f"{limit}-byte limit ({self.SETTING}; a buffered Lambda response is at most 6 MB). Call the streaming "
+            "endpoint (the streaming Function URL or REST API) for large results, or ask for less",
+            data={"setting": self.SETTING, "limit": limit, "size": size},
+        )
+
+
+class RecordTooLargeError(McpError):
+    """A value larger than the state store keeps in one record (a DynamoDB item is at most 400 KB; every backend
+    applies the same bound, so a deployment behaves the same on each). `data.setting` names the bound."""
+
+    SETTING = "STRATUS_MAX_RECORD_BYTES"
+
+    def __init__(self, what: str, size: int, limit: int) -> None:
+        super().__init__(
+            f"{what} is too large to keep: {size} bytes, over the {limit}-byte limit of one stored record "
+            f"({self.SETTING}; a DynamoDB item is at most 400 KB)",
+            data={"setting": self.SETTING, "limit": limit, "size": size},
+        )

@@ -27,6 +27,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
         "stratus.stores.base",
         "stratus.stores.records",
         "stratus.stores.urls",
+        "stratus.stores.bounded",
     ),
     (
         "stratus.server",

@@ -34,6 +34,7 @@ from stratus.errors import (
     McpError,
     MethodNotFoundError,
     MissingCapabilityError,
+    RecordTooLargeError,
     RequestTimeoutError,
 )
 from stratus.protocol import versions
@@ -305,14 +306,24 @@ class TaskService:
             outcome = await self._outcome_of(call, tool, request["arguments"])
         if "inputRequests" in outcome:
             outcome["asked"] = sorted({*asked, *outcome["inputRequests"]})
-            if await self.stores.tasks.update(
-                task_id, status="input_required", result=json.dumps(outcome), expect=LIVE
-            ):
-                await self.stores.events.append(_stream(task_id), "input_required")
-            return
-        status = "failed" if "error" in outcome else "completed"
-        if await self.stores.tasks.update(task_id, status=status, result=json.dumps(outcome), expect=LIVE):
-            await self.stores.events.append(_stream(task_id), status)
+            status = "input_required"
+        else:
+            status = "failed" if "error" in outcome else "completed"
+        recorded = await self._record(task_id, status, outcome)
+        if recorded is not None:
+            await self.stores.events.append(_stream(task_id), recorded)
+
+    async def _record(self, task_id: str, status: str, outcome: JsonObject) -> str | None:
+        """Move a live task to `status` with `outcome`: the status it ended in, None when it had already moved. An
+        outcome the store cannot keep (`STRATUS_MAX_RECORD_BYTES`) fails the task with that error instead, so the
+        task always ends and its client learns why."""
+        try:
+            moved = await self.stores.tasks.update(task_id, status=status, result=json.dumps(outcome), expect=LIVE)
+        except RecordTooLargeError as refused:
+            logger.warning("task outcome too large to keep", extra={"task": task_id, "size": refused.data["size"]})
+            status, failure = "failed", json.dumps({"error": refused.to_error()})
+            moved = await self.stores.tasks.update(task_id, status=status, result=failure, expect=LIVE)
+        return status if moved else None
 
     async def _answers(self, task_id: str, keys: list[str]) -> JsonObject:
         """The client's answers (via tasks/update) to the task's questions so far, by key."""

@@ -13,7 +13,7 @@ import json
 import secrets
 from typing import Any, Protocol
 
-from stratus.errors import McpError, RequestTimeoutError
+from stratus.errors import McpError, RecordTooLargeError, RequestTimeoutError
 
 JsonObject = dict[str, Any]
 LOG_LEVELS = ("debug", "info", "notice", "warning", "error", "critical", "alert", "emergency")
@@ -57,8 +57,21 @@ class StreamLog:
         return f"{self.token}-0"
 
     async def record(self, message: JsonObject) -> str:
-        seq = await self.events.append(self.key, json.dumps(message, separators=(",", ":"), ensure_ascii=False))
+        try:
+            seq = await self.events.append(self.key, _compact(message))
+        except RecordTooLargeError as refused:
+            if "id" not in message or "method" in message:  # a notification or request: the call sending it learns
+                raise
+            # The call's answer, past what the log keeps (STRATUS_MAX_RECORD_BYTES): the connected client still gets
+            # it whole; a client resuming the stream gets this error for its request instead of waiting forever.
+            seq = await self.events.append(
+                self.key, _compact({"jsonrpc": "2.0", "id": message["id"], "error": refused.to_error()})
+            )
         return f"{self.token}-{seq}"
+
+
+def _compact(message: JsonObject) -> str:
+    return json.dumps(message, separators=(",", ":"), ensure_ascii=False)
 
 
 class Outbound:

@@ -13,6 +13,7 @@ from urllib.parse import urlsplit
 
 from stratus.resilience.deadline import Clock
 from stratus.stores.base import Stores
+from stratus.stores.bounded import bounded
 from stratus.stores.urls import validate_store_url
 
 
@@ -24,9 +25,13 @@ def build_stores(
     timeout: float = 2.0,
     max_sessions: int = 0,
     max_sessions_per_principal: int = 0,
+    max_record_bytes: int = 0,
     clock: Clock = time.time,
 ) -> Stores:
     """The stores for `url`; a backend's client library is imported only here, only when chosen.
+
+    `max_record_bytes` bounds every record they keep, the same on every backend (0: no bound; see
+    `stratus.stores.bounded`).
 
     `max_sessions` caps the live handshake-era sessions across every container sharing the store (0: no cap), and
     `max_sessions_per_principal` those of one authenticated principal (0: no quota; anonymous sessions have none).
@@ -34,6 +39,21 @@ def build_stores(
     Raises:
         StoreConfigError: the URL is not usable.
     """
+    return bounded(
+        _backend_stores(url, session_ttl_seconds, prefix, timeout, max_sessions, max_sessions_per_principal, clock),
+        max_record_bytes,
+    )
+
+
+def _backend_stores(
+    url: str,
+    session_ttl_seconds: float,
+    prefix: str,
+    timeout: float,
+    max_sessions: int,
+    max_sessions_per_principal: int,
+    clock: Clock,
+) -> Stores:
     scheme = validate_store_url(url)
     limits = {"max_sessions": max_sessions, "max_sessions_per_principal": max_sessions_per_principal}
     if scheme in ("redis", "rediss"):

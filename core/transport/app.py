@@ -58,6 +58,7 @@ def build_app(
         batch_limits=BatchLimits(settings.max_batch_length, settings.max_batch_response_bytes),
         max_stream_seconds=settings.max_stream_seconds,
         keepalive_seconds=settings.keepalive_seconds,
+        max_response_bytes=settings.max_response_bytes,
         authenticator=authenticator,
     )
     health = Health(

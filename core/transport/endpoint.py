@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 from stratus.errors import HttpError, InternalError, McpError
 from stratus.protocol import versions
 from stratus.protocol.dispatch import Dispatcher
-from stratus.protocol.jsonrpc import decode, encode
+from stratus.protocol.jsonrpc import decode
 from stratus.request.http import HttpRequest
 from stratus.request.outbound import Outbound
 from stratus.request.signal import CancellationSignal
@@ -28,6 +28,7 @@ from stratus.transport.asgi import (
     send_response,
     until_disconnected,
 )
+from stratus.transport.buffered_limit import buffered_body
 from stratus.transport.cors import exposing_to, is_preflight, preflight_headers
 from stratus.transport.guards import HostOriginGuard, check_accepts_json, check_json_body
 from stratus.transport.handshake import SESSION_HEADER, BatchLimits, HandshakeHandler
@@ -60,6 +61,7 @@ class McpEndpoint:
         batch_limits: BatchLimits | None = None,
         max_stream_seconds: float = 840.0,
         keepalive_seconds: float = KEEPALIVE_SECONDS,
+        max_response_bytes: int = 0,
         authenticator: RequestAuthenticator | None = None,
     ) -> None:
         self.dispatcher = dispatcher
@@ -71,6 +73,8 @@ class McpEndpoint:
         self.body_timeout_seconds = body_timeout_seconds
         self.max_stream_seconds = max_stream_seconds
         self.keepalive_seconds = keepalive_seconds
+        self.max_response_bytes = max_response_bytes
+        """The bound of a buffered Lambda answer (behind Mangum); 0: none. Streamed answers are never bound."""
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         headers = request_headers(scope)
@@ -96,7 +100,7 @@ class McpEndpoint:
         if response.started:  # a stream failed after its headers: too late for an error status, so end it
             await response.complete()
             return
-        await _send(reply, send)
+        await _send(reply, send, self.max_response_bytes if "aws.event" in scope else 0)
 
     async def _route(self, scope: Scope, receive: Receive, send: Send, headers: Headers) -> Reply | None:
         method = scope["method"]
@@ -336,13 +340,12 @@ async def _cancel_on_disconnect(receive: Receive, disconnected: CancellationSign
 
 
 def _too_large(limit: int) -> HttpError:
-    return HttpError(413, f"Payload Too Large: the body limit is {limit} bytes")
+    return HttpError(413, f"Payload Too Large: the body limit is {limit} bytes (STRATUS_MAX_BODY_BYTES)")
 
 
-async def _send(reply: Reply, send: Send) -> None:
+async def _send(reply: Reply, send: Send, max_response_bytes: int) -> None:
     if reply.payload is None:
         await send_response(send, reply.status, b"", reply.headers)
         return
-    await send_response(
-        send, reply.status, encode(reply.payload), {**reply.headers, "content-type": "application/json"}
-    )
+    reply, body = buffered_body(reply, max_response_bytes)
+    await send_response(send, reply.status, body, {**reply.headers, "content-type": "application/json"})

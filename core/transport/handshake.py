@@ -9,7 +9,7 @@ import json
 import secrets
 from typing import TYPE_CHECKING, Any, NamedTuple
 
-from stratus.errors import InvalidParamsError, InvalidRequestError, McpError
+from stratus.errors import InvalidParamsError, InvalidRequestError, McpError, RecordTooLargeError
 from stratus.protocol import versions
 from stratus.protocol.call import Call
 from stratus.protocol.dispatch import Dispatcher
@@ -163,6 +163,15 @@ class HandshakeHandler:
         await self.sessions.delete(session.session_id)
         return Reply(200)
 
+    async def _deliver(self, request_key: str, reply: str) -> bool:
+        """Hand a client's reply to the call awaiting it. A reply past what the store keeps is refused, and the call
+        gets the refusal as its reply at once rather than waiting out its timeout."""
+        try:
+            return await self.pending.deliver(request_key, reply)
+        except RecordTooLargeError as refused:
+            await self.pending.deliver(request_key, json.dumps({"error": refused.to_error()}))
+            raise
+
     async def _session(self, headers: Headers, principal: Principal | None) -> SessionRecord:
         """The live session the request names, if it belongs to the caller.
 
@@ -215,7 +224,7 @@ class HandshakeHandler:
             return None
         if isinstance(message, ClientResponse):
             reply = {"result": message.result} if message.error is None else {"error": message.error}
-            if not await self.pending.deliver(f"{session.session_id}/{message.id}", json.dumps(reply)):
+            if not await self._deliver(f"{session.session_id}/{message.id}", json.dumps(reply)):
                 raise InvalidRequestError(f"Invalid request: no request {message.id!r} of this session awaits a reply")
             return None
         if message.method == "initialize":
