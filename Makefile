@@ -31,9 +31,10 @@ check: $(VENV)/.installed  ## lint and type-check
 unit: $(VENV)/.installed  ## the pytest suite
 	$(BIN)/python -m pytest
 
-conformance: $(VENV)/.installed  ## the official MCP conformance suite: one process, two sharing Redis / DynamoDB, a gateway
+conformance: $(VENV)/.installed  ## the official MCP conformance suite: one process, two sharing Redis / a Redis Cluster / DynamoDB, a gateway
 	bash scripts/conformance
 	CONFORMANCE_TARGET=shared-redis bash scripts/conformance
+	CONFORMANCE_TARGET=shared-redis-cluster bash scripts/conformance
 	CONFORMANCE_TARGET=shared-dynamodb bash scripts/conformance
 	CONFORMANCE_TARGET=gateway bash scripts/conformance
 
