@@ -5,7 +5,8 @@ asynchronous, so when a primary fails and its replica takes over, writes the pri
 passed on can be lost; a manual failover (`CLUSTER FAILOVER` on a replica) loses none, because the replica takes
 over only once it has processed the primary's whole replication stream. Here a primary fails over by hand while
 sessions are created and events appended: calls caught in the switch may fail with `StoreUnavailableError` (a 503
-that says to retry), and every write that was acknowledged is still there afterwards.
+that says to retry), and every write that was acknowledged is still there afterwards. A primary killed outright
+makes calls on its slots fail with that same 503 until its replica takes over, and then they succeed again.
 """
 
 from __future__ import annotations
@@ -25,6 +26,9 @@ from tests.fixtures.store_backends import TTL
 
 CALLS_AFTER_FAILOVER = 20
 MAX_CALLS = 2000
+TAKEOVER_SECONDS = 20.0
+"""How long a killed primary's slots may stay unserved: `cluster-node-timeout` (1 s here) before the replica is
+elected, the election, and the client finding the new primary."""
 
 
 @pytest.mark.anyio
@@ -88,6 +92,32 @@ async def test_a_manual_failover_while_calls_run_loses_no_acknowledged_write(red
         assert woken == ["after"]
     finally:
         await stores.aclose()
+
+
+@pytest.mark.anyio
+async def test_calls_on_a_killed_primarys_slots_answer_503_until_its_replica_takes_over(
+    redis_cluster: OwnRedisCluster,
+) -> None:
+    prefix = f"takeover-{secrets.token_hex(4)}"
+    stores = build_stores(redis_cluster.url, session_ttl_seconds=TTL, prefix=prefix, clock=FakeClock())
+    roster_primary = redis_cluster.primary_of(f"{prefix}:{{roster}}:expires")
+    refused = 0
+    try:
+        await stores.sessions.create(SessionRecord(session_id="before", protocol_version="2025-11-25"))
+        redis_cluster.kill(roster_primary)
+        with anyio.fail_after(TAKEOVER_SECONDS):
+            for n in range(MAX_CALLS):
+                try:
+                    await stores.sessions.create(SessionRecord(session_id=f"s-{n}", protocol_version="2025-11-25"))
+                    break
+                except StoreUnavailableError:
+                    refused += 1
+        assert refused > 0  # the slots were unserved for a while, and said so with the retryable 503
+        assert await stores.sessions.load(f"s-{n}") is not None
+        assert redis_cluster.primary_of(f"{prefix}:{{roster}}:expires") != roster_primary
+    finally:
+        await stores.aclose()
+        await anyio.to_thread.run_sync(redis_cluster.restart, roster_primary)
 
 
 def test_each_node_is_reached_with_the_urls_credentials_tls_and_pool_size() -> None:
