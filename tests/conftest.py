@@ -8,6 +8,7 @@ import pytest
 from examples.demo import server as demo_server
 from tests.fixtures.clients import McpFactory, mcp_clients
 from tests.fixtures.moto_server import SerialMotoServer
+from tests.fixtures.redis_cluster import OwnRedisCluster
 from tests.fixtures.redis_server import OwnRedis
 from tests.fixtures.wire import McpHttp
 
@@ -64,3 +65,14 @@ def own_redis() -> Iterator[OwnRedis]:
         yield server
     finally:
         server.stop()
+
+
+@pytest.fixture(scope="session")
+def redis_cluster() -> Iterator[OwnRedisCluster]:
+    """A Redis Cluster of the session's own (three primaries, three replicas), started once and ended by PID."""
+    cluster = OwnRedisCluster()
+    cluster.start()
+    try:
+        yield cluster
+    finally:
+        cluster.stop()

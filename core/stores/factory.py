@@ -14,7 +14,7 @@ from urllib.parse import urlsplit
 from stratus.resilience.deadline import Clock
 from stratus.stores.base import Stores
 from stratus.stores.bounded import bounded
-from stratus.stores.urls import validate_store_url
+from stratus.stores.urls import REDIS_SCHEMES, is_cluster, validate_store_url
 
 
 def build_stores(
@@ -56,11 +56,11 @@ def _backend_stores(
 ) -> Stores:
     scheme = validate_store_url(url)
     limits = {"max_sessions": max_sessions, "max_sessions_per_principal": max_sessions_per_principal}
-    if scheme in ("redis", "rediss"):
+    if scheme in REDIS_SCHEMES:
         from stratus.stores.lazy import LazyClient
-        from stratus.stores.redis.client import redis_client, redis_waiting_client
+        from stratus.stores.redis.client import redis_calls_client, redis_waiting_client
 
-        client = LazyClient(lambda: redis_client(url, timeout=timeout))
+        client = LazyClient(lambda: redis_calls_client(url, timeout=timeout))
         waiting = LazyClient(lambda: redis_waiting_client(url, timeout=timeout))
         return redis_stores(
             client,
@@ -69,6 +69,7 @@ def _backend_stores(
             session_ttl_seconds=session_ttl_seconds,
             timeout=timeout,
             clock=clock,
+            cluster=is_cluster(url),
             **limits,
         )
     if scheme == "dynamodb":
@@ -131,10 +132,12 @@ def redis_stores(
     max_sessions_per_principal: int = 0,
     clock: Clock = time.time,
     waiting_client: Any = None,
+    cluster: bool = False,
 ) -> Stores:
     """Every store over one Redis client (and its connection pool). Long waits (a stream following its log, a call
     awaiting the client's reply) hold a connection each for as long as they last: `waiting_client`, a client of
-    its own, keeps them from starving the calls of connections (by default they share `client`)."""
+    its own, keeps them from starving the calls of connections (by default they share `client`). `cluster`: the
+    clients are Redis Cluster clients, so streams publish and follow on their shard's channels."""
     from stratus.stores.redis.cache import RedisCacheStore
     from stratus.stores.redis.client import closing
     from stratus.stores.redis.limits import RedisBreakerStore, RedisGate, RedisRateLimitStore
@@ -143,8 +146,10 @@ def redis_stores(
     from stratus.stores.redis.streams import RedisEventLogStore, RedisPendingRequestStore
     from stratus.stores.redis.tasks import RedisTaskStore
 
-    scripts = RedisScripts(client, prefix, timeout=timeout)
-    waits = RedisScripts(waiting_client, prefix, timeout=timeout) if waiting_client is not None else scripts
+    scripts = RedisScripts(client, prefix, timeout=timeout, cluster=cluster)
+    waits = scripts
+    if waiting_client is not None:
+        waits = RedisScripts(waiting_client, prefix, timeout=timeout, cluster=cluster)
     sessions = RedisSessionStore(
         scripts,
         ttl_seconds=session_ttl_seconds,

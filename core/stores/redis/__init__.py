@@ -35,7 +35,9 @@ Each write a dropped connection may make redis-py send twice carries a write tok
 `stratus.stores.redis_scripts`), so the second run answers like the first and adds nothing.
 
 A follower of an event log subscribes to the channel named like its events list, which every append publishes
-to, so a new event wakes it at once and an idle follower sends nothing. A waiter blocks on its reply list
+to, so a new event wakes it at once and an idle follower sends nothing. On a Redis Cluster (`redis+cluster://`)
+that channel is a shard channel (SPUBLISH / SSUBSCRIBE), in the slot of the stream's keys, so an event reaches only
+the shard holding its stream. A waiter blocks on its reply list
 (BLPOP) in slices shorter than the socket timeout, so a reply posted to any container wakes it at once without
 polling.
 """

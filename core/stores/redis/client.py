@@ -1,5 +1,5 @@
-"""redis-py clients with bounded sockets and blocking connection pools: one for calls, one for long waits
-(redis-py imported here only)."""
+"""redis-py clients with bounded sockets and bounded connection pools: one for calls, one for long waits; of one
+Redis server (or ElastiCache Serverless) or of a Redis Cluster (redis-py imported here only)."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 from urllib.parse import parse_qsl, urlencode, urlsplit
 
-from stratus.stores.urls import WAITING_CONNECTIONS
+from stratus.stores.urls import WAITING_CONNECTIONS, cluster_url, is_cluster
 
 MAX_CONNECTIONS = 100
 """Connections one process's pool for calls opens at most (the store URL's `?max_connections=N` sets it)."""
@@ -18,7 +18,15 @@ def redis_waiting_client(url: str, *, timeout: float) -> Any:
     calls' pool, not this one)."""
     parts = urlsplit(url)
     query = urlencode([(name, value) for name, value in parse_qsl(parts.query) if name != "max_connections"])
-    return redis_client(parts._replace(query=query).geturl(), timeout=timeout, max_connections=WAITING_CONNECTIONS)
+    waiting_url = parts._replace(query=query).geturl()
+    if is_cluster(url):
+        return redis_cluster_client(waiting_url, timeout=timeout, max_connections=WAITING_CONNECTIONS)
+    return redis_client(waiting_url, timeout=timeout, max_connections=WAITING_CONNECTIONS)
+
+
+def redis_calls_client(url: str, *, timeout: float) -> Any:
+    """The client for calls: of a cluster for `redis+cluster://` and `rediss+cluster://`, else of one server."""
+    return redis_cluster_client(url, timeout=timeout) if is_cluster(url) else redis_client(url, timeout=timeout)
 
 
 def redis_client(url: str, *, timeout: float, max_connections: int = MAX_CONNECTIONS) -> Any:
@@ -44,6 +52,37 @@ def redis_client(url: str, *, timeout: float, max_connections: int = MAX_CONNECT
         health_check_interval=30,
     )
     return Redis.from_pool(pool)
+
+
+def redis_cluster_client(url: str, *, timeout: float, max_connections: int = MAX_CONNECTIONS) -> Any:
+    """A Redis Cluster client for `redis+cluster://` (`rediss+cluster://`: TLS): it learns the slots from any node
+    named, sends each command to the primary holding its key's slot, follows MOVED and ASK redirections (during a
+    resharding) and, after a failover, finds the new primary.
+
+    Each node's pool opens at most `max_connections` (the URL's `?max_connections=N` wins). Unlike one server's
+    pool, a node's pool that has them all busy refuses at once (`StoreUnavailableError`, 503) instead of waiting.
+    """
+    from redis.asyncio.cluster import ClusterNode, RedisCluster
+    from redis.asyncio.retry import Retry
+    from redis.backoff import ExponentialBackoff
+    from redis.connection import parse_url
+
+    parsed = cluster_url(url)
+    options: dict[str, Any] = {
+        "max_connections": max_connections,
+        "socket_connect_timeout": timeout,
+        "socket_timeout": timeout,
+        "health_check_interval": 30,
+        # On a connection error the client asks the cluster for its slots again and retries: a primary that
+        # failed over answers again from its replica. Every call stays bounded by `timeout` (RedisScripts).
+        "retry": Retry(ExponentialBackoff(cap=0.25, base=0.025), 3),
+        **parse_url(parsed.node_url),  # type: ignore[no-untyped-call]
+    }
+    if options.pop("connection_class", None) is not None:
+        options["ssl"] = True  # parse_url names the TLS connection class for rediss://
+    options.pop("db", None)
+    seeds = [ClusterNode(host, port) for host, port in parsed.seeds[1:]]
+    return RedisCluster(startup_nodes=seeds, **options)
 
 
 def closing(*clients: Any) -> Callable[[], Awaitable[None]]:

@@ -200,7 +200,8 @@ return {before, before}
 """
 
 # KEYS[1] counter hash (seq, expires), KEYS[2] events list, KEYS[3] write tokens (sorted set: token -> seq, the
-# newest `max events`). ARGV: data, max events, ttl, now, grace, write token.
+# newest `max events`). ARGV: data, max events, ttl, now, grace, write token, publishing command (PUBLISH, or on a
+# cluster SPUBLISH: the channel is KEYS[2], so its shard is the one running the script).
 # -> the event's sequence number, also published on the channel named like the events list (waking followers).
 # The same append arriving again finds its token and answers its number without adding a copy. A stream past its
 # expiry starts again from 1.
@@ -220,7 +221,7 @@ local keep = math.ceil((ttl + tonumber(ARGV[5])) * 1000)
 redis.call('PEXPIRE', KEYS[1], keep)
 redis.call('PEXPIRE', KEYS[2], keep)
 redis.call('PEXPIRE', KEYS[3], keep)
-redis.call('PUBLISH', KEYS[2], seq)
+redis.call(ARGV[7], KEYS[2], seq)
 return seq
 """
 

@@ -35,17 +35,25 @@ def as_float(value: Any) -> float:
 class RedisScripts:
     """Runs the store's Lua scripts by SHA, alone or several in one round trip, loading them on NOSCRIPT."""
 
-    def __init__(self, client: Any, prefix: str, *, timeout: float) -> None:
+    def __init__(self, client: Any, prefix: str, *, timeout: float, cluster: bool = False) -> None:
         self.client = client
         self.prefix = prefix
         self.timeout = timeout
+        self.cluster = cluster
+        """A Redis Cluster client: pipelines are split per node (each script still runs on one slot), and a stream's
+        appends go out on its shard's channel (SPUBLISH: only the shard holding the stream's slot carries it,
+        where PUBLISH would cross every node of the cluster)."""
+        self.publish = "SPUBLISH" if cluster else "PUBLISH"
         self._sha = {name: hashlib.sha1(source.encode()).hexdigest() for name, source in lua.ALL.items()}  # noqa: S324 - Redis names scripts by SHA-1
 
     @property
     def _errors(self) -> tuple[type[BaseException], ...]:
-        from redis.exceptions import RedisError  # imported with the client, on first use (see stratus.stores.lazy)
+        # imported with the client, on first use (see stratus.stores.lazy)
+        from redis.exceptions import RedisClusterException, RedisError
 
-        return (RedisError, OSError, TimeoutError)
+        # A cluster client that reaches no node, or finds a slot no primary serves (during a failover), raises
+        # RedisClusterException, which is not a RedisError.
+        return (RedisError, RedisClusterException, OSError, TimeoutError)
 
     @property
     def _no_script(self) -> type[BaseException]:
@@ -118,7 +126,8 @@ class RedisScripts:
     async def _pipeline(self, calls: Sequence[ScriptCall]) -> list[Any]:
         async with self.client.pipeline(transaction=False) as pipe:
             for name, keys, args in calls:
-                pipe.evalsha(self._sha[name], len(keys), *keys, *args)
+                # As a plain command: a cluster pipeline refuses its `evalsha` method, yet routes EVALSHA by its keys.
+                pipe.execute_command("EVALSHA", self._sha[name], len(keys), *keys, *args)
             results: list[Any] = await pipe.execute(raise_on_error=False)
             return results
 

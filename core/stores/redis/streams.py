@@ -35,7 +35,7 @@ class RedisEventLogStore:
 
     async def append(self, stream: str, data: str) -> int:
         keys = [*self._keys(stream), self.scripts.key(f"ev:{stream}", "tokens")]
-        args = [data, self.max_events, self.ttl, repr(self.clock()), GRACE_SECONDS, new_token()]
+        args = [data, self.max_events, self.ttl, repr(self.clock()), GRACE_SECONDS, new_token(), self.scripts.publish]
         return int(await self.scripts.run("event_append", keys, args))
 
     async def read_after(self, stream: str, seq: int) -> list[StreamEvent]:
@@ -49,9 +49,16 @@ class RedisEventLogStore:
 
     async def wait_after(self, stream: str, seq: int, within: float) -> list[StreamEvent]:
         channel = self._keys(stream)[1]
+        if self.waits.cluster:
+            # A cluster's pub/sub routes by the client's map of slots, which only its first command would load.
+            await self.waits.command_on(self.waits.client, "initialize")
         subscription = self.waits.client.pubsub(ignore_subscribe_messages=True)
+        # On a cluster: the shard channel, on the primary holding the stream's slot (see RedisScripts.publish).
+        subscribe, receive = ("subscribe", "get_message")
+        if self.waits.cluster:
+            subscribe, receive = ("ssubscribe", "get_sharded_message")
         try:
-            await self.waits.command_on(subscription, "subscribe", channel)
+            await self.waits.command_on(subscription, subscribe, channel)
             # Read only once subscribed, so an event appended in between is either read here or published.
             events = await self.read_after(stream, seq)
             deadline = asyncio.get_running_loop().time() + within
@@ -60,7 +67,7 @@ class RedisEventLogStore:
                 if left <= 0:
                     return []
                 slice_seconds = min(left, max(0.01, self.scripts.timeout / 2))
-                message = await self.waits.command_on(subscription, "get_message", timeout=slice_seconds, blocking=True)
+                message = await self.waits.command_on(subscription, receive, timeout=slice_seconds, blocking=True)
                 if message is not None:
                     events = await self.read_after(stream, seq)
             return events

@@ -1,4 +1,5 @@
-"""The store backends the contract tests run against: in-memory, and the real redis-server on 127.0.0.1:6379."""
+"""The store backends the contract tests run against: in-memory, the real redis-server on 127.0.0.1:6379, a Redis
+Cluster of the session's own, and DynamoDB (moto in process, and moto's server)."""
 
 from __future__ import annotations
 
@@ -27,7 +28,7 @@ def dynamodb_backend(endpoint: str | None, monkeypatch: pytest.MonkeyPatch) -> I
         yield
 
 
-@pytest.fixture(params=["memory", "redis", "dynamodb", "dynamodb-server"])
+@pytest.fixture(params=["memory", "redis", "redis-cluster", "dynamodb", "dynamodb-server"])
 async def backend(request: pytest.FixtureRequest, aws_credentials: None) -> AsyncIterator[Backend]:
     clock = FakeClock()
     if request.param.startswith("dynamodb"):
@@ -49,11 +50,12 @@ async def backend(request: pytest.FixtureRequest, aws_credentials: None) -> Asyn
         yield Backend("memory", stores, clock)
         return
     prefix = f"stratus-test-{secrets.token_hex(4)}"
-    stores = build_stores(REDIS_URL, session_ttl_seconds=TTL, prefix=prefix, clock=clock)
+    url = request.getfixturevalue("redis_cluster").url if request.param == "redis-cluster" else REDIS_URL
+    stores = build_stores(url, session_ttl_seconds=TTL, prefix=prefix, clock=clock)
     stores.events.max_events = MAX_EVENTS  # type: ignore[attr-defined]
     client = stores.sessions.scripts.client  # type: ignore[attr-defined]
     try:
-        yield Backend("redis", stores, clock, client, prefix)
+        yield Backend(request.param, stores, clock, client, prefix)
     finally:
         keys = [key async for key in client.scan_iter(match=f"{prefix}:*")]
         if keys:
