@@ -52,7 +52,8 @@ bench-smoke: $(VENV)/.installed  ## the benchmark in seconds, every subject once
 # `sam build --build-in-source` calls these (template Metadata: BuildMethod makefile): the packages Stratus runs
 # on Lambda, as wheels for the function's platform, plus its own code. boto3 comes with the Lambda runtime.
 LAMBDA_PLATFORM ?= manylinux2014_aarch64
-LAMBDA_REQUIREMENTS := "mangum>=0.19" "pydantic>=2.7" "uvicorn>=0.30" "httptools>=0.6" "redis>=8.0" "pyjwt[crypto]>=2.8"
+LAMBDA_REQUIREMENTS := "mangum>=0.19" "pydantic>=2.7" "uvicorn>=0.30" "httptools>=0.6" "redis>=8.0" "pyjwt[crypto]>=2.8" \
+	"aws-lambda-powertools>=3.0"
 
 build-BufferedFunction build-StreamingFunction build-SweeperFunction build-TaskWorkerFunction:
 	$(PYTHON) -m pip install --quiet --target "$(ARTIFACTS_DIR)" --platform $(LAMBDA_PLATFORM) --implementation cp \

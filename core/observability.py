@@ -7,7 +7,7 @@
   (once per invocation), which CloudWatch turns into metrics without an API call.
 
 Powertools for AWS Lambda provides both, at about 33 ms of CPU per cold start (its package imports the logger,
-metrics and tracer together); `STRATUS_METRICS=powertools` uses it for teams that already standardize on it.
+metrics and tracer together); `STRATUS_TELEMETRY=powertools` uses it for teams that already standardize on it.
 """
 
 from __future__ import annotations
@@ -28,20 +28,27 @@ _LATENCY_METRICS = frozenset({"latency"})
 
 class CorrelationFilter(logging.Filter):
     """Adds the correlation ids of the call being served to every record: Lambda request id, MCP request id and
-    method, session id, and the tool / resource / prompt."""
+    method, session id, the tool / resource / prompt, and the principal's subject. A field the record already
+    has (an explicit `extra`) is kept."""
 
     def filter(self, record: logging.LogRecord) -> bool:
+        fields: dict[str, Any] = {}
         request_id = lambda_request_id.get()
         if request_id:
-            record.lambda_request_id = request_id
+            fields["lambda_request_id"] = request_id
         context = peek_context()
         if context is not None:
-            record.mcp_request_id = context.request_id
-            record.mcp_method = context.method
+            fields["mcp_request_id"] = context.request_id
+            fields["mcp_method"] = context.method
             if context.session_id:
-                record.session_id = context.session_id
+                fields["session_id"] = context.session_id
             if context.item:
-                record.item = context.item
+                fields["item"] = context.item
+            if context.user is not None:
+                fields["principal"] = context.user.subject
+        for name, value in fields.items():
+            if name not in record.__dict__:
+                setattr(record, name, value)
         return True
 
 

@@ -2,11 +2,15 @@
 
 local       metrics counted in memory, logging left as it is (tests, `stratus serve`)
 emf         JSON logs with correlation ids; metrics as CloudWatch EMF lines, flushed once per invocation
-powertools  the same through Powertools for AWS Lambda (imported only in this mode)
+powertools  the same through Powertools for AWS Lambda (imported only in this mode), shared with the tools: a
+            tool's own `Logger()` lines carry the correlation fields, its `Metrics()` data points are flushed
+            after each invocation, in the namespace and with the `service` dimension of Stratus's own metrics
 """
 
 from __future__ import annotations
 
+import logging
+import os
 from collections.abc import Callable
 from typing import Any
 
@@ -54,7 +58,34 @@ def build_telemetry(settings: Settings, service: str) -> tuple[MetricsSink, Flus
         configure_logging(JsonFormatter(service), settings.log_level)
         emf = EmfMetrics(settings.metrics_namespace, service)
         return emf, emf.flush
+    return _powertools(settings, service)
+
+
+def _powertools(settings: Settings, service: str) -> tuple[MetricsSink, Flush]:
+    """Powertools as a tool uses it: `Logger()` and `Metrics()` with no arguments resolve the service and the
+    namespace from POWERTOOLS_SERVICE_NAME and POWERTOOLS_METRICS_NAMESPACE, so Stratus reads those when set and
+    sets them otherwise (the server's name; STRATUS_METRICS_NAMESPACE): one service, one namespace for both."""
+    from aws_lambda_powertools import Logger, Metrics
     from aws_lambda_powertools.logging.formatter import LambdaPowertoolsFormatter
 
+    from stratus.observability import CorrelationFilter, configure_logging
+
+    service = os.environ.setdefault("POWERTOOLS_SERVICE_NAME", service)
+    namespace = os.environ.setdefault("POWERTOOLS_METRICS_NAMESPACE", settings.metrics_namespace)
     configure_logging(LambdaPowertoolsFormatter(service=service), settings.log_level)
-    return PowertoolsMetrics(settings.metrics_namespace, service), _nothing
+    # A `Logger()` writes through the handlers of the standard logger named for its service (a child logger's
+    # records reach them by propagation): correlation fields are added there, for the service's logger and for
+    # any Powertools logger the server's module made before this ran (one made later shares the service's).
+    Logger(service=service)
+    loggers = [logging.getLogger(service), *logging.Logger.manager.loggerDict.values()]
+    for handler in {handler for std in loggers if isinstance(std, logging.Logger) for handler in std.handlers}:
+        powertools = isinstance(handler.formatter, LambdaPowertoolsFormatter)
+        if powertools and not any(isinstance(existing, CorrelationFilter) for existing in handler.filters):
+            handler.addFilter(CorrelationFilter())
+    shared = Metrics(service=service, namespace=namespace)  # Metrics instances share one set of data points
+
+    def flush() -> None:
+        if shared.metric_set:
+            shared.flush_metrics()
+
+    return PowertoolsMetrics(namespace, service), flush

@@ -10,8 +10,9 @@ no-ops and a question is a clear error, never a hang.
 from __future__ import annotations
 
 import logging
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
+from types import MappingProxyType
 from typing import Any
 
 from stratus.errors import McpError, MissingCapabilityError
@@ -48,6 +49,7 @@ class Context:
     client_info: dict[str, Any] | None = None
     meta: dict[str, Any] = field(default_factory=dict)
     request: HttpRequest | None = None
+    """The HTTP request the call arrived in (None for a task run later, or a call from inside the process)."""
     user: Principal | None = None
     metadata: dict[str, Any] = field(default_factory=dict)
     signal: CancellationSignal = field(default_factory=CancellationSignal)
@@ -69,6 +71,33 @@ class Context:
         """The client's progress token for this request, if it asked for progress."""
         token = self.meta.get("progressToken")
         return token if isinstance(token, str | int) else None
+
+    @property
+    def headers(self) -> Mapping[str, str]:
+        """The HTTP headers the call arrived with, by lower-case name (empty without a request). They carry
+        credentials (`authorization`): read them, never log them."""
+        return self.request.headers if self.request is not None else _NO_HEADERS
+
+    @property
+    def lambda_event(self) -> Mapping[str, Any] | None:
+        """The raw Lambda event of the buffered shape (API Gateway, Function URL, ALB); None under uvicorn (the
+        streaming shape, `stratus serve`). Never log it: it carries the request's headers and body."""
+        return self.request.lambda_event if self.request is not None else None
+
+    @property
+    def lambda_context(self) -> Any:
+        """The Lambda context object (`aws_request_id`, `get_remaining_time_in_millis()`, ...) of the buffered
+        shape, or of a task run by the task worker; None elsewhere."""
+        return self.request.lambda_context if self.request is not None else None
+
+    @property
+    def authorizer_claims(self) -> Mapping[str, Any] | None:
+        """The claims an API Gateway authorizer established: `requestContext.authorizer` of the Lambda event
+        (HTTP API JWT claims, a REST Cognito authorizer's claims, a Lambda authorizer's context). Under the
+        streaming shape they come from the `x-amzn-request-context` header the Web Adapter sets, and only when
+        `STRATUS_TRUST_REQUEST_CONTEXT_HEADER` says the adapter is in front (anyone else could write it). None when
+        no authorizer ran. Not the same as `user`, the principal Stratus's own authentication established."""
+        return self.request.authorizer_claims if self.request is not None else None
 
     @property
     def outbound(self) -> Outbound | None:
@@ -202,6 +231,8 @@ class Context:
         within = self.deadline.remaining() if self.deadline is not None else ASK_TIMEOUT_SECONDS
         return await outbound.request(method, params, within=min(within, ASK_TIMEOUT_SECONDS))
 
+
+_NO_HEADERS: Mapping[str, str] = MappingProxyType({})
 
 CLIENT_REQUESTS = {"sampling/createMessage": "sampling", "elicitation/create": "elicitation", "roots/list": "roots"}
 """The requests a server may send its client, and the client capability each needs."""

@@ -6,8 +6,9 @@ routing one path needs no more than a dict (see docs/benchmarks.md for what Star
 
 from __future__ import annotations
 
+import contextlib
 import json
-from collections.abc import Awaitable, Callable, Mapping, MutableMapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, MutableMapping
 from typing import Any
 
 Scope = MutableMapping[str, Any]
@@ -16,6 +17,17 @@ Receive = Callable[[], Awaitable[Message]]
 Send = Callable[[Message], Awaitable[None]]
 ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
 Headers = Mapping[str, str]
+
+
+def route_path(scope: Scope) -> str:
+    """The request's path below the app's mount point. ASGI's `path` includes `root_path` (where a host such as
+    Starlette's `Mount` or uvicorn's `--root-path` put the app); older hosts strip it themselves, so the prefix is
+    removed only where it is there."""
+    path: str = scope["path"]
+    root = str(scope.get("root_path") or "").rstrip("/")
+    if root and (path == root or path.startswith(root + "/")):
+        return path[len(root) :] or "/"
+    return path
 
 
 def request_headers(scope: Scope) -> dict[str, str]:
@@ -55,13 +67,24 @@ class Router:
         if self.on_shutdown is not None:
             await self.on_shutdown()
 
+    @contextlib.asynccontextmanager
+    async def lifespan(self, host: object = None) -> AsyncIterator[None]:
+        """This app's lifespan, for a host that mounts it: hosts such as Starlette and FastAPI do not pass lifespan
+        events to mounted apps. Pass it as the host's `lifespan=`, or enter it from the host's own lifespan
+        (`async with mcp.lifespan(): yield`); `host` (the host app, which Starlette passes) is unused. Nothing
+        needs starting (the stores connect on first use); leaving it releases the store connections."""
+        try:
+            yield
+        finally:
+            await self.shutdown()
+
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] == "lifespan":
             await self._lifespan(receive, send)
             return
         if scope["type"] != "http":
             return
-        path = scope["path"]
+        path = route_path(scope)
         route = self.routes.get(path.rstrip("/") or "/") or next(
             (app for prefix, app in self.prefixes.items() if path.startswith(prefix)), None
         )

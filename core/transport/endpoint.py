@@ -10,6 +10,7 @@ import secrets
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
+from stratus.auth.gateway import authorizer_claims
 from stratus.errors import HttpError, InternalError, McpError
 from stratus.protocol import versions
 from stratus.protocol.dispatch import Dispatcher
@@ -25,12 +26,13 @@ from stratus.transport.asgi import (
     Scope,
     Send,
     request_headers,
+    route_path,
     send_response,
     until_disconnected,
 )
 from stratus.transport.buffered_limit import buffered_body
 from stratus.transport.cors import exposing_to, is_preflight, preflight_headers
-from stratus.transport.guards import HostOriginGuard, check_accepts_json, check_json_body
+from stratus.transport.guards import HostOriginGuard, check_accepts_json, check_json_body, request_context
 from stratus.transport.handshake import SESSION_HEADER, BatchLimits, HandshakeHandler
 from stratus.transport.http_reply import Reply, error_reply
 from stratus.transport.session_api import SessionApi, is_rest_call
@@ -104,7 +106,7 @@ class McpEndpoint:
 
     async def _route(self, scope: Scope, receive: Receive, send: Send, headers: Headers) -> Reply | None:
         method = scope["method"]
-        path = scope["path"].rstrip("/")
+        path = route_path(scope).rstrip("/")
         if path == "/session" or path.startswith(REST_PREFIXES):
             return await self._rest(scope, receive, send, headers, path)
         if method not in ("POST", "DELETE", "GET") or (method != "POST" and not headers.get(SESSION_HEADER)):
@@ -116,13 +118,25 @@ class McpEndpoint:
             return await self.handshake.stream(headers, principal, send, receive, max_seconds=self.max_stream_seconds)
         if method == "POST":
             if "aws.event" in scope:  # behind Mangum: one buffered JSON answer, no client-gone signal
-                http = HttpRequest(method, scope.get("path", ""), headers, scope.get("aws.context"))
+                http = self._request(scope, headers)._replace(lambda_context=scope.get("aws.context"))
                 return await self._post(receive, headers, http, principal)
-            http = HttpRequest(method, scope.get("path", ""), headers, None, CancellationSignal())
+            http = self._request(scope, headers)._replace(disconnected=CancellationSignal())
             if accepts_event_stream(headers.get("accept")):
                 http = http._replace(outbound=Outbound())
             return await self._post(receive, headers, http, principal, send)
         return await self.handshake.delete(headers, principal)
+
+    def _request(self, scope: Scope, headers: Headers) -> HttpRequest:
+        """What a handler may read of the request: headers, the Lambda event, the authorizer's claims."""
+        event = scope.get("aws.event")
+        context = request_context(scope, headers, trust_header=self.guard.trust_request_context_header)
+        return HttpRequest(
+            scope["method"],
+            scope.get("path", ""),
+            headers,
+            lambda_event=event if isinstance(event, dict) else None,
+            authorizer_claims=authorizer_claims({"requestContext": context}) if context is not None else None,
+        )
 
     async def _rest(self, scope: Scope, receive: Receive, send: Send, headers: Headers, path: str) -> Reply | None:
         """The session REST API's routes (its `POST /mcp` calls arrive through `_post`)."""

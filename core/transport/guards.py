@@ -32,14 +32,14 @@ def _split_host(value: str) -> str:
 REQUEST_CONTEXT_HEADER = "x-amzn-request-context"
 
 
-def _event_domain(scope: Scope, headers: Headers, *, trust_header: bool) -> str | None:
-    """The API Gateway / Function URL domain the request arrived on: from the Lambda event (Mangum), or from the
-    `x-amzn-request-context` header when `trust_header` says the Lambda Web Adapter put it there.
+def request_context(scope: Scope, headers: Headers, *, trust_header: bool) -> dict[str, Any] | None:
+    """The API Gateway / Function URL `requestContext` of the invoking event: from the Lambda event (Mangum), or
+    from the `x-amzn-request-context` header when `trust_header` says the Lambda Web Adapter put it there.
 
     The adapter passes the event's `requestContext` to the app as JSON in that header ("Request Context" in
     https://github.com/awslabs/aws-lambda-web-adapter's README), replacing any header of that name the client
     sent. Nothing else sets it: on a plain server (`stratus serve`) the client writes it, so it is ignored
-    entirely. One that does not parse (not JSON, or nested too deep for the parser) names no domain.
+    entirely. One that does not parse (not JSON, or nested too deep for the parser) is no context.
     """
     context: Any = None
     event = scope.get("aws.event")
@@ -50,7 +50,13 @@ def _event_domain(scope: Scope, headers: Headers, *, trust_header: bool) -> str 
             context = json.loads(headers[REQUEST_CONTEXT_HEADER])
         except (ValueError, RecursionError):
             context = None
-    if isinstance(context, dict) and isinstance(context.get("domainName"), str):
+    return context if isinstance(context, dict) else None
+
+
+def _event_domain(scope: Scope, headers: Headers, *, trust_header: bool) -> str | None:
+    """The domain the request arrived on, from its `requestContext` (see `request_context`)."""
+    context = request_context(scope, headers, trust_header=trust_header)
+    if context is not None and isinstance(context.get("domainName"), str):
         return str(context["domainName"]).lower()
     return None
 
@@ -65,7 +71,7 @@ class HostOriginGuard:
         *,
         trust_request_context_header: bool = False,
     ) -> None:
-        self._trust_header = trust_request_context_header
+        self.trust_request_context_header = trust_request_context_header
         self._any_host = "*" in allowed_hosts
         self._hosts = frozenset(value.lower() for value in allowed_hosts) | frozenset(
             _split_host(value) for value in allowed_hosts
@@ -77,7 +83,7 @@ class HostOriginGuard:
         """Raise HttpError unless the request's Host and Origin are allowed."""
         raw_host = headers.get("host")
         if raw_host is None:  # only browsers can be rebound, and they always send Host
-            raw_host = _event_domain(scope, headers, trust_header=self._trust_header) or ""
+            raw_host = _event_domain(scope, headers, trust_header=self.trust_request_context_header) or ""
         host = _split_host(raw_host)
         if raw_host and not self._host_allowed(raw_host, host, scope, headers):
             raise HttpError(421, "Misdirected request: this server does not serve that Host")
@@ -90,7 +96,7 @@ class HostOriginGuard:
             return True
         if raw_host.lower() in self._hosts or host in self._hosts:
             return True
-        return host == _event_domain(scope, headers, trust_header=self._trust_header)
+        return host == _event_domain(scope, headers, trust_header=self.trust_request_context_header)
 
     def _origin_allowed(self, origin: str, raw_host: str) -> bool:
         normalized = origin.strip().lower().rstrip("/")

@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from stratus import McpServer, Settings
+from stratus import Context, McpServer, Settings
 from stratus.handlers.adapter import make_handler
 from tests.fixtures.lambda_invoke import LambdaContext, event, stateless_request
 
@@ -158,3 +158,43 @@ def test_metric_dimensions_name_catalog_entries_never_what_the_client_chose(
     assert {line["item"] for line in lines if "item" in line} == {"config://app", "notes://{name}", "greet"}
     emitted = json.dumps(lines)
     assert not [value for value in chosen if value in emitted]  # neither expanded URIs nor unknown names
+
+
+def test_a_tools_own_powertools_logger_and_metrics_share_the_calls_correlation_and_namespace(
+    isolated_logging: io.StringIO, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from aws_lambda_powertools import Logger, Metrics
+    from aws_lambda_powertools.metrics import MetricUnit
+
+    service = f"orders-{secrets.token_hex(4)}"  # Powertools keeps one configured logger per service name
+    monkeypatch.setenv("POWERTOOLS_SERVICE_NAME", service)
+    monkeypatch.delenv("POWERTOOLS_METRICS_NAMESPACE", raising=False)
+    server = McpServer("telemetry")
+    logger, metrics = Logger(), Metrics()  # the ordinary way: module level, no arguments
+
+    @server.tool()
+    def work(ctx: Context) -> str:
+        logger.info("placing order", order="o-1")
+        metrics.add_metric(name="OrdersPlaced", unit=MetricUnit.Count, value=1)
+        return "done"
+
+    settings = Settings(telemetry="powertools", metrics_namespace="Shop", auth_mode="gateway")
+    handler = make_handler(server, settings)
+    body, headers = stateless_request("tools/call", {"name": "work", "arguments": {}})
+    headers["authorization"] = f"Bearer {SECRET}"
+    recorded = event("http_api_v2", body, headers)
+    recorded["requestContext"]["authorizer"] = {"jwt": {"claims": {"sub": "ana"}}}
+    response = handler(recorded, LambdaContext(aws_request_id="req-9"))
+    assert response["statusCode"] == 200
+    out = capsys.readouterr().out
+    lines = [json.loads(line) for line in out.splitlines() if line.startswith("{")]
+    placing = next(line for line in lines if line.get("message") == "placing order")
+    assert placing["service"] == service and placing["order"] == "o-1"
+    assert placing["lambda_request_id"] == "req-9" and placing["mcp_request_id"] == 1
+    assert (placing["mcp_method"], placing["item"], placing["principal"]) == ("tools/call", "work", "ana")
+    placed = next(line for line in lines if "OrdersPlaced" in line)
+    ours = next(line for line in lines if "calls" in line)
+    for emitted in (placed, ours):
+        assert emitted["_aws"]["CloudWatchMetrics"][0]["Namespace"] == "Shop"
+        assert emitted["service"] == service
+    assert SECRET not in out and SECRET not in isolated_logging.getvalue()
