@@ -43,8 +43,13 @@ def rest_status(code: Any) -> int:
 
 
 def is_rest_call(body: Any) -> bool:
-    """A REST call names its session in the body and is not JSON-RPC."""
-    return isinstance(body, dict) and "sessionId" in body and "jsonrpc" not in body
+    """Whether a body is for the REST API: an object without `jsonrpc` that names a session or has no `id`.
+
+    A JSON-RPC message carries `jsonrpc` and, when it expects an answer, an `id`; one missing `jsonrpc` but carrying
+    an `id` is still answered as JSON-RPC (echoing that id). Anything else without `jsonrpc` (`{method, params}`
+    with the session left out, say) is a REST call, so it gets a REST answer.
+    """
+    return isinstance(body, dict) and "jsonrpc" not in body and ("sessionId" in body or "id" not in body)
 
 
 class SeedEventStream:
@@ -87,11 +92,15 @@ class SessionApi:
 
     async def call(self, body: dict[str, Any], http: HttpRequest, principal: Principal | None) -> Reply:
         session_id, method, params = body.get("sessionId"), body.get("method"), body.get("params")
+        if session_id is None:
+            return _bad_call(None, "Bad Request: sessionId is required (open a session with POST /session)")
         if not (isinstance(session_id, str) and session_id and isinstance(method, str) and method) or not isinstance(
             params, dict | None
         ):
-            problem = "Bad Request: a call needs non-empty sessionId and method strings, and params as an object if any"
-            return Reply(400, {"sessionId": session_id, "error": {"code": INVALID_REQUEST, "message": problem}})
+            return _bad_call(
+                session_id,
+                "Bad Request: a call needs non-empty sessionId and method strings, and params as an object if any",
+            )
         message = {"jsonrpc": "2.0", "id": f"rest-{secrets.token_hex(6)}", "method": method, "params": params or {}}
         reply = await self.handshake.post(message, {SESSION_HEADER: session_id}, http, principal)
         payload = reply.payload or {}
@@ -130,6 +139,10 @@ class SessionApi:
         if session is None or session.principal != (principal.key if principal else None):
             return None  # another principal's session is answered like an unknown one
         return session
+
+
+def _bad_call(session_id: Any, problem: str) -> Reply:
+    return Reply(400, {"sessionId": session_id, "error": {"code": INVALID_REQUEST, "message": problem}})
 
 
 def _unknown_session() -> Reply:
