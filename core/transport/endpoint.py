@@ -145,10 +145,10 @@ class McpEndpoint:
         return await self.session_api.events(session_id, principal, send, receive, max_seconds=self.max_stream_seconds)
 
     async def _rest_body(self, scope: Scope, receive: Receive, headers: Headers) -> Any:
-        """A REST request's JSON body, None when it has none (JSON only, within the body limit)."""
+        """A REST request's JSON body, {} when it has none (JSON only, within the body limit)."""
         raw = await self._read_body(receive, headers, live="aws.event" not in scope)
         if not raw.strip():
-            return None
+            return {}
         check_json_body(headers)
         return decode(raw)
 

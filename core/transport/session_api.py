@@ -108,10 +108,10 @@ class SessionApi:
         self.notifications = NotificationLog(handshake.events)
 
     async def create(self, body: Any, principal: Principal | None) -> Reply:
-        """Open a session; `body` (None when empty) may declare the client's `capabilities`."""
+        """Open a session; `body` ({} when empty) may declare the client's `capabilities`."""
         capabilities = body.get("capabilities", {}) if isinstance(body, dict) else None
-        if body is not None and not isinstance(capabilities, dict):
-            problem = "Bad Request: the body, if any, is an object whose capabilities (if any) is an object"
+        if not (isinstance(capabilities, dict) and all(isinstance(value, dict) for value in capabilities.values())):
+            problem = "Bad Request: the body, if any, is an object whose capabilities (if any) map names to objects"
             return Reply(400, {"error": problem})
         session = SessionRecord(
             session_id=secrets.token_urlsafe(24),
