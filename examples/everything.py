@@ -286,17 +286,44 @@ class Address(BaseModel):
     city: str | None = None
 
 
-@server.tool()
-def json_schema_2020_12_tool(name: str | None = None, address: Address | None = None) -> str:
-    """Tool with JSON Schema 2020-12 features ($defs, $ref) for conformance testing (SEP-1613).
+# An explicit inputSchema is listed verbatim: every 2020-12 keyword the author wrote reaches the client.
+CONTACT_SCHEMA: dict[str, Any] = {
+    "$schema": "https://json-schema.org/draft/2020-12/schema",
+    "type": "object",
+    "$defs": {
+        "address": {
+            "$anchor": "addressDef",
+            "type": "object",
+            "properties": {"street": {"type": "string"}, "city": {"type": "string"}},
+        }
+    },
+    "properties": {
+        "name": {"type": "string"},
+        "address": {"$ref": "#/$defs/address"},
+        "contactMethod": {"type": "string", "enum": ["phone", "email"]},
+        "phone": {"type": "string"},
+        "email": {"type": "string"},
+    },
+    "allOf": [{"anyOf": [{"required": ["phone"]}, {"required": ["email"]}]}],
+    "if": {"properties": {"contactMethod": {"const": "phone"}}, "required": ["contactMethod"]},
+    "then": {"required": ["phone"]},
+    "else": {"required": ["email"]},
+    "additionalProperties": False,
+}
 
-    Args:
-        name: a name.
-        address: a postal address, described once under $defs.
-    """
-    arguments: dict[str, Any] = {}
-    if name is not None:
-        arguments["name"] = name
+
+@server.tool(input_schema=CONTACT_SCHEMA)
+def json_schema_2020_12_tool(
+    name: str | None = None,
+    address: Address | None = None,
+    contactMethod: str | None = None,  # noqa: N803 - the schema's own name
+    phone: str | None = None,
+    email: str | None = None,
+) -> str:
+    """Tool with JSON Schema 2020-12 features ($schema, $defs, $anchor, allOf/anyOf, if/then/else) for conformance
+    testing (SEP-1613, SEP-2106)."""
+    given = {"name": name, "contactMethod": contactMethod, "phone": phone, "email": email}
+    arguments: dict[str, Any] = {key: value for key, value in given.items() if value is not None}
     if address is not None:
         arguments["address"] = address.model_dump(exclude_none=True)
     return f"JSON Schema 2020-12 tool called with: {_json(arguments)}"

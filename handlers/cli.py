@@ -16,7 +16,7 @@ import argparse
 import asyncio
 import os
 import sys
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 from stratus import build_app
 from stratus.config import SettingsError
@@ -107,13 +107,23 @@ def main(argv: Sequence[str] | None = None) -> int:
         return _serve_stdio(app, server, settings.mcp_path)
     from stratus.handlers.serving import serve
 
-    if args.port is None:
-        args.port = int(os.environ.get("MCP_HTTP_PORT") or 8000)
+    args.port = serve_port(args.port, os.environ)
     print(f"Serving {server.name} at http://{args.host}:{args.port}{settings.mcp_path} (store {settings.store})")
     # Open streams (a session's GET stream, a gateway watching this server) would hold a graceful shutdown forever;
     # after this long they are cut, and their clients resume elsewhere with Last-Event-ID.
     serve(app, settings, host=args.host, port=args.port, timeout_graceful_shutdown=SHUTDOWN_GRACE_SECONDS)
     return 0
+
+
+DEFAULT_PORT = 8000
+"""Not the seed's 3000, which `stratus local`'s front doors (and most web dev servers) take."""
+
+
+def serve_port(flag: int | None, environ: Mapping[str, str]) -> int:
+    """The port `stratus serve` binds: `--port`, else the seed's `MCP_HTTP_PORT`, else 8000."""
+    if flag is not None:
+        return flag
+    return int(environ.get("MCP_HTTP_PORT") or DEFAULT_PORT)
 
 
 def _serve_stdio(app: Router, server: McpServer, path: str) -> int:

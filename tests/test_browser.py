@@ -1,5 +1,6 @@
 """A real browser: headless Chromium loads a page from one origin that drives Stratus on another through the
-REST API and an EventSource, and reports what it received back to the page's server."""
+REST API and an EventSource (a resource update, a call's log and progress messages, an elicitation it answers over
+REST, and the closing event when it ends the session), and reports what it received back to the page's server."""
 
 from __future__ import annotations
 
@@ -32,17 +33,29 @@ const report = (body) => fetch("/report", {method: "POST", body: JSON.stringify(
 const call = (sessionId, method, params) =>
   fetch(base + "/mcp", {method: "POST", headers: json, body: JSON.stringify({sessionId, method, params})});
 (async () => {
-  const {sessionId} = await (await fetch(base + "/session", {method: "POST", headers: json})).json();
+  const opened = {method: "POST", headers: json, body: JSON.stringify({capabilities: {elicitation: {}}})};
+  const {sessionId} = await (await fetch(base + "/session", opened)).json();
   await call(sessionId, "resources/subscribe", {uri: "note://board"});
   const events = new EventSource(base + "/events/" + sessionId);
+  let asking = null;
+  let answer = null;
   events.onmessage = async (event) => {
     const data = JSON.parse(event.data);
     seen.push(data);
     if (data.type === "connected") {
       await call(sessionId, "tools/call", {name: "touch", arguments: {uri: "note://board"}});
-    } else if (data.type === "notification") {
+    } else if (data.type === "notification" && data.data.method === "notifications/resources/updated") {
+      await call(sessionId, "tools/call", {name: "count_to_three", arguments: {}, _meta: {progressToken: "bar"}});
+      asking = call(sessionId, "tools/call", {name: "ask_user", arguments: {}}).then((response) => response.json());
+    } else if (data.type === "request") {
+      const reply = {id: data.data.id, result: {action: "accept", content: {name: "Browser"}}};
+      const answered = {method: "POST", headers: json, body: JSON.stringify(reply)};
+      await fetch(base + "/session/" + sessionId + "/responses", answered);
+      answer = await asking;
+      await fetch(base + "/session/" + sessionId, {method: "DELETE"});
+    } else if (data.type === "closed") {
       events.close();
-      await report({sessionId, seen});
+      await report({sessionId, seen, answer});
     }
   };
   events.onerror = () => report({error: "EventSource failed", seen});
@@ -105,17 +118,45 @@ def headless_chromium(url: str) -> Iterator[None]:
                 browser.wait(timeout=10)
 
 
-def test_a_page_on_another_origin_uses_the_rest_api_and_receives_notifications() -> None:
+def test_a_page_on_another_origin_uses_the_rest_api_receives_notifications_and_answers_questions() -> None:
     with stratus_process("tests.fixtures.apps:shared", {"STRATUS_SECRET_KEY": "k"}) as stratus_url:
         pages = PageServer(stratus_url)
         with uvicorn_serving(pages) as page_url, headless_chromium(f"{page_url}/page.html"):
             report = pages.reports.get(timeout=REPORT_TIMEOUT_SECONDS)
     assert "error" not in report, report
     session_id = report["sessionId"]
-    assert report["seen"] == [
+    seen = report["seen"]
+    request = seen[6]
+    assert request["type"] == "request" and request["data"]["method"] == "elicitation/create"
+    assert seen == [
         {"type": "connected", "sessionId": session_id},
         {
             "type": "notification",
             "data": {"jsonrpc": "2.0", "method": "notifications/resources/updated", "params": {"uri": "note://board"}},
         },
+        {
+            "type": "notification",
+            "data": {
+                "jsonrpc": "2.0",
+                "method": "notifications/message",
+                "params": {"level": "info", "logger": "count_to_three", "data": "counting"},
+            },
+        },
+        *(
+            {
+                "type": "notification",
+                "data": {
+                    "jsonrpc": "2.0",
+                    "method": "notifications/progress",
+                    "params": {"progressToken": "bar", "progress": step, "total": 3, "message": f"step {step}"},
+                },
+            }
+            for step in (1, 2, 3)
+        ),
+        request,
+        {"type": "closed", "sessionId": session_id},
     ]
+    assert report["answer"] == {
+        "sessionId": session_id,
+        "result": {"content": [{"type": "text", "text": "hello Browser (accept)"}]},
+    }

@@ -3,6 +3,7 @@ other, `/events` carries notifications published anywhere, errors carry their HT
 
 from __future__ import annotations
 
+import asyncio
 import json
 import secrets
 from collections.abc import AsyncGenerator
@@ -86,6 +87,88 @@ async def test_a_rest_session_works_on_every_process_and_its_events_carry_notifi
             assert after.status_code == 404 and after.json()["error"]["code"] == -32600
             assert (await on_first.get(f"/events/{session_id}")).status_code == 404
             assert (await on_first.delete(f"/session/{session_id}")).status_code == 404
+
+
+async def test_a_rest_call_streams_progress_logs_and_questions_to_events_and_delete_closes_it_everywhere(
+    request: pytest.FixtureRequest,
+) -> None:
+    environment = shared_store_environment("redis", request, f"rest-{secrets.token_hex(4)}")
+    with stratus_processes(2, SHARED_APP, {"STRATUS_SECRET_KEY": "k", **environment}) as (first, second):
+        async with (
+            httpx.AsyncClient(base_url=first, timeout=10) as on_first,
+            httpx.AsyncClient(base_url=second, timeout=10) as on_second,
+        ):
+            capabilities: dict[str, Any] = {"capabilities": {"elicitation": {}, "sampling": {}}}
+            session_id = (await on_first.post("/session", json=capabilities, headers=JSON)).json()["sessionId"]
+            bystander = (await on_first.post("/session", headers=JSON)).json()["sessionId"]
+            with anyio.fail_after(20):
+                async with on_second.stream("GET", f"/events/{session_id}") as stream:
+                    events = events_of(stream)
+                    assert (await anext(events))["type"] == "connected"
+                    # Another session's call sends nothing to this stream.
+                    counted_elsewhere = {"name": "count_to_three", "arguments": {}, "_meta": {"progressToken": 9}}
+                    assert (await rest_call(on_first, bystander, "tools/call", counted_elsewhere)).status_code == 200
+                    counted = {"name": "count_to_three", "arguments": {}, "_meta": {"progressToken": "p"}}
+                    done = await rest_call(on_first, session_id, "tools/call", counted)
+                    assert done.json()["result"]["content"] == [{"type": "text", "text": "done"}]
+                    streamed = [await anext(events) for _ in range(4)]
+                    assert [event["type"] for event in streamed] == ["notification"] * 4
+                    assert streamed[0]["data"]["params"] == {
+                        "level": "info",
+                        "logger": "count_to_three",
+                        "data": "counting",
+                    }
+                    assert [event["data"]["params"] for event in streamed[1:]] == [
+                        {"progressToken": "p", "progress": step, "total": 3, "message": f"step {step}"}
+                        for step in (1, 2, 3)
+                    ]
+
+                    asking = asyncio.ensure_future(rest_call(on_first, session_id, "tools/call", {"name": "ask_user"}))
+                    question = await anext(events)
+                    assert question["type"] == "request" and question["data"]["method"] == "elicitation/create"
+                    answer = {"id": question["data"]["id"], "result": {"action": "accept", "content": {"name": "Ada"}}}
+                    delivered = await on_second.post(f"/session/{session_id}/responses", json=answer, headers=JSON)
+                    assert delivered.json() == {"sessionId": session_id, "message": "Response delivered"}
+                    asked = await asking
+                    assert asked.json()["result"]["content"] == [{"type": "text", "text": "hello Ada (accept)"}]
+                    again = await on_second.post(f"/session/{session_id}/responses", json=answer, headers=JSON)
+                    assert again.status_code == 400  # answered already: nothing waits for it
+
+                    sampling = asyncio.ensure_future(
+                        rest_call(
+                            on_second, session_id, "tools/call", {"name": "ask_model", "arguments": {"question": "hi"}}
+                        )
+                    )
+                    question = await anext(events)
+                    assert question["type"] == "request" and question["data"]["method"] == "sampling/createMessage"
+                    reply = {"role": "assistant", "content": {"type": "text", "text": "hello"}, "model": "m"}
+                    answer = {"id": question["data"]["id"], "result": reply}
+                    assert (
+                        await on_first.post(f"/session/{session_id}/responses", json=answer, headers=JSON)
+                    ).status_code == 200
+                    assert (await sampling).json()["result"]["content"] == [
+                        {"type": "text", "text": "model said: hello"}
+                    ]
+
+                    with anyio.fail_after(5):  # far sooner than the 30 s heartbeat that used to notice it
+                        assert (await on_first.delete(f"/session/{session_id}")).status_code == 200
+                        assert await anext(events) == {"type": "closed", "sessionId": session_id}
+                        assert [event async for event in events] == []  # the stream ended
+
+
+async def test_a_rest_session_that_declared_no_capability_is_not_asked(request: pytest.FixtureRequest) -> None:
+    environment = shared_store_environment("redis", request, f"rest-{secrets.token_hex(4)}")
+    with stratus_processes(1, SHARED_APP, {"STRATUS_SECRET_KEY": "k", **environment}) as (only,):
+        async with httpx.AsyncClient(base_url=only, timeout=10) as http:
+            session_id = (await http.post("/session", headers=JSON)).json()["sessionId"]
+            refused = await rest_call(http, session_id, "tools/call", {"name": "ask_user"})
+            assert refused.status_code == 400 and refused.json()["error"]["code"] == -32021
+            bad = await http.post("/session", json={"capabilities": []}, headers=JSON)
+            assert bad.status_code == 400
+            unknown = await http.post(f"/session/{session_id}/responses", json={"id": "x", "result": {}}, headers=JSON)
+            assert unknown.status_code == 400
+            malformed = await http.post(f"/session/{session_id}/responses", json={"id": "x"}, headers=JSON)
+            assert malformed.status_code == 400
 
 
 async def test_rest_errors_carry_their_http_status_and_a_rate_limit_is_429_with_retry_after(

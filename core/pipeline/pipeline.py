@@ -336,8 +336,9 @@ class Pipeline:
             log("circuit breaker changed state", extra={"tool": tool.name, "from": before.value, "to": after.value})
 
     async def _retry(self, tool: Tool, context: Context, kwargs: dict[str, Any]) -> Any:
-        policy = tool.policy.retry or self.policy.retry
-        if policy is None or not tool.idempotent:
+        # A policy declared on the tool is honoured as declared; the server-wide one only for idempotent tools.
+        policy = tool.policy.retry or (self.policy.retry if tool.idempotent else None)
+        if policy is None:
             return await tool.run(kwargs, context)
         attempt = 0
         while True:

@@ -62,7 +62,11 @@ class Access(NamedTuple):
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class RetryPolicy:
-    """Retry errors marked retryable, for idempotent tools only, with full-jitter backoff inside the deadline."""
+    """Retry errors marked retryable, with full-jitter backoff inside the deadline.
+
+    Declared on a tool, it applies to that tool as declared; declared server-wide, only to tools annotated
+    `idempotentHint` (retrying a call with side effects is the tool author's decision, not the server's).
+    """
 
     attempts: int = 3
     base_delay: float = 0.05

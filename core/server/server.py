@@ -75,7 +75,7 @@ class McpServer:
             middleware: `async (ctx, call_next)` layers around every call, outermost first.
             rate_limits: limits per tool, per principal, per session and overall.
             timeout: seconds any call may take (a tool's own timeout may be tighter).
-            retry: retry policy for idempotent tools that raise retryable errors.
+            retry: retry policy for the idempotent tools (annotated `idempotentHint`) that raise retryable errors.
             breaker: circuit breaker applied to every tool (a tool's own policy wins).
             deadline_margin: seconds kept back from Lambda's remaining time, so a timeout answers first.
         """
@@ -139,8 +139,9 @@ class McpServer:
         breaker: BreakerPolicy | None = None,
         middleware: Sequence[Middleware] = (),
         task: str | None = None,
+        input_schema: JsonObject | None = None,
     ) -> Callable[[F], F]:
-        """Register a function as a tool; its input schema comes from the type hints.
+        """Register a function as a tool; its input schema comes from the type hints, unless given.
 
         Args:
             name: the tool's name (default: the function's name).
@@ -156,12 +157,16 @@ class McpServer:
             guards: `async (ctx) -> bool` checks that must all pass.
             rate_limit: this tool's own limit (shared by all callers).
             timeout: seconds this tool may take.
-            retry: this tool's retry policy (only used when annotations say `idempotentHint`).
+            retry: this tool's retry policy, honoured as declared (also for a tool not annotated idempotent).
             breaker: this tool's circuit breaker.
             middleware: layers around this tool only, inside the server's middleware.
             task: `"optional"` or `"required"` to let (or make) clients run calls as tasks, answered at once
                 with a handle and polled for the result; None (the default) never runs it as a task.
+            input_schema: the `inputSchema` to list, served verbatim (`$schema`, `$defs`, `$anchor`, `allOf`,
+                `if`/`then`/`else`... as given); arguments are still checked against the function's signature.
         """
+        if input_schema is not None and input_schema.get("type") != "object":
+            raise ValueError("an inputSchema must have type 'object' at its root")
         policy = ToolPolicy(
             access=Access(public=public, scopes=tuple(scopes), roles=tuple(roles), guards=tuple(guards)),
             rate_limit=rate_limit,
@@ -183,6 +188,7 @@ class McpServer:
                 meta=meta,
                 structured_output=structured_output,
                 task_support=task,
+                input_schema=input_schema,
             )
             _add(self.tools, tool.name, tool, "tool")
             return fn

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import collections.abc
+import copy
 import dataclasses
 import inspect
 import json
@@ -87,6 +88,7 @@ class Tool:
         structured_output: bool | None,
         policy: ToolPolicy | None = None,
         task_support: str | None = None,
+        input_schema: JsonObject | None = None,
     ) -> None:
         if task_support not in (None, "optional", "required"):
             raise ValueError(f"tool {name!r}: task must be 'optional', 'required' or None, got {task_support!r}")
@@ -110,6 +112,8 @@ class Tool:
         self._plain_return = self._return_annotation in scalar_params.JSON_TYPES
         self._header_parameters: dict[str, str] | None = None
         self._definition: JsonObject | None = None
+        self._input_schema = copy.deepcopy(input_schema) if input_schema is not None else None
+        """The schema the author gave, listed as it is: never rebuilt, so no keyword is lost."""
 
     def _adapter(self) -> TypeAdapter[Any]:
         if self._output_adapter is None:
@@ -133,9 +137,17 @@ class Tool:
     def header_parameters(self) -> dict[str, str]:
         """Arguments mirrored into `Mcp-Param-*` headers: argument name -> header name (from `x-mcp-header`)."""
         if self._header_parameters is None:
-            self._header_parameters = {
-                name: str(value) for name, value in self.signature.schema_extras("x-mcp-header").items()
-            }
+            if self._input_schema is not None:
+                properties = self._input_schema.get("properties")
+                self._header_parameters = {
+                    name: str(spec["x-mcp-header"])
+                    for name, spec in (properties if isinstance(properties, dict) else {}).items()
+                    if isinstance(spec, dict) and "x-mcp-header" in spec
+                }
+            else:
+                self._header_parameters = {
+                    name: str(value) for name, value in self.signature.schema_extras("x-mcp-header").items()
+                }
         return self._header_parameters
 
     def definition(self) -> JsonObject:
@@ -144,7 +156,7 @@ class Tool:
             wire: JsonObject = {
                 "name": self.name,
                 "description": self.description,
-                "inputSchema": self.signature.json_schema(),
+                "inputSchema": self._input_schema if self._input_schema is not None else self.signature.json_schema(),
             }
             if self.title:
                 wire["title"] = self.title

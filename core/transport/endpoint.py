@@ -142,19 +142,33 @@ class McpEndpoint:
         """The session REST API's routes (its `POST /mcp` calls arrive through `_post`)."""
         method = scope["method"]
         kind, _, session_id = path[1:].partition("/")
-        allowed = "POST" if not session_id else ("DELETE" if kind == "session" else "GET")
-        if "/" in session_id:
+        session_id, _, tail = session_id.partition("/")
+        if tail not in ("", "responses") or (tail and kind != "session"):
             raise HttpError(404, "Not Found")
+        allowed = "POST" if not session_id or tail else ("DELETE" if kind == "session" else "GET")
         if method != allowed:
             raise HttpError(405, f"Method Not Allowed: use {allowed}", headers={"allow": allowed})
         principal = await self.authenticator.authenticate(headers, scope) if self.authenticator else None
         if not session_id:
-            return await self.session_api.create(principal)
+            return await self.session_api.create(await self._rest_body(scope, receive, headers), principal)
+        if tail:  # the client's answer to a request a REST call sent it
+            http = HttpRequest(method, scope.get("path", ""), headers, scope.get("aws.context"))
+            return await self.session_api.respond(
+                session_id, await self._rest_body(scope, receive, headers), http, principal
+            )
         if kind == "session":
             return await self.session_api.delete(session_id, principal)
         if "aws.event" in scope:  # a buffered Lambda response cannot stream
             raise HttpError(405, "Method Not Allowed: this deployment does not stream", headers={"allow": "POST"})
         return await self.session_api.events(session_id, principal, send, receive, max_seconds=self.max_stream_seconds)
+
+    async def _rest_body(self, scope: Scope, receive: Receive, headers: Headers) -> Any:
+        """A REST request's JSON body, {} when it has none (JSON only, within the body limit)."""
+        raw = await self._read_body(receive, headers, live="aws.event" not in scope)
+        if not raw.strip():
+            return {}
+        check_json_body(headers)
+        return decode(raw)
 
     async def _post(
         self,

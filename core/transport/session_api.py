@@ -1,13 +1,23 @@
 """The session REST + SSE API (for clients that do not speak JSON-RPC), over the same sessions, stores and dispatcher
 as the MCP endpoint.
 
-    POST   /session              -> {"sessionId", "message"}
+    POST   /session              [{"capabilities"}] -> {"sessionId", "message"}
     POST   /mcp                  {"sessionId", "method", "params"} -> {"sessionId", "result"} or {"sessionId", "error"}
-    GET    /events/{sessionId}   SSE: {"type": "connected"}, {"type": "heartbeat"}, {"type": "notification", "data"}
+    GET    /events/{sessionId}   SSE: {"type": "connected"}, {"type": "heartbeat"}, {"type": "notification", "data"},
+                                 {"type": "request", "data"}, {"type": "closed"}
+    POST   /session/{sessionId}/responses  {"id", "result"} or {"id", "error"} -> {"sessionId", "message"}
     DELETE /session/{sessionId}  -> {"message"}
 
 A REST call is a handshake-era request of that session, so sessions, rate limits and notifications work across
-containers exactly as for MCP clients. Unlike JSON-RPC, failures carry their HTTP status: 404 for an unknown
+containers exactly as for MCP clients. What a call sends its client while it runs (progress, log messages,
+elicitation and sampling requests) goes through the server-wide notification log addressed to the session, so it
+arrives, in order, on the session's `/events` streams wherever they are open; the client answers a request with
+`POST /session/{id}/responses`, on any container, and the call (waiting on the shared pending-request store)
+continues. A session declares what it can answer when it is opened (`{"capabilities": {"elicitation": {}}}`);
+without that, a tool that asks gets the usual missing-capability error instead of waiting. DELETE ends the
+session's open `/events` streams at once, on every container, each with a `{"type": "closed"}` event.
+
+Unlike JSON-RPC, failures carry their HTTP status: 404 for an unknown
 session or method, 400 for bad input, 429 (with Retry-After) when a rate limit refuses the call, 503 naming the
 limit when the deployment holds its maximum of sessions (or the setting, when the caller holds its own quota).
 An `/events` stream past a cap on open streams is refused with 429 (503 for the process's cap) and Retry-After,
@@ -22,8 +32,9 @@ from typing import Any
 
 from stratus.errors import INTERNAL_ERROR, INVALID_REQUEST, METHOD_NOT_FOUND, RATE_LIMITED, TooManySessionsError
 from stratus.protocol import versions
-from stratus.protocol.notifications import LoggedNotification
+from stratus.protocol.notifications import LoggedNotification, NotificationLog
 from stratus.request.http import HttpRequest
+from stratus.request.outbound import Outbound
 from stratus.server.principal import Principal
 from stratus.stores.records import SessionRecord
 from stratus.transport.asgi import Receive, Send
@@ -43,8 +54,13 @@ def rest_status(code: Any) -> int:
 
 
 def is_rest_call(body: Any) -> bool:
-    """A REST call names its session in the body and is not JSON-RPC."""
-    return isinstance(body, dict) and "sessionId" in body and "jsonrpc" not in body
+    """Whether a body is for the REST API: an object without `jsonrpc` that names a session or has no `id`.
+
+    A JSON-RPC message carries `jsonrpc` and, when it expects an answer, an `id`; one missing `jsonrpc` but carrying
+    an `id` is still answered as JSON-RPC (echoing that id). Anything else without `jsonrpc` (`{method, params}`
+    with the session left out, say) is a REST call, so it gets a REST answer.
+    """
+    return isinstance(body, dict) and "jsonrpc" not in body and ("sessionId" in body or "id" not in body)
 
 
 class SeedEventStream:
@@ -62,7 +78,25 @@ class SeedEventStream:
         await writer.event({"type": "heartbeat"})
 
     async def notice(self, writer: SseWriter, notice: LoggedNotification) -> None:
-        await writer.event({"type": "notification", "data": notice.message}, event_id=f"g-{notice.seq}")
+        kind = "request" if notice.session is not None and "id" in notice.message else "notification"
+        await writer.event({"type": kind, "data": notice.message}, event_id=f"g-{notice.seq}")
+
+    async def closing(self, writer: SseWriter, session: SessionRecord) -> None:
+        await writer.event({"type": "closed", "sessionId": session.session_id})
+
+
+class SessionOutbound(Outbound):
+    """A REST call's messages to its client, addressed to its session in the notification log (no response
+    stream carries them: the session's `/events` streams do, wherever they are)."""
+
+    def __init__(self, log: NotificationLog, session_id: str) -> None:
+        super().__init__()
+        self.notifications = log
+        self.session_id = session_id
+
+    async def _put(self, message: dict[str, Any]) -> None:
+        self.sent += 1
+        await self.notifications.send_to(self.session_id, message)
 
 
 class SessionApi:
@@ -71,11 +105,18 @@ class SessionApi:
     def __init__(self, handshake: HandshakeHandler, *, heartbeat_seconds: float = HEARTBEAT_SECONDS) -> None:
         self.handshake = handshake
         self.framing = SeedEventStream(heartbeat_seconds)
+        self.notifications = NotificationLog(handshake.events)
 
-    async def create(self, principal: Principal | None) -> Reply:
+    async def create(self, body: Any, principal: Principal | None) -> Reply:
+        """Open a session; `body` ({} when empty) may declare the client's `capabilities`."""
+        capabilities = body.get("capabilities", {}) if isinstance(body, dict) else None
+        if not (isinstance(capabilities, dict) and all(isinstance(value, dict) for value in capabilities.values())):
+            problem = "Bad Request: the body, if any, is an object whose capabilities (if any) map names to objects"
+            return Reply(400, {"error": problem})
         session = SessionRecord(
             session_id=secrets.token_urlsafe(24),
             protocol_version=versions.LATEST_HANDSHAKE,
+            client_capabilities=capabilities or {},
             principal=principal.key if principal else None,
             initialized=True,
         )
@@ -87,12 +128,17 @@ class SessionApi:
 
     async def call(self, body: dict[str, Any], http: HttpRequest, principal: Principal | None) -> Reply:
         session_id, method, params = body.get("sessionId"), body.get("method"), body.get("params")
+        if session_id is None:
+            return _bad_call(None, "Bad Request: sessionId is required (open a session with POST /session)")
         if not (isinstance(session_id, str) and session_id and isinstance(method, str) and method) or not isinstance(
             params, dict | None
         ):
-            problem = "Bad Request: a call needs non-empty sessionId and method strings, and params as an object if any"
-            return Reply(400, {"sessionId": session_id, "error": {"code": INVALID_REQUEST, "message": problem}})
+            return _bad_call(
+                session_id,
+                "Bad Request: a call needs non-empty sessionId and method strings, and params as an object if any",
+            )
         message = {"jsonrpc": "2.0", "id": f"rest-{secrets.token_hex(6)}", "method": method, "params": params or {}}
+        http = http._replace(outbound=SessionOutbound(self.notifications, session_id))
         reply = await self.handshake.post(message, {SESSION_HEADER: session_id}, http, principal)
         payload = reply.payload or {}
         if "error" not in payload:
@@ -105,6 +151,27 @@ class SessionApi:
             headers = {"retry-after": str(max(1, math.ceil(retry)))}
         status = reply.status if reply.status != 200 else rest_status(code)
         return Reply(status, {"sessionId": session_id, "error": error}, headers)
+
+    async def respond(self, session_id: str, body: Any, http: HttpRequest, principal: Principal | None) -> Reply:
+        """Hand a call waiting on any container the client's answer to the request it sent (`{"type": "request"}`
+        on `/events`): `{"id", "result"}` or `{"id", "error": {"code", "message"}}`."""
+        answer = body if isinstance(body, dict) else {}
+        request_id, result, error = answer.get("id"), answer.get("result"), answer.get("error")
+        well_formed = isinstance(error, dict) and isinstance(error.get("code"), int) and "message" in error
+        if not isinstance(request_id, str | int) or isinstance(request_id, bool) or (result is None) == (error is None):
+            well_formed = False
+        elif result is not None:
+            well_formed = isinstance(result, dict)
+        if not well_formed:
+            problem = "Bad Request: an answer is {id, result} or {id, error: {code, message}} for a request of /events"
+            return _bad_call(session_id, problem)
+        message = {"jsonrpc": "2.0", "id": request_id, **({"result": result} if error is None else {"error": error})}
+        reply = await self.handshake.post(message, {SESSION_HEADER: session_id}, http, principal)
+        if reply.payload is None:
+            return Reply(200, {"sessionId": session_id, "message": "Response delivered"})
+        error = reply.payload.get("error") or {}
+        status = reply.status if reply.status != 200 else rest_status(error.get("code"))
+        return Reply(status, {"sessionId": session_id, "error": error})
 
     async def events(
         self, session_id: str, principal: Principal | None, send: Send, receive: Receive, *, max_seconds: float
@@ -123,6 +190,7 @@ class SessionApi:
         if await self._own_session(session_id, principal) is None:
             return _unknown_session()
         await self.handshake.sessions.delete(session_id)
+        await self.notifications.end(session_id)  # its open /events streams close now, on every container
         return Reply(200, {"message": "Session closed successfully"})
 
     async def _own_session(self, session_id: str, principal: Principal | None) -> SessionRecord | None:
@@ -130,6 +198,10 @@ class SessionApi:
         if session is None or session.principal != (principal.key if principal else None):
             return None  # another principal's session is answered like an unknown one
         return session
+
+
+def _bad_call(session_id: Any, problem: str) -> Reply:
+    return Reply(400, {"sessionId": session_id, "error": {"code": INVALID_REQUEST, "message": problem}})
 
 
 def _unknown_session() -> Reply:

@@ -66,6 +66,9 @@ class StreamFraming(Protocol):
 
     async def notice(self, writer: SseWriter, notice: LoggedNotification) -> None: ...
 
+    async def closing(self, writer: SseWriter, session: SessionRecord) -> None:
+        """Write what a stream says as it ends because its session was ended."""
+
 
 class McpGetStream:
     """The MCP GET stream: JSON-RPC notifications with `g-<n>` ids, a priming event at 2025-11-25, keep-alive
@@ -83,6 +86,9 @@ class McpGetStream:
 
     async def notice(self, writer: SseWriter, notice: LoggedNotification) -> None:
         await writer.event(notice.message, event_id=f"{GET_STREAM_PREFIX}-{notice.seq}")
+
+    async def closing(self, writer: SseWriter, session: SessionRecord) -> None:
+        return None  # the stream just ends
 
 
 class SessionStreams:
@@ -174,17 +180,21 @@ class SessionStreams:
         loop = asyncio.get_running_loop()
         deadline = loop.time() + max_seconds
         await framing.open(writer, session, after)
-        follower = NotificationFollower(self.events, after)
+        follower = NotificationFollower(self.events, after, session_id=session.session_id)
         while (left := deadline - loop.time()) > 0:
             notices = await follower.next(min(framing.idle_seconds, left))
-            current = await self.sessions.load(session.session_id)  # an open stream counts as activity
-            if current is None:  # the session ended or expired: so does its stream
-                return
-            session = current  # its subscriptions may have changed
+            if not any(notice.ended for notice in notices):
+                current = await self.sessions.load(session.session_id)  # an open stream counts as activity
+                if current is None:  # the session ended or expired: so does its stream
+                    return
+                session = current  # its subscriptions may have changed
             if not notices:
                 await framing.idle(writer)
             for notice in notices:
-                if wanted_by(session, notice.message):
+                if notice.ended:  # the session was ended, on whichever container: the stream closes at once
+                    await framing.closing(writer, session)
+                    return
+                if notice.session is not None or wanted_by(session, notice.message):
                     await framing.notice(writer, notice)
 
 

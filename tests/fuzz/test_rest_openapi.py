@@ -31,3 +31,13 @@ def base_url() -> Iterator[str]:
 def test_the_rest_api_answers_as_its_openapi_description_says(case: schemathesis.Case[Any], base_url: str) -> None:
     response = case.call(base_url=base_url, timeout=10)
     case.validate_response(response)
+
+
+@pytest.mark.parametrize("body", [{"method": "tools/list"}, {"method": "tools/call", "params": {"name": "add"}}])
+def test_a_rest_call_without_session_id_gets_the_documented_rest_answer(base_url: str, body: dict[str, Any]) -> None:
+    case = SCHEMA["/mcp"]["POST"].Case(body=body, media_type="application/json")
+    response = case.call(base_url=base_url, timeout=10)
+    case.validate_response(response)
+    assert response.status_code == 400
+    assert response.json()["sessionId"] is None
+    assert response.json()["error"]["message"].startswith("Bad Request: sessionId is required")

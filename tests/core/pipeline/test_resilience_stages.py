@@ -134,6 +134,22 @@ async def test_tools_not_declared_idempotent_are_never_retried(harness_for: Call
     assert len(attempts) == 1 and harness.sleeps.delays == []
 
 
+async def test_a_retry_policy_declared_on_a_tool_is_honoured_even_when_not_idempotent(
+    harness_for: Callable[..., Harness],
+) -> None:
+    server = McpServer("declared", retry=RetryPolicy(attempts=5))
+    attempts: list[int] = []
+
+    @server.tool(retry=RetryPolicy(attempts=2, base_delay=0.1))
+    def send_mail() -> str:
+        attempts.append(1)
+        raise ToolError("smtp busy", retryable=True)
+
+    harness = harness_for(server)
+    assert (await harness.call("send_mail"))["isError"] is True
+    assert len(attempts) == 2 and harness.sleeps.delays == [0.05]  # the tool's own policy, not the server's
+
+
 async def test_retries_stop_when_the_next_delay_would_pass_the_deadline(harness_for: Callable[..., Harness]) -> None:
     server = McpServer("deadline", retry=RetryPolicy(attempts=10, base_delay=1.0, max_delay=8.0), timeout=3.0)
     attempts: list[int] = []

@@ -188,3 +188,37 @@ def test_variadic_parameters_are_refused_at_registration() -> None:
         @server.tool()
         def spread(*values: int) -> int:
             return sum(values)
+
+
+EXPLICIT = {
+    "$schema": "https://json-schema.org/draft/2020-12/schema",
+    "type": "object",
+    "$defs": {"who": {"$anchor": "whoDef", "type": "string", "minLength": 1}},
+    "properties": {"name": {"$ref": "#/$defs/who"}, "mode": {"enum": ["short", "long"]}},
+    "allOf": [{"anyOf": [{"required": ["name"]}, {"required": ["mode"]}]}],
+    "if": {"properties": {"mode": {"const": "long"}}, "required": ["mode"]},
+    "then": {"required": ["name"]},
+    "else": {"required": []},
+    "additionalProperties": False,
+    "x-vendor": {"kept": True},
+}
+
+
+async def test_an_explicit_input_schema_is_listed_verbatim(mcp_factory: McpFactory) -> None:
+    server = McpServer("explicit")
+
+    @server.tool(input_schema=EXPLICIT)
+    def greet(name: str = "you", mode: str = "short") -> str:
+        """Greets."""
+        return f"hello {name} ({mode})"
+
+    mcp = await mcp_factory(server)
+    listed = (await _tools(mcp))["greet"]
+    assert listed["inputSchema"] == EXPLICIT
+    result = (await mcp.stateless("tools/call", {"name": "greet", "arguments": {"name": "Ada"}})).json()["result"]
+    assert result["content"] == [{"type": "text", "text": "hello Ada (short)"}]
+
+
+def test_an_explicit_input_schema_must_describe_an_object() -> None:
+    with pytest.raises(ValueError, match="type 'object'"):
+        McpServer("bad").tool(input_schema={"type": "string"})

@@ -49,6 +49,16 @@ async def test_invalid_messages_are_400_invalid_request(mcp: McpHttp, body: obje
     assert_error(response.json(), -32600)
 
 
+@pytest.mark.parametrize("body", [{"method": "tools/list"}, {"method": "tools/call", "params": {"name": "add"}}, {}])
+async def test_a_rest_body_without_session_id_gets_a_rest_answer(mcp: McpHttp, body: object) -> None:
+    response = await mcp.post(body)
+    assert response.status_code == 400
+    assert response.json() == {
+        "sessionId": None,
+        "error": {"code": -32600, "message": "Bad Request: sessionId is required (open a session with POST /session)"},
+    }
+
+
 async def test_an_array_outside_2025_03_26_is_refused(mcp: McpHttp) -> None:
     response = await mcp.post([TOOLS_LIST], {"mcp-protocol-version": "2025-06-18"})
     assert response.status_code == 400
