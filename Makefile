@@ -52,15 +52,16 @@ bench-smoke: $(VENV)/.installed  ## the benchmark in seconds, every subject once
 # on Lambda, as wheels for the function's platform, plus its own code. boto3 comes with the Lambda runtime.
 LAMBDA_PLATFORM ?= manylinux2014_aarch64
 LAMBDA_REQUIREMENTS := "mangum>=0.19" "pydantic>=2.7" "uvicorn>=0.30" "httptools>=0.6" "redis>=5.0" "pyjwt[crypto]>=2.8"
-# What a deployment of this checkout adds: its own requirements (pip syntax, as wheels for LAMBDA_PLATFORM) and its
-# own modules or folders, e.g. `LAMBDA_EXTRA_REQUIREMENTS="httpx>=0.27" LAMBDA_EXTRA_CODE=mytools.py sam build
-# --build-in-source`. A project of your own is simpler: `stratus init` (docs/deploy.md).
-LAMBDA_EXTRA_REQUIREMENTS ?=
+# What a deployment of this checkout adds: a requirements file of its own (installed as wheels for LAMBDA_PLATFORM)
+# and its own modules or folders, e.g. `LAMBDA_REQUIREMENTS_FILE=requirements.txt LAMBDA_EXTRA_CODE="mytools.py data"
+# sam build --build-in-source`. A project of your own is simpler: `stratus init` (docs/deploy.md).
+LAMBDA_REQUIREMENTS_FILE ?=
 LAMBDA_EXTRA_CODE ?=
 
 build-BufferedFunction build-StreamingFunction build-SweeperFunction build-TaskWorkerFunction:
 	$(PYTHON) -m pip install --quiet --target "$(ARTIFACTS_DIR)" --platform $(LAMBDA_PLATFORM) --implementation cp \
-		--python-version 3.13 --only-binary=:all: $(LAMBDA_REQUIREMENTS) $(LAMBDA_EXTRA_REQUIREMENTS)
+		--python-version 3.13 --only-binary=:all: $(LAMBDA_REQUIREMENTS) \
+		$(if $(LAMBDA_REQUIREMENTS_FILE),-r "$(LAMBDA_REQUIREMENTS_FILE)")
 	@# Stratus goes in as pip installs it anywhere (core/ as `stratus`, handlers/ as `stratus.handlers`): pyproject.toml's
 	@# mapping is the only one. From a copy of the sources: the functions build in parallel (samconfig.toml), and
 	@# setuptools' build/ folder in the checkout would be shared between them. -L: `stratus init`'s files link to
