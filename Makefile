@@ -54,17 +54,24 @@ bench-smoke: $(VENV)/.installed  ## the benchmark in seconds, every subject once
 LAMBDA_PLATFORM ?= manylinux2014_aarch64
 LAMBDA_REQUIREMENTS := "mangum>=0.19" "pydantic>=2.7" "uvicorn>=0.30" "httptools>=0.6" "redis>=8.0" "pyjwt[crypto]>=2.8" \
 	"aws-lambda-powertools>=3.0"
+# What a deployment of this checkout adds: a requirements file of its own (installed as wheels for LAMBDA_PLATFORM)
+# and its own modules or folders, e.g. `LAMBDA_REQUIREMENTS_FILE=requirements.txt LAMBDA_EXTRA_CODE="mytools.py data"
+# sam build --build-in-source`. A project of your own is simpler: `stratus init` (docs/deploy.md).
+LAMBDA_REQUIREMENTS_FILE ?=
+LAMBDA_EXTRA_CODE ?=
 
 build-BufferedFunction build-StreamingFunction build-SweeperFunction build-TaskWorkerFunction:
 	$(PYTHON) -m pip install --quiet --target "$(ARTIFACTS_DIR)" --platform $(LAMBDA_PLATFORM) --implementation cp \
-		--python-version 3.13 --only-binary=:all: $(LAMBDA_REQUIREMENTS)
+		--python-version 3.13 --only-binary=:all: $(LAMBDA_REQUIREMENTS) \
+		$(if $(LAMBDA_REQUIREMENTS_FILE),-r "$(LAMBDA_REQUIREMENTS_FILE)")
 	@# Stratus goes in as pip installs it anywhere (core/ as `stratus`, handlers/ as `stratus.handlers`): pyproject.toml's
 	@# mapping is the only one. From a copy of the sources: the functions build in parallel (samconfig.toml), and
-	@# setuptools' build/ folder in the checkout would be shared between them.
-	source=$$(mktemp -d) && cp -r pyproject.toml README.md core handlers "$$source/" \
+	@# setuptools' build/ folder in the checkout would be shared between them. -L: `stratus init`'s files link to
+	@# template.yaml and run.sh (handlers/scaffold.py).
+	source=$$(mktemp -d) && cp -rL pyproject.toml README.md core handlers "$$source/" \
 		&& $(PYTHON) -m pip install --quiet --no-deps --target "$(ARTIFACTS_DIR)" "$$source"; \
 		status=$$?; rm -rf "$$source"; exit $$status
-	cp -r examples run.sh "$(ARTIFACTS_DIR)/"
+	cp -r examples run.sh $(LAMBDA_EXTRA_CODE) "$(ARTIFACTS_DIR)/"
 	find "$(ARTIFACTS_DIR)" -name __pycache__ -prune -exec rm -rf {} +
 	@# Bytecode ships in the package: /var/task is read-only, so without it every cold start compiles each module it
 	@# imports (measured: 2.3x the instructions of `import examples.add`). unchecked-hash pycs stay valid whatever

@@ -1,5 +1,6 @@
 """The `stratus` command line.
 
+    stratus init DIR [--force]
     stratus serve [--app MODULE:ATTR | --gateway FILE] [--host HOST] [--port PORT] [--store URL]
     stratus local [--template FILE] [--parameter NAME=VALUE]... [--app MODULE:ATTR | --gateway FILE] [--store URL]
                   [--host HOST] [--port PORT] [--containers N] [--retire-rate P] [--seed N]
@@ -20,7 +21,7 @@ from collections.abc import Mapping, Sequence
 
 from stratus import build_app
 from stratus.config import SettingsError
-from stratus.handlers import gateway_admin
+from stratus.handlers import gateway_admin, scaffold
 from stratus.handlers.emulator import command as local_command
 from stratus.handlers.loading import load_served
 from stratus.handlers.secrets import settings_from_env
@@ -53,6 +54,7 @@ def _parser() -> argparse.ArgumentParser:
     )
     create.add_argument("--store", required=True, help="dynamodb://TABLE")
     gateway_admin.add_parser(commands)
+    scaffold.add_parser(commands)
     return parser
 
 
@@ -84,6 +86,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     # `--app mymodule:server` names a module of the project the command runs in, as uvicorn's `main:app` does.
     if os.getcwd() not in sys.path and "" not in sys.path:
         sys.path.insert(0, os.getcwd())
+    if args.command == "init":
+        return scaffold.run(args)
     if args.command == "store":
         return _create_store(args.store)
     if args.command == "local":
