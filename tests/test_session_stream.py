@@ -101,6 +101,27 @@ async def test_notifications_published_on_one_process_reach_the_get_stream_on_an
                         break
 
 
+async def test_deleting_the_session_on_one_process_ends_its_get_stream_on_another_at_once() -> None:
+    """The stream ends well before its next keep-alive (15 s), when it would otherwise notice the session gone."""
+    environment = {"STRATUS_SECRET_KEY": "k", "STRATUS_STORE": "redis://127.0.0.1:6379/0"}
+    environment["STRATUS_STORE_PREFIX"] = f"end-{secrets.token_hex(4)}"
+    with stratus_processes(2, SHARED_APP, environment) as (first, second):
+        async with (
+            httpx.AsyncClient(base_url=first, timeout=10) as on_first,
+            httpx.AsyncClient(base_url=second, timeout=10) as on_second,
+        ):
+            session = await McpHttp(on_first).initialize()
+            headers = {**BASE_HEADERS, **session.headers}
+            async with on_second.stream("GET", "/mcp", headers=headers) as stream:
+                assert stream.status_code == 200
+                messages = sse_messages(stream)
+                assert (await anext(messages))[1] is None  # priming: the stream is open and following
+                assert (await on_first.delete("/mcp", headers=headers)).status_code == 200
+                with anyio.fail_after(5):
+                    rest = [message async for message in messages]
+            assert rest == []
+
+
 async def test_a_get_stream_needs_a_live_session_of_the_caller() -> None:
     environment = {"STRATUS_SECRET_KEY": "k"}
     with stratus_processes(1, "tests.fixtures.apps:shared", environment) as (only,):

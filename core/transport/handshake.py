@@ -23,6 +23,7 @@ from stratus.protocol.jsonrpc import (
     request_id_of,
     result_response,
 )
+from stratus.protocol.notifications import NotificationLog
 from stratus.request.http import HttpRequest
 from stratus.request.outbound import StreamLog
 from stratus.server.principal import Principal
@@ -161,6 +162,7 @@ class HandshakeHandler:
         except McpError as error:
             return error_reply(None, error)
         await self.sessions.delete(session.session_id)
+        await NotificationLog(self.events).end(session.session_id)  # its GET streams close now, on every container
         return Reply(200)
 
     async def _deliver(self, request_key: str, reply: str) -> bool:
