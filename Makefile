@@ -31,11 +31,11 @@ check: $(VENV)/.installed  ## lint and type-check
 unit: $(VENV)/.installed  ## the pytest suite
 	$(BIN)/python -m pytest
 
-conformance: $(VENV)/.installed  ## the official MCP conformance suite: one process, two sharing Redis / a Redis Cluster / DynamoDB, a gateway
+conformance: $(VENV)/.installed  ## the official MCP conformance suite: one process, the emulated stack on Redis / a Redis Cluster / DynamoDB, a gateway
 	bash scripts/conformance
-	CONFORMANCE_TARGET=shared-redis bash scripts/conformance
-	CONFORMANCE_TARGET=shared-redis-cluster bash scripts/conformance
-	CONFORMANCE_TARGET=shared-dynamodb bash scripts/conformance
+	CONFORMANCE_TARGET=emulated-redis bash scripts/conformance
+	CONFORMANCE_TARGET=emulated-redis-cluster bash scripts/conformance
+	CONFORMANCE_TARGET=emulated-dynamodb bash scripts/conformance
 	CONFORMANCE_TARGET=gateway bash scripts/conformance
 
 template:  ## sam validate --lint, and cfn-lint on the SAM-translated template (tools pinned in their own venv)

@@ -29,7 +29,7 @@ from stratus.handlers.emulator.function_url import FunctionUrlDoor
 from stratus.handlers.emulator.http_api import HttpApiDoor
 from stratus.handlers.emulator.lambda_api import LambdaApi
 from stratus.handlers.emulator.rest_api import RestApiDoor
-from stratus.handlers.emulator.stack import Function, Stack
+from stratus.handlers.emulator.stack import Function, Stack, with_time_scale
 from stratus.handlers.emulator.web_adapter import WebAdapterContainer
 
 START_TIMEOUT_SECONDS = 20.0
@@ -53,6 +53,9 @@ class Options:
     """The first front door's port, the others following it; 0 gives each a free port."""
     output: IO[bytes] | None = None
     """Where the containers' output goes (default: the emulator's own)."""
+    time_scale: float = 1.0
+    """Every time limit AWS applies (function timeouts, integration timeouts, the REST API's streaming limits) is
+    multiplied by this: at 1/60 a test sees a call outlive the HTTP API's 30 s in half a second."""
 
 
 @dataclass(frozen=True)
@@ -68,8 +71,9 @@ class LocalAws:
     """The stack's front doors and function pools on one event loop."""
 
     def __init__(self, stack: Stack, options: Options | None = None) -> None:
-        self.stack = stack
         self.options = options or Options()
+        stack = with_time_scale(stack, self.options.time_scale)
+        self.stack = stack
         rng = random.Random(self.options.seed)  # noqa: S311 - reproducible scheduling, not secrets
         self.pools = {
             name: FunctionPool(
@@ -84,7 +88,7 @@ class LocalAws:
         self.lambda_api = LambdaApi(self.pools)
         self.doors: list[Any] = [
             *(HttpApiDoor(api, stack, self.pools) for api in stack.http_apis),
-            *(RestApiDoor(api, stack, self.pools) for api in stack.rest_apis),
+            *(RestApiDoor(api, stack, self.pools, self.options.time_scale) for api in stack.rest_apis),
             *(FunctionUrlDoor(url, stack, self.pools) for url in stack.function_urls),
             self.lambda_api,
         ]

@@ -83,10 +83,12 @@ def select_method(methods: tuple[RestMethod, ...], verb: str, path: str) -> tupl
 class RestApiDoor(FrontDoor):
     kind = "REST API"
 
-    def __init__(self, api: RestApi, stack: Stack, pools: Mapping[str, FunctionPool]) -> None:
+    def __init__(self, api: RestApi, stack: Stack, pools: Mapping[str, FunctionPool], time_scale: float = 1.0) -> None:
         super().__init__(api.logical_id, pools)
         self.api = api
         self.stack = stack
+        self.time_scale = time_scale
+        """Multiplies the streaming limits (the method timeouts come scaled in `stack`)."""
 
     def too_large(self) -> Answer:
         return json_answer(413, {"message": "Request Too Long"})
@@ -130,9 +132,9 @@ class RestApiDoor(FrontDoor):
                     return
                 stream = invoked.stream
                 if stream is not None and method.streaming:
-                    idle = STREAM_IDLE_SECONDS.get(self.api.endpoint_type, 30)
+                    idle = STREAM_IDLE_SECONDS.get(self.api.endpoint_type, 30) * self.time_scale
                     invocation.deadline = min(
-                        invocation.deadline, asyncio.get_running_loop().time() + STREAM_MAX_SECONDS
+                        invocation.deadline, asyncio.get_running_loop().time() + STREAM_MAX_SECONDS * self.time_scale
                     )
                     await send_stream(send, invocation, container, stream, remap(stream.headers), idle_seconds=idle)
                     return

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -381,4 +381,30 @@ def _permission(resolver: Resolver, logical_id: str) -> Permission:
         source_arn=properties.get("SourceArn"),
         function_url_auth_type=properties.get("FunctionUrlAuthType"),
         invoked_via_function_url=invoked_via_url is True or str(invoked_via_url).lower() == "true",
+    )
+
+
+def with_time_scale(stack: Stack, factor: float) -> Stack:
+    """`stack` with its time limits (function timeouts, integration timeouts) multiplied by `factor`: a test sees a
+    call outlive a 30 s limit without waiting 30 s."""
+    if factor == 1.0:
+        return stack
+
+    def ms(value: int) -> int:
+        return max(1, round(value * factor))
+
+    return replace(
+        stack,
+        functions={
+            name: replace(function, timeout_seconds=function.timeout_seconds * factor)
+            for name, function in stack.functions.items()
+        },
+        http_apis=tuple(
+            replace(api, routes=tuple(replace(route, timeout_ms=ms(route.timeout_ms)) for route in api.routes))
+            for api in stack.http_apis
+        ),
+        rest_apis=tuple(
+            replace(api, methods=tuple(replace(method, timeout_ms=ms(method.timeout_ms)) for method in api.methods))
+            for api in stack.rest_apis
+        ),
     )
