@@ -69,7 +69,7 @@ class McpEndpoint:
     ) -> None:
         self.dispatcher = dispatcher
         self.authenticator = authenticator
-        self.handshake = HandshakeHandler(dispatcher, batch_limits)
+        self.handshake = HandshakeHandler(dispatcher, batch_limits, keepalive_seconds=keepalive_seconds)
         self.session_api = SessionApi(self.handshake)
         self.guard = guard
         self.max_body_bytes = max_body_bytes
