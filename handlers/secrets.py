@@ -5,9 +5,10 @@ Redis URL may carry a password) may be the value itself, or `ssm:<parameter name
 decrypted) or `secretsmanager:<secret id or ARN>`. boto3 is imported only when a reference is used.
 
 A read is bounded in time: inside a VPC without a route to SSM (no VPC endpoint, no NAT gateway) botocore would
-otherwise wait 60 s per connection attempt, over several attempts, past Lambda's 10 s on-demand init. A service
-that does not answer in time raises `SecretUnavailableError`, which a handler may outlive (`handlers/deferred.py`);
-a refusal (no such parameter, no permission) raises the plain `SettingsError`.
+otherwise wait 60 s per connection attempt, over several attempts, past Lambda's 10 s on-demand init
+(https://docs.aws.amazon.com/lambda/latest/dg/lambda-runtime-environment.html). A service that does not answer in
+time raises `SecretUnavailableError`, which a handler may outlive (`handlers/deferred.py`); a refusal (no such
+parameter, no permission) raises the plain `SettingsError`.
 """
 
 from __future__ import annotations
