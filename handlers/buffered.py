@@ -3,16 +3,19 @@
 Responses are whole JSON bodies (Mangum buffers; nothing streams). The app and its stores are built once per
 cold start and reused by every warm invocation. `template.yaml` names `stratus.handlers.buffered.handler`; the server it
 serves is `STRATUS_APP` (`module:attribute`). Under SnapStart the app is primed before the snapshot and rebuilt
-after each restore (`stratus.handlers.snapstart`).
+after each restore (`stratus.handlers.snapstart`). When a secret's service (SSM) does not answer at init, the
+function starts anyway and reads it on a later invocation, answering 503 until then (`stratus.handlers.deferred`).
 """
 
 from __future__ import annotations
 
 from stratus.handlers.adapter import make_handler
+from stratus.handlers.deferred import ResolvedSettings, start_or_defer
 from stratus.handlers.loading import load_served
-from stratus.handlers.secrets import settings_from_env
+from stratus.handlers.secrets import settings_without_secrets
 from stratus.handlers.snapstart import snapstart_aware
 
-_settings = settings_from_env()
-_server = load_served(_settings)
-handler = snapstart_aware(lambda: make_handler(_server, _settings), _settings.mcp_path)
+_named = settings_without_secrets()
+_server = load_served(_named)
+_settings = ResolvedSettings()
+handler = snapstart_aware(lambda: start_or_defer(lambda: make_handler(_server, _settings())), _named.mcp_path)

@@ -3,6 +3,12 @@
 `STRATUS_SECRET_KEY` (the key every container signs cursors and request state with) and `STRATUS_STORE` (a
 Redis URL may carry a password) may be the value itself, or `ssm:<parameter name>` (an SSM SecureString,
 decrypted) or `secretsmanager:<secret id or ARN>`. boto3 is imported only when a reference is used.
+
+A read is bounded in time: inside a VPC without a route to SSM (no VPC endpoint, no NAT gateway) botocore would
+otherwise wait 60 s per connection attempt, over several attempts, past Lambda's 10 s on-demand init
+(https://docs.aws.amazon.com/lambda/latest/dg/lambda-runtime-environment.html). A service that does not answer in
+time raises `SecretUnavailableError`, which a handler may outlive (`handlers/deferred.py`); a refusal (no such
+parameter, no permission) raises the plain `SettingsError`.
 """
 
 from __future__ import annotations
@@ -18,6 +24,20 @@ SECRET_SETTINGS = (f"{PREFIX}SECRET_KEY", f"{PREFIX}STORE")
 
 SSM_PREFIX = "ssm:"
 SECRETS_MANAGER_PREFIX = "secretsmanager:"
+CONNECT_TIMEOUT_SECONDS = 2
+READ_TIMEOUT_SECONDS = 2
+ATTEMPTS = 2
+"""Each read: at most two attempts of 2 s to connect and 2 s to answer (about 9 s at worst with the retry's
+back-off, 4 s to an address that never answers the connection)."""
+
+
+class SecretUnavailableError(SettingsError):
+    """The service holding a secret did not answer in time (no route to it, or it timed out): a later read may
+    succeed. `setting` names the variable whose reference could not be read, when it is known."""
+
+    def __init__(self, message: str, setting: str = "") -> None:
+        super().__init__(message)
+        self.setting = setting
 
 
 def resolve_secret(value: str) -> str:
@@ -29,15 +49,29 @@ def resolve_secret(value: str) -> str:
     if not value.startswith((SSM_PREFIX, SECRETS_MANAGER_PREFIX)):
         return value
     import boto3
-    from botocore.exceptions import BotoCoreError, ClientError
+    from botocore.config import Config
+    from botocore.exceptions import BotoCoreError, ClientError, HTTPClientError
+    from botocore.exceptions import ConnectionError as BotoConnectionError
 
+    bounded = Config(
+        connect_timeout=CONNECT_TIMEOUT_SECONDS,
+        read_timeout=READ_TIMEOUT_SECONDS,
+        retries={"mode": "standard", "max_attempts": ATTEMPTS},
+    )
     try:
         if value.startswith(SSM_PREFIX):
             name = value.removeprefix(SSM_PREFIX)
-            secret = boto3.client("ssm").get_parameter(Name=name, WithDecryption=True)["Parameter"]["Value"]
+            ssm = boto3.client("ssm", config=bounded)
+            secret = ssm.get_parameter(Name=name, WithDecryption=True)["Parameter"]["Value"]
         else:
             name = value.removeprefix(SECRETS_MANAGER_PREFIX)
-            secret = boto3.client("secretsmanager").get_secret_value(SecretId=name)["SecretString"]
+            secrets_manager = boto3.client("secretsmanager", config=bounded)
+            secret = secrets_manager.get_secret_value(SecretId=name)["SecretString"]
+    except (BotoConnectionError, HTTPClientError) as error:
+        raise SecretUnavailableError(
+            f"cannot reach the service holding {value!r}: {type(error).__name__} (in a VPC, give the function a "
+            "route to it: a VPC endpoint or a NAT gateway)"
+        ) from None
     except (ClientError, BotoCoreError, KeyError) as error:
         raise SettingsError(f"cannot read the secret {value!r}: {type(error).__name__}") from None
     if not secret:
@@ -64,10 +98,25 @@ def settings_from_env(environ: Mapping[str, str] | None = None, **overrides: Any
     """`Settings.from_env`, with the secret settings' references replaced by the secrets they name.
 
     Raises:
+        SecretUnavailableError: the service holding a reference did not answer in time (names the setting).
         SettingsError: a reference cannot be read, or a setting is malformed.
     """
     environ = dict(os.environ if environ is None else environ)
     for name in SECRET_SETTINGS:
         if name in environ:
-            environ[name] = resolve_secret(environ[name])
+            try:
+                environ[name] = resolve_secret(environ[name])
+            except SecretUnavailableError as error:
+                raise SecretUnavailableError(f"{name}: {error}", setting=name) from None
     return Settings.from_env(environ, **overrides)
+
+
+def settings_without_secrets(environ: Mapping[str, str] | None = None) -> Settings:
+    """The settings that need no secret read: which server to serve and where (the secret settings are left out, so
+    the store is the in-memory default). For naming the app before its secrets can be read; never for serving it.
+
+    Raises:
+        SettingsError: a setting is malformed.
+    """
+    environ = os.environ if environ is None else environ
+    return Settings.from_env({key: value for key, value in environ.items() if key not in SECRET_SETTINGS})

@@ -83,9 +83,11 @@ class SnapStartHandler:
 
     def prime(self) -> None:
         """Before the snapshot: answer a tools/list in-process. A server error fails the snapshot rather than a
-        user's call; a refusal (401 where auth is on) still leaves the imports and the app warmed."""
+        user's call; a refusal (401 where auth is on) still leaves the imports and the app warmed. So does a 503
+        (a dependency out of reach, such as SSM in a VPC without a route to it): failing the snapshot would fail
+        the deployment, when the function can still serve once the dependency answers."""
         status = self.current(priming_event(self._mcp_path), _PrimingContext()).get("statusCode")
-        if not isinstance(status, int) or status >= 500:
+        if not isinstance(status, int) or (status >= 500 and status != 503):
             raise RuntimeError(f"priming tools/list answered {status}")
 
     def restore(self) -> None:

@@ -1,4 +1,8 @@
-"""Trust the claims an API Gateway authorizer put in the Lambda event, for deployments that authenticate there."""
+"""Trust the claims an API Gateway authorizer put in the request context, for deployments that authenticate there.
+
+The buffered shape reads them from the Lambda event; the streaming shape (the Lambda Web Adapter) from the
+`x-amzn-request-context` header the adapter writes, where `STRATUS_TRUST_REQUEST_CONTEXT_HEADER` says it is there.
+"""
 
 from __future__ import annotations
 
@@ -8,16 +12,14 @@ from typing import Any
 
 from stratus.auth.bearer import principal_from_claims
 from stratus.errors import UnauthorizedError
+from stratus.request.context import request_context
 from stratus.server.principal import Principal
 
 
-def authorizer_claims(event: Any) -> dict[str, Any] | None:
-    """Claims from `requestContext.authorizer`: HTTP API JWT authorizers (`jwt.claims`), REST Cognito authorizers
-    (`claims`) and Lambda authorizers (`lambda`, or the context keys themselves)."""
-    if not isinstance(event, Mapping):
-        return None
-    context = event.get("requestContext")
-    authorizer = context.get("authorizer") if isinstance(context, Mapping) else None
+def authorizer_claims(context: Mapping[str, Any] | None) -> dict[str, Any] | None:
+    """Claims from a request context's `authorizer`: HTTP API JWT authorizers (`jwt.claims`), REST Cognito
+    authorizers (`claims`) and Lambda authorizers (`lambda`, or the context keys themselves)."""
+    authorizer = context.get("authorizer") if context is not None else None
     if not isinstance(authorizer, Mapping):
         return None
     jwt = authorizer.get("jwt")
@@ -45,11 +47,14 @@ def _unflatten(value: Any) -> Any:
 
 
 class GatewayAuthenticator:
-    """The principal API Gateway already authenticated; a request whose event carries none is refused."""
+    """The principal API Gateway already authenticated; a request whose context carries none is refused."""
+
+    def __init__(self, *, trust_request_context_header: bool = False) -> None:
+        self._trust_header = trust_request_context_header
 
     async def authenticate(self, headers: Mapping[str, str], scope: Mapping[str, Any]) -> Principal:
-        """Raises UnauthorizedError when the event has no authorizer claims with a subject."""
-        claims = authorizer_claims(scope.get("aws.event"))
+        """Raises UnauthorizedError when the request context has no authorizer claims with a subject."""
+        claims = authorizer_claims(request_context(scope, headers, trust_header=self._trust_header))
         if not claims or not claims.get("sub"):
             raise UnauthorizedError("Authentication required", challenge="Bearer")
         for name in ("scope", "scp", "roles", "cognito:groups"):

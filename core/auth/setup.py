@@ -20,7 +20,7 @@ def request_authenticator(settings: Settings) -> tuple[RequestAuthenticator | No
     if settings.auth_mode == "gateway":
         from stratus.auth.gateway import GatewayAuthenticator
 
-        return GatewayAuthenticator(), None
+        return GatewayAuthenticator(trust_request_context_header=settings.trust_request_context_header), None
     if settings.auth_mode == "jwt":
         from stratus.auth.bearer import JwtAuthenticator, ResourceServer
         from stratus.auth.jwks import KeySet

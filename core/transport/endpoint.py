@@ -15,6 +15,7 @@ from stratus.errors import HttpError, InternalError, McpError
 from stratus.protocol import versions
 from stratus.protocol.dispatch import Dispatcher
 from stratus.protocol.jsonrpc import decode
+from stratus.request.context import request_context
 from stratus.request.http import HttpRequest
 from stratus.request.outbound import Outbound
 from stratus.request.signal import CancellationSignal
@@ -32,7 +33,7 @@ from stratus.transport.asgi import (
 )
 from stratus.transport.buffered_limit import buffered_body
 from stratus.transport.cors import exposing_to, is_preflight, preflight_headers
-from stratus.transport.guards import HostOriginGuard, check_accepts_json, check_json_body, request_context
+from stratus.transport.guards import HostOriginGuard, check_accepts_json, check_json_body
 from stratus.transport.handshake import SESSION_HEADER, BatchLimits, HandshakeHandler
 from stratus.transport.http_reply import Reply, error_reply
 from stratus.transport.session_api import SessionApi, is_rest_call
@@ -68,7 +69,7 @@ class McpEndpoint:
     ) -> None:
         self.dispatcher = dispatcher
         self.authenticator = authenticator
-        self.handshake = HandshakeHandler(dispatcher, batch_limits)
+        self.handshake = HandshakeHandler(dispatcher, batch_limits, keepalive_seconds=keepalive_seconds)
         self.session_api = SessionApi(self.handshake)
         self.guard = guard
         self.max_body_bytes = max_body_bytes
@@ -135,7 +136,7 @@ class McpEndpoint:
             scope.get("path", ""),
             headers,
             lambda_event=event if isinstance(event, dict) else None,
-            authorizer_claims=authorizer_claims({"requestContext": context}) if context is not None else None,
+            authorizer_claims=authorizer_claims(context),
         )
 
     async def _rest(self, scope: Scope, receive: Receive, send: Send, headers: Headers, path: str) -> Reply | None:

@@ -11,11 +11,10 @@ The API's domain is only ever taken from something the client cannot write: the 
 
 from __future__ import annotations
 
-import json
-from typing import Any
 from urllib.parse import urlsplit
 
 from stratus.errors import HttpError
+from stratus.request.context import request_context
 from stratus.transport.asgi import Headers, Scope
 
 LOCAL_HOSTS = frozenset({"localhost", "127.0.0.1", "[::1]", "::1"})
@@ -29,36 +28,12 @@ def _split_host(value: str) -> str:
     return value.rsplit(":", 1)[0] if value.count(":") == 1 else value
 
 
-REQUEST_CONTEXT_HEADER = "x-amzn-request-context"
-
-
-def request_context(scope: Scope, headers: Headers, *, trust_header: bool) -> dict[str, Any] | None:
-    """The API Gateway / Function URL `requestContext` of the invoking event: from the Lambda event (Mangum), or
-    from the `x-amzn-request-context` header when `trust_header` says the Lambda Web Adapter put it there.
-
-    The adapter passes the event's `requestContext` to the app as JSON in that header ("Request Context" in
-    https://github.com/awslabs/aws-lambda-web-adapter's README), replacing any header of that name the client
-    sent. Nothing else sets it: on a plain server (`stratus serve`) the client writes it, so it is ignored
-    entirely. One that does not parse (not JSON, or nested too deep for the parser) is no context.
-    """
-    context: Any = None
-    event = scope.get("aws.event")
-    if isinstance(event, dict):
-        context = event.get("requestContext")
-    elif trust_header and REQUEST_CONTEXT_HEADER in headers:
-        try:
-            context = json.loads(headers[REQUEST_CONTEXT_HEADER])
-        except (ValueError, RecursionError):
-            context = None
-    return context if isinstance(context, dict) else None
-
-
 def _event_domain(scope: Scope, headers: Headers, *, trust_header: bool) -> str | None:
-    """The domain the request arrived on, from its `requestContext` (see `request_context`)."""
+    """The API Gateway / Function URL domain the request arrived on, from its request context (the Lambda event's,
+    or the Web Adapter's header where `trust_header` says the adapter put it there)."""
     context = request_context(scope, headers, trust_header=trust_header)
-    if context is not None and isinstance(context.get("domainName"), str):
-        return str(context["domainName"]).lower()
-    return None
+    domain = context.get("domainName") if context is not None else None
+    return domain.lower() if isinstance(domain, str) else None
 
 
 class HostOriginGuard:

@@ -31,6 +31,7 @@ from stratus.stores.records import CallAdmission, SessionRecord
 from stratus.transport.asgi import Headers, Receive, Send
 from stratus.transport.http_reply import ACCEPTED, Reply, error_reply
 from stratus.transport.session_stream import GET_STREAM_PREFIX, SessionStreams
+from stratus.transport.sse import KEEPALIVE_SECONDS
 
 if TYPE_CHECKING:
     from stratus.stores.base import PendingRequestStore
@@ -78,14 +79,24 @@ class SessionReplies:
 class HandshakeHandler:
     """Answers handshake-era POST bodies and session DELETEs."""
 
-    def __init__(self, dispatcher: Dispatcher, batch_limits: BatchLimits | None = None) -> None:
+    def __init__(
+        self,
+        dispatcher: Dispatcher,
+        batch_limits: BatchLimits | None = None,
+        *,
+        keepalive_seconds: float = KEEPALIVE_SECONDS,
+    ) -> None:
         self.dispatcher = dispatcher
         self.batch_limits = batch_limits or BatchLimits()
         self.sessions = dispatcher.sessions
         self.pending = dispatcher.pipeline.stores.pending
         self.events = dispatcher.pipeline.stores.events
         self.session_streams = SessionStreams(
-            self.sessions, self.events, dispatcher.pipeline.stores.cache, dispatcher.stream_slots
+            self.sessions,
+            self.events,
+            dispatcher.pipeline.stores.cache,
+            dispatcher.stream_slots,
+            keepalive_seconds=keepalive_seconds,
         )
 
     async def post(self, body: Any, headers: Headers, http: HttpRequest, principal: Principal | None) -> Reply:

@@ -74,8 +74,10 @@ class McpGetStream:
     """The MCP GET stream: JSON-RPC notifications with `g-<n>` ids, a priming event at 2025-11-25, keep-alive
     comments, one per session."""
 
-    idle_seconds = KEEPALIVE_SECONDS
     exclusive = True
+
+    def __init__(self, idle_seconds: float = KEEPALIVE_SECONDS) -> None:
+        self.idle_seconds = idle_seconds
 
     async def open(self, writer: SseWriter, session: SessionRecord, after: int) -> None:
         if versions.at_least(session.protocol_version, versions.PRIMING_SINCE):
@@ -95,12 +97,20 @@ class SessionStreams:
     """Serves GET streams of sessions over the shared event log and cache, within the process's stream caps."""
 
     def __init__(
-        self, sessions: SessionStore, events: EventLogStore, cache: CacheStore, slots: StreamSlots | None = None
+        self,
+        sessions: SessionStore,
+        events: EventLogStore,
+        cache: CacheStore,
+        slots: StreamSlots | None = None,
+        *,
+        keepalive_seconds: float = KEEPALIVE_SECONDS,
     ) -> None:
         self.sessions = sessions
         self.events = events
         self.cache = cache
         self.slots = slots or StreamSlots()
+        self.keepalive_seconds = keepalive_seconds
+        """A stream with nothing to send for this long writes a keep-alive comment (STRATUS_KEEPALIVE_SECONDS)."""
 
     async def serve(
         self,
@@ -110,11 +120,13 @@ class SessionStreams:
         receive: Receive,
         *,
         max_seconds: float,
-        framing: StreamFraming = McpGetStream(),  # noqa: B008 - stateless
+        framing: StreamFraming | None = None,
     ) -> McpError | None:
         """Stream the session's notifications after position `after` (from now when None) until the client leaves,
         the session ends or `max_seconds` pass; the error to answer instead when a stream cap is reached
-        (`TooManyStreamsError`) or the session's stream is already open (an exclusive framing)."""
+        (`TooManyStreamsError`) or the session's stream is already open (an exclusive framing). The framing is the
+        MCP GET stream's unless one is given."""
+        framing = framing or McpGetStream(self.keepalive_seconds)
         try:
             slot = self.slots.take(session.session_id, session.principal)
         except TooManyStreamsError as full:
@@ -160,7 +172,7 @@ class SessionStreams:
                 loop = asyncio.get_running_loop()
                 last, deadline = seq, loop.time() + max_seconds
                 while (left := deadline - loop.time()) > 0:
-                    events = await self.events.wait_after(key, last, min(KEEPALIVE_SECONDS, left))
+                    events = await self.events.wait_after(key, last, min(self.keepalive_seconds, left))
                     if not events:
                         await writer.comment("keep-alive")
                     for event in events:

@@ -162,6 +162,20 @@ async def test_metadata_is_served_at_both_well_known_paths(mcp: McpHttp, issuer:
         assert response.json() == expected
 
 
+async def test_only_the_oauth_front_door_serves_the_metadata(mcp: McpHttp) -> None:
+    """RFC 9728 3.3: a client rejects a document whose `resource` is not the URL it fetched it for. Another front
+    door of the same function (another host) answers 404 naming the one resource; its own host and local hosts
+    get the document."""
+    path = "/.well-known/oauth-protected-resource/mcp"
+    elsewhere = await mcp.http.get(path, headers={"host": "abc123.lambda-url.us-east-1.on.aws"})
+    assert elsewhere.status_code == 404
+    message = elsewhere.json()["error"]
+    assert AUDIENCE in message and "STRATUS_AUTH_AUDIENCE" in message
+    for host in ("mcp.example.com", "MCP.example.com:443", "localhost:3000", "[::1]:8000"):
+        served = await mcp.http.get(path, headers={"host": host})
+        assert (served.status_code, served.json()["resource"]) == (200, AUDIENCE), host
+
+
 async def test_a_session_presented_by_another_principal_is_404(mcp: McpHttp, issuer: Issuer) -> None:
     owner = bearer(issuer.token(sub="owner"))
     init = {

@@ -1,0 +1,33 @@
+"""The API Gateway / Function URL request context of a request, wherever the front door put it.
+
+Behind Mangum (the buffered shape) it is the Lambda event's `requestContext`. Behind the Lambda Web Adapter (the
+streaming shape) the adapter passes the same object to the app as JSON in the `x-amzn-request-context` header
+("Request Context" in https://github.com/awslabs/aws-lambda-web-adapter's README), replacing any header of that
+name the client sent. Nothing else sets that header: on a plain server (`stratus serve`) the client writes it, so
+it is read only where `STRATUS_TRUST_REQUEST_CONTEXT_HEADER` declares the adapter in front.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from typing import Any
+
+REQUEST_CONTEXT_HEADER = "x-amzn-request-context"
+
+
+def request_context(
+    scope: Mapping[str, Any], headers: Mapping[str, str], *, trust_header: bool
+) -> dict[str, Any] | None:
+    """The request context, or None: none was given, or the header does not parse (not JSON, or nested too deep
+    for the parser)."""
+    context: Any = None
+    event = scope.get("aws.event")
+    if isinstance(event, Mapping):
+        context = event.get("requestContext")
+    elif trust_header and REQUEST_CONTEXT_HEADER in headers:
+        try:
+            context = json.loads(headers[REQUEST_CONTEXT_HEADER])
+        except (ValueError, RecursionError):
+            context = None
+    return dict(context) if isinstance(context, Mapping) else None
