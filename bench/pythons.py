@@ -18,7 +18,8 @@ import measure
 from profile_warm import HARNESS
 
 VERSIONS = ("3.11", "3.12", "3.13")
-SESSION_SUBJECTS = ("stratus", "awslabs")
+SESSION_SUBJECTS = ("stratus", "awslabs", "mangum")
+PROFILED = ("stratus", "awslabs")
 TIMED = ("median_us", "p99_us", "cpu_per_call_us")
 
 
@@ -71,7 +72,7 @@ def print_profile(python: Path, env: dict[str, str], *, batches: int, callgrind:
     """`run.py --profile-warm`: where a warm session call goes, by module group and by module, for Stratus and
     awslabs; then (with valgrind) Stratus's instructions per call by C function."""
     functions = measure.session_functions(python, "stratus", env) if callgrind else {}
-    for subject in SESSION_SUBJECTS:
+    for subject in PROFILED:
         shares = profile(python, env, batches=batches, subject=subject)
         print(f"{subject} warm tools/call in a session, Python {shares['python']}: {shares['samples']} samples")
         per_call = 0.0

@@ -9,7 +9,7 @@ from collections.abc import Sequence
 import cpushare
 import streaming
 from backends import BACKEND_SUBJECTS
-from figures import SESSION_BYTES_TARGET, THROUGHPUT_SDK_TARGET, WARM_SDK_TARGET, Results
+from figures import SESSION_BYTES_TARGET, THROUGHPUT_SDK_TARGET, WARM_AWSLABS_TARGET, WARM_SDK_TARGET, Results
 from tables import SUBJECTS
 
 
@@ -233,6 +233,17 @@ def part_notes(r: Results) -> list[str]:
                 for memory_mb, share in r.shares.items()
             )
         )
+    for version, measured in r.per_python.items():
+        if all("instructions" in measured.get(subject, {}) for subject in ("stratus", "awslabs", "mangum")):
+            budget = WARM_AWSLABS_TARGET * measured["awslabs"]["instructions"]
+            mangum = measured["mangum"]["instructions"]
+            found.append(
+                f"the 1.2x goal's floor on Python {version}: {WARM_AWSLABS_TARGET}x awslabs allows "
+                f"{budget / 1e3:,.0f} k instructions per call; Mangum's cycle around an app that does nothing takes "
+                f"{mangum / 1e3:,.0f} k of them ({mangum / budget:.0%}), leaving {(budget - mangum) / 1e3:,.0f} k for "
+                f"everything Stratus checks and does, where Stratus spends "
+                f"{(measured['stratus']['instructions'] - mangum) / 1e3:,.0f} k"
+            )
     if r.profile is not None:
         top = list(r.profile["groups"].items())[:6]
         found.append(

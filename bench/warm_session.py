@@ -8,7 +8,8 @@ the same POOL and different CALLS differ only by the calls: their difference ove
 call. With `--profile-warm BATCHES` that many batches of 1000 calls run under a CPU-time sampler instead
 (profile_warm.py), each batch's events parsed with the sampler stopped.
 
-SUBJECT is `stratus` (examples/add.py, memory store) or `awslabs` (awslabs_app.py, no session store: its default).
+SUBJECT is `stratus` (examples/add.py, memory store), `awslabs` (awslabs_app.py, no session store: its default) or
+`mangum` (mangum_floor_app.py: Mangum around an app that does no MCP work, the adapter's own share).
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ from typing import Any
 import wire
 
 Handler = Callable[[dict[str, Any], Any], dict[str, Any]]
-MODULES = {"stratus": "examples.add", "awslabs": "awslabs_app"}
+MODULES = {"stratus": "examples.add", "awslabs": "awslabs_app", "mangum": "mangum_floor_app"}
 WARMUP = 200
 PROFILE_BATCH = 1000
 
