@@ -11,6 +11,10 @@
 `stdio`; without one, `command` means stdio and `url` means http. Header and env values may name a secret
 (`ssm:NAME`, `secretsmanager:ID`, `env:NAME`) resolved when the upstream is connected, never stored resolved.
 Every problem in a document is reported at once, each naming its server and field.
+
+The client connection pool's record fields are kept as given: `id` (`mcp_{timestamp}_{random}`, given by the
+registry when absent), `isTrusted` (default false), `installSource` (`builtin`, `manual` (default), `protocol` or
+`unknown`), `projectPath` (the project of a `local`-scoped upstream), `createdAt` and `updatedAt`.
 """
 
 from __future__ import annotations
@@ -41,7 +45,14 @@ _KNOWN = {
     "namespaced",
     "protocolVersion",
     "description",
+    "id",
+    "isTrusted",
+    "installSource",
+    "projectPath",
+    "createdAt",
+    "updatedAt",
 }
+INSTALL_SOURCES = ("builtin", "manual", "protocol", "unknown")
 
 
 class GatewayConfigError(ValueError):
@@ -72,6 +83,13 @@ class Upstream:
     protocol_version: str | None = None
     """Pin the upstream's protocol revision; by default the gateway asks `server/discover` and falls back to the
     `initialize` handshake."""
+    # What the record says about the upstream, not how to reach it: a change reconnects nothing.
+    id: str | None = field(default=None, compare=False)
+    """The record's identity (`mcp_{timestamp}_{random}`), given when it is recorded and never changed."""
+    trusted: bool = field(default=False, compare=False)
+    install_source: str = field(default="manual", compare=False)
+    project_path: str | None = field(default=None, compare=False)
+    """The project a `local`-scoped upstream belongs to."""
 
     @property
     def prefix(self) -> str:
@@ -162,7 +180,21 @@ def _upstream(name: str, entry: Any, problems: list[str]) -> Upstream | None:
         found.append(f"{name}.protocolVersion: expected one of {', '.join(versions.SUPPORTED_VERSIONS)}")
     if pinned is not None and transport == "stdio" and pinned in versions.STATELESS_VERSIONS:
         found.append(f"{name}.protocolVersion: a stdio server speaks a handshake-era revision")
+    record_id, project = entry.get("id"), entry.get("projectPath")
+    if record_id is not None and (not isinstance(record_id, str) or not record_id):
+        found.append(f"{name}.id: expected a non-empty string")
+    if project is not None and not isinstance(project, str):
+        found.append(f"{name}.projectPath: expected a string")
+    source = entry.get("installSource", "manual")
+    if source not in INSTALL_SOURCES:
+        found.append(f"{name}.installSource: expected one of {', '.join(INSTALL_SOURCES)}")
+    found += [
+        f"{name}.{key}: expected a number (milliseconds since the epoch)"
+        for key in ("createdAt", "updatedAt")
+        if key in entry and (isinstance(entry[key], bool) or not isinstance(entry[key], int | float))
+    ]
     flags = {key: entry.get(key, True) for key in ("isActive", "namespaced")}
+    flags["isTrusted"] = entry.get("isTrusted", False)
     found += [f"{name}.{key}: expected true or false" for key, value in flags.items() if not isinstance(value, bool)]
     problems.extend(found)
     if found:
@@ -181,6 +213,10 @@ def _upstream(name: str, entry: Any, problems: list[str]) -> Upstream | None:
         scope=scope,
         namespaced=flags["namespaced"],
         protocol_version=pinned,
+        id=record_id,
+        trusted=flags["isTrusted"],
+        install_source=source,
+        project_path=project,
     )
 
 

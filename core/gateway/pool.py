@@ -26,6 +26,8 @@ from stratus.gateway.connection import ConnectionState, ConnectionTracker, State
 logger = logging.getLogger("stratus.gateway")
 ChangeListener = Callable[[str, str], Awaitable[None]]
 """(upstream, kind): the upstream says its list of `kind` changed."""
+UpdateListener = Callable[[str, str], Awaitable[None]]
+"""(upstream, uri): the upstream says a resource the gateway subscribed to changed."""
 Opener = Callable[[Upstream], Awaitable[UpstreamClient]]
 """Builds and connects a client of an upstream, or raises UpstreamError / UpstreamUnavailableError."""
 CHECK_AFTER_SECONDS = 30.0
@@ -56,6 +58,7 @@ class UpstreamPool:
         max_attempts: int = 8,
         on_state: StateListener | None = None,
         on_change: ChangeListener | None = None,
+        on_update: UpdateListener | None = None,
     ) -> None:
         self._open = opener or open_client
         self._clock = clock
@@ -63,6 +66,7 @@ class UpstreamPool:
         self._max_attempts = max_attempts
         self._listeners = [on_state] if on_state is not None else []
         self._on_change = on_change
+        self._on_update = on_update
         self._slots = {upstream.name: self._slot(upstream) for upstream in upstreams}
         self._in_flight = 0
         self._idle = asyncio.Event()
@@ -151,12 +155,15 @@ class UpstreamPool:
             )
 
     async def _watch(self, name: str, client: UpstreamClient) -> None:
-        """Pass on the upstream's list changes while its connection lives (long-lived processes only: a frozen
-        Lambda container's watcher simply waits)."""
+        """Pass on the upstream's list changes and resource updates while its connection lives (long-lived
+        processes only: a frozen Lambda container's watcher simply waits)."""
         assert self._on_change is not None
         try:
-            async for kind in client.changes():
-                await self._on_change(name, kind)
+            async for kind, uri in client.changes():
+                if uri is None:
+                    await self._on_change(name, kind)
+                elif self._on_update is not None:
+                    await self._on_update(name, uri)
         except (UpstreamError, UpstreamUnavailableError):
             return  # the connection broke: its next use checks it
         except Exception:  # a watcher must never die unseen; calls do not depend on it
