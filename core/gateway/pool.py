@@ -43,6 +43,8 @@ class _Slot:
     suspect: bool = False
     retry_at: float = 0.0
     watcher: asyncio.Task[None] | None = None
+    error: str | None = None
+    """Why the last connection attempt or health check failed (None once connected)."""
 
 
 class UpstreamPool:
@@ -93,6 +95,10 @@ class UpstreamPool:
     def state(self, name: str) -> ConnectionState:
         return self._slots[name].tracker.state
 
+    def last_error(self, name: str) -> str | None:
+        """Why the upstream's last connection attempt or health check failed, if it did."""
+        return self._slots[name].error
+
     async def client(self, name: str) -> UpstreamClient:
         """A working client of upstream `name`, connecting (or reconnecting) as needed.
 
@@ -117,8 +123,8 @@ class UpstreamPool:
         assert client is not None
         try:
             await client.list_tools()
-        except (UpstreamError, UpstreamUnavailableError):
-            slot.client = None
+        except (UpstreamError, UpstreamUnavailableError) as error:
+            slot.client, slot.error = None, f"health check failed: {error}"
             _stop(slot)
             slot.tracker.move(ConnectionState.CONNECTING)
             slot.tracker.move(ConnectionState.ERROR)
@@ -143,12 +149,13 @@ class UpstreamPool:
         slot.tracker.move(ConnectionState.CONNECTING)
         try:
             client = await self._open(slot.upstream)
-        except (UpstreamError, UpstreamUnavailableError):
+        except (UpstreamError, UpstreamUnavailableError) as error:
+            slot.error = str(error)
             slot.tracker.move(ConnectionState.ERROR)
             slot.retry_at = self._clock() + (slot.tracker.next_attempt_in() or 0.0)
             raise
         slot.tracker.move(ConnectionState.CONNECTED)
-        slot.client, slot.suspect, slot.last_ok = client, False, self._clock()
+        slot.client, slot.suspect, slot.last_ok, slot.error = client, False, self._clock(), None
         if self._on_change is not None:
             slot.watcher = asyncio.create_task(
                 self._watch(slot.upstream.name, client), name=f"watch-{slot.upstream.name}"

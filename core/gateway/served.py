@@ -59,6 +59,9 @@ T = TypeVar("T")
 JsonObject = dict[str, Any]
 EventListener = Callable[[str, JsonObject], None]
 CATALOG_SECONDS = 5.0
+HEALTH_UPSTREAMS = 50
+"""At most this many upstreams are described on `/health` (the rest are counted), so its answer stays small."""
+HEALTH_ERROR_CHARS = 200
 UPSTREAM_BREAKER = BreakerPolicy(failure_threshold=5, window_seconds=60.0, cooldown_seconds=30.0)
 
 
@@ -125,6 +128,8 @@ class GatewayServer(McpServer):
         self.renamed: tuple[str, ...] = ()
         self.failures: dict[str, str] = {}
         """Upstreams left out of the catalog at its last rebuild, with the reason."""
+        self.tool_counts: dict[str, int] = {}
+        """How many tools each upstream offers in the catalog."""
 
     # -- the catalog -----------------------------------------------------------------------------------------
 
@@ -237,6 +242,9 @@ class GatewayServer(McpServer):
                         continue  # a template form the gateway cannot match: listed by its upstream only
                     self.templates.setdefault(template.uri_template, template)
         self.renamed = tools.renamed + prompts.renamed
+        self.tool_counts = {}
+        for routed in tools.tools:
+            self.tool_counts[routed.upstream] = self.tool_counts.get(routed.upstream, 0) + 1
         after = set(self.tools), set(self.prompts), set(self.resources), set(self.templates)
         if self._built_at is not None and before != after:
             self._emit("servers:changed", {"tools": len(self.tools), "prompts": len(self.prompts)})
@@ -374,6 +382,29 @@ class GatewayServer(McpServer):
         result = await self._forward(owner.upstream, "completion/complete", params, None)
         completion = result.get("completion")
         return completion if isinstance(completion, dict) else {"values": []}
+
+    # -- health ----------------------------------------------------------------------------------------------
+
+    def health(self) -> JsonObject:
+        """Each upstream as this container knows it (connection state, last error, tools in the catalog): read
+        from memory, never by connecting, so `/health` stays as quick and cheap as without a gateway. Bounded: at
+        most HEALTH_UPSTREAMS upstreams, each error cut to HEALTH_ERROR_CHARS."""
+        upstreams = self.pool.upstreams
+        described: list[JsonObject] = []
+        for upstream in upstreams[:HEALTH_UPSTREAMS]:
+            error = self.pool.last_error(upstream.name) or self.failures.get(upstream.name)
+            described.append(
+                {
+                    "name": upstream.name,
+                    "state": self.pool.state(upstream.name).value if upstream.active else "inactive",
+                    "lastError": error[:HEALTH_ERROR_CHARS] if error else None,
+                    "tools": self.tool_counts.get(upstream.name, 0),
+                }
+            )
+        report: JsonObject = {"upstreams": described}
+        if len(upstreams) > HEALTH_UPSTREAMS:
+            report["upstreamsNotShown"] = len(upstreams) - HEALTH_UPSTREAMS
+        return report
 
     # -- events ----------------------------------------------------------------------------------------------
 
