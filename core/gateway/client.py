@@ -83,6 +83,10 @@ def make_transport(upstream: Upstream, *, timeout: float, guard: AddressGuard | 
         from stratus.gateway.stdio import StdioTransport
 
         return StdioTransport(upstream.command or "", upstream.args, upstream.env, timeout=timeout)
+    if upstream.transport == "websocket":
+        from stratus.gateway.websocket import WebSocketTransport  # imports `websockets` only when one connects
+
+        return WebSocketTransport(upstream.url or "", upstream.headers, timeout=timeout, guard=guard)
     if upstream.transport == "sse":
         from stratus.gateway.http_sse import HttpSseTransport
 
