@@ -5,12 +5,14 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+from pathlib import Path
 
 import stratus
 
 # What a cold start must not pay for: AWS SDK, Redis client, tracer, wire-type models, validators, HTTP clients,
 # and a web framework where a dict of routes does (Starlette cost about 25 ms CPU here).
 HEAVY = ["boto3", "botocore", "redis", "aws_lambda_powertools", "mcp", "mcp_types", "jsonschema", "httpx", "starlette"]
+HEAVY.append("websockets")  # a gateway's ws:// upstreams only
 
 
 def test_the_buffered_handler_imports_no_aws_sdk_redis_client_or_tracer() -> None:
@@ -22,6 +24,24 @@ def test_the_buffered_handler_imports_no_aws_sdk_redis_client_or_tracer() -> Non
         [sys.executable, "-c", probe], capture_output=True, text=True, timeout=60, check=True, env={"PATH": ""}
     )
     assert json.loads(completed.stdout) == []
+
+
+def test_a_gateway_imports_the_websocket_library_only_when_a_websocket_upstream_connects(tmp_path: Path) -> None:
+    config = tmp_path / "gateway.json"
+    servers = {"web": {"url": "https://api.example.com/mcp"}, "socket": {"url": "wss://ws.example.com/mcp"}}
+    config.write_text(json.dumps({"mcpServers": servers}))
+    probe = (
+        "import json, sys; from stratus.config import Settings; from stratus.handlers.loading import load_served; "
+        "from stratus.gateway.client import make_transport; "
+        f"gateway = load_served(Settings(gateway_config={str(config)!r})); "
+        "make_transport(gateway.pool.upstreams[0], timeout=1.0); before = 'websockets' in sys.modules; "
+        "make_transport(gateway.pool.upstreams[1], timeout=1.0); made = 'websockets' in sys.modules; "
+        "print(json.dumps([before, made]))"
+    )
+    completed = subprocess.run(
+        [sys.executable, "-c", probe], capture_output=True, text=True, timeout=60, check=True, env={"PATH": ""}
+    )
+    assert json.loads(completed.stdout) == [False, False]  # not even a ws:// transport until it connects
 
 
 def test_core_exports_exactly_its_dunder_all() -> None:

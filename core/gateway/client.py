@@ -21,7 +21,7 @@ from typing import Any, Protocol
 from stratus.errors import HEADER_MISMATCH
 from stratus.gateway.addresses import AddressGuard
 from stratus.gateway.config import Upstream
-from stratus.gateway.demux import LIST_CHANGES
+from stratus.gateway.demux import LIST_CHANGES, RESOURCE_UPDATED
 from stratus.gateway.mirror import parameter_headers
 from stratus.gateway.transport import (
     SessionLostError,
@@ -83,6 +83,10 @@ def make_transport(upstream: Upstream, *, timeout: float, guard: AddressGuard | 
         from stratus.gateway.stdio import StdioTransport
 
         return StdioTransport(upstream.command or "", upstream.args, upstream.env, timeout=timeout)
+    if upstream.transport == "websocket":
+        from stratus.gateway.websocket import WebSocketTransport  # imports `websockets` only when one connects
+
+        return WebSocketTransport(upstream.url or "", upstream.headers, timeout=timeout, guard=guard)
     if upstream.transport == "sse":
         from stratus.gateway.http_sse import HttpSseTransport
 
@@ -333,15 +337,20 @@ class UpstreamClient:
         if stopped is not None:
             raise stopped
 
-    async def changes(self) -> AsyncIterator[str]:
-        """The kinds of list (`tools`, `prompts`, `resources`) the upstream says changed, until the connection
-        ends: from a 2026-07-28 upstream's `subscriptions/listen` streams, else from what the transport receives
-        about no request (a session's GET stream, stdio, the HTTP+SSE stream)."""
+    async def changes(self) -> AsyncIterator[tuple[str, str | None]]:
+        """What the upstream says changed, until the connection ends: `(kind, None)` for a list (`tools`,
+        `prompts`, `resources`), `("updated", uri)` for a resource the gateway subscribed to. From a 2026-07-28
+        upstream's `subscriptions/listen` streams (lists only), else from what the transport receives about no
+        request (a session's GET stream, stdio, the HTTP+SSE stream)."""
         source = self._listen() if self.stateless else self.transport.notifications()
         async for message in source:
-            kind = LIST_CHANGES.get(message.get("method"))  # type: ignore[arg-type]
+            method = message.get("method")
+            kind = LIST_CHANGES.get(method)  # type: ignore[arg-type]
+            params = message.get("params")
             if kind is not None:
-                yield kind
+                yield kind, None
+            elif method == RESOURCE_UPDATED and isinstance(params, dict) and isinstance(params.get("uri"), str):
+                yield "updated", params["uri"]
 
     async def _listen(self) -> AsyncIterator[JsonObject]:
         """Notifications of successive `subscriptions/listen` requests (each ends at the upstream's stream limit)."""

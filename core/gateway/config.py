@@ -7,10 +7,16 @@
         "local":   {"url": "http://127.0.0.1:9000/mcp", "namespaced": false, "isActive": false}
     }}
 
-`type` (or `transport`) is `http` (Streamable HTTP, either protocol era), `sse` (the HTTP+SSE (2024-11-05) transport) or
-`stdio`; without one, `command` means stdio and `url` means http. Header and env values may name a secret
-(`ssm:NAME`, `secretsmanager:ID`, `env:NAME`) resolved when the upstream is connected, never stored resolved.
+`type` (or `transport`) is `http` (Streamable HTTP, either protocol era), `sse` (the HTTP+SSE (2024-11-05) transport),
+`websocket` (`ws`: MCP over WebSocket, subprotocol `mcp`; needs the `stratus-mcp[websocket]` extra) or `stdio`;
+without one, `command` means stdio, a `ws://` or `wss://` url means websocket and any other url means http. Header
+and env values may name a secret (`ssm:NAME`, `secretsmanager:ID`, `env:NAME`) resolved when the upstream is
+connected, never stored resolved.
 Every problem in a document is reported at once, each naming its server and field.
+
+The client connection pool's record fields are kept as given: `id` (`mcp_{timestamp}_{random}`, given by the
+registry when absent), `isTrusted` (default false), `installSource` (`builtin`, `manual` (default), `protocol` or
+`unknown`), `projectPath` (the project of a `local`-scoped upstream), `createdAt` and `updatedAt`.
 """
 
 from __future__ import annotations
@@ -23,7 +29,7 @@ from urllib.parse import urlsplit
 
 from stratus.protocol import versions
 
-TRANSPORTS = ("http", "sse", "stdio")
+TRANSPORTS = ("http", "sse", "stdio", "websocket")
 SCOPES = ("user", "local")
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9 ._-]{0,63}$")
 _KNOWN = {
@@ -41,7 +47,14 @@ _KNOWN = {
     "namespaced",
     "protocolVersion",
     "description",
+    "id",
+    "isTrusted",
+    "installSource",
+    "projectPath",
+    "createdAt",
+    "updatedAt",
 }
+INSTALL_SOURCES = ("builtin", "manual", "protocol", "unknown")
 
 
 class GatewayConfigError(ValueError):
@@ -72,6 +85,13 @@ class Upstream:
     protocol_version: str | None = None
     """Pin the upstream's protocol revision; by default the gateway asks `server/discover` and falls back to the
     `initialize` handshake."""
+    # What the record says about the upstream, not how to reach it: a change reconnects nothing.
+    id: str | None = field(default=None, compare=False)
+    """The record's identity (`mcp_{timestamp}_{random}`), given when it is recorded and never changed."""
+    trusted: bool = field(default=False, compare=False)
+    install_source: str = field(default="manual", compare=False)
+    project_path: str | None = field(default=None, compare=False)
+    """The project a `local`-scoped upstream belongs to."""
 
     @property
     def prefix(self) -> str:
@@ -133,9 +153,9 @@ def _upstream(name: str, entry: Any, problems: list[str]) -> Upstream | None:
     found += [f"{name}.{key}: unknown field" for key in sorted(set(entry) - _KNOWN)]
     transport = entry.get("type", entry.get("transport"))
     if transport is None:
-        transport = "stdio" if "command" in entry else "http"
-    if transport == "streamable-http":
-        transport = "http"
+        scheme = urlsplit(entry["url"]).scheme if isinstance(entry.get("url"), str) else ""
+        transport = "stdio" if "command" in entry else "websocket" if scheme in ("ws", "wss") else "http"
+    transport = {"streamable-http": "http", "ws": "websocket"}.get(transport, transport)
     if transport not in TRANSPORTS:
         found.append(f"{name}.type: expected one of {', '.join(TRANSPORTS)}, got {transport!r}")
     url, command = entry.get("url"), entry.get("command")
@@ -144,11 +164,16 @@ def _upstream(name: str, entry: Any, problems: list[str]) -> Upstream | None:
             found.append(f"{name}.command: a stdio server needs a command")
         if url is not None:
             found.append(f"{name}.url: a stdio server has no url")
-    elif transport in ("http", "sse"):
-        if not isinstance(url, str) or urlsplit(url).scheme not in ("http", "https") or not urlsplit(url).hostname:
-            found.append(f"{name}.url: expected an http(s) URL with a host")
+    elif transport in ("http", "sse", "websocket"):
+        schemes = ("ws", "wss") if transport == "websocket" else ("http", "https")
+        if not isinstance(url, str) or urlsplit(url).scheme not in schemes or not urlsplit(url).hostname:
+            found.append(
+                f"{name}.url: expected {'a ws(s)' if transport == 'websocket' else 'an http(s)'} URL with a host"
+            )
         if command is not None:
-            found.append(f"{name}.command: an {transport} server has no command")
+            found.append(
+                f"{name}.command: {'a' if transport == 'websocket' else 'an'} {transport} server has no command"
+            )
     args = _strings(entry.get("args", []), f"{name}.args", found)
     headers = _string_map(entry.get("headers", {}), f"{name}.headers", found)
     env = _string_map(entry.get("env", {}), f"{name}.env", found)
@@ -160,9 +185,23 @@ def _upstream(name: str, entry: Any, problems: list[str]) -> Upstream | None:
     pinned = entry.get("protocolVersion")
     if pinned is not None and pinned not in versions.SUPPORTED_VERSIONS:
         found.append(f"{name}.protocolVersion: expected one of {', '.join(versions.SUPPORTED_VERSIONS)}")
-    if pinned is not None and transport == "stdio" and pinned in versions.STATELESS_VERSIONS:
-        found.append(f"{name}.protocolVersion: a stdio server speaks a handshake-era revision")
+    if pinned is not None and transport in ("stdio", "websocket") and pinned in versions.STATELESS_VERSIONS:
+        found.append(f"{name}.protocolVersion: a {transport} server speaks a handshake-era revision")
+    record_id, project = entry.get("id"), entry.get("projectPath")
+    if record_id is not None and (not isinstance(record_id, str) or not record_id):
+        found.append(f"{name}.id: expected a non-empty string")
+    if project is not None and not isinstance(project, str):
+        found.append(f"{name}.projectPath: expected a string")
+    source = entry.get("installSource", "manual")
+    if source not in INSTALL_SOURCES:
+        found.append(f"{name}.installSource: expected one of {', '.join(INSTALL_SOURCES)}")
+    found += [
+        f"{name}.{key}: expected a number (milliseconds since the epoch)"
+        for key in ("createdAt", "updatedAt")
+        if key in entry and (isinstance(entry[key], bool) or not isinstance(entry[key], int | float))
+    ]
     flags = {key: entry.get(key, True) for key in ("isActive", "namespaced")}
+    flags["isTrusted"] = entry.get("isTrusted", False)
     found += [f"{name}.{key}: expected true or false" for key, value in flags.items() if not isinstance(value, bool)]
     problems.extend(found)
     if found:
@@ -181,6 +220,10 @@ def _upstream(name: str, entry: Any, problems: list[str]) -> Upstream | None:
         scope=scope,
         namespaced=flags["namespaced"],
         protocol_version=pinned,
+        id=record_id,
+        trusted=flags["isTrusted"],
+        install_source=source,
+        project_path=project,
     )
 
 

@@ -3,7 +3,8 @@
 A response goes to the request with its id. A notification whose params carry `progressToken` goes to the
 request of that token (the client sets it to the request's id); any other notification or upstream request
 goes to the most recent request still waiting, for want of anything better on these wires, and is dropped when
-none waits; list changes (`notifications/*/list_changed`) belong to no request and go to `changes()` instead.
+none waits; list changes (`notifications/*/list_changed`) and resource updates belong to no request and go to
+`changes()` instead.
 The transport answers what nobody else can: `ping`, and an upstream request no request waits for (the upstream
 would otherwise wait for an answer until its own timeout). When the stream ends, every waiting
 request fails with the reason, and so does every later one.
@@ -104,7 +105,7 @@ class Demux:
             else:
                 inbox.put(message)
             return None
-        if "id" not in message and is_list_change(method):
+        if "id" not in message and (is_list_change(method) or method == RESOURCE_UPDATED):
             self._announce(message)
             return None
         if "id" in message and method == "ping":
@@ -125,7 +126,7 @@ class Demux:
             self.route(message)
 
     async def changes(self) -> AsyncIterator[JsonObject]:
-        """The upstream's list-change notifications, until the stream ends."""
+        """The upstream's list-change and resource-update notifications, until the stream ends."""
         while self._ended is None or not self._changes.empty():
             message = await self._changes.get()
             if message is None:
@@ -168,5 +169,7 @@ def is_list_change(method: object) -> bool:
     return method in LIST_CHANGES
 
 
+RESOURCE_UPDATED = "notifications/resources/updated"
+"""An update of a resource a gateway subscribed to: about no request, like a list change."""
 LIST_CHANGES = {f"notifications/{kind}/list_changed": kind for kind in ("tools", "prompts", "resources")}
 """Each list-change notification, and the kind of list it is about."""

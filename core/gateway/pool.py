@@ -26,6 +26,8 @@ from stratus.gateway.connection import ConnectionState, ConnectionTracker, State
 logger = logging.getLogger("stratus.gateway")
 ChangeListener = Callable[[str, str], Awaitable[None]]
 """(upstream, kind): the upstream says its list of `kind` changed."""
+UpdateListener = Callable[[str, str], Awaitable[None]]
+"""(upstream, uri): the upstream says a resource the gateway subscribed to changed."""
 Opener = Callable[[Upstream], Awaitable[UpstreamClient]]
 """Builds and connects a client of an upstream, or raises UpstreamError / UpstreamUnavailableError."""
 CHECK_AFTER_SECONDS = 30.0
@@ -41,6 +43,8 @@ class _Slot:
     suspect: bool = False
     retry_at: float = 0.0
     watcher: asyncio.Task[None] | None = None
+    error: str | None = None
+    """Why the last connection attempt or health check failed (None once connected)."""
 
 
 class UpstreamPool:
@@ -56,6 +60,7 @@ class UpstreamPool:
         max_attempts: int = 8,
         on_state: StateListener | None = None,
         on_change: ChangeListener | None = None,
+        on_update: UpdateListener | None = None,
     ) -> None:
         self._open = opener or open_client
         self._clock = clock
@@ -63,6 +68,7 @@ class UpstreamPool:
         self._max_attempts = max_attempts
         self._listeners = [on_state] if on_state is not None else []
         self._on_change = on_change
+        self._on_update = on_update
         self._slots = {upstream.name: self._slot(upstream) for upstream in upstreams}
         self._in_flight = 0
         self._idle = asyncio.Event()
@@ -89,6 +95,10 @@ class UpstreamPool:
     def state(self, name: str) -> ConnectionState:
         return self._slots[name].tracker.state
 
+    def last_error(self, name: str) -> str | None:
+        """Why the upstream's last connection attempt or health check failed, if it did."""
+        return self._slots[name].error
+
     async def client(self, name: str) -> UpstreamClient:
         """A working client of upstream `name`, connecting (or reconnecting) as needed.
 
@@ -113,8 +123,8 @@ class UpstreamPool:
         assert client is not None
         try:
             await client.list_tools()
-        except (UpstreamError, UpstreamUnavailableError):
-            slot.client = None
+        except (UpstreamError, UpstreamUnavailableError) as error:
+            slot.client, slot.error = None, f"health check failed: {error}"
             _stop(slot)
             slot.tracker.move(ConnectionState.CONNECTING)
             slot.tracker.move(ConnectionState.ERROR)
@@ -139,24 +149,28 @@ class UpstreamPool:
         slot.tracker.move(ConnectionState.CONNECTING)
         try:
             client = await self._open(slot.upstream)
-        except (UpstreamError, UpstreamUnavailableError):
+        except (UpstreamError, UpstreamUnavailableError) as error:
+            slot.error = str(error)
             slot.tracker.move(ConnectionState.ERROR)
             slot.retry_at = self._clock() + (slot.tracker.next_attempt_in() or 0.0)
             raise
         slot.tracker.move(ConnectionState.CONNECTED)
-        slot.client, slot.suspect, slot.last_ok = client, False, self._clock()
+        slot.client, slot.suspect, slot.last_ok, slot.error = client, False, self._clock(), None
         if self._on_change is not None:
             slot.watcher = asyncio.create_task(
                 self._watch(slot.upstream.name, client), name=f"watch-{slot.upstream.name}"
             )
 
     async def _watch(self, name: str, client: UpstreamClient) -> None:
-        """Pass on the upstream's list changes while its connection lives (long-lived processes only: a frozen
-        Lambda container's watcher simply waits)."""
+        """Pass on the upstream's list changes and resource updates while its connection lives (long-lived
+        processes only: a frozen Lambda container's watcher simply waits)."""
         assert self._on_change is not None
         try:
-            async for kind in client.changes():
-                await self._on_change(name, kind)
+            async for kind, uri in client.changes():
+                if uri is None:
+                    await self._on_change(name, kind)
+                elif self._on_update is not None:
+                    await self._on_update(name, uri)
         except (UpstreamError, UpstreamUnavailableError):
             return  # the connection broke: its next use checks it
         except Exception:  # a watcher must never die unseen; calls do not depend on it

@@ -85,6 +85,8 @@ class ContextPeer:
             outbound, level = context.outbound, str(params.get("level", "info"))
             if outbound is not None and context.log_opted_in and level_allows(level, context.log_level):
                 await outbound.notify(method, params)
+        elif method == "notifications/resources/updated" and isinstance(params.get("uri"), str):
+            await context.notify_resource_updated(params["uri"])
         elif method.startswith("notifications/") and method.endswith("/list_changed"):
             await self.list_changed(self.upstream, method.removeprefix("notifications/").removesuffix("/list_changed"))
 

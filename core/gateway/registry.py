@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import secrets
 import time
 from collections.abc import Callable, Collection
 from dataclasses import dataclass
@@ -28,6 +29,11 @@ LOCK_SECONDS = 10.0
 LOCK_WAIT_SECONDS = 3.0
 KEEP_SECONDS = 10 * 365 * 24 * 3600.0
 """Records are kept until removed; the store wants a time to live, so they get ten years."""
+
+
+def new_id(now: float) -> str:
+    """A record id as the client connection pool makes them: `mcp_{milliseconds since the epoch}_{random}`."""
+    return f"mcp_{int(now * 1000)}_{secrets.token_hex(4)}"
 
 
 class RegistryBusyError(Exception):
@@ -107,24 +113,34 @@ class UpstreamRegistry:
             if taken:
                 raise GatewayConfigError(taken)
             for name, entry in servers.items():
-                document["mcpServers"][name] = entry
+                fresh = isinstance(entry, dict) and "id" not in entry
+                document["mcpServers"][name] = {**entry, "id": new_id(now)} if fresh else entry
                 document["times"][name] = [now, now]
             return list(servers)
 
         names, snapshot = await self._write(change)
         return [record for record in snapshot.records if record.upstream.name in names]
 
-    async def update(self, name: str, entry: JsonObject) -> UpstreamRecord:
-        """Replace an upstream's entry (its created time is kept); gateways reconnect it.
+    async def update(self, name: str, entry: JsonObject, *, replace: bool = False) -> UpstreamRecord:
+        """Merge `entry` into an upstream's record: its fields replace the recorded ones, a field given as null is
+        removed, the others are kept; with `replace`, `entry` is the whole new record. Its `id` and created time
+        are kept either way; gateways reconnect it if how to reach it changed.
 
         Raises:
-            GatewayConfigError: no such upstream, or the new entry is invalid.
+            GatewayConfigError: no such upstream, an attempt to change its `id`, or the result is invalid.
         """
 
         def change(document: JsonObject, now: float) -> list[str]:
             if name not in document["mcpServers"]:
                 raise GatewayConfigError([f"{name}: no such upstream"])
-            document["mcpServers"][name] = entry
+            old: JsonObject = document["mcpServers"][name]
+            if "id" in entry and "id" in old and entry["id"] != old["id"]:
+                raise GatewayConfigError([f"{name}.id: a record's id cannot be changed"])
+            merged = dict(entry) if replace else {**old, **entry}
+            merged = {key: value for key, value in merged.items() if value is not None}
+            if "id" in old:
+                merged["id"] = old["id"]
+            document["mcpServers"][name] = merged
             document["times"][name] = [document["times"][name][0], now]
             return [name]
 

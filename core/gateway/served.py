@@ -12,8 +12,15 @@ Calls go through the same pipeline as local tools; each upstream's tools share o
 limit (`group` = `upstream:{name}`). An unreachable upstream is a failure for its breaker and an `isError` result
 naming it; a JSON-RPC error it answers reaches the client with its code, message and data.
 
-Events (`connection:state`, `servers:changed`, `tool:called` with duration and success) go to the listeners and
-to the `stratus.gateway` logger; `gateway_tool_calls` and `gateway_tool_latency` are counted per upstream.
+Events (`server:connected`, `connection:state`, `servers:changed`, `tool:called` with duration and success) go
+to the listeners and to the `stratus.gateway` logger; `gateway_tool_calls` and `gateway_tool_latency` are counted
+per upstream.
+
+A client's resource subscription (`resources/subscribe`, or a `subscriptions/listen` filter) is passed on to the
+handshake-era upstream that owns the resource when it takes subscriptions; its `notifications/resources/updated`
+(heard while a call runs, or by the connection's watcher in a long-lived process) is published to the shared
+notification log, so the subscribed session's stream relays it on whichever container holds it. Subscriptions
+are never withdrawn upstream (other sessions, on other containers, may share them): streams filter per session.
 """
 
 from __future__ import annotations
@@ -52,6 +59,9 @@ T = TypeVar("T")
 JsonObject = dict[str, Any]
 EventListener = Callable[[str, JsonObject], None]
 CATALOG_SECONDS = 5.0
+HEALTH_UPSTREAMS = 50
+"""At most this many upstreams are described on `/health` (the rest are counted), so its answer stays small."""
+HEALTH_ERROR_CHARS = 200
 UPSTREAM_BREAKER = BreakerPolicy(failure_threshold=5, window_seconds=60.0, cooldown_seconds=30.0)
 
 
@@ -101,6 +111,7 @@ class GatewayServer(McpServer):
             opener=self._open,
             on_state=self._state_changed,
             on_change=self.list_changed if watch else None,
+            on_update=self.resource_updated if watch else None,
             clock=clock,
         )
         self.upstream_breaker = breaker
@@ -117,6 +128,8 @@ class GatewayServer(McpServer):
         self.renamed: tuple[str, ...] = ()
         self.failures: dict[str, str] = {}
         """Upstreams left out of the catalog at its last rebuild, with the reason."""
+        self.tool_counts: dict[str, int] = {}
+        """How many tools each upstream offers in the catalog."""
 
     # -- the catalog -----------------------------------------------------------------------------------------
 
@@ -229,6 +242,9 @@ class GatewayServer(McpServer):
                         continue  # a template form the gateway cannot match: listed by its upstream only
                     self.templates.setdefault(template.uri_template, template)
         self.renamed = tools.renamed + prompts.renamed
+        self.tool_counts = {}
+        for routed in tools.tools:
+            self.tool_counts[routed.upstream] = self.tool_counts.get(routed.upstream, 0) + 1
         after = set(self.tools), set(self.prompts), set(self.resources), set(self.templates)
         if self._built_at is not None and before != after:
             self._emit("servers:changed", {"tools": len(self.tools), "prompts": len(self.prompts)})
@@ -266,6 +282,47 @@ class GatewayServer(McpServer):
                 await self._notices.publish(f"notifications/{kind}/list_changed", {})
         except StoreUnavailableError:
             logger.warning("a list change could not be shared: the store is unavailable", extra={"upstream": upstream})
+
+    # -- resource subscriptions ------------------------------------------------------------------------------
+
+    async def subscribed(self, uri: str) -> None:
+        """Pass a client's subscription on to the upstream that owns `uri`, when that upstream takes subscriptions.
+
+        Raises:
+            UpstreamCallError: the upstream refused it (its error, unchanged).
+            UpstreamUnavailableCallError: the upstream did not answer.
+        """
+        owner = self._owner(uri)
+        if owner is None:
+            return
+        try:
+            client = await self.pool.client(owner)
+        except UpstreamUnavailableError as error:
+            raise UpstreamUnavailableCallError(f"Upstream {owner} is unavailable: {error}") from None
+        offered = client.capabilities.get("resources")
+        if client.stateless or not isinstance(offered, dict) or offered.get("subscribe") is not True:
+            return  # it announces no updates: the subscription is kept here only
+        await self._forward(owner, "resources/subscribe", {"uri": uri}, None)
+
+    def _owner(self, uri: str) -> str | None:
+        resource = self.resources.get(uri)
+        if isinstance(resource, ProxyResource):
+            return resource.upstream
+        template = next((each for each in self.templates.values() if each.match(uri)), None)
+        return template.upstream if isinstance(template, ProxyTemplate) else None
+
+    async def resource_updated(self, upstream: str, uri: str) -> None:
+        """An upstream said a subscribed resource changed: publish it for the subscribed sessions on every
+        container (each session's stream relays only the URIs it subscribed to)."""
+        self._emit("resource:updated", {"upstream": upstream, "uri": uri}, level=logging.DEBUG)
+        if self._notices is None:
+            return
+        try:
+            await self._notices.publish("notifications/resources/updated", {"uri": uri})
+        except StoreUnavailableError:
+            logger.warning(
+                "a resource update could not be shared: the store is unavailable", extra={"upstream": upstream}
+            )
 
     # -- calls -----------------------------------------------------------------------------------------------
 
@@ -326,12 +383,35 @@ class GatewayServer(McpServer):
         completion = result.get("completion")
         return completion if isinstance(completion, dict) else {"values": []}
 
+    # -- health ----------------------------------------------------------------------------------------------
+
+    def health(self) -> JsonObject:
+        """Each upstream as this container knows it (connection state, last error, tools in the catalog): read
+        from memory, never by connecting, so `/health` stays as quick and cheap as without a gateway. Bounded: at
+        most HEALTH_UPSTREAMS upstreams, each error cut to HEALTH_ERROR_CHARS."""
+        upstreams = self.pool.upstreams
+        described: list[JsonObject] = []
+        for upstream in upstreams[:HEALTH_UPSTREAMS]:
+            error = self.pool.last_error(upstream.name) or self.failures.get(upstream.name)
+            described.append(
+                {
+                    "name": upstream.name,
+                    "state": self.pool.state(upstream.name).value if upstream.active else "inactive",
+                    "lastError": error[:HEALTH_ERROR_CHARS] if error else None,
+                    "tools": self.tool_counts.get(upstream.name, 0),
+                }
+            )
+        report: JsonObject = {"upstreams": described}
+        if len(upstreams) > HEALTH_UPSTREAMS:
+            report["upstreamsNotShown"] = len(upstreams) - HEALTH_UPSTREAMS
+        return report
+
     # -- events ----------------------------------------------------------------------------------------------
 
     def _state_changed(self, upstream: str, old: ConnectionState, new: ConnectionState) -> None:
         self._emit("connection:state", {"upstream": upstream, "from": old.value, "to": new.value})
         if new is ConnectionState.CONNECTED:
-            self._emit("connected", {"upstream": upstream})
+            self._emit("server:connected", {"upstream": upstream})
 
     def _emit(self, event: str, fields: JsonObject, *, level: int = logging.INFO) -> None:
         if logger.isEnabledFor(level):

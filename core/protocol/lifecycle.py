@@ -59,6 +59,7 @@ class Lifecycle:
     async def subscribe(self, call: Call) -> JsonObject:
         uri = call.string_param("uri")
         session = call.require_session()
+        await self.server.subscribed(uri)
         if uri not in session.subscriptions:
             session.subscriptions.append(uri)
             await self.sessions.save(session)

@@ -90,6 +90,8 @@ async def listen(
             "deployment that streams"
         )
     agreed = agreed_filter(params.get("notifications"), server)
+    for uri in agreed.get("resourceSubscriptions", ()):
+        await server.subscribed(uri)
     with slots.take(None, principal):  # its place is freed however the subscription ends
         return await _follow(request_id, agreed, http, http.outbound, events, max_seconds)
 

@@ -104,6 +104,16 @@ class McpServer:
     async def refresh(self, stores: Stores, method: str, params: JsonObject) -> None:
         """Bring the registries up to date before serving `method` (only called when `dynamic`)."""
 
+    async def subscribed(self, uri: str) -> None:
+        """A client subscribed to updates of `uri` (a session's `resources/subscribe`, a `subscriptions/listen`
+        filter); nothing for a plain server, whose resources publish their own updates. A gateway passes the
+        subscription on to the upstream that owns the resource."""
+
+    def health(self) -> JsonObject:
+        """What `/health` adds about the server itself (a gateway: its upstreams), from what it already knows: it
+        must not make `/health` wait on anything. Nothing for a plain server."""
+        return {}
+
     def attach(self, metrics: MetricsSink) -> None:
         """Receive the app's metrics sink (a gateway reports its upstream calls there); nothing for a plain server."""
 

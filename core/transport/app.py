@@ -69,6 +69,7 @@ def build_app(
         guard=guard,
         authenticator=authenticator,
         monotonic=monotonic,
+        details=server.health,
     )
     routes: dict[str, ASGIApp] = {
         settings.mcp_path: endpoint,

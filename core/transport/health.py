@@ -4,9 +4,10 @@ balancers) and touches no store.
 
 `/health` is guarded like the MCP endpoint (Host and Origin: a rebound page must not read it), and its session
 figures and uptime are for authenticated callers when authentication is on; anyone else gets only the status and
-the store's health. Its census is taken at most once per `CENSUS_SECONDS` per process, however many requests
-ask. `/health/live` is not guarded: it reveals nothing, and probes address it by IP (a load balancer's Host is
-the target's address).
+the store's health. A gateway's figures include its upstreams (`upstreams`: each one's `state`, `lastError` and
+`tools` count, as this container knows them: read from memory, never by connecting). Its census is taken at most
+once per `CENSUS_SECONDS` per process, however many requests ask. `/health/live` is not guarded: it reveals
+nothing, and probes address it by IP (a load balancer's Host is the target's address).
 """
 
 from __future__ import annotations
@@ -60,6 +61,7 @@ class Health:
         guard: HostOriginGuard | None = None,
         authenticator: RequestAuthenticator | None = None,
         monotonic: Callable[[], float] = time.monotonic,
+        details: Callable[[], dict[str, Any]] | None = None,
     ) -> None:
         self.sessions = sessions
         self.backend = backend
@@ -68,6 +70,8 @@ class Health:
         self.guard = guard
         self.authenticator = authenticator
         self.monotonic = monotonic
+        self.details = details
+        """What the server adds for callers who may see figures (a gateway's upstreams), read from its memory."""
         self.started = monotonic()
         self._last: _Outcome | None = None
         self._taking: asyncio.Future[_Outcome] | None = None
@@ -122,6 +126,7 @@ class Health:
             "sessions": sessions,
             "store": store,
             "uptime": self._uptime(),
+            **(self.details() if self.details is not None else {}),
         }
 
     async def _census(self) -> _Outcome:

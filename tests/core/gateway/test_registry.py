@@ -4,6 +4,7 @@ errors, times kept, edits from two containers at once both kept; and a served ga
 from __future__ import annotations
 
 import asyncio
+import re
 import secrets
 from collections.abc import AsyncIterator, Iterator
 
@@ -46,7 +47,54 @@ async def test_an_added_upstream_is_recorded_with_its_times_and_a_second_add_is_
         await registry.add("search", {"url": "https://other.example.com/mcp"})
     assert taken.value.problems == ["search: already configured"]
     snapshot = await UpstreamRegistry(stores.cache).snapshot()  # another container sees the same
-    assert [record.entry for record in snapshot.records] == [SEARCH]
+    assert [record.entry for record in snapshot.records] == [{**SEARCH, "id": added.upstream.id}]
+
+
+async def test_a_record_gets_the_pools_id_and_keeps_the_seeds_fields(stores: Stores) -> None:
+    clock = FakeClock()
+    registry = UpstreamRegistry(stores.cache, clock=clock)
+    fields = {"isTrusted": True, "installSource": "protocol", "scope": "local", "projectPath": "/src/app"}
+    added = await registry.add("search", {**SEARCH, **fields})
+    upstream = added.upstream
+    assert re.fullmatch(rf"mcp_{int(clock.now * 1000)}_[0-9a-f]{{8}}", upstream.id or "")
+    assert (upstream.trusted, upstream.install_source, upstream.scope, upstream.project_path) == (
+        True,
+        "protocol",
+        "local",
+        "/src/app",
+    )
+    given = await registry.add("files", {"command": "files-server", "id": "mcp_1700000000000_abc"})
+    assert (given.upstream.id, given.upstream.trusted, given.upstream.install_source) == (
+        "mcp_1700000000000_abc",
+        False,
+        "manual",
+    )
+    with pytest.raises(GatewayConfigError) as bad:
+        await registry.add("odd", {**SEARCH, "isTrusted": "yes", "installSource": "store", "projectPath": 1})
+    assert bad.value.problems == [
+        "odd.projectPath: expected a string",
+        "odd.installSource: expected one of builtin, manual, protocol, unknown",
+        "odd.isTrusted: expected true or false",
+    ]
+    with pytest.raises(GatewayConfigError) as renamed:
+        await registry.update("search", {"id": "mcp_1_x"})
+    assert renamed.value.problems == ["search.id: a record's id cannot be changed"]
+    replaced = await registry.update("search", {"url": "https://other.example.com/mcp"}, replace=True)
+    assert (replaced.upstream.id, replaced.upstream.trusted) == (upstream.id, False)
+
+
+async def test_an_update_merges_into_the_record_and_null_removes_a_field(stores: Stores) -> None:
+    registry = UpstreamRegistry(stores.cache)
+    await registry.add("search", {**SEARCH, "headers": {"x-team": "a"}, "disabledTools": ["drop"]})
+    merged = await registry.update("search", {"namespaced": False, "disabledTools": None})
+    assert (merged.upstream.url, merged.upstream.headers, merged.upstream.namespaced) == (
+        SEARCH["url"],
+        {"x-team": "a"},
+        False,
+    )
+    assert merged.upstream.disabled_tools == frozenset()
+    moved = await registry.update("search", {"url": None, "command": "search-server"})
+    assert (moved.upstream.transport, moved.upstream.url, moved.upstream.namespaced) == ("stdio", None, False)
 
 
 async def test_bad_entries_are_refused_with_every_problem_named_and_nothing_written(stores: Stores) -> None:
@@ -136,3 +184,5 @@ async def test_a_gateway_serves_what_is_recorded_and_follows_changes(demo_urls: 
         ("connected", "disconnected"),  # removed
     ]
     assert [event for event, _ in events].count("servers:changed") >= 3
+    connected = [fields for event, fields in events if event == "server:connected"]
+    assert connected == [{"upstream": "recorded"}, {"upstream": "recorded"}]  # the seed's name for the event
