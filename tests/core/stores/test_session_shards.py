@@ -128,7 +128,7 @@ async def test_the_census_costs_the_same_at_100_and_at_10000_sessions(table: str
     wire = Wire()
     stores = views(table, "census", wire)
     health = Health(stores[0], backend="dynamodb", max_sessions=0, session_ttl_seconds=3600)
-    costs = []
+    costs: list[tuple[int, dict[str, int], int, int]] = []
     for total in (100, 10_000):
         await seed(stores[0], total - (costs[0][0] if costs else 0))
         wire.clear()
