@@ -1,6 +1,9 @@
 """The sweeper Lambda, run on a schedule (template.yaml: every 5 minutes by default).
 
-It removes expired sessions and frees their places under the session limit. Redis key expiry and DynamoDB TTL
+It removes expired sessions and frees their places under the session limit, a bounded slice of the roster per run
+(`SessionStore.sweep_step`: the next pages of DynamoDB's sharded roster, resumed from a cursor item; one batch of
+Redis's roster by expiry), so a run's cost does not grow with the session count and successive runs reach every
+expired session (docs/scale.md). Redis key expiry and DynamoDB TTL
 delete session data on their own; the sweep keeps the roster that counts live sessions (for the limit and
 `/health`) true between requests that would otherwise sweep on demand, and reports the count as a metric. Stores
 are built per invocation, on that invocation's event loop, and closed after it.
@@ -24,7 +27,7 @@ async def sweep(settings: Settings) -> dict[str, int]:
     """Sweep the store `settings` names; how many sessions were removed and how many are live."""
     stores = stores_for(settings)
     try:
-        removed = await stores.sessions.sweep()
+        removed = await stores.sessions.sweep_step()
         census = await stores.sessions.census()
     finally:
         await stores.aclose()

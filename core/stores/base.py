@@ -34,10 +34,16 @@ class SessionStore(Protocol):
         """End a session, freeing its place at once; whether it existed."""
 
     async def census(self) -> SessionCensus:
-        """Count the live sessions (sweeping expired ones first)."""
+        """Count the live sessions, by reading a bounded number of items whatever their number (expired sessions
+        not yet swept may still count: docs/scale.md)."""
 
     async def sweep(self) -> int:
-        """Remove expired sessions and their places; how many were removed."""
+        """Remove every expired session and free its places; how many were removed (work grows with the sessions:
+        for tests and operators)."""
+
+    async def sweep_step(self) -> int:
+        """Remove expired sessions within a bounded amount of store work, resuming where the last step stopped, so
+        that repeated steps remove every expired session; how many were removed (the scheduled sweeper)."""
 
 
 class RateLimitStore(Protocol):

@@ -1,13 +1,16 @@
-"""DynamoDB sessions, and the roster that counts them across containers.
+"""DynamoDB sessions, and the sharded roster that counts them across containers.
 
-A session is one item; beside it, in one partition, the roster holds an entry per session and a `#count` item.
-Creating and ending a session write all three in one transaction, the count conditioned on the limit, so racing
-containers never admit more than `max_sessions`. A session with a principal also counts in that principal's own
-item (`{prefix}#principal#<principal>`, apart from the roster, whose count may later be sharded alone) in the same
-transaction, conditioned on the quota; its roster entry names the principal, so ending or sweeping the session
-frees that place too, and a count left at zero is deleted. A request sliding a session's expiry touches only the
-session: `sweep` re-reads the sessions whose roster entry says they are due, moving the live ones forward and removing
-the rest (also the sessions DynamoDB's TTL already deleted), each removal a transaction that frees its place.
+A session is one item. It belongs to one of `SHARDS` shards (`stratus.stores.dynamodb.shards`): its roster entry
+sits in that shard's roster partition and it counts in that shard's count item. Creating and ending a session
+write the three in one transaction, the count conditioned on the shard's places, so racing containers never admit
+more than `max_sessions`. A session with a principal also counts in that principal's own item
+(`{prefix}#principal#<principal>`) in the same transaction, conditioned on the quota; the session item names its
+shard and principal, so ending it frees both places at once, and a count left at zero is deleted. A request
+sliding a session's expiry touches only the session: the sweep re-reads the sessions whose roster entry says they
+are due, moving the live ones forward and removing the rest (also the sessions DynamoDB's TTL already deleted),
+each removal a transaction that frees its places. The scheduled sweeper works a bounded slice per run
+(`sweep_step`: at most `STEP_PAGES` pages of roster, resumed next run from a cursor item), so every expired session
+is removed within one cycle over the shards; `sweep` goes over every shard (tests, operators).
 
 Creating and ending are safe to send twice (botocore resends a request whose answer was lost): the session item
 carries the creating write's token `w`, and an ended session stays behind as a tombstone naming the ending write
@@ -18,9 +21,11 @@ token and reads as done, while another writer's item still reads as taken or gon
 from __future__ import annotations
 
 import contextlib
-from typing import Any
+import secrets
+from typing import Any, NamedTuple
 
 from stratus.errors import PrincipalSessionsFullError, TooManySessionsError
+from stratus.stores.dynamodb.shards import ATTEMPTS, Shards
 from stratus.stores.dynamodb.table import (
     ALL_OLD,
     TOUCH_INTERVAL,
@@ -34,14 +39,26 @@ from stratus.stores.dynamodb.table import (
 )
 from stratus.stores.records import SessionCensus, SessionExistsError, SessionRecord, decode_session, encode_session
 
-COUNT = "#count"
 ENDED = "ended"
 SWEEP_BATCH = 100  # BatchGetItem's limit
-SWEEP_PAGES = 200
+STEP_PAGES = 64
+"""Roster pages (up to 1 MB each) one `sweep_step` reads: a sweeper run's work, whatever the session count."""
+REFUSAL_SWEEPS = 4
+"""Shards a refused create sweeps before it gives up (bounded: a create at the limit costs no full sweep)."""
+
+
+class SweepSlice(NamedTuple):
+    """What sweeping part of one roster partition found: how many it removed, the oldest creation it kept, where
+    to resume (None: the partition's end), and how many pages it read."""
+
+    removed: int
+    oldest: float | None
+    resume: Item | None
+    pages: int
 
 
 class DynamoSessionStore:
-    """Legacy sessions, one item each, counted in the roster."""
+    """Legacy sessions, one item each, counted in sharded roster partitions."""
 
     def __init__(
         self, table: DynamoTable, *, ttl_seconds: float, max_sessions: int = 0, max_per_principal: int = 0
@@ -50,13 +67,11 @@ class DynamoSessionStore:
         self.ttl = ttl_seconds
         self.max_sessions = max_sessions
         self.max_per_principal = max_per_principal
-        self.roster = {"S": f"{table.prefix}#roster"}
+        self.shards = Shards(table, max_sessions)
+        self.cursor = table.key("sweep", "cursor")
 
     def key(self, session_id: str) -> Item:
         return self.table.key("session", session_id)
-
-    def entry(self, session_id: str) -> Item:
-        return {"PK": self.roster, "SK": {"S": session_id}}
 
     def live(self, session_id: str, item: Item | None, now: float) -> SessionRecord | None:
         """The record in `item`, or None when it is absent, ended or expired (TTL deletion lags)."""
@@ -87,18 +102,45 @@ class DynamoSessionStore:
         }
 
     async def create(self, record: SessionRecord) -> None:
-        token = write_token()  # both attempts may share it: a refused one wrote nothing
-        refusal = await self._create(record, token)
-        if refusal is not None and await self.sweep() > 0:
-            refusal = await self._create(record, token)
-        if refusal is not None:
-            raise refusal
+        """Write the session in its first shard; when that shard (or the principal's quota) is full, move to the
+        shard with the most room, and once none has any, sweep a few shards and try again."""
+        token = write_token()  # every attempt may share it: a refused one wrote nothing
+        shard: int | None = self.shards.first(record.session_id)
+        refusal: TooManySessionsError | None = None
+        for swept in (False, True):
+            for _ in range(ATTEMPTS):
+                if shard is None:
+                    break
+                refusal = await self._create(record, token, shard)
+                if refusal is None:
+                    return
+                if isinstance(refusal, PrincipalSessionsFullError):
+                    break
+                shard = await self.shards.roomiest()
+            if swept or not await self._sweep_for_room():
+                break
+            principal_full = isinstance(refusal, PrincipalSessionsFullError)
+            shard = self.shards.first(record.session_id) if principal_full else await self.shards.roomiest()
+        assert refusal is not None
+        raise refusal
 
-    async def _create(self, record: SessionRecord, token: str) -> TooManySessionsError | None:
-        """Write the session, its roster entry, the count and its principal's count together; the refusal when the
-        principal's quota or the global limit stopped it."""
+    async def _sweep_for_room(self) -> int:
+        """Sweep `REFUSAL_SWEEPS` shards, starting at a random one; how many sessions that removed."""
+        start = secrets.randbelow(self.shards.used)
+        removed = 0
+        for step in range(min(REFUSAL_SWEEPS, self.shards.used)):
+            removed += await self._sweep_shard((start + step) % self.shards.used)
+        return removed
+
+    async def _create(self, record: SessionRecord, token: str, shard: int) -> TooManySessionsError | None:
+        """Write the session, its roster entry, its shard's count and its principal's count together; the refusal
+        when the principal's quota or the shard's places stopped it."""
         now = self.table.clock()
-        writes = [self._put_session(record, now, token), self._put_entry(record, now), self._count(+1)]
+        writes = [
+            self._put_session(record, now, token, shard),
+            self._put_entry(record, now, shard),
+            self._count(shard, +1, now),
+        ]
         if record.principal:
             writes.append(self._principal_count(record.principal, +1))
         try:
@@ -140,15 +182,20 @@ class DynamoSessionStore:
             return  # a save never revives an ended session
 
     async def delete(self, session_id: str) -> bool:
-        owner = _principal_of(await self.table.get(self.entry(session_id)))
+        item = await self.table.get(self.key(session_id))
+        if item is None or ENDED in item:
+            return False
         token = write_token()
         end = self._end_session(session_id, token)
+        shard = int(number_of(item, "shard", -1))
+        if shard < 0:
+            return await self._end_alone(end, token)  # created before the roster was sharded: never counted
+        owner = _principal_of(item)
         try:
-            await self.table.write([end, *self._free_place(session_id, owner)])
+            await self.table.write([end, *self._free_place(session_id, shard, owner)])
         except ConditionFailedError as failure:
             if 0 not in failure.failed:
-                # A session without a roster entry (created before the roster existed) ends alone.
-                return await self._end_alone(end, token)
+                return await self._end_alone(end, token)  # its entry is gone: a sweep freed its place
             if not written_by(failure.items.get(0), token, ENDED):
                 return False  # unknown, or ended by another request
         await self._tidy(owner)
@@ -162,63 +209,132 @@ class DynamoSessionStore:
         return True
 
     async def census(self) -> SessionCensus:
-        await self.sweep()
-        created = [number_of(item, "created") for item in await self._entries(due_by=None)]
-        return SessionCensus(len(created), min(created, default=None), max(created, default=None))
+        """The shards' counts summed: one read of `SHARDS` items, whatever the session count (sessions expired
+        since their shard was last swept still count: at most one sweeper cycle)."""
+        return await self.shards.census()
 
     async def sweep(self) -> int:
-        now = self.table.clock()
-        owners = {item["SK"]["S"]: _principal_of(item) for item in await self._entries(due_by=now)}
-        due = list(owners)
         removed = 0
+        for shard in range(self.shards.count):
+            removed += await self._sweep_shard(shard)
+        return removed
+
+    async def sweep_step(self) -> int:
+        """Sweep the next `STEP_PAGES` pages of roster, resuming where the last step stopped (a cursor item); after
+        the last shard the next step begins again at the first."""
+        cursor = await self.table.get(self.cursor) or {}
+        shard = int(number_of(cursor, "shard")) % self.shards.count
+        resume: Item | None = cursor.get("resume", {}).get("M")
+        oldest = number_of(cursor, "oldest") if "oldest" in cursor else None
+        removed, pages = 0, STEP_PAGES
+        for _ in range(self.shards.count):
+            found = await self._sweep_pages(shard, resume, pages)
+            removed += found.removed
+            oldest = _earliest(oldest, found.oldest)
+            pages -= found.pages
+            resume = found.resume
+            if resume is not None:
+                break  # the budget ran out inside this shard: the next step resumes here
+            await self._set_oldest(shard, oldest)
+            shard, oldest = (shard + 1) % self.shards.count, None
+            if pages <= 0:
+                break
+        position: Item = {**self.cursor, "shard": {"N": str(shard)}}
+        if resume is not None:
+            position["resume"] = {"M": resume}
+        if oldest is not None:
+            position["oldest"] = number(oldest)
+        await self.table.call("put_item", Item=position)
+        return removed
+
+    async def _sweep_shard(self, shard: int) -> int:
+        """Sweep one roster partition to its end and correct its count item's oldest creation."""
+        removed, oldest, resume = 0, None, None
+        while True:
+            found = await self._sweep_pages(shard, resume, STEP_PAGES)
+            removed, oldest, resume = removed + found.removed, _earliest(oldest, found.oldest), found.resume
+            if resume is None:
+                break
+        await self._set_oldest(shard, oldest)
+        return removed
+
+    async def _sweep_pages(self, shard: int, resume: Item | None, pages: int) -> SweepSlice:
+        """Read up to `pages` pages of a roster partition from `resume`, removing the expired sessions."""
+        now = self.table.clock()
+        params: dict[str, Any] = {
+            "KeyConditionExpression": "PK = :roster",
+            "ExpressionAttributeValues": {":roster": self.shards.partition(shard)},
+        }
+        removed, oldest, read = 0, None, 0
+        while read < max(pages, 1):
+            if resume is not None:
+                params["ExclusiveStartKey"] = resume
+            page = await self.table.call("query", **params)
+            read += 1
+            entries = page.get("Items", [])
+            kept = [number_of(entry, "created") for entry in entries if number_of(entry, "until") > now]
+            due = [entry for entry in entries if number_of(entry, "until") <= now]
+            swept, live = await self._remove_due(shard, due, now)
+            removed += swept
+            oldest = _earliest(oldest, min([*kept, *live], default=None))
+            resume = page.get("LastEvaluatedKey")
+            if resume is None:
+                break
+        return SweepSlice(removed, oldest, resume, read)
+
+    async def _remove_due(self, shard: int, due: list[Item], now: float) -> tuple[int, list[float]]:
+        """Re-read the due entries' sessions: move the live ones forward (their creations returned), remove the
+        rest; how many were removed."""
+        removed, live = 0, []
         for start in range(0, len(due), SWEEP_BATCH):
-            ids = due[start : start + SWEEP_BATCH]
-            for session_id, item in zip(ids, await self.table.get_many([self.key(i) for i in ids]), strict=True):
-                if item is not None and number_of(item, "expires") > now:
-                    await self._move_forward(session_id, number_of(item, "expires"))
+            batch = due[start : start + SWEEP_BATCH]
+            ids = [entry["SK"]["S"] for entry in batch]
+            items = await self.table.get_many([self.key(i) for i in ids])
+            for entry, session_id, item in zip(batch, ids, items, strict=True):
+                if item is not None and ENDED not in item and number_of(item, "expires") > now:
+                    await self._move_forward(shard, session_id, number_of(item, "expires"))
+                    live.append(number_of(entry, "created"))
                     continue
-                owner = owners[session_id]
-                removal = [self._delete_expired(session_id, now), *self._free_place(session_id, owner)]
+                owner = _principal_of(entry)
+                removal = [self._delete_expired(session_id, now), *self._free_place(session_id, shard, owner)]
                 try:
                     await self.table.write(removal)
                     removed += 1
                 except ConditionFailedError:
                     continue  # touched meanwhile, or another sweeper freed it first
                 await self._tidy(owner)
-        return removed
+        return removed, live
 
-    async def _entries(self, *, due_by: float | None) -> list[Item]:
-        """The roster's session entries (those due by `due_by` when given), by strongly consistent queries."""
-        params: dict[str, Any] = {
-            "KeyConditionExpression": "PK = :roster",
-            "ExpressionAttributeValues": {":roster": self.roster},
-            "ConsistentRead": True,
-        }
-        if due_by is not None:
-            params["FilterExpression"] = "#until <= :now"
-            params["ExpressionAttributeNames"] = {"#until": "until"}
-            params["ExpressionAttributeValues"][":now"] = number(due_by)
-        entries: list[Item] = []
-        for _ in range(SWEEP_PAGES):
-            page = await self.table.call("query", **params)
-            entries += [item for item in page.get("Items", []) if item["SK"]["S"] != COUNT]
-            if "LastEvaluatedKey" not in page:
-                break
-            params["ExclusiveStartKey"] = page["LastEvaluatedKey"]
-        return entries
+    async def _set_oldest(self, shard: int, oldest: float | None) -> None:
+        """Record a shard's oldest live creation after a sweep went over its whole partition (none: forget it,
+        unless a session was counted meanwhile)."""
+        if oldest is None:
+            update = {"UpdateExpression": "REMOVE oldest", "ConditionExpression": "#count <= :none"}
+            values = {":none": {"N": "0"}}
+        else:
+            update = {"UpdateExpression": "SET oldest = :oldest", "ConditionExpression": "attribute_exists(PK)"}
+            values = {":oldest": number(oldest)}
+        with contextlib.suppress(ConditionFailedError):
+            await self.table.call(
+                "update_item",
+                Key=self.shards.counter(shard),
+                ExpressionAttributeNames={"#count": "count"} if oldest is None else {},
+                ExpressionAttributeValues=values,
+                **update,
+            )
 
-    async def _move_forward(self, session_id: str, until: float) -> None:
+    async def _move_forward(self, shard: int, session_id: str, until: float) -> None:
         with contextlib.suppress(ConditionFailedError):  # ended meanwhile
             await self.table.call(
                 "update_item",
-                Key=self.entry(session_id),
+                Key=self.shards.entry(shard, session_id),
                 UpdateExpression="SET #until = :until",
                 ConditionExpression="attribute_exists(PK)",
                 ExpressionAttributeNames={"#until": "until"},
                 ExpressionAttributeValues={":until": number(until)},
             )
 
-    def _put_session(self, record: SessionRecord, now: float, token: str) -> Item:
+    def _put_session(self, record: SessionRecord, now: float, token: str, shard: int) -> Item:
         item = {
             **self.key(record.session_id),
             "data": {"S": encode_session(record)},
@@ -226,7 +342,10 @@ class DynamoSessionStore:
             "active": number(now),
             "expires": number(now + self.ttl),
             "w": {"S": token},
+            "shard": {"N": str(shard)},
         }
+        if record.principal:
+            item["principal"] = {"S": record.principal}
         return self._op(
             "Put",
             Item=item,
@@ -235,22 +354,30 @@ class DynamoSessionStore:
             **ALL_OLD,
         )
 
-    def _put_entry(self, record: SessionRecord, now: float) -> Item:
-        item = {**self.entry(record.session_id), "created": number(now), "until": number(now + self.ttl)}
+    def _put_entry(self, record: SessionRecord, now: float, shard: int) -> Item:
+        item = {
+            **self.shards.entry(shard, record.session_id),
+            "created": number(now),
+            "until": number(now + self.ttl),
+        }
         if record.principal:
             item["principal"] = {"S": record.principal}
         return self._op("Put", Item=item)
 
-    def _count(self, change: int) -> Item:
+    def _count(self, shard: int, change: int, now: float | None = None) -> Item:
+        """Count a session in (with its creation: the shard's newest, and its oldest if it has none) or out."""
         update: dict[str, Any] = {
-            "Key": {"PK": self.roster, "SK": {"S": COUNT}},
+            "Key": self.shards.counter(shard),
             "UpdateExpression": "ADD #count :change",
             "ExpressionAttributeNames": {"#count": "count"},
             "ExpressionAttributeValues": {":change": {"N": str(change)}},
         }
+        if now is not None:
+            update["UpdateExpression"] += " SET newest = :now, oldest = if_not_exists(oldest, :now)"
+            update["ExpressionAttributeValues"][":now"] = number(now)
         if change > 0 and self.max_sessions:
-            update["ConditionExpression"] = "attribute_not_exists(#count) OR #count < :limit"
-            update["ExpressionAttributeValues"][":limit"] = {"N": str(self.max_sessions)}
+            update["ConditionExpression"] = "attribute_not_exists(#count) OR #count < :places"
+            update["ExpressionAttributeValues"][":places"] = {"N": str(self.shards.places(shard))}
         return self._op("Update", **update)
 
     def _principal_count(self, principal: str, change: int) -> Item:
@@ -265,12 +392,12 @@ class DynamoSessionStore:
             update["ExpressionAttributeValues"][":quota"] = {"N": str(self.max_per_principal)}
         return self._op("Update", **update)
 
-    def _free_place(self, session_id: str, principal: str | None) -> list[Item]:
-        """Remove the session's roster entry (only once, however many race) and count it out, of the roster and of
+    def _free_place(self, session_id: str, shard: int, principal: str | None) -> list[Item]:
+        """Remove the session's roster entry (only once, however many race) and count it out, of its shard and of
         its principal's sessions."""
         writes = [
-            self._op("Delete", Key=self.entry(session_id), ConditionExpression="attribute_exists(PK)"),
-            self._count(-1),
+            self._op("Delete", Key=self.shards.entry(shard, session_id), ConditionExpression="attribute_exists(PK)"),
+            self._count(shard, -1),
         ]
         if principal:
             writes.append(self._principal_count(principal, -1))
@@ -313,7 +440,11 @@ class DynamoSessionStore:
         return {kind: {"TableName": self.table.table, **operation}}
 
 
+def _earliest(first: float | None, second: float | None) -> float | None:
+    return second if first is None else first if second is None else min(first, second)
+
+
 def _principal_of(entry: Item | None) -> str | None:
-    """The principal a roster entry names (None: anonymous, or no such entry)."""
+    """The principal a session item or roster entry names (None: anonymous, or no such item)."""
     principal = (entry or {}).get("principal")
     return principal["S"] if principal else None

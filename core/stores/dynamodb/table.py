@@ -148,14 +148,15 @@ class DynamoTable:
         item: Item | None = response.get("Item")
         return item
 
-    async def get_many(self, keys: Sequence[Item]) -> list[Item | None]:
-        """Strongly consistent reads of several items in one request (more only if DynamoDB leaves some out)."""
+    async def get_many(self, keys: Sequence[Item], *, consistent: bool = True) -> list[Item | None]:
+        """Reads of several items in one request (more only if DynamoDB leaves some out), strongly consistent
+        unless `consistent` is false (half the read units)."""
         found: dict[tuple[str, str], Item] = {}
         pending = list(keys)
         for _ in range(ATTEMPTS):
             if not pending:
                 break
-            request = {self.table: {"Keys": pending, "ConsistentRead": True}}
+            request = {self.table: {"Keys": pending, "ConsistentRead": consistent}}
             self.requests += 1
             try:
                 async with asyncio.timeout(self.timeout * 2 + 1):

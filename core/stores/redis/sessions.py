@@ -108,7 +108,8 @@ class RedisSessionStore:
         return "roster_forget", self.roster, [session_id]
 
     async def census(self) -> SessionCensus:
-        await self.sweep()
+        """One bounded sweep step, then the roster's size and ends: O(log n) in the sessions, one round trip each."""
+        await self.sweep_step()
         count, oldest, newest = await self.scripts.commands(
             [
                 Command("zcard", [self.by_expiry]),
@@ -121,23 +122,36 @@ class RedisSessionStore:
     async def sweep(self) -> int:
         removed = 0
         for _ in range(self.SWEEP_BATCHES):
-            now = self.clock()
-            due = await self.scripts.command("zrangebyscore", self.by_expiry, "-inf", now, 0, self.SWEEP_BATCH)
-            if not due:
+            swept = await self._sweep_batch()
+            if swept is None:
                 break
-            ids = [member.decode() for member in due]
-            expiries = await self.scripts.commands(
-                [Command("hget", [self.scripts.key(f"s:{session_id}"), "expires"]) for session_id in ids]
-            )
-            moves: list[Command] = []
-            removals: list[ScriptCall] = []
-            for session_id, expires in zip(ids, expiries, strict=True):
-                if expires is not None and as_float(expires) > now:
-                    moves.append(Command("zadd", [self.by_expiry, {session_id: as_float(expires)}], {"xx": True}))
-                else:
-                    removed += 1
-                    removals += self._forget(session_id)
-            await self.scripts.commands(moves)
-            if removals:
-                await self.scripts.run_many(removals)
+            removed += swept
+        return removed
+
+    async def sweep_step(self) -> int:
+        """One batch of at most `SWEEP_BATCH` due sessions (the roster by expiry finds them without a scan)."""
+        return await self._sweep_batch() or 0
+
+    async def _sweep_batch(self) -> int | None:
+        """Remove the due sessions of one batch, move the touched ones forward; None when none was due."""
+        removed = 0
+        now = self.clock()
+        due = await self.scripts.command("zrangebyscore", self.by_expiry, "-inf", now, 0, self.SWEEP_BATCH)
+        if not due:
+            return None
+        ids = [member.decode() for member in due]
+        expiries = await self.scripts.commands(
+            [Command("hget", [self.scripts.key(f"s:{session_id}"), "expires"]) for session_id in ids]
+        )
+        moves: list[Command] = []
+        removals: list[ScriptCall] = []
+        for session_id, expires in zip(ids, expiries, strict=True):
+            if expires is not None and as_float(expires) > now:
+                moves.append(Command("zadd", [self.by_expiry, {session_id: as_float(expires)}], {"xx": True}))
+            else:
+                removed += 1
+                removals += self._forget(session_id)
+        await self.scripts.commands(moves)
+        if removals:
+            await self.scripts.run_many(removals)
         return removed

@@ -1,0 +1,173 @@
+"""Sessions at scale on DynamoDB (moto's server, one request at a time like DynamoDB's per-item atomicity): racing
+creates from many containers spread their writes over the shards, hold the limit, and `/health` costs the same
+whatever the session count. Every request is counted on the wire, by botocore's own event hooks."""
+
+from __future__ import annotations
+
+import asyncio
+import secrets
+from collections import Counter
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from stratus.errors import TooManySessionsError
+from stratus.stores.dynamodb.client import dynamodb_client
+from stratus.stores.dynamodb.schema import create_table
+from stratus.stores.dynamodb.sessions import DynamoSessionStore
+from stratus.stores.dynamodb.shards import SHARDS
+from stratus.stores.dynamodb.table import DynamoTable
+from stratus.stores.records import SessionRecord
+from stratus.transport.health import Health
+
+pytestmark = pytest.mark.anyio
+VIEWS = 8
+CREATES = 400
+"""Not 2,000: moto copies the whole table for every transaction, so the run's time grows with the square of the
+creates (400 take about a minute here)."""
+LIMIT = 320
+IN_FLIGHT = 2
+WRITE_SHARE = 4 * CREATES // SHARDS
+"""No partition key takes more than four times its even share of the creates' writes (ids hash unevenly over 64
+shards at 6 creates each; the old roster's one partition and `#count` item took every create's)."""
+
+
+class Wire:
+    """The DynamoDB requests of every client it listens to: per operation, and the writes and reads per key."""
+
+    def __init__(self) -> None:
+        self.operations: Counter[str] = Counter()
+        self.writes: Counter[str] = Counter()
+        self.reads: Counter[str] = Counter()
+
+    def listen(self, client: Any) -> None:
+        client.meta.events.register("before-parameter-build.dynamodb", self._heard)
+
+    def _heard(self, params: dict[str, Any], model: Any, **_: Any) -> None:
+        self.operations[model.name] += 1
+        if model.name == "TransactWriteItems":
+            for action in params["TransactItems"]:
+                ((_kind, write),) = action.items()
+                self.writes[_pk(write)] += 1
+        elif model.name in ("PutItem", "UpdateItem", "DeleteItem"):
+            self.writes[_pk(params)] += 1
+        elif model.name == "GetItem":
+            self.reads[params["Key"]["PK"]["S"]] += 1
+        elif model.name == "BatchGetItem":
+            for request in params["RequestItems"].values():
+                for key in request["Keys"]:
+                    self.reads[key["PK"]["S"]] += 1
+        elif model.name == "Query":
+            self.reads[params["ExpressionAttributeValues"][":roster"]["S"]] += 1
+
+    def clear(self) -> None:
+        self.operations.clear()
+        self.writes.clear()
+        self.reads.clear()
+
+
+def _pk(write: dict[str, Any]) -> str:
+    key = write.get("Key") or write["Item"]
+    return str(key["PK"]["S"])
+
+
+@pytest.fixture
+def table(moto_server: str, aws_credentials: None, monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
+    monkeypatch.setenv("AWS_ENDPOINT_URL_DYNAMODB", moto_server)
+    name = f"scale-{secrets.token_hex(4)}"
+    create_table(dynamodb_client(timeout=30.0), name)
+    yield name
+
+
+def views(table: str, prefix: str, wire: Wire, *, limit: int = 0) -> list[DynamoSessionStore]:
+    """`VIEWS` containers' session stores: each its own client, connections and threads."""
+    stores = []
+    for _ in range(VIEWS):
+        client = dynamodb_client(timeout=30.0)
+        wire.listen(client)
+        stores.append(
+            DynamoSessionStore(DynamoTable(client, table, prefix, timeout=30.0), ttl_seconds=3600, max_sessions=limit)
+        )
+    return stores
+
+
+async def create_from_all(stores: list[DynamoSessionStore], count: int) -> list[BaseException | None]:
+    """`count` creates spread round-robin over the views, `IN_FLIGHT` under way at once in each (a container's
+    concurrent requests; moto's server answers one request at a time, so more would only wait out the timeouts)."""
+    records = [SessionRecord(session_id=secrets.token_urlsafe(16), protocol_version="2025-11-25") for _ in range(count)]
+    gates = [asyncio.Semaphore(IN_FLIGHT) for _ in stores]
+
+    async def create(index: int, record: SessionRecord) -> None:
+        async with gates[index % len(stores)]:
+            await stores[index % len(stores)].create(record)
+
+    return await asyncio.gather(
+        *(create(index, record) for index, record in enumerate(records)), return_exceptions=True
+    )
+
+
+async def test_racing_creates_from_eight_containers_spread_their_writes_and_hold_the_limit(table: str) -> None:
+    wire = Wire()
+    stores = views(table, "race", wire, limit=LIMIT)
+    outcomes = await create_from_all(stores, CREATES)
+
+    admitted = sum(outcome is None for outcome in outcomes)
+    refused = [outcome for outcome in outcomes if outcome is not None]
+    assert all(isinstance(outcome, TooManySessionsError) for outcome in refused), {repr(o) for o in refused}
+    # The shards' places add up to the limit and each is a conditional write: no overshoot at all. No session
+    # ended meanwhile, so a create was refused only once every shard was full: no place is left idle either.
+    assert admitted == LIMIT
+    assert (await stores[0].census()).active == LIMIT
+    busiest, writes = wire.writes.most_common(1)[0]
+    assert writes <= WRITE_SHARE, (busiest, writes)
+    assert wire.operations["TransactWriteItems"] <= CREATES * 2, wire.operations
+
+
+async def test_the_census_costs_the_same_at_100_and_at_10000_sessions(table: str) -> None:
+    wire = Wire()
+    stores = views(table, "census", wire)
+    health = Health(stores[0], backend="dynamodb", max_sessions=0, session_ttl_seconds=3600)
+    costs: list[tuple[int, dict[str, int], int, int]] = []
+    for total in (100, 10_000):
+        await seed(stores[0], total - (costs[0][0] if costs else 0))
+        wire.clear()
+        health._last = None  # a new census, not the cached one: what every container's first /health costs
+        status, report = await health.report()
+        assert (status, report["sessions"]["activeSessions"]) == (200, total)
+        costs.append((total, dict(wire.operations), sum(wire.reads.values()), sum(wire.writes.values())))
+    (_, at_100, read_100, wrote_100), (_, at_10000, read_10000, wrote_10000) = costs
+    assert at_100 == at_10000 == {"BatchGetItem": 1}
+    assert read_100 == read_10000 == SHARDS and wrote_100 == wrote_10000 == 0
+
+
+async def seed(store: DynamoSessionStore, count: int) -> None:
+    """`count` sessions as creates leave them: one created through the store, the rest its items copied under new
+    ids with BatchWriteItem, and each shard's count raised by its copies (moto copies the whole table for each
+    transaction: 10,000 creates would take most of an hour)."""
+    first = SessionRecord(session_id=secrets.token_urlsafe(16), protocol_version="2025-11-25")
+    await store.create(first)
+    client, name, prefix = store.table.client, store.table.table, store.table.prefix
+    session = client.get_item(TableName=name, Key=store.key(first.session_id))["Item"]
+    shard = int(session["shard"]["N"])
+    entry = client.get_item(TableName=name, Key=store.shards.entry(shard, first.session_id))["Item"]
+    added: Counter[int] = Counter()
+    writes = []
+    for _ in range(count - 1):
+        session_id = secrets.token_urlsafe(16)
+        shard = store.shards.first(session_id)
+        added[shard] += 1
+        writes.append({**session, **store.key(session_id), "shard": {"N": str(shard)}})
+        writes.append({**entry, **store.shards.entry(shard, session_id)})
+    for start in range(0, len(writes), 25):
+        batch = [{"PutRequest": {"Item": item}} for item in writes[start : start + 25]]
+        client.batch_write_item(RequestItems={name: batch})
+    for shard, more in added.items():
+        client.update_item(
+            TableName=name,
+            Key=store.shards.counter(shard),
+            UpdateExpression="ADD #count :more SET oldest = if_not_exists(oldest, :now), newest = :now",
+            ExpressionAttributeNames={"#count": "count"},
+            ExpressionAttributeValues={":more": {"N": str(more)}, ":now": session["created"]},
+        )
+    assert prefix
