@@ -61,6 +61,9 @@ class BoundedSessions:
     async def sweep(self) -> int:
         return await self.inner.sweep()
 
+    async def sweep_step(self) -> int:
+        return await self.inner.sweep_step()
+
 
 class BoundedEvents:
     """Event logs whose events are each at most `limit` bytes."""
