@@ -61,6 +61,26 @@ def build_telemetry(settings: Settings, service: str) -> tuple[MetricsSink, Flus
     return _powertools(settings, service)
 
 
+class WrittenByPowertools(logging.Filter):
+    """On a root handler: drops a record that a Powertools `Logger` has already written through its own handler.
+
+    A `Logger()` writes to stdout through a handler on the standard logger named for its service, and its records
+    still propagate to the root logger. Powertools stops the root's handlers writing them again with a filter, but
+    only on the handlers the root has when the `Logger` is made: under the Web Adapter (a plain Python process) the
+    tool's module makes its `Logger` before `configure_logging` gives the root its handler, and each line was
+    written twice, to stdout and to stderr. This filter goes on the root's handlers whenever they were made."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        std: logging.Logger | None = logging.getLogger(record.name)
+        while std is not None:
+            if getattr(std, "powertools_handler", None) in std.handlers:
+                return False
+            if not std.propagate:
+                return True
+            std = std.parent
+        return True
+
+
 def _powertools(settings: Settings, service: str) -> tuple[MetricsSink, Flush]:
     """Powertools as a tool uses it: `Logger()` and `Metrics()` with no arguments resolve the service and the
     namespace from POWERTOOLS_SERVICE_NAME and POWERTOOLS_METRICS_NAMESPACE, so Stratus reads those when set and
@@ -73,6 +93,9 @@ def _powertools(settings: Settings, service: str) -> tuple[MetricsSink, Flush]:
     service = os.environ.setdefault("POWERTOOLS_SERVICE_NAME", service)
     namespace = os.environ.setdefault("POWERTOOLS_METRICS_NAMESPACE", settings.metrics_namespace)
     configure_logging(LambdaPowertoolsFormatter(service=service), settings.log_level)
+    for handler in logging.getLogger().handlers:
+        if not any(isinstance(existing, WrittenByPowertools) for existing in handler.filters):
+            handler.addFilter(WrittenByPowertools())
     # A `Logger()` writes through the handlers of the standard logger named for its service (a child logger's
     # records reach them by propagation): correlation fields are added there, for the service's logger and for
     # any Powertools logger the server's module made before this ran (one made later shares the service's).

@@ -198,3 +198,31 @@ def test_a_tools_own_powertools_logger_and_metrics_share_the_calls_correlation_a
         assert emitted["_aws"]["CloudWatchMetrics"][0]["Namespace"] == "Shop"
         assert emitted["service"] == service
     assert SECRET not in out and SECRET not in isolated_logging.getvalue()
+
+
+def test_a_tools_powertools_logger_line_is_written_once_when_the_root_had_no_handler_before(
+    isolated_logging: io.StringIO, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Under the Web Adapter the function is a plain Python process: the root logger has no handler while the
+    tool's module makes its `Logger()`, and gets one (stderr) when Stratus configures logging afterwards."""
+    from aws_lambda_powertools import Logger
+
+    logging.getLogger().handlers = []  # the fixture puts its own back afterwards
+    service = f"orders-{secrets.token_hex(4)}"
+    monkeypatch.setenv("POWERTOOLS_SERVICE_NAME", service)
+    server = McpServer("telemetry")
+    logger = Logger()
+
+    @server.tool()
+    def work() -> str:
+        logger.info("placing order")
+        logging.getLogger("stratus.tool.orders").info("stratus's own line")
+        return "done"
+
+    handler = make_handler(server, Settings(telemetry="powertools"))
+    assert invoke(handler, {}, "req-11")["statusCode"] == 200
+    written = capsys.readouterr()
+    assert (written.out + written.err).count("placing order") == 1
+    placing = next(json.loads(line) for line in written.out.splitlines() if "placing order" in line)
+    assert placing["lambda_request_id"] == "req-11" and placing["item"] == "work"
+    assert (written.out + written.err).count("stratus's own line") == 1
