@@ -54,11 +54,13 @@ bench-smoke: $(VENV)/.installed  ## the benchmark in seconds, every subject once
 LAMBDA_PLATFORM ?= manylinux2014_aarch64
 LAMBDA_REQUIREMENTS := "mangum>=0.19" "pydantic>=2.7" "uvicorn>=0.30" "httptools>=0.6" "redis>=8.0" "pyjwt[crypto]>=2.8" \
 	"aws-lambda-powertools>=3.0"
-# What a deployment of this checkout adds: a requirements file of its own (installed as wheels for LAMBDA_PLATFORM)
-# and its own modules or folders, e.g. `LAMBDA_REQUIREMENTS_FILE=requirements.txt LAMBDA_EXTRA_CODE="mytools.py data"
-# sam build --build-in-source`. A project of your own is simpler: `stratus init` (docs/deploy.md).
-LAMBDA_REQUIREMENTS_FILE ?=
-LAMBDA_EXTRA_CODE ?=
+# `TRACER=true sam build`: also the X-Ray SDK, which Powertools' `Tracer` needs (the `tracer` extra; it brings its own
+# botocore, so the package grows by about the size of botocore).
+# Stratus never imports it: only a tool's own `Tracer()` does (docs/writing-tools.md).
+TRACER ?= false
+ifeq ($(TRACER),true)
+LAMBDA_REQUIREMENTS += "aws-xray-sdk>=2.12"
+endif
 
 build-BufferedFunction build-StreamingFunction build-SweeperFunction build-TaskWorkerFunction:
 	$(PYTHON) -m pip install --quiet --target "$(ARTIFACTS_DIR)" --platform $(LAMBDA_PLATFORM) --implementation cp \

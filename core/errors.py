@@ -9,7 +9,7 @@ McpError                      a JSON-RPC error with an HTTP status for the trans
 ├── HeaderMismatchError       -32020, 400: Mcp-* headers disagree with the body
 ├── MissingCapabilityError    -32021, 400: the request needs a client capability it did not declare
 ├── UnsupportedVersionError   -32022, 400: protocol version the server does not speak
-├── TooManySessionsError      -31503, 503: the deployment's maximum session count is reached
+├── TooManySessionsError      -31503, 503: the deployment's maximum session count is reached (STRATUS_MAX_SESSIONS)
 │   └── PrincipalSessionsFullError   ... or the caller's own quota of sessions (STRATUS_MAX_SESSIONS_PER_PRINCIPAL)
 ├── TooManyStreamsError       -31429, 429 / -31503, 503: a cap on open streams is reached (names its setting)
 ├── ResponseTooLargeError     -32603: an answer past the buffered front door's payload limit (names its setting)
@@ -19,7 +19,7 @@ McpError                      a JSON-RPC error with an HTTP status for the trans
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, ClassVar
 
 PARSE_ERROR = -32700
 INVALID_REQUEST = -32600
@@ -148,9 +148,22 @@ class RateLimitedError(McpError):
 
     code = RATE_LIMITED
 
+    SETTINGS: ClassVar[dict[str, str]] = {
+        "tool": "the tool's rate_limit, or RateLimits.per_tool",
+        "principal": "RateLimits.per_principal",
+        "session": "RateLimits.per_session",
+        "overall": "RateLimits.overall",
+    }
+    """Where the server's code sets each scope's limit: `@server.tool(rate_limit=...)`,
+    `McpServer(rate_limits=...)`."""
+
     def __init__(self, scope: str, retry_after: float) -> None:
         seconds = round(max(retry_after, 0.001), 3)
-        super().__init__(f"Rate limit exceeded ({scope}); retry after {seconds}s", data={"retryAfterSeconds": seconds})
+        setting = self.SETTINGS.get(scope, "RateLimits")
+        super().__init__(
+            f"Rate limit exceeded ({scope}); retry after {seconds}s",
+            data={"retryAfterSeconds": seconds, "setting": setting},
+        )
         self.retry_after = seconds
 
 
@@ -158,12 +171,13 @@ class CircuitOpenError(McpError):
     """The circuit breaker of this tool is open: recent calls failed, so this one fails fast."""
 
     code = CIRCUIT_OPEN
+    SETTING = "BreakerPolicy (the tool's breaker, or the McpServer's): failure_threshold, cooldown_seconds"
 
     def __init__(self, name: str, retry_after: float) -> None:
         seconds = round(max(retry_after, 0.001), 3)
         super().__init__(
             f"Tool '{name}' is temporarily unavailable (circuit open); retry after {seconds}s",
-            data={"retryAfterSeconds": seconds},
+            data={"retryAfterSeconds": seconds, "setting": self.SETTING},
         )
         self.retry_after = seconds
 
@@ -180,15 +194,20 @@ class StoreUnavailableError(McpError):
     code = STORE_UNAVAILABLE
     http_status = 503
     retry_after_seconds = 1
+    SETTING: str | None = "STRATUS_STORE"
+    """What points Stratus at a store that answers (say, a Redis not started yet on a newcomer's machine)."""
 
     def __init__(self, message: str) -> None:
-        super().__init__(message)
+        super().__init__(message, data={"setting": self.SETTING} if self.SETTING else None)
         self.headers = {"retry-after": str(self.retry_after_seconds)}
 
 
 class StoreBusyError(StoreUnavailableError):
     """The store answered, but every attempt lost a race with other writers of the same item. Unlike an outage,
-    this is never let through by a fail-open policy: letting it through would spend a limit twice."""
+    this is never let through by a fail-open policy: letting it through would spend a limit twice. No setting
+    undoes contention, so it names none."""
+
+    SETTING = None
 
 
 class TooManySessionsError(McpError):
@@ -197,10 +216,12 @@ class TooManySessionsError(McpError):
 
     code = CIRCUIT_OPEN
     http_status = 503
+    SETTING = "STRATUS_MAX_SESSIONS"
 
     def __init__(self, limit: int) -> None:
         super().__init__(
-            f"Maximum sessions reached ({limit}); end a session or retry later", data={"maxSessions": limit}
+            f"Maximum sessions reached ({limit}); end a session, retry later, or raise {self.SETTING}",
+            data={"maxSessions": limit, "setting": self.SETTING},
         )
         self.limit = limit
 
@@ -243,8 +264,8 @@ class HttpError(McpError):
 
     code = INVALID_REQUEST
 
-    def __init__(self, status: int, message: str, *, headers: dict[str, str] | None = None) -> None:
-        super().__init__(message, http_status=status)
+    def __init__(self, status: int, message: str, *, headers: dict[str, str] | None = None, data: Any = None) -> None:
+        super().__init__(message, data=data, http_status=status)
         self.headers = headers or {}
 
 

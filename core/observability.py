@@ -32,24 +32,30 @@ class CorrelationFilter(logging.Filter):
     has (an explicit `extra`) is kept."""
 
     def filter(self, record: logging.LogRecord) -> bool:
-        fields: dict[str, Any] = {}
-        request_id = lambda_request_id.get()
-        if request_id:
-            fields["lambda_request_id"] = request_id
-        context = peek_context()
-        if context is not None:
-            fields["mcp_request_id"] = context.request_id
-            fields["mcp_method"] = context.method
-            if context.session_id:
-                fields["session_id"] = context.session_id
-            if context.item:
-                fields["item"] = context.item
-            if context.user is not None:
-                fields["principal"] = context.user.subject
-        for name, value in fields.items():
+        for name, value in correlation_fields().items():
             if name not in record.__dict__:
                 setattr(record, name, value)
         return True
+
+
+def correlation_fields() -> dict[str, Any]:
+    """The correlation ids of the call being served (none outside a call): `lambda_request_id`, `mcp_request_id`,
+    `mcp_method`, `session_id`, `item` (the tool, resource or prompt) and `principal` (the subject)."""
+    fields: dict[str, Any] = {}
+    request_id = lambda_request_id.get()
+    if request_id:
+        fields["lambda_request_id"] = request_id
+    context = peek_context()
+    if context is not None:
+        fields["mcp_request_id"] = context.request_id
+        fields["mcp_method"] = context.method
+        if context.session_id:
+            fields["session_id"] = context.session_id
+        if context.item:
+            fields["item"] = context.item
+        if context.user is not None:
+            fields["principal"] = context.user.subject
+    return fields
 
 
 class JsonFormatter(logging.Formatter):

@@ -9,6 +9,9 @@ from pathlib import Path
 from stratus.config import Settings
 from stratus.server.server import McpServer
 
+APP_SETTING = "STRATUS_APP (--app)"
+GATEWAY_SETTING = "STRATUS_GATEWAY_CONFIG (--gateway)"
+
 
 def load_server(reference: str) -> McpServer:
     """Import `module:attribute` and check it is an `McpServer`.
@@ -18,10 +21,18 @@ def load_server(reference: str) -> McpServer:
     """
     module_name, _, attribute = reference.partition(":")
     if not module_name or not attribute:
-        raise ValueError(f"expected MODULE:ATTRIBUTE, got {reference!r}")
-    server = getattr(importlib.import_module(module_name), attribute, None)
+        raise ValueError(f"{APP_SETTING} must be MODULE:ATTRIBUTE, got {reference!r}")
+    try:
+        module = importlib.import_module(module_name)
+    except ImportError as error:  # said to the operator at start-up, never to a client
+        raise ImportError(
+            f"{APP_SETTING} names {reference}, but {module_name!r} cannot be imported: {error} (is the module's "
+            "folder the current one, or on PYTHONPATH?)"
+        ) from error
+    server = getattr(module, attribute, None)
     if not isinstance(server, McpServer):
-        raise ValueError(f"{reference} is not an McpServer")
+        found = f"{module_name} has no {attribute!r}" if server is None else f"it is a {type(server).__name__}"
+        raise ValueError(f"{reference} is not an McpServer ({found}): set {APP_SETTING} to your server's")
     return server
 
 
@@ -34,11 +45,17 @@ def load_served(settings: Settings) -> McpServer:
     """
     if settings.gateway_config is None:
         return load_server(settings.app)
-    from stratus.gateway.config import parse_document
+    from stratus.gateway.config import GatewayConfigError, parse_document
     from stratus.gateway.served import GatewayServer
     from stratus.handlers.secrets import resolve_reference
 
-    upstreams = parse_document(Path(settings.gateway_config).read_text(encoding="utf-8"))
+    path = settings.gateway_config
+    try:
+        upstreams = parse_document(Path(path).read_text(encoding="utf-8"))
+    except OSError as error:
+        raise OSError(f"{GATEWAY_SETTING} names {path}, which cannot be read: {error.strerror or error}") from None
+    except GatewayConfigError as error:
+        raise GatewayConfigError([f"{GATEWAY_SETTING} {path}: {problem}" for problem in error.problems]) from None
     return GatewayServer(
         upstreams,
         resolve=resolve_reference,

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import logging
 import os
+import sys
 from collections.abc import Callable
 from typing import Any
 
@@ -61,6 +62,56 @@ def build_telemetry(settings: Settings, service: str) -> tuple[MetricsSink, Flus
     return _powertools(settings, service)
 
 
+class WrittenByPowertools(logging.Filter):
+    """On a root handler: drops a record that a Powertools `Logger` has already written through its own handler.
+
+    A `Logger()` writes to stdout through a handler on the standard logger named for its service, and its records
+    still propagate to the root logger. Powertools stops the root's handlers writing them again with a filter, but
+    only on the handlers the root has when the `Logger` is made: under the Web Adapter (a plain Python process) the
+    tool's module makes its `Logger` before `configure_logging` gives the root its handler, and each line was
+    written twice, to stdout and to stderr. This filter goes on the root's handlers whenever they were made."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        std: logging.Logger | None = logging.getLogger(record.name)
+        while std is not None:
+            if getattr(std, "powertools_handler", None) in std.handlers:
+                return False
+            if not std.propagate:
+                return True
+            std = std.parent
+        return True
+
+
+def annotate_tracer_subsegments() -> None:
+    """When the served code made a Powertools `Tracer` (which loads the X-Ray SDK), every subsegment opened during a
+    call (a tool's `@tracer.capture_method`, and any inside it) gets the call's correlation fields as annotations,
+    which X-Ray indexes for search: `annotation.item = "place_order"`. Nothing is imported here: without a
+    `Tracer` made before the handler is built (at module level, the ordinary way), the X-Ray SDK stays unloaded.
+
+    The hook is the recorder's context (`xray_recorder.configure(context=...)`), through which the SDK puts every
+    subsegment it begins: https://docs.aws.amazon.com/xray/latest/devguide/xray-sdk-python-configuration.html"""
+    core = sys.modules.get("aws_xray_sdk.core")
+    if core is None:
+        return
+    recorder: Any = core.xray_recorder
+    current = recorder.context
+    if getattr(current, "annotates_correlation", False):
+        return
+    from stratus.observability import correlation_fields
+
+    class AnnotatingContext(type(current)):  # type: ignore[misc]
+        annotates_correlation = True
+
+        def put_subsegment(self, subsegment: Any) -> None:
+            super().put_subsegment(subsegment)
+            for key, value in correlation_fields().items():
+                subsegment.put_annotation(key, value)
+
+    context = AnnotatingContext()
+    context.context_missing = current.context_missing
+    recorder.configure(context=context)
+
+
 def _powertools(settings: Settings, service: str) -> tuple[MetricsSink, Flush]:
     """Powertools as a tool uses it: `Logger()` and `Metrics()` with no arguments resolve the service and the
     namespace from POWERTOOLS_SERVICE_NAME and POWERTOOLS_METRICS_NAMESPACE, so Stratus reads those when set and
@@ -73,6 +124,9 @@ def _powertools(settings: Settings, service: str) -> tuple[MetricsSink, Flush]:
     service = os.environ.setdefault("POWERTOOLS_SERVICE_NAME", service)
     namespace = os.environ.setdefault("POWERTOOLS_METRICS_NAMESPACE", settings.metrics_namespace)
     configure_logging(LambdaPowertoolsFormatter(service=service), settings.log_level)
+    for handler in logging.getLogger().handlers:
+        if not any(isinstance(existing, WrittenByPowertools) for existing in handler.filters):
+            handler.addFilter(WrittenByPowertools())
     # A `Logger()` writes through the handlers of the standard logger named for its service (a child logger's
     # records reach them by propagation): correlation fields are added there, for the service's logger and for
     # any Powertools logger the server's module made before this ran (one made later shares the service's).
@@ -82,6 +136,7 @@ def _powertools(settings: Settings, service: str) -> tuple[MetricsSink, Flush]:
         powertools = isinstance(handler.formatter, LambdaPowertoolsFormatter)
         if powertools and not any(isinstance(existing, CorrelationFilter) for existing in handler.filters):
             handler.addFilter(CorrelationFilter())
+    annotate_tracer_subsegments()
     shared = Metrics(service=service, namespace=namespace)  # Metrics instances share one set of data points
 
     def flush() -> None:

@@ -11,7 +11,18 @@ import stratus
 
 # What a cold start must not pay for: AWS SDK, Redis client, tracer, wire-type models, validators, HTTP clients,
 # and a web framework where a dict of routes does (Starlette cost about 25 ms CPU here).
-HEAVY = ["boto3", "botocore", "redis", "aws_lambda_powertools", "mcp", "mcp_types", "jsonschema", "httpx", "starlette"]
+HEAVY = [
+    "boto3",
+    "botocore",
+    "redis",
+    "aws_lambda_powertools",
+    "aws_xray_sdk",
+    "mcp",
+    "mcp_types",
+    "jsonschema",
+    "httpx",
+    "starlette",
+]
 HEAVY.append("websockets")  # a gateway's ws:// upstreams only
 
 
@@ -42,6 +53,25 @@ def test_a_gateway_imports_the_websocket_library_only_when_a_websocket_upstream_
         [sys.executable, "-c", probe], capture_output=True, text=True, timeout=60, check=True, env={"PATH": ""}
     )
     assert json.loads(completed.stdout) == [False, False]  # not even a ws:// transport until it connects
+
+
+def test_powertools_telemetry_loads_no_tracer_unless_the_served_code_makes_one() -> None:
+    """The X-Ray SDK behind Powertools' `Tracer` is the tool's to load: Stratus only annotates the subsegments of a
+    `Tracer` the served code made."""
+    probe = (
+        "import json, sys; import stratus.handlers.buffered; "
+        "print(json.dumps(['aws_lambda_powertools' in sys.modules, 'aws_xray_sdk' in sys.modules]))"
+    )
+    settings = {"STRATUS_TELEMETRY": "powertools", "STRATUS_APP": "examples.powertools:server"}
+    completed = subprocess.run(
+        [sys.executable, "-c", probe],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=True,
+        env={"PATH": "", **settings},
+    )
+    assert json.loads(completed.stdout) == [True, False]
 
 
 def test_core_exports_exactly_its_dunder_all() -> None:

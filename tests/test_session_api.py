@@ -212,8 +212,9 @@ async def test_the_session_limit_and_health_statistics_hold_across_processes(
             refused = await on_first.post("/session", headers=JSON)
             assert refused.status_code == 503
             assert refused.json() == {
-                "error": "Maximum sessions reached (2); end a session or retry later",
+                "error": "Maximum sessions reached (2); end a session, retry later, or raise STRATUS_MAX_SESSIONS",
                 "maxSessions": 2,
+                "setting": "STRATUS_MAX_SESSIONS",
             }
             mcp_refused = await on_second.post(
                 "/mcp", json=initialize_message(), headers={**JSON, "accept": "application/json"}
@@ -221,8 +222,8 @@ async def test_the_session_limit_and_health_statistics_hold_across_processes(
             assert mcp_refused.status_code == 503
             assert mcp_refused.json()["error"] == {
                 "code": -31503,
-                "message": "Maximum sessions reached (2); end a session or retry later",
-                "data": {"maxSessions": 2},
+                "message": "Maximum sessions reached (2); end a session, retry later, or raise STRATUS_MAX_SESSIONS",
+                "data": {"maxSessions": 2, "setting": "STRATUS_MAX_SESSIONS"},
             }
 
             health = await on_second.get("/health")

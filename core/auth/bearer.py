@@ -111,7 +111,7 @@ class JwtAuthenticator:
             jwk = await self._keys.key(header.get("kid"))
         except JwksUnavailableError:
             raise UnauthorizedError(
-                "Token keys are unavailable; try again",
+                "Token keys are unavailable; try again (they are fetched from STRATUS_AUTH_JWKS_URL)",
                 challenge=self.resource.challenge("invalid_token"),
                 data=self.resource.discovery(),
             ) from None

@@ -56,7 +56,12 @@ class GatewayAuthenticator:
         """Raises UnauthorizedError when the request context has no authorizer claims with a subject."""
         claims = authorizer_claims(request_context(scope, headers, trust_header=self._trust_header))
         if not claims or not claims.get("sub"):
-            raise UnauthorizedError("Authentication required", challenge="Bearer")
+            raise UnauthorizedError(
+                "Authentication required: STRATUS_AUTH_MODE=gateway takes the caller from API Gateway's authorizer, "
+                "and this request carries none (served outside API Gateway, or by a route without an authorizer)",
+                challenge="Bearer",
+                data={"setting": "STRATUS_AUTH_MODE"},
+            )
         for name in ("scope", "scp", "roles", "cognito:groups"):
             if name in claims:
                 claims[name] = _unflatten(claims[name])

@@ -18,6 +18,8 @@ from stratus.request.context import request_context
 from stratus.transport.asgi import Headers, Scope
 
 LOCAL_HOSTS = frozenset({"localhost", "127.0.0.1", "[::1]", "::1"})
+HOSTS_SETTING = "STRATUS_ALLOWED_HOSTS"
+ORIGINS_SETTING = "STRATUS_ALLOWED_ORIGINS"
 
 
 def _split_host(value: str) -> str:
@@ -61,10 +63,18 @@ class HostOriginGuard:
             raw_host = _event_domain(scope, headers, trust_header=self.trust_request_context_header) or ""
         host = _split_host(raw_host)
         if raw_host and not self._host_allowed(raw_host, host, scope, headers):
-            raise HttpError(421, "Misdirected request: this server does not serve that Host")
+            raise HttpError(
+                421,
+                f"Misdirected request: this server does not serve that Host; to serve it, add it to {HOSTS_SETTING}",
+                data={"setting": HOSTS_SETTING},
+            )
         origin = headers.get("origin")
         if origin is not None and not self._origin_allowed(origin, raw_host):
-            raise HttpError(403, "Forbidden: Origin not allowed")
+            raise HttpError(
+                403,
+                f"Forbidden: Origin not allowed; to allow it, add it to {ORIGINS_SETTING}",
+                data={"setting": ORIGINS_SETTING},
+            )
 
     def _host_allowed(self, raw_host: str, host: str, scope: Scope, headers: Headers) -> bool:
         if self._any_host or host in LOCAL_HOSTS:

@@ -7,7 +7,10 @@ import io
 import json
 import logging
 import secrets
+import subprocess
+import sys
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -198,3 +201,91 @@ def test_a_tools_own_powertools_logger_and_metrics_share_the_calls_correlation_a
         assert emitted["_aws"]["CloudWatchMetrics"][0]["Namespace"] == "Shop"
         assert emitted["service"] == service
     assert SECRET not in out and SECRET not in isolated_logging.getvalue()
+
+
+def test_a_tools_powertools_logger_line_is_written_once_when_the_root_had_no_handler_before(
+    isolated_logging: io.StringIO, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Under the Web Adapter the function is a plain Python process: the root logger has no handler while the
+    tool's module makes its `Logger()`, and gets one (stderr) when Stratus configures logging afterwards."""
+    from aws_lambda_powertools import Logger
+
+    logging.getLogger().handlers = []  # the fixture puts its own back afterwards
+    service = f"orders-{secrets.token_hex(4)}"
+    monkeypatch.setenv("POWERTOOLS_SERVICE_NAME", service)
+    server = McpServer("telemetry")
+    logger = Logger()
+
+    @server.tool()
+    def work() -> str:
+        logger.info("placing order")
+        logging.getLogger("stratus.tool.orders").info("stratus's own line")
+        return "done"
+
+    handler = make_handler(server, Settings(telemetry="powertools"))
+    assert invoke(handler, {}, "req-11")["statusCode"] == 200
+    written = capsys.readouterr()
+    assert (written.out + written.err).count("placing order") == 1
+    placing = next(json.loads(line) for line in written.out.splitlines() if "placing order" in line)
+    assert placing["lambda_request_id"] == "req-11" and placing["item"] == "work"
+    assert (written.out + written.err).count("stratus's own line") == 1
+
+
+TRACED_TOOL = """
+import json, os, socket, sys
+daemon = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+daemon.bind(("127.0.0.1", 0))
+daemon.settimeout(10)
+os.environ["AWS_XRAY_DAEMON_ADDRESS"] = "127.0.0.1:%d" % daemon.getsockname()[1]
+from aws_lambda_powertools import Tracer
+from stratus import McpServer, Settings
+from stratus.handlers.adapter import make_handler
+from tests.fixtures.lambda_invoke import LambdaContext, event, stateless_request
+server = McpServer("orders")
+tracer = Tracer()
+
+@server.tool()
+@tracer.capture_method
+def place_order() -> str:
+    return "placed"
+
+handler = make_handler(server, Settings(telemetry="powertools", auth_mode="gateway"))
+body, headers = stateless_request("tools/call", {"name": "place_order", "arguments": {}})
+recorded = event("http_api_v2", body, headers)
+recorded["requestContext"]["authorizer"] = {"jwt": {"claims": {"sub": "ana"}}}
+assert handler(recorded, LambdaContext(aws_request_id="req-12"))["statusCode"] == 200
+for _ in range(10):  # each datagram: a header line, then one subsegment
+    document = json.loads(daemon.recv(65536).decode().split("\\n", 1)[1])
+    if document.get("name") == "## __main__.place_order":
+        print(json.dumps(document.get("annotations")))
+        break
+"""
+
+
+def test_a_tools_powertools_tracer_subsegment_carries_the_calls_correlation_as_annotations() -> None:
+    """In a bare Python set up as Lambda sets up a traced function: what the X-Ray SDK sends its daemon (UDP, here
+    on 127.0.0.1) for the subsegment of a tool traced the ordinary way (`@tracer.capture_method`)."""
+    lambda_environment = {
+        "PATH": "",
+        "LAMBDA_TASK_ROOT": "/var/task",
+        "AWS_LAMBDA_FUNCTION_NAME": "orders",
+        "POWERTOOLS_SERVICE_NAME": "orders",
+        "_X_AMZN_TRACE_ID": "Root=1-5759e988-bd862e3fe1be46a994272793;Parent=53995c3f42cd8ad8;Sampled=1",
+    }
+    completed = subprocess.run(
+        [sys.executable, "-c", TRACED_TOOL],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=True,
+        env=lambda_environment,
+        cwd=Path(__file__).parents[2],
+    )
+    annotations = json.loads(completed.stdout.splitlines()[-1])
+    assert annotations == {
+        "lambda_request_id": "req-12",
+        "mcp_request_id": 1,
+        "mcp_method": "tools/call",
+        "item": "place_order",
+        "principal": "ana",
+    }

@@ -24,7 +24,7 @@ from tests.fixtures.jwt_issuer import AUDIENCE, ISSUER, Issuer
 
 pytestmark = pytest.mark.anyio
 
-UNAVAILABLE = "Token keys are unavailable; try again"
+UNAVAILABLE = "Token keys are unavailable; try again (they are fetched from STRATUS_AUTH_JWKS_URL)"
 
 
 class Clock:

@@ -43,7 +43,7 @@ async def test_a_tool_rate_limit_refuses_past_the_burst_with_a_retry_hint(harnes
     with pytest.raises(RateLimitedError) as refused:
         await harness.call("ping")
     assert refused.value.code == -31429
-    assert refused.value.data == {"retryAfterSeconds": 2.0}
+    assert refused.value.data == {"retryAfterSeconds": 2.0, "setting": "the tool's rate_limit, or RateLimits.per_tool"}
     harness.clock.advance(2.0)
     await harness.call("ping")
     assert harness.metrics.total("calls", item="ping", outcome="rate_limited") == 1
@@ -104,7 +104,7 @@ async def test_an_open_breaker_lets_one_trial_through_after_the_cooldown(harness
     assert (await harness.call("backend"))["isError"] is True
     with pytest.raises(CircuitOpenError) as refused:
         await harness.call("backend")
-    assert refused.value.data == {"retryAfterSeconds": 30.0}
+    assert refused.value.data == {"retryAfterSeconds": 30.0, "setting": CircuitOpenError.SETTING}
     harness.clock.advance(30)
     healthy[0] = True
     assert (await harness.call("backend"))["content"] == [{"type": "text", "text": "ok"}]

@@ -58,7 +58,10 @@ async def test_a_session_beyond_the_limit_is_refused_naming_it(backend: Backend)
         await sessions.create(record(f"s{index}"))
     with pytest.raises(TooManySessionsError) as refused:
         await sessions.create(record("one-too-many"))
-    assert (refused.value.http_status, refused.value.data) == (503, {"maxSessions": LIMIT})
+    assert (refused.value.http_status, refused.value.data) == (
+        503,
+        {"maxSessions": LIMIT, "setting": "STRATUS_MAX_SESSIONS"},
+    )
     assert await sessions.load("one-too-many") is None
     assert (await sessions.census()).active == LIMIT
 
@@ -202,7 +205,7 @@ async def test_anonymous_sessions_are_bounded_by_the_global_limit_only(backend: 
     with pytest.raises(TooManySessionsError) as refused:
         await sessions.create(record("anon-over", None))
     assert not isinstance(refused.value, PrincipalSessionsFullError)
-    assert refused.value.data == {"maxSessions": QUOTA + 2}
+    assert refused.value.data == {"maxSessions": QUOTA + 2, "setting": "STRATUS_MAX_SESSIONS"}
 
 
 async def test_containers_racing_for_one_principals_places_never_exceed_its_quota(backend: Backend) -> None:

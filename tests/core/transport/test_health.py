@@ -69,7 +69,10 @@ async def test_health_refuses_a_host_or_origin_this_server_does_not_serve() -> N
         rebound = await http.get("/health", headers={"host": "rebound.attacker.example"})
         assert rebound.status_code == 421
         assert "sessions" not in rebound.text and "activeSessions" not in rebound.text
-        assert rebound.json() == {"error": "Misdirected request: this server does not serve that Host"}
+        assert rebound.json() == {
+            "error": "Misdirected request: this server does not serve that Host; to serve it, add it to "
+            "STRATUS_ALLOWED_HOSTS"
+        }
         foreign = await http.get("/health", headers={"origin": "https://evil.example.com"})
         assert (foreign.status_code, "sessions" in foreign.text) == (403, False)
         assert "access-control-allow-origin" not in foreign.headers
