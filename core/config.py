@@ -6,6 +6,7 @@ value fails at cold start with a message naming it, not on the ten-thousandth re
 
 from __future__ import annotations
 
+import importlib.util
 import os
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, fields
@@ -213,6 +214,25 @@ class Settings:
                 f"{PREFIX}MAX_RECORD_BYTES must be between 1 and {DYNAMODB_MAX_RECORD_BYTES} with DynamoDB: an item "
                 "is at most 400 KB, keys and attribute names included"
             )
+        self._check_installed()
+
+    def _check_installed(self) -> None:
+        """A setting that needs an optional package names the package and the extra that brings it, at start-up
+        rather than as a bare "No module named" on the first request that needs it (nothing is imported here)."""
+        scheme = self.store.partition("://")[0]
+        needed = [
+            ("redis", "redis", f"{PREFIX}STORE={scheme}://") if scheme.startswith("redis") else None,
+            ("boto3", "dynamodb", f"{PREFIX}STORE=dynamodb://") if scheme == "dynamodb" else None,
+            ("jwt", "jwt", f"{PREFIX}AUTH_MODE=jwt") if self.auth_mode == "jwt" else None,
+            ("aws_lambda_powertools", "powertools", f"{PREFIX}TELEMETRY=powertools")
+            if self.telemetry == "powertools"
+            else None,
+        ]
+        for module, extra, setting in filter(None, needed):
+            if importlib.util.find_spec(module) is None:
+                raise SettingsError(
+                    f"{setting} needs the {module} package, which is not installed: pip install 'stratus-mcp[{extra}]'"
+                )
         if self.limits_on_store_failure not in ("open", "closed"):
             raise SettingsError(f"{PREFIX}LIMITS_ON_STORE_FAILURE must be open or closed")
 

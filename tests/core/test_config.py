@@ -2,10 +2,18 @@
 
 from __future__ import annotations
 
+import sys
+
 import pytest
 
 from stratus import Settings
 from stratus.config import SettingsError
+
+JWT = {
+    "auth_issuer": "https://issuer.example",
+    "auth_audience": "https://mcp.example/mcp",
+    "auth_jwks_url": "https://issuer.example/jwks.json",
+}
 
 
 def test_defaults_serve_the_demo_on_the_memory_store() -> None:
@@ -112,3 +120,23 @@ def test_the_seed_mcp_http_variables_are_honoured_and_stratus_ones_win() -> None
     assert Settings.from_env({"MCP_HTTP_ENABLE_DNS_REBINDING_PROTECTION": "false"}).allowed_hosts == ("*",)
     with pytest.raises(SettingsError, match="MCP_HTTP_"):
         Settings.from_env({"MCP_HTTP_SESSION_TIMEOUT": "soon"})
+
+
+@pytest.mark.parametrize(
+    ("module", "settings", "named"),
+    [
+        ("redis", {"store": "redis://127.0.0.1:6379/0", "secret_key": "k"}, "STRATUS_STORE=redis://"),
+        ("boto3", {"store": "dynamodb://t", "secret_key": "k"}, "STRATUS_STORE=dynamodb://"),
+        ("jwt", {**JWT, "auth_mode": "jwt"}, "STRATUS_AUTH_MODE=jwt"),
+        ("aws_lambda_powertools", {"telemetry": "powertools"}, "STRATUS_TELEMETRY=powertools"),
+    ],
+)
+def test_a_setting_whose_package_is_missing_names_the_package_and_its_extra(
+    module: str, settings: dict[str, str], named: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A None in sys.modules is how Python marks a module that cannot be imported."""
+    Settings(**settings)  # type: ignore[arg-type]
+    monkeypatch.setitem(sys.modules, module, None)
+    with pytest.raises(SettingsError) as refused:
+        Settings(**settings)  # type: ignore[arg-type]
+    assert named in str(refused.value) and "pip install 'stratus-mcp[" in str(refused.value)
