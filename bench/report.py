@@ -124,6 +124,23 @@ def scaling_notes(sessions: list[dict[str, float]], tools: list[dict[str, float]
     ]
 
 
+KEPT_SECTIONS = ("## Telemetry at cold start",)
+"""Sections of docs/benchmarks.md measured by hand, not by this run (their own commands are in them): a rewrite
+keeps them as they are."""
+
+
+def kept_sections(current: str) -> list[str]:
+    """The KEPT_SECTIONS of the page as it stands, each up to the next heading, ready to go back in."""
+    found = []
+    for heading in KEPT_SECTIONS:
+        start = current.find(f"\n{heading}\n")
+        if start < 0:
+            continue
+        end = current.find("\n## ", start + 1)
+        found.append(current[start + 1 : end + 1 if end >= 0 else len(current)])
+    return found
+
+
 def page(
     command: str,
     when: str,

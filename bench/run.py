@@ -447,7 +447,8 @@ def main(argv: Sequence[str] | None = None) -> None:
         DOCS.parent.mkdir(parents=True, exist_ok=True)
         main_table = markdown_table(cells)
         parts = report.part_sections(results, dict(part_tables), command)
-        DOCS.write_text(report.page(command, when, machine, main_table, notes, runs, calls, parts))
+        kept = report.kept_sections(DOCS.read_text() if DOCS.exists() else "")
+        DOCS.write_text(report.page(command, when, machine, main_table, notes, runs, calls, [*parts, *kept]))
         _log(f"wrote {DOCS.relative_to(measure.REPO)} and its charts")
 
 
