@@ -61,9 +61,20 @@ class DynamoSessionStore:
     """Legacy sessions, one item each, counted in sharded roster partitions."""
 
     def __init__(
-        self, table: DynamoTable, *, ttl_seconds: float, max_sessions: int = 0, max_per_principal: int = 0
+        self,
+        table: DynamoTable,
+        *,
+        ttl_seconds: float,
+        max_sessions: int = 0,
+        max_per_principal: int = 0,
+        step_pages: int = STEP_PAGES,
+        page_entries: int | None = None,
     ) -> None:
         self.table = table
+        self.step_pages = step_pages
+        """Roster pages one `sweep_step` reads."""
+        self.page_entries = page_entries
+        """Entries per roster page (None: DynamoDB's 1 MB pages); tests make a slice smaller than their sessions."""
         self.ttl = ttl_seconds
         self.max_sessions = max_sessions
         self.max_per_principal = max_per_principal
@@ -220,13 +231,13 @@ class DynamoSessionStore:
         return removed
 
     async def sweep_step(self) -> int:
-        """Sweep the next `STEP_PAGES` pages of roster, resuming where the last step stopped (a cursor item); after
+        """Sweep the next `step_pages` pages of roster, resuming where the last step stopped (a cursor item); after
         the last shard the next step begins again at the first."""
         cursor = await self.table.get(self.cursor) or {}
         shard = int(number_of(cursor, "shard")) % self.shards.count
         resume: Item | None = cursor.get("resume", {}).get("M")
         oldest = number_of(cursor, "oldest") if "oldest" in cursor else None
-        removed, pages = 0, STEP_PAGES
+        removed, pages = 0, self.step_pages
         for _ in range(self.shards.count):
             found = await self._sweep_pages(shard, resume, pages)
             removed += found.removed
@@ -251,7 +262,7 @@ class DynamoSessionStore:
         """Sweep one roster partition to its end and correct its count item's oldest creation."""
         removed, oldest, resume = 0, None, None
         while True:
-            found = await self._sweep_pages(shard, resume, STEP_PAGES)
+            found = await self._sweep_pages(shard, resume, self.step_pages)
             removed, oldest, resume = removed + found.removed, _earliest(oldest, found.oldest), found.resume
             if resume is None:
                 break
@@ -265,6 +276,8 @@ class DynamoSessionStore:
             "KeyConditionExpression": "PK = :roster",
             "ExpressionAttributeValues": {":roster": self.shards.partition(shard)},
         }
+        if self.page_entries:
+            params["Limit"] = self.page_entries
         removed, oldest, read = 0, None, 0
         while read < max(pages, 1):
             if resume is not None:
