@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import ast
+from pathlib import Path
+
 import pytest
 
-from stratus import Settings
+from stratus import Settings, config
 from stratus.config import SettingsError
 
 
@@ -112,3 +115,23 @@ def test_the_seed_mcp_http_variables_are_honoured_and_stratus_ones_win() -> None
     assert Settings.from_env({"MCP_HTTP_ENABLE_DNS_REBINDING_PROTECTION": "false"}).allowed_hosts == ("*",)
     with pytest.raises(SettingsError, match="MCP_HTTP_"):
         Settings.from_env({"MCP_HTTP_SESSION_TIMEOUT": "soon"})
+
+
+def test_every_setting_has_one_docstring_of_its_own() -> None:
+    """Each field's docstring stands right below it, and only one: a second string after a field documents the
+    field that lost its own (as when two fields' docstrings were swapped past each other)."""
+    source = Path(config.__file__).read_text(encoding="utf-8")
+    settings = next(
+        node for node in ast.parse(source).body if isinstance(node, ast.ClassDef) and node.name == "Settings"
+    )
+    body = settings.body
+    undocumented: list[str] = []
+    extra: list[int] = []
+    for index, node in enumerate(body):
+        following = body[index + 1] if index + 1 < len(body) else None
+        is_doc = isinstance(following, ast.Expr) and isinstance(following.value, ast.Constant)
+        if isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name) and not is_doc:
+            undocumented.append(node.target.id)
+        if isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant) and is_doc:
+            extra.append(following.lineno if following else 0)
+    assert (undocumented, extra) == ([], [])
