@@ -85,13 +85,13 @@ class Settings:
     """Private networks (CIDR) the gateway may reach upstreams in, e.g. `127.0.0.0/8` for local servers;
     loopback, private, link-local and metadata addresses are refused otherwise."""
     max_stream_seconds: float = 840.0
+    """A resumable (handshake-era) SSE response ends cleanly after this long, below Lambda's 15-minute limit;
+    the client resumes it with `Last-Event-ID` while the call goes on. 2026-07-28 streams are not cut."""
     keepalive_seconds: float = 15.0
     """Under uvicorn: a call whose client accepts SSE and that has sent nothing for this long answers on an SSE
     stream with keep-alive comments until its result, so no front door cuts a silent response (API Gateway REST
     streaming ends one idle for 5 minutes). A session's GET stream and a resumed stream write one after this long
     without an event too."""
-    """A resumable (handshake-era) SSE response ends cleanly after this long, below Lambda's 15-minute limit;
-    the client resumes it with `Last-Event-ID` while the call goes on. 2026-07-28 streams are not cut."""
     max_streams: int = 500
     """At most this many streams (GET streams and their resumptions, `/events`, `subscriptions/listen`) open at once
     in one process, counted per process like the connection pool they hold: below the pool's 1000, so one more is

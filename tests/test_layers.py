@@ -128,3 +128,24 @@ def test_the_check_sees_an_import_added_against_the_layers(source: str, tmp_path
     leaf.write_text(modules[source].read_text(encoding="utf-8") + "\nfrom stratus.transport.app import build_app\n")
     added = set(_imports(leaf, modules))
     assert any(_layer(target) > _layer(source) for target in added)
+
+
+def _test_modules() -> dict[str, Path]:
+    tests = ROOT / "tests"
+    return {
+        ".".join(("tests", *path.relative_to(tests).with_suffix("").parts)): path
+        for path in tests.rglob("*.py")
+        if path.name.startswith("test_")
+    }
+
+
+def test_no_test_file_imports_a_test_module() -> None:
+    """Helpers shared between tests live in tests/fixtures: a fixture (or another test) that imports a test module
+    runs that module's imports and collection-time code wherever it is used, and ties the two together."""
+    test_modules = _test_modules()
+    importing = [
+        f"{path.relative_to(ROOT)} imports {target}"
+        for path in sorted((ROOT / "tests").rglob("*.py"))
+        for target in sorted(set(_imports(path, test_modules)))
+    ]
+    assert importing == []

@@ -13,19 +13,13 @@ from mcp import Client
 
 from stratus.stores.dynamodb.schema import create_table
 from tests.fixtures.apps import LIMIT
+from tests.fixtures.moto_server import AWS, client_keys
 from tests.fixtures.processes import RoundRobinProxy, stratus_processes
 from tests.fixtures.servers import uvicorn_serving
 from tests.fixtures.wire import HandshakeSession, McpHttp, stateless_meta
 
 pytestmark = [pytest.mark.anyio, pytest.mark.uvicorn]
 TASKS: dict[str, object] = {"extensions": {"io.modelcontextprotocol/tasks": {}}}
-
-
-AWS = {
-    "AWS_ACCESS_KEY_ID": "testing",
-    "AWS_SECRET_ACCESS_KEY": "testing",
-    "AWS_DEFAULT_REGION": "us-east-1",
-}
 
 
 @pytest.fixture(scope="module", params=["redis", "dynamodb"])
@@ -40,15 +34,11 @@ def two_processes(request: pytest.FixtureRequest) -> Iterator[list[str]]:
     else:
         endpoint = request.getfixturevalue("moto_server")
         table = f"stratus-multi-{secrets.token_hex(4)}"
-        client = boto3.client("dynamodb", endpoint_url=endpoint, region_name="us-east-1", **_keys())
+        client = boto3.client("dynamodb", endpoint_url=endpoint, region_name="us-east-1", **client_keys())
         create_table(client, table)
         environment.update(AWS, STRATUS_STORE=f"dynamodb://{table}", AWS_ENDPOINT_URL_DYNAMODB=endpoint)
     with stratus_processes(2, "tests.fixtures.apps:shared", environment) as urls:
         yield urls
-
-
-def _keys() -> dict[str, str]:
-    return {"aws_access_key_id": "testing", "aws_secret_access_key": "testing"}
 
 
 def client_of(url: str) -> McpHttp:

@@ -51,14 +51,24 @@ class StreamLog:
         self.token = secrets.token_hex(8)
         self.key = f"{session_id}/{self.token}"
         self.priming = priming
+        self._opened = False
 
     @property
     def priming_id(self) -> str:
         return f"{self.token}-0"
 
+    async def open(self) -> None:
+        """Make the stream exist in the log before the priming id goes out: a client resuming from `priming_id`
+        before the call has sent anything (its stream cut while the call runs on) then finds it, where it would
+        get 404. Unless something was logged already, that takes logging the priming event itself (empty data)."""
+        if not self._opened:
+            await self.events.append(self.key, "")
+            self._opened = True
+
     async def record(self, message: JsonObject) -> str:
         try:
             seq = await self.events.append(self.key, _compact(message))
+            self._opened = True
         except RecordTooLargeError as refused:
             if "id" not in message or "method" in message:  # a notification or request: the call sending it learns
                 raise

@@ -11,7 +11,7 @@ from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
 from stratus.auth.gateway import authorizer_claims
-from stratus.errors import HttpError, InternalError, McpError
+from stratus.errors import HttpError, InternalError, McpError, StoreUnavailableError
 from stratus.protocol import versions
 from stratus.protocol.dispatch import Dispatcher
 from stratus.protocol.jsonrpc import decode
@@ -194,7 +194,9 @@ class McpEndpoint:
     async def _answer_or_stream(
         self, body: Any, headers: Headers, http: HttpRequest, principal: Principal | None, send: Send | None
     ) -> Reply | None:
-        streamable = send is not None and not isinstance(body, list) and not is_rest_call(body)
+        # An initialize's answer carries the new session's id in a header, which a stream's headers, sent before the
+        # answer exists, could not carry: it is always answered as plain JSON, however long it takes.
+        streamable = send is not None and not isinstance(body, list) and not is_rest_call(body) and not _opens(body)
         if http.outbound is None or not streamable:
             return await self._answer(body, headers, http, principal)
         assert send is not None
@@ -220,11 +222,14 @@ class McpEndpoint:
         interval = self.keepalive_seconds
         try:
             while True:
-                if writer is not None and outbound.log is not None and not writer.gone and loop.time() >= cut_at:
-                    # Long enough for this response: end it cleanly; the client resumes from the log.
+                if writer is not None and writer.resumable and not writer.gone and loop.time() >= cut_at:
+                    # Long enough for this response: end it cleanly; the client resumes from the log. A stream that
+                    # has carried no event id yet (before 2025-11-25 there is no priming event) is not cut: its
+                    # client could not resume it, and would lose the answer.
                     await writer.close()
                     writer.gone = True
-                wait = interval if writer is None or writer.gone else min(interval, max(0.0, cut_at - loop.time()))
+                cuttable = writer is not None and writer.resumable and not writer.gone
+                wait = min(interval, max(0.0, cut_at - loop.time())) if cuttable else interval
                 waiting: set[asyncio.Future[Any]] = {work, outbound.arrival()}
                 done, _ = await asyncio.wait(waiting, timeout=wait, return_when=asyncio.FIRST_COMPLETED)
                 if not outbound.messages.empty():
@@ -320,17 +325,28 @@ class _Relay:
     def __init__(self, writer: SseWriter) -> None:
         self.writer = writer
         self.gone = False
+        self.resumable = False
+        """Whether the client got an event id to resume this stream from (the priming event's, or an event's)."""
 
     @classmethod
     async def open(cls, send: Send, outbound: Outbound) -> _Relay:
+        log = outbound.log
+        primed = False
+        if log is not None and log.priming:
+            # Logged before the priming id goes out, so that resuming from it finds the stream; with the store
+            # unreachable the stream goes unprimed (and so is not cut) rather than hand out an id that leads nowhere.
+            with contextlib.suppress(StoreUnavailableError):
+                await log.open()
+                primed = True
         relay = cls(await SseWriter.start(send))
-        if outbound.log is not None and outbound.log.priming:
-            log = outbound.log
+        if log is not None and primed:
             await relay._do(lambda: relay.writer.prime(log.priming_id, RECONNECT_MS))
+            relay.resumable = True
         return relay
 
     async def event(self, event_id: str | None, message: Any) -> None:
         await self._do(lambda: self.writer.event(message, event_id=event_id))
+        self.resumable = self.resumable or event_id is not None
 
     async def comment(self, text: str) -> None:
         await self._do(lambda: self.writer.comment(text))
@@ -356,6 +372,11 @@ def _may_send_before_answer(body: Any, headers: Headers) -> bool:
     params = body.get("params")
     meta = params.get("_meta") if isinstance(params, dict) else None
     return isinstance(meta, dict) and ("progressToken" in meta or versions.LOG_LEVEL_META in meta)
+
+
+def _opens(body: Any) -> bool:
+    """Whether the body is a handshake-era `initialize` request."""
+    return isinstance(body, dict) and body.get("method") == "initialize" and "id" in body
 
 
 def _is_stateless(body: Any, headers: Headers) -> bool:

@@ -177,6 +177,8 @@ class SessionStreams:
                         await writer.comment("keep-alive")
                     for event in events:
                         last = event.seq
+                        if not event.data:  # the priming event, already seen by the client
+                            continue
                         message = json.loads(event.data)
                         await writer.event(message, event_id=f"{token}-{event.seq}")
                         if "id" in message and "method" not in message:  # the call's response: the stream is done

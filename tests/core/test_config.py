@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import ast
 import sys
+from pathlib import Path
 
 import pytest
 
-from stratus import Settings
+from stratus import Settings, config
 from stratus.config import SettingsError
 
 JWT = {
@@ -140,3 +142,23 @@ def test_a_setting_whose_package_is_missing_names_the_package_and_its_extra(
     with pytest.raises(SettingsError) as refused:
         Settings(**settings)  # type: ignore[arg-type]
     assert named in str(refused.value) and "pip install 'stratus-mcp[" in str(refused.value)
+
+
+def test_every_setting_has_one_docstring_of_its_own() -> None:
+    """Each field's docstring stands right below it, and only one: a second string after a field documents the
+    field that lost its own (as when two fields' docstrings were swapped past each other)."""
+    source = Path(config.__file__).read_text(encoding="utf-8")
+    settings = next(
+        node for node in ast.parse(source).body if isinstance(node, ast.ClassDef) and node.name == "Settings"
+    )
+    body = settings.body
+    undocumented: list[str] = []
+    extra: list[int] = []
+    for index, node in enumerate(body):
+        following = body[index + 1] if index + 1 < len(body) else None
+        is_doc = isinstance(following, ast.Expr) and isinstance(following.value, ast.Constant)
+        if isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name) and not is_doc:
+            undocumented.append(node.target.id)
+        if isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant) and is_doc:
+            extra.append(following.lineno if following else 0)
+    assert (undocumented, extra) == ([], [])
