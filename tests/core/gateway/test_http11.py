@@ -64,6 +64,10 @@ async def scripted(
             yield f"http://{host}:{port}/mcp", connections
     finally:
         server.close()
+        # Each connection's handler closes its writer once it reads the client's end; waiting for them here keeps a
+        # loaded machine from ending the loop first (a writer left open then warns from the garbage collector).
+        async with asyncio.timeout(5):
+            await server.wait_closed()
 
 
 async def fetch(pool: Http11Pool, url: str) -> tuple[int, bytes]:
