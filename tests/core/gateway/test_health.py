@@ -42,6 +42,7 @@ async def test_health_shows_each_upstreams_state_last_error_and_tools_without_co
             listing = {"jsonrpc": "2.0", "id": 9, "method": "tools/list"}
             await http.post("/mcp", json=listing, headers={**BASE_HEADERS, **session.headers})
             after = (await http.get("/health")).json()["upstreams"]
+        await gateway.aclose()  # its pooled connection to `math`, closed on this loop rather than by the collector
     assert before[0] == [
         {"name": "math", "state": "disconnected", "lastError": None, "tools": 0},
         {"name": "down", "state": "disconnected", "lastError": None, "tools": 0},
