@@ -22,8 +22,9 @@ HEAVY = [
     "jsonschema",
     "httpx",
     "starlette",
+    "websockets",  # a gateway's ws:// upstreams only
+    "urllib.request",  # the JWKS fetcher's HTTP client (http.client, email): JWT auth only
 ]
-HEAVY.append("websockets")  # a gateway's ws:// upstreams only
 
 
 def test_the_buffered_handler_imports_no_aws_sdk_redis_client_or_tracer() -> None:

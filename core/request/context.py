@@ -31,3 +31,23 @@ def request_context(
         except (ValueError, RecursionError):
             context = None
     return dict(context) if isinstance(context, Mapping) else None
+
+
+def authorizer_claims(context: Mapping[str, Any] | None) -> dict[str, Any] | None:
+    """Claims from a request context's `authorizer`: HTTP API JWT authorizers (`jwt.claims`), REST Cognito
+    authorizers (`claims`) and Lambda authorizers (`lambda`, or the context keys themselves)."""
+    authorizer = context.get("authorizer") if context is not None else None
+    if not isinstance(authorizer, Mapping):
+        return None
+    jwt = authorizer.get("jwt")
+    for nested in (
+        jwt.get("claims") if isinstance(jwt, Mapping) else None,
+        authorizer.get("claims"),
+        authorizer.get("lambda"),
+    ):
+        if isinstance(nested, Mapping):
+            return dict(nested)
+    flat = {key: value for key, value in authorizer.items() if key not in ("integrationLatency", "principalId")}
+    if "principalId" in authorizer and "sub" not in flat:
+        flat["sub"] = authorizer["principalId"]
+    return flat or None

@@ -10,12 +10,11 @@ import secrets
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
-from stratus.auth.gateway import authorizer_claims
 from stratus.errors import HttpError, InternalError, McpError, StoreUnavailableError
 from stratus.protocol import versions
 from stratus.protocol.dispatch import Dispatcher
 from stratus.protocol.jsonrpc import decode
-from stratus.request.context import request_context
+from stratus.request.context import authorizer_claims, request_context
 from stratus.request.http import HttpRequest
 from stratus.request.outbound import Outbound
 from stratus.request.signal import CancellationSignal
