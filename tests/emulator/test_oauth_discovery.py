@@ -52,17 +52,20 @@ def issuer() -> Iterator[Issuer]:
 
 @pytest.fixture(scope="module")
 def stack(request: pytest.FixtureRequest, issuer: Issuer) -> Iterator[tuple[str, LocalAws]]:
+    """The stack with `OAuthFrontDoor` set to the param's door; `door@dynamodb` keeps its state in DynamoDB on
+    moto (the default is the real Redis)."""
+    front_door, _, store = str(request.param).partition("@")
     first = free_ports(len(DOORS) + 1)  # each door, then the emulated Lambda API
-    parameters = oauth_parameters(request.param, issuer.url, first)
-    with serving(TEMPLATE, parameters=parameters, containers=2, port=first) as aws:
-        yield request.param, aws
+    parameters = oauth_parameters(front_door, issuer.url, first)
+    with serving(TEMPLATE, parameters=parameters, containers=2, port=first, store=store or "redis") as aws:
+        yield front_door, aws
 
 
 def _mcp_url(front_door: str, aws: LocalAws) -> str:
     return f"{aws.url(OAUTH_FRONT_DOORS[front_door])}/mcp"
 
 
-@pytest.mark.parametrize("stack", list(OAUTH_FRONT_DOORS), indirect=True)
+@pytest.mark.parametrize("stack", [*OAUTH_FRONT_DOORS, "function-url@dynamodb", "rest-api@dynamodb"], indirect=True)
 async def test_a_client_with_only_the_mcp_url_discovers_gets_a_token_and_calls_a_tool(
     stack: tuple[str, LocalAws], issuer: Issuer
 ) -> None:
