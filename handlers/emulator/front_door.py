@@ -157,7 +157,11 @@ class FrontDoor(ABC):
         if scope["type"] != "http":
             return
         body, too_large = await read_limited(receive, self.max_request_bytes)
-        headers = tuple((name.decode("latin-1").lower(), value.decode("latin-1")) for name, value in scope["headers"])
+        # A field value's leading and trailing whitespace is not part of it (RFC 9110 section 5.5): AWS's front doors
+        # parse HTTP that way, while the local server hands the raw bytes over.
+        headers = tuple(
+            (name.decode("latin-1").lower(), value.decode("latin-1").strip(" \t")) for name, value in scope["headers"]
+        )
         request = Request(
             method=scope["method"],
             path=scope["path"],

@@ -97,3 +97,29 @@ async def test_the_api_serves_the_address_it_listens_on_not_the_host_a_client_na
         assert "access-control-allow-origin" not in rebound.headers
         own = await http.post("/session", headers={**JSON_BODY, "host": base.removeprefix("http://")})
         assert own.status_code == 200
+
+
+@pytest.mark.parametrize("door", ["ServerlessHttpApi", "StreamingFunctionUrl"])
+async def test_header_values_reach_the_function_without_their_surrounding_whitespace(
+    stack: LocalAws, door: str
+) -> None:
+    """AWS parses HTTP as RFC 9110 section 5.5 says: a field value's leading and trailing whitespace is not part of
+    it. httpx would strip it itself, so the request is written by hand."""
+    host, port = stack.url(door).removeprefix("http://").split(":")
+    params = '{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}'
+    body = ('{"jsonrpc":"2.0","id":0,"method":"initialize","params":' + params + "}").encode()
+    head = (
+        f"POST /mcp HTTP/1.1\r\nhost: {host}:{port}\r\ncontent-type:   application/json  \r\n"
+        f"accept: application/json, text/event-stream\r\ncontent-length: {len(body)}\r\nconnection: close\r\n\r\n"
+    )
+    chunks: list[bytes] = []
+    with anyio.fail_after(20):  # bounds the reads: the server closes the connection after its answer
+        async with await anyio.connect_tcp(host, int(port)) as stream:
+            await stream.send(head.encode() + body)
+            try:
+                while True:
+                    chunks.append(await stream.receive())
+            except (anyio.EndOfStream, anyio.BrokenResourceError):
+                pass
+    answer = b"".join(chunks)
+    assert answer.split(b"\r\n", 1)[0] == b"HTTP/1.1 200 OK", answer[:300]
