@@ -241,3 +241,22 @@ async def test_containers_racing_for_one_principals_places_never_exceed_its_quot
     assert all(isinstance(outcome, PrincipalSessionsFullError) for outcome in refusals), [repr(o) for o in refusals]
     await second.create(record("other-principal", "issuer|bob"))
     assert (await first.census()).active == QUOTA + 1
+
+
+async def test_with_no_quota_a_principals_session_takes_no_count_and_ending_it_gives_none_back(
+    backend: Backend,
+) -> None:
+    """A deployment that sets a quota while sessions made without one live: ending one of those leaves the counts
+    of the sessions made under the quota as they are."""
+    await backend.stores.sessions.create(record("uncounted"))
+    if backend.redis is not None:
+        assert await backend.redis.hgetall(f"{backend.prefix}:{{roster}}:principals") == {}
+    if backend.dynamo is not None:
+        key = {"PK": {"S": "t#principal#alice"}, "SK": {"S": "principal"}}
+        assert "Item" not in backend.dynamo.get_item(TableName=backend.table, Key=key)
+    sessions = limited(backend, 10, quota=QUOTA)
+    await sessions.create(record("counted"))
+    assert await sessions.delete("uncounted") is True
+    await sessions.create(record("second"))
+    with pytest.raises(PrincipalSessionsFullError):
+        await sessions.create(record("third"))
