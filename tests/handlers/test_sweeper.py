@@ -51,9 +51,13 @@ def store(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> It
         yield Store(url, prefix)
 
 
-async def open_sessions(store: Store, names: list[str], *, created_ago: float) -> None:
+async def open_sessions(store: Store, names: list[str], *, created_ago: float, limit: int) -> None:
     stores = build_stores(
-        store.url, session_ttl_seconds=TTL, prefix=store.prefix, clock=lambda: time.time() - created_ago
+        store.url,
+        session_ttl_seconds=TTL,
+        prefix=store.prefix,
+        max_sessions=limit,
+        clock=lambda: time.time() - created_ago,
     )
     try:
         for name in names:
@@ -62,9 +66,14 @@ async def open_sessions(store: Store, names: list[str], *, created_ago: float) -
         await stores.aclose()
 
 
-def test_the_sweeper_removes_expired_sessions_and_reports_the_live_count(store: Store) -> None:
-    asyncio.run(open_sessions(store, ["stale-1", "stale-2"], created_ago=TTL + 60))
-    asyncio.run(open_sessions(store, ["fresh"], created_ago=0))
+@pytest.mark.parametrize("limit", [0, 100], ids=["no-limit", "limit"])
+def test_the_sweeper_removes_expired_sessions_and_reports_the_live_count(
+    store: Store, limit: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """With a limit the count is kept on every create and DELETE; with none, the sweep reports what it saw live."""
+    monkeypatch.setenv("STRATUS_MAX_SESSIONS", str(limit))
+    asyncio.run(open_sessions(store, ["stale-1", "stale-2"], created_ago=TTL + 60, limit=limit))
+    asyncio.run(open_sessions(store, ["fresh"], created_ago=0, limit=limit))
 
     assert sweeper.handler({"source": "aws.events"}, None) == {"swept": 2, "activeSessions": 1}
     assert sweeper.handler({"source": "aws.events"}, None) == {"swept": 0, "activeSessions": 1}

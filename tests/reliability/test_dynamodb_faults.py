@@ -77,8 +77,10 @@ async def deployment(moto_server: str, monkeypatch: pytest.MonkeyPatch) -> Async
         """A tool behind the server's breaker (state in DynamoDB)."""
         return a + b
 
-    stores = build_stores(f"dynamodb://{table}", session_ttl_seconds=600, prefix="f", timeout=1.0)
-    app = build_app(server, Settings(store=f"dynamodb://{table}", secret_key="k", max_sessions=0), stores=stores)
+    # A session limit makes every create a transaction on a count item (with none, creates are plain puts).
+    stores = build_stores(f"dynamodb://{table}", session_ttl_seconds=600, prefix="f", timeout=1.0, max_sessions=1000)
+    settings = Settings(store=f"dynamodb://{table}", secret_key="k", max_sessions=1000)
+    app = build_app(server, settings, stores=stores)
     async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://localhost") as http:
         yield Deployment(McpHttp(http), stores)
 

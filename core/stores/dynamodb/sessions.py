@@ -20,12 +20,13 @@ token and reads as done, while another writer's item still reads as taken or gon
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import secrets
 from typing import Any, NamedTuple
 
 from stratus.errors import PrincipalSessionsFullError, TooManySessionsError
-from stratus.stores.dynamodb.shards import ATTEMPTS, Shards
+from stratus.stores.dynamodb.shards import ATTEMPTS, SEEN, Shards
 from stratus.stores.dynamodb.table import (
     ALL_OLD,
     TOUCH_INTERVAL,
@@ -40,6 +41,11 @@ from stratus.stores.dynamodb.table import (
 from stratus.stores.records import SessionCensus, SessionExistsError, SessionRecord, decode_session, encode_session
 
 ENDED = "ended"
+COUNTED = "counted"
+"""The counts a session took when it was created, named on its item and its roster entry (a list of `SHARD` and
+`PRINCIPAL`, empty when none): ending or sweeping it gives back those and no other, so a deployment that sets or
+lifts a limit while sessions live never takes a count below what was added."""
+SHARD, PRINCIPAL = "shard", "principal"
 SWEEP_BATCH = 100  # BatchGetItem's limit
 STEP_PAGES = 64
 """Roster pages (up to 1 MB each) one `sweep_step` reads: a sweeper run's work, whatever the session count."""
@@ -47,12 +53,27 @@ REFUSAL_SWEEPS = 4
 """Shards a refused create sweeps before it gives up (bounded: a create at the limit costs no full sweep)."""
 
 
+class Seen(NamedTuple):
+    """The live sessions a sweep kept in (part of) one roster partition: how many, the oldest and newest creation."""
+
+    live: int = 0
+    oldest: float | None = None
+    newest: float | None = None
+
+    def add(self, other: Seen) -> Seen:
+        return Seen(
+            self.live + other.live,
+            _earliest(self.oldest, other.oldest),
+            _latest(self.newest, other.newest),
+        )
+
+
 class SweepSlice(NamedTuple):
-    """What sweeping part of one roster partition found: how many it removed, the oldest creation it kept, where
-    to resume (None: the partition's end), and how many pages it read."""
+    """What sweeping part of one roster partition found: how many it removed, what it kept, where to resume (None:
+    the partition's end), and how many pages it read."""
 
     removed: int
-    oldest: float | None
+    seen: Seen
     resume: Item | None
     pages: int
 
@@ -143,16 +164,24 @@ class DynamoSessionStore:
             removed += await self._sweep_shard((start + step) % self.shards.used)
         return removed
 
+    def counts(self, record: SessionRecord) -> list[str]:
+        """The counts a new session takes: its shard's only under a limit, its principal's only under a quota."""
+        counted = [SHARD] if self.max_sessions else []
+        return [*counted, PRINCIPAL] if record.principal and self.max_per_principal else counted
+
     async def _create(self, record: SessionRecord, token: str, shard: int) -> TooManySessionsError | None:
-        """Write the session, its roster entry, its shard's count and its principal's count together; the refusal
-        when the principal's quota or the shard's places stopped it."""
+        """Write the session, its roster entry, and the counts it takes (`counts`) together; the refusal when the
+        principal's quota or the shard's places stopped it."""
         now = self.table.clock()
-        writes = [
-            self._put_session(record, now, token, shard),
-            self._put_entry(record, now, shard),
-            self._count(shard, +1, now),
-        ]
-        if record.principal:
+        counted = self.counts(record)
+        writes = [self._put_session(record, now, token, shard, counted), self._put_entry(record, now, shard, counted)]
+        if not counted:
+            await self._create_uncounted(record, token, writes)
+            return None
+        if SHARD in counted:
+            writes.append(self._count(shard, +1, now))
+        if PRINCIPAL in counted:
+            assert record.principal
             writes.append(self._principal_count(record.principal, +1))
         try:
             await self.table.write(writes)
@@ -161,10 +190,29 @@ class DynamoSessionStore:
                 if written_by(failure.items.get(0), token):
                     return None  # this transaction, resent, found itself applied: all of it, atomically
                 raise SessionExistsError(record.session_id) from None
-            if 3 in failure.failed:
+            if PRINCIPAL in counted and len(writes) - 1 in failure.failed:
                 return PrincipalSessionsFullError(self.max_per_principal)
             return TooManySessionsError(self.max_sessions)
         return None
+
+    async def _create_uncounted(self, record: SessionRecord, token: str, writes: list[Item]) -> None:
+        """With no count to take, the session and its roster entry are two plain puts sent at once (one round trip,
+        no transaction). The entry is put only where none is: one already there names this id (this put resent, or
+        the live session the session's put finds), and is left as it is."""
+        put_session, put_entry = writes
+        entry = put_entry["Put"]
+        put_entry = self._op("Put", Item=entry["Item"], ConditionExpression="attribute_not_exists(PK)")
+        session, entered = await asyncio.gather(
+            self.table.write([put_session]), self.table.write([put_entry]), return_exceptions=True
+        )
+        if isinstance(entered, BaseException) and not isinstance(entered, ConditionFailedError):
+            raise entered
+        if isinstance(session, ConditionFailedError):
+            if written_by(session.items.get(0), token):
+                return  # this put, resent, found itself applied
+            raise SessionExistsError(record.session_id) from None
+        if isinstance(session, BaseException):
+            raise session
 
     async def load(self, session_id: str) -> SessionRecord | None:
         now = self.table.clock()
@@ -201,9 +249,12 @@ class DynamoSessionStore:
         shard = int(number_of(item, "shard", -1))
         if shard < 0:
             return await self._end_alone(end, token)  # created before the roster was sharded: never counted
-        owner = _principal_of(item)
+        counted = _counts_of(item)
+        owner = _principal_of(item) if PRINCIPAL in counted else None
+        if not counted:
+            return await self._end_uncounted(end, token, shard, session_id)
         try:
-            await self.table.write([end, *self._free_place(session_id, shard, owner)])
+            await self.table.write([end, *self._free_place(session_id, shard, owner, counted)])
         except ConditionFailedError as failure:
             if 0 not in failure.failed:
                 return await self._end_alone(end, token)  # its entry is gone: a sweep freed its place
@@ -211,6 +262,14 @@ class DynamoSessionStore:
                 return False  # unknown, or ended by another request
         await self._tidy(owner)
         return True
+
+    async def _end_uncounted(self, end: Item, token: str, shard: int, session_id: str) -> bool:
+        """End a session that took no count and delete its roster entry: two plain writes sent at once (a session
+        another request ended loses its entry to both, which is the same)."""
+        ended, _ = await asyncio.gather(
+            self._end_alone(end, token), self.table.call("delete_item", Key=self.shards.entry(shard, session_id))
+        )
+        return ended
 
     async def _end_alone(self, end: Item, token: str) -> bool:
         try:
@@ -221,7 +280,8 @@ class DynamoSessionStore:
 
     async def census(self) -> SessionCensus:
         """The shards' counts summed: one read of `SHARDS` items, whatever the session count (sessions expired
-        since their shard was last swept still count: at most one sweeper cycle)."""
+        since their shard was last swept still count: at most one sweeper cycle). With no limit nothing is counted,
+        and the same read sums what the sweeper last saw live in each shard: figures up to one sweeper cycle old."""
         return await self.shards.census()
 
     async def sweep(self) -> int:
@@ -236,37 +296,43 @@ class DynamoSessionStore:
         cursor = await self.table.get(self.cursor) or {}
         shard = int(number_of(cursor, "shard")) % self.shards.count
         resume: Item | None = cursor.get("resume", {}).get("M")
-        oldest = number_of(cursor, "oldest") if "oldest" in cursor else None
+        seen = Seen(
+            int(number_of(cursor, "live")),
+            number_of(cursor, "oldest") if "oldest" in cursor else None,
+            number_of(cursor, "newest") if "newest" in cursor else None,
+        )
         removed, pages = 0, self.step_pages
         for _ in range(self.shards.count):
             found = await self._sweep_pages(shard, resume, pages)
             removed += found.removed
-            oldest = _earliest(oldest, found.oldest)
+            seen = seen.add(found.seen)
             pages -= found.pages
             resume = found.resume
             if resume is not None:
                 break  # the budget ran out inside this shard: the next step resumes here
-            await self._set_oldest(shard, oldest)
-            shard, oldest = (shard + 1) % self.shards.count, None
+            await self._record(shard, seen)
+            shard, seen = (shard + 1) % self.shards.count, Seen()
             if pages <= 0:
                 break
-        position: Item = {**self.cursor, "shard": {"N": str(shard)}}
+        position: Item = {**self.cursor, "shard": {"N": str(shard)}, "live": {"N": str(seen.live)}}
         if resume is not None:
             position["resume"] = {"M": resume}
-        if oldest is not None:
-            position["oldest"] = number(oldest)
+        if seen.oldest is not None:
+            position["oldest"] = number(seen.oldest)
+        if seen.newest is not None:
+            position["newest"] = number(seen.newest)
         await self.table.call("put_item", Item=position)
         return removed
 
     async def _sweep_shard(self, shard: int) -> int:
-        """Sweep one roster partition to its end and correct its count item's oldest creation."""
-        removed, oldest, resume = 0, None, None
+        """Sweep one roster partition to its end and record what it kept on the shard's count item."""
+        removed, seen, resume = 0, Seen(), None
         while True:
             found = await self._sweep_pages(shard, resume, self.step_pages)
-            removed, oldest, resume = removed + found.removed, _earliest(oldest, found.oldest), found.resume
+            removed, seen, resume = removed + found.removed, seen.add(found.seen), found.resume
             if resume is None:
                 break
-        await self._set_oldest(shard, oldest)
+        await self._record(shard, seen)
         return removed
 
     async def _sweep_pages(self, shard: int, resume: Item | None, pages: int) -> SweepSlice:
@@ -278,7 +344,7 @@ class DynamoSessionStore:
         }
         if self.page_entries:
             params["Limit"] = self.page_entries
-        removed, oldest, read = 0, None, 0
+        removed, seen, read = 0, Seen(), 0
         while read < max(pages, 1):
             if resume is not None:
                 params["ExclusiveStartKey"] = resume
@@ -289,11 +355,12 @@ class DynamoSessionStore:
             due = [entry for entry in entries if number_of(entry, "until") <= now]
             swept, live = await self._remove_due(shard, due, now)
             removed += swept
-            oldest = _earliest(oldest, min([*kept, *live], default=None))
+            kept += live
+            seen = seen.add(Seen(len(kept), min(kept, default=None), max(kept, default=None)))
             resume = page.get("LastEvaluatedKey")
             if resume is None:
                 break
-        return SweepSlice(removed, oldest, resume, read)
+        return SweepSlice(removed, seen, resume, read)
 
     async def _remove_due(self, shard: int, due: list[Item], now: float) -> tuple[int, list[float]]:
         """Re-read the due entries' sessions: move the live ones forward (their creations returned), remove the
@@ -308,15 +375,42 @@ class DynamoSessionStore:
                     await self._move_forward(shard, session_id, number_of(item, "expires"))
                     live.append(number_of(entry, "created"))
                     continue
-                owner = _principal_of(entry)
-                removal = [self._delete_expired(session_id, now), *self._free_place(session_id, shard, owner)]
+                counted = _counts_of(entry)
+                owner = _principal_of(entry) if PRINCIPAL in counted else None
+                removal = [self._delete_expired(session_id, now), *self._free_place(session_id, shard, owner, counted)]
+                if not counted:  # no count to keep in step: the session, then its entry, each a plain delete
+                    removal = removal[:1]
                 try:
                     await self.table.write(removal)
                     removed += 1
                 except ConditionFailedError:
                     continue  # touched meanwhile, or another sweeper freed it first
+                if not counted:
+                    await self.table.call("delete_item", Key=self.shards.entry(shard, session_id))
                 await self._tidy(owner)
         return removed, live
+
+    async def _record(self, shard: int, seen: Seen) -> None:
+        """After a sweep went over a shard's whole partition: under a limit correct its count's oldest creation;
+        with none, record what it saw live for the census."""
+        if self.max_sessions:
+            await self._set_oldest(shard, seen.oldest)
+            return
+        values: dict[str, Any] = {":live": {"N": str(seen.live)}}
+        sets, removes = [f"{SEEN[0]} = :live"], []
+        for name, value in ((SEEN[1], seen.oldest), (SEEN[2], seen.newest)):
+            if value is None:
+                removes.append(name)
+            else:
+                sets.append(f"{name} = :{name}")
+                values[f":{name}"] = number(value)
+        expression = "SET " + ", ".join(sets) + (" REMOVE " + ", ".join(removes) if removes else "")
+        await self.table.call(
+            "update_item",
+            Key=self.shards.counter(shard),
+            UpdateExpression=expression,
+            ExpressionAttributeValues=values,
+        )
 
     async def _set_oldest(self, shard: int, oldest: float | None) -> None:
         """Record a shard's oldest live creation after a sweep went over its whole partition (none: forget it,
@@ -347,7 +441,7 @@ class DynamoSessionStore:
                 ExpressionAttributeValues={":until": number(until)},
             )
 
-    def _put_session(self, record: SessionRecord, now: float, token: str, shard: int) -> Item:
+    def _put_session(self, record: SessionRecord, now: float, token: str, shard: int, counted: list[str]) -> Item:
         item = {
             **self.key(record.session_id),
             "data": {"S": encode_session(record)},
@@ -356,6 +450,7 @@ class DynamoSessionStore:
             "expires": number(now + self.ttl),
             "w": {"S": token},
             "shard": {"N": str(shard)},
+            COUNTED: _names(counted),
         }
         if record.principal:
             item["principal"] = {"S": record.principal}
@@ -367,11 +462,12 @@ class DynamoSessionStore:
             **ALL_OLD,
         )
 
-    def _put_entry(self, record: SessionRecord, now: float, shard: int) -> Item:
+    def _put_entry(self, record: SessionRecord, now: float, shard: int, counted: list[str]) -> Item:
         item = {
             **self.shards.entry(shard, record.session_id),
             "created": number(now),
             "until": number(now + self.ttl),
+            COUNTED: _names(counted),
         }
         if record.principal:
             item["principal"] = {"S": record.principal}
@@ -405,13 +501,14 @@ class DynamoSessionStore:
             update["ExpressionAttributeValues"][":quota"] = {"N": str(self.max_per_principal)}
         return self._op("Update", **update)
 
-    def _free_place(self, session_id: str, shard: int, principal: str | None) -> list[Item]:
-        """Remove the session's roster entry (only once, however many race) and count it out, of its shard and of
-        its principal's sessions."""
+    def _free_place(self, session_id: str, shard: int, principal: str | None, counted: list[str]) -> list[Item]:
+        """Remove the session's roster entry (only once, however many race) and count it out of the counts it took:
+        its shard's, its principal's."""
         writes = [
-            self._op("Delete", Key=self.shards.entry(shard, session_id), ConditionExpression="attribute_exists(PK)"),
-            self._count(shard, -1),
+            self._op("Delete", Key=self.shards.entry(shard, session_id), ConditionExpression="attribute_exists(PK)")
         ]
+        if SHARD in counted:
+            writes.append(self._count(shard, -1))
         if principal:
             writes.append(self._principal_count(principal, -1))
         return writes
@@ -455,6 +552,23 @@ class DynamoSessionStore:
 
 def _earliest(first: float | None, second: float | None) -> float | None:
     return second if first is None else first if second is None else min(first, second)
+
+
+def _latest(first: float | None, second: float | None) -> float | None:
+    return second if first is None else first if second is None else max(first, second)
+
+
+def _names(counted: list[str]) -> Item:
+    return {"L": [{"S": name} for name in counted]}
+
+
+def _counts_of(item: Item) -> list[str]:
+    """The counts a session item or roster entry says its session took (written before they said: the shard's,
+    and the principal's when it has one)."""
+    names = item.get(COUNTED)
+    if names is None:
+        return [SHARD, PRINCIPAL] if "principal" in item else [SHARD]
+    return [name["S"] for name in names["L"]]
 
 
 def _principal_of(entry: Item | None) -> str | None:

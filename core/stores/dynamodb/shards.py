@@ -28,6 +28,8 @@ from stratus.stores.records import SessionCensus
 SHARDS = 64
 ATTEMPTS = 3
 """Creates a refused create tries, on the shard with the most room each time, before it sweeps."""
+SEEN = ("seen", "seenOldest", "seenNewest")
+"""The attributes of a count item where the sweeper records the live sessions it last saw in the shard."""
 
 
 class Shards:
@@ -76,12 +78,15 @@ class Shards:
         return best if best is not None and room[best] > 0 else None
 
     async def census(self) -> SessionCensus:
-        """The sum of the shards' counts; the oldest and newest creation over the shards that count a session."""
-        counted = [item for item in await self.counters(consistent=False) if item and number_of(item, "count") > 0]
-        oldest = [number_of(item, "oldest") for item in counted if "oldest" in item]
-        newest = [number_of(item, "newest") for item in counted if "newest" in item]
+        """The sum of the shards' counts; the oldest and newest creation over the shards that count a session. With
+        no limit nothing is counted: the sum of what the sweeper last saw live in each shard (`seen`, `seenOldest`,
+        `seenNewest`), as old as one sweeper cycle."""
+        count, oldest_at, newest_at = ("count", "oldest", "newest") if self.limit else SEEN
+        counted = [item for item in await self.counters(consistent=False) if item and number_of(item, count) > 0]
+        oldest = [number_of(item, oldest_at) for item in counted if oldest_at in item]
+        newest = [number_of(item, newest_at) for item in counted if newest_at in item]
         return SessionCensus(
-            sum(int(number_of(item, "count")) for item in counted),
+            sum(int(number_of(item, count)) for item in counted),
             min(oldest, default=None),
             max(newest, default=None),
         )

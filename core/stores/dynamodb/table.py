@@ -187,7 +187,7 @@ class DynamoTable:
         if len(operations) == 1:
             ((kind, operation),) = operations[0].items()
             params = {key: value for key, value in operation.items() if key != "TableName"}
-            await self.call("put_item" if kind == "Put" else "update_item", **params)
+            await self.call(_SINGLE[kind], **params)
             return
         await self._call_transaction(operations)
 
@@ -228,6 +228,10 @@ class DynamoTable:
             token = write_token()
             await back_off(attempt)
         raise StoreBusyError("The write is too contended to complete; retry shortly")
+
+
+_SINGLE = {"Put": "put_item", "Update": "update_item", "Delete": "delete_item"}
+"""The plain request that applies one action of a transaction alone."""
 
 
 async def back_off(attempt: int) -> None:

@@ -52,7 +52,8 @@ return 1
 
 # KEYS[1] roster by expiry, KEYS[2] roster by creation (sorted sets of session ids), KEYS[3] owners (hash: session
 # id -> principal), KEYS[4] each principal's live sessions (hash: principal -> count). ARGV: id, now, expires, limit
-# (0: none), principal ('' when anonymous: counted only toward the limit), quota per principal (0: none).
+# (0: none), principal ('' when anonymous or with no quota: counted only toward the limit), quota per principal
+# (0: none).
 # -> 1 admitted (also when already in: the same write sent again), 0 the roster is full, -1 the principal's quota
 # is. Entries whose session has ended only make the counts high, never low.
 ROSTER_ADMIT = """

@@ -60,7 +60,8 @@ class RedisSessionStore:
 
     async def create(self, record: SessionRecord) -> None:
         """Admit the session to the roster and write it in one round trip; when the roster (or the principal's
-        quota) is full, undo the write, sweep, and try once more."""
+        quota) is full, undo the write, sweep, and try once more. With no quota the principal is not counted (the
+        roster's owners name only counted sessions, so ending one gives back only a count it took)."""
         key = self.scripts.key(f"s:{record.session_id}")
         token = secrets.token_hex(4)  # tells this write from another create of the same id
         admitted = 0
@@ -70,7 +71,7 @@ class RedisSessionStore:
             admit: ScriptCall = (
                 "roster_admit",
                 self.roster,
-                [*admit_args, record.principal or "", self.max_per_principal],
+                [*admit_args, (record.principal or "") if self.max_per_principal else "", self.max_per_principal],
             )
             created_args = [encode_session(record), repr(now), self.ttl, GRACE_SECONDS, token]
             create: ScriptCall = ("session_create", [key], created_args)

@@ -41,7 +41,7 @@ def record(session_id: str, principal: str | None = "alice") -> SessionRecord:
 
 
 async def test_the_census_counts_live_sessions_with_the_oldest_and_newest_creation(backend: Backend) -> None:
-    sessions = backend.stores.sessions
+    sessions = limited(backend, 10)
     assert await sessions.census() == (0, None, None)
     first = backend.clock.now
     for name in ("a", "b", "c"):
@@ -50,6 +50,22 @@ async def test_the_census_counts_live_sessions_with_the_oldest_and_newest_creati
     assert await sessions.census() == (3, first, first + 20)
     assert await sessions.delete("a") is True
     assert await sessions.census() == (2, first + 10, first + 20)
+
+
+async def test_with_no_limit_the_census_after_a_sweep_counts_the_live_sessions(backend: Backend) -> None:
+    """With no limit DynamoDB counts nothing as sessions come and go: the census reports what the last sweep saw
+    (Redis and memory count exactly, with or without a sweep)."""
+    sessions = backend.stores.sessions
+    first = backend.clock.now
+    for name in ("a", "b", "c", "d"):
+        await sessions.create(record(name, principal=None if name == "d" else "alice"))
+        backend.clock.advance(10)
+    await sessions.sweep()
+    assert await sessions.census() == (4, first, first + 30)
+    assert await sessions.delete("a") is True
+    backend.clock.advance(TTL - 25)  # "b" (created at first + 10) expires; "c" and "d" live on
+    await sessions.sweep()
+    assert await sessions.census() == (2, first + 20, first + 30)
 
 
 async def test_a_session_beyond_the_limit_is_refused_naming_it(backend: Backend) -> None:
@@ -87,7 +103,7 @@ async def test_expired_sessions_give_up_their_places_to_new_ones(backend: Backen
 
 
 async def test_a_sweep_removes_expired_sessions_but_keeps_those_in_use(backend: Backend) -> None:
-    sessions = backend.stores.sessions
+    sessions = limited(backend, 10)
     await sessions.create(record("idle"))
     await sessions.create(record("busy"))
     backend.clock.advance(TTL - 1)
@@ -224,4 +240,24 @@ async def test_containers_racing_for_one_principals_places_never_exceed_its_quot
     refusals = [outcome for outcome in outcomes if outcome is not None]
     assert all(isinstance(outcome, PrincipalSessionsFullError) for outcome in refusals), [repr(o) for o in refusals]
     await second.create(record("other-principal", "issuer|bob"))
+    await first.sweep()  # no global limit: DynamoDB's census is what the last sweep saw
     assert (await first.census()).active == QUOTA + 1
+
+
+async def test_with_no_quota_a_principals_session_takes_no_count_and_ending_it_gives_none_back(
+    backend: Backend,
+) -> None:
+    """A deployment that sets a quota while sessions made without one live: ending one of those leaves the counts
+    of the sessions made under the quota as they are."""
+    await backend.stores.sessions.create(record("uncounted"))
+    if backend.redis is not None:
+        assert await backend.redis.hgetall(f"{backend.prefix}:{{roster}}:principals") == {}
+    if backend.dynamo is not None:
+        key = {"PK": {"S": "t#principal#alice"}, "SK": {"S": "principal"}}
+        assert "Item" not in backend.dynamo.get_item(TableName=backend.table, Key=key)
+    sessions = limited(backend, 10, quota=QUOTA)
+    await sessions.create(record("counted"))
+    assert await sessions.delete("uncounted") is True
+    await sessions.create(record("second"))
+    with pytest.raises(PrincipalSessionsFullError):
+        await sessions.create(record("third"))

@@ -124,6 +124,32 @@ async def test_racing_creates_from_eight_containers_spread_their_writes_and_hold
     assert wire.operations["TransactWriteItems"] <= CREATES * 2, wire.operations
 
 
+async def test_with_no_limit_creates_and_deletes_count_nothing_and_health_reports_the_swept_figures(
+    table: str,
+) -> None:
+    wire = Wire()
+    store = views(table, "free", wire)[0]
+    health = Health(store, backend="dynamodb", max_sessions=0, session_ttl_seconds=3600)
+    records = [
+        SessionRecord(session_id=secrets.token_urlsafe(16), protocol_version="2025-11-25", principal=principal)
+        for principal in ("alice", None, "bob", None)
+    ]
+    for record in records:
+        await store.create(record)
+    assert await store.delete(records[0].session_id) is True
+
+    # One plain put each for the session and its roster entry, an update (the end) and a delete (the entry) for
+    # the DELETE: no count item or principal item written, no transaction.
+    assert wire.operations["TransactWriteItems"] == 0, wire.operations
+    assert wire.operations["PutItem"] == 2 * len(records) and wire.operations["DeleteItem"] == 1, wire.operations
+    counted = [key for key in wire.writes if "#sessions#" in key or "#principal#" in key]
+    assert counted == [], counted
+
+    await store.sweep_step()
+    status, report = await health.report()
+    assert (status, report["sessions"]["activeSessions"]) == (200, len(records) - 1)
+
+
 async def test_the_census_costs_the_same_at_100_and_at_10000_sessions(table: str) -> None:
     wire = Wire()
     stores = views(table, "census", wire)
@@ -131,6 +157,7 @@ async def test_the_census_costs_the_same_at_100_and_at_10000_sessions(table: str
     costs: list[tuple[int, dict[str, int], int, int]] = []
     for total in (100, 10_000):
         await seed(stores[0], total - (costs[0][0] if costs else 0))
+        await stores[0].sweep()  # with no limit nothing is counted: the census sums what the sweeper saw
         wire.clear()
         health._last = None  # a new census, not the cached one: what every container's first /health costs
         status, report = await health.report()
@@ -143,8 +170,8 @@ async def test_the_census_costs_the_same_at_100_and_at_10000_sessions(table: str
 
 async def seed(store: DynamoSessionStore, count: int) -> None:
     """`count` sessions as creates leave them: one created through the store, the rest its items copied under new
-    ids with BatchWriteItem, and each shard's count raised by its copies (moto copies the whole table for each
-    transaction: 10,000 creates would take most of an hour)."""
+    ids with BatchWriteItem, and under a limit each shard's count raised by its copies (moto copies the whole table
+    for each transaction: 10,000 creates would take most of an hour)."""
     first = SessionRecord(session_id=secrets.token_urlsafe(16), protocol_version="2025-11-25")
     await store.create(first)
     client, name, prefix = store.table.client, store.table.table, store.table.prefix
@@ -162,7 +189,7 @@ async def seed(store: DynamoSessionStore, count: int) -> None:
     for start in range(0, len(writes), 25):
         batch = [{"PutRequest": {"Item": item}} for item in writes[start : start + 25]]
         client.batch_write_item(RequestItems={name: batch})
-    for shard, more in added.items():
+    for shard, more in added.items() if store.max_sessions else ():
         client.update_item(
             TableName=name,
             Key=store.shards.counter(shard),
