@@ -9,6 +9,7 @@ import anyio
 import pytest
 from mcp import Client
 
+from tests.fixtures.emulated_stack import free_ports
 from tests.fixtures.processes import stratus_process
 
 pytestmark = [pytest.mark.anyio, pytest.mark.uvicorn]
@@ -25,8 +26,9 @@ async def test_stratus_local_serves_the_buffered_api_and_the_streaming_url() -> 
     seen: dict[str, list[float]] = {"buffered": [], "streaming": []}
     with tempfile.TemporaryFile() as output:
         command_line = ("local", "--seed", "5", "--retire-rate", "0")
+        first = free_ports(4)  # `stratus local --port P` serves its doors and Lambda's API on P to P+3
         with stratus_process(
-            "tests.fixtures.apps:shared", environment, command_line=command_line, output=output
+            "tests.fixtures.apps:shared", environment, command_line=command_line, output=output, port=first
         ) as url:
             port = int(url.rsplit(":", 1)[1])
             for shape, base in [("buffered", url), ("streaming", f"http://127.0.0.1:{port + 2}")]:
