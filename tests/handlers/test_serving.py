@@ -144,7 +144,13 @@ def test_a_body_trickled_byte_by_byte_is_answered_408(guarded_url: str) -> None:
                 break
             connection.sendall(bytes([byte]))
             assert time.monotonic() - started < CUT_WITHIN_SECONDS, "the trickle was never cut"
-        assert _read_until_closed(connection).startswith(b"HTTP/1.1 408 ")
+        try:
+            answer = _read_until_closed(connection)
+        except ConnectionResetError:
+            # A byte sent just as the server closed: uvicorn closes without lingering (RFC 9112 §9.6), so the
+            # kernel answers unread bytes with a reset, which can overtake the 408 already on its way.
+            answer = None
+        assert answer is None or answer.startswith(b"HTTP/1.1 408 ")
         assert time.monotonic() - started < CUT_WITHIN_SECONDS
 
 
