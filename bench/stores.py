@@ -5,7 +5,8 @@ handler of a one-tool server whose tool has a rate limit and a circuit breaker, 
 - store round trips per request kind (Redis: socket writes of the client; DynamoDB: requests sent);
 - the warm latency of a legacy tools/call (session + rate limit + breaker), median and p99, microseconds, and the
   median of each request kind;
-- Redis memory per idle session, from `INFO memory` around creating 10,000 sessions.
+- Redis memory per idle session, from `INFO memory` around creating 10,000 sessions, on a redis-server of its own
+  (the shared one's `used_memory` moves with other clients' keys and buffers).
 Prints one Python literal. moto answers in-process, so its latency says nothing about DynamoDB's own.
 """
 
@@ -15,8 +16,12 @@ import asyncio
 import json
 import os
 import secrets
+import shutil
+import socket
 import statistics
+import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -27,6 +32,7 @@ from mangum import Mangum
 from moto import mock_aws
 from redis import Redis
 from redis.asyncio import Connection
+from redis.exceptions import ConnectionError as RedisConnectionError
 
 from stratus import McpServer, Settings
 from stratus.handlers.adapter import make_handler
@@ -141,42 +147,80 @@ def redis_backend(calls: int) -> dict[str, Any]:
         result = measure(lambda_handler(stores), lambda: CountingConnection.writes, calls)
         asyncio.get_event_loop().run_until_complete(client.aclose())
     sync = Redis.from_url(REDIS_URL)
-    result["memory_per_session_bytes"] = session_memory(sync, prefix)
     for key in sync.scan_iter(match=f"{prefix}:*", count=1000):
         sync.delete(key)
     sync.close()
+    with private_redis() as url:
+        result["memory_per_session_bytes"] = session_memory(url, prefix)
     return result
 
 
-def session_memory(sync: Redis, prefix: str, sessions: int = 10_000) -> float:
+@contextmanager
+def private_redis() -> Iterator[str]:
+    """A redis-server of this run's own on a free port, no persistence: nothing else writes to it."""
+    binary = shutil.which("redis-server")
+    if binary is None:
+        raise RuntimeError("redis-server is not installed (.ci/run installs it)")
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    with tempfile.TemporaryDirectory() as folder:
+        argv = [binary, "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"]
+        process = subprocess.Popen([*argv, "--dir", folder], stdout=subprocess.DEVNULL)
+        url = f"redis://127.0.0.1:{port}/0"
+        try:
+            client = Redis.from_url(url)
+            deadline = time.monotonic() + 10
+            while True:
+                try:
+                    client.ping()
+                    break
+                except RedisConnectionError:
+                    if time.monotonic() > deadline or process.poll() is not None:
+                        raise RuntimeError(f"redis-server did not answer on port {port}") from None
+                    time.sleep(0.05)
+            client.close()
+            yield url
+        finally:
+            process.terminate()
+            process.wait(timeout=10)
+
+
+def session_memory(url: str, prefix: str, sessions: int = 10_000) -> float:
     """Bytes of Redis memory per idle legacy session, from `used_memory` around creating `sessions` of them."""
+    from redis.asyncio import Redis as AsyncRedis
+
     from stratus.stores.redis.scripts import RedisScripts
     from stratus.stores.redis.sessions import RedisSessionStore
 
-    before = int(sync.info("memory")["used_memory"])
+    sync = Redis.from_url(url)
 
     async def create() -> None:
-        from redis.asyncio import Redis as AsyncRedis
-
-        client = AsyncRedis.from_url(REDIS_URL)
+        client = AsyncRedis.from_url(url)
         store = RedisSessionStore(RedisScripts(client, f"{prefix}-memory", timeout=5.0), ttl_seconds=3600)
-        for index in range(sessions):
-            await store.create(
-                SessionRecord(
-                    session_id=secrets.token_urlsafe(24),
-                    protocol_version="2025-11-25",
-                    client_capabilities={"sampling": {}, "elicitation": {}},
-                    client_info={"name": "bench-client", "version": "1.0.0"},
-                    principal=f"https://auth.example.com/|user-{index}",
-                )
-            )
+        await store.create(first_session(0))  # loads the scripts: their memory is not a session's
+        before = int(sync.info("memory")["used_memory"])
+        for index in range(1, sessions + 1):
+            await store.create(first_session(index))
+        after = int(sync.info("memory")["used_memory"])
+        measured.append((after - before) / sessions)
         await client.aclose()
 
+    measured: list[float] = []
     asyncio.run(create())
-    after = int(sync.info("memory")["used_memory"])
-    for key in sync.scan_iter(match=f"{prefix}-memory:*", count=1000):
-        sync.delete(key)
-    return (after - before) / sessions
+    sync.close()
+    return measured[0]
+
+
+def first_session(index: int) -> SessionRecord:
+    """An idle handshake-era session as a typical client leaves it after initialize."""
+    return SessionRecord(
+        session_id=secrets.token_urlsafe(24),
+        protocol_version="2025-11-25",
+        client_capabilities={"sampling": {}, "elicitation": {}},
+        client_info={"name": "bench-client", "version": "1.0.0"},
+        principal=f"https://auth.example.com/|user-{index}",
+    )
 
 
 def dynamodb_backend(calls: int) -> dict[str, Any]:
