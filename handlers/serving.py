@@ -8,7 +8,8 @@ Two things uvicorn does not do by itself:
 - it waits for ever on a client that sends its request headers slowly (only an idle kept-alive connection times
   out). The HTTP protocol here closes a connection whose headers are not complete within
   `STRATUS_SERVE_HEADER_TIMEOUT_SECONDS`; the endpoint bounds the body read (`STRATUS_BODY_TIMEOUT_SECONDS`), and
-  uvicorn's `limit_concurrency` answers 503 beyond `STRATUS_SERVE_MAX_CONNECTIONS` connections.
+  a request on a connection beyond `STRATUS_SERVE_MAX_CONNECTIONS` is answered 503 naming that setting (uvicorn's
+  own `limit_concurrency` answers a bare "Service Unavailable").
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ from uvicorn.config import LOGGING_CONFIG
 from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol, RequestResponseCycle
 
 from stratus import Settings
-from stratus.transport.asgi import ASGIApp
+from stratus.transport.asgi import ASGIApp, Receive, Scope, Send
 from stratus.transport.endpoint import REST_PREFIXES
 
 _SESSION_IN_PATH = re.compile("^({})/[^/]+".format("|".join(re.escape(prefix[:-1]) for prefix in REST_PREFIXES)))
@@ -55,15 +56,33 @@ def log_config() -> dict[str, Any]:
     return config
 
 
-def guarded_protocol(header_timeout_seconds: float) -> type[asyncio.Protocol]:
+def guarded_protocol(header_timeout_seconds: float, max_connections: int = 0) -> type[asyncio.Protocol]:
     """uvicorn's httptools protocol, closing a connection whose request headers take longer than
     `header_timeout_seconds` (counted from the connection, or from a later request's first byte), or whose request
-    was answered before its body had arrived (a body nobody reads must not hold the connection as it trickles)."""
+    was answered before its body had arrived (a body nobody reads must not hold the connection as it trickles); with
+    `max_connections`, a request beyond that many open connections (or requests in flight) is answered 503."""
 
     class GuardedHttpProtocol(HttpToolsProtocol):
         _header_timer: asyncio.TimerHandle | None = None
         _unread_cycle: RequestResponseCycle | None = None
         """The request whose headers are in and whose body is still arriving."""
+
+        def __init__(self, *args: Any, **kwargs: Any) -> None:
+            super().__init__(*args, **kwargs)
+            if max_connections:
+                self.app = self._limited(self.app)
+
+        def _limited(self, app: ASGIApp) -> ASGIApp:
+            async def limited(scope: Scope, receive: Receive, send: Send) -> None:
+                # Both sets include this connection and this request's task.
+                if len(self.connections) > max_connections or len(self.tasks) > max_connections:
+                    self.logger.warning("Refused a request: over STRATUS_SERVE_MAX_CONNECTIONS=%d", max_connections)
+                    await send({"type": "http.response.start", "status": 503, "headers": _OVER_LIMIT_HEADERS})
+                    await send({"type": "http.response.body", "body": _over_limit_body(max_connections)})
+                    return
+                await app(scope, receive, send)
+
+            return limited
 
         def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
             super().connection_made(transport)
@@ -111,6 +130,16 @@ def guarded_protocol(header_timeout_seconds: float) -> type[asyncio.Protocol]:
     return GuardedHttpProtocol
 
 
+_OVER_LIMIT_HEADERS = [(b"content-type", b"text/plain; charset=utf-8"), (b"connection", b"close")]
+
+
+def _over_limit_body(max_connections: int) -> bytes:
+    return (
+        f"Service Unavailable: this server holds at most {max_connections} connections "
+        "(STRATUS_SERVE_MAX_CONNECTIONS; 0 lifts the limit)"
+    ).encode()
+
+
 def serve(app: ASGIApp, settings: Settings, *, host: str, port: int, **options: Any) -> None:
     """Run `app` under uvicorn until it is stopped, redacted and guarded as above; `options` go to uvicorn."""
     limit = settings.serve_max_connections
@@ -120,8 +149,6 @@ def serve(app: ASGIApp, settings: Settings, *, host: str, port: int, **options: 
         port=port,
         log_level=settings.log_level.lower(),
         log_config=log_config(),
-        http=guarded_protocol(settings.serve_header_timeout_seconds),
-        # uvicorn answers 503 once the open connections (this one included) reach its limit: one more serves `limit`.
-        limit_concurrency=limit + 1 if limit else None,
+        http=guarded_protocol(settings.serve_header_timeout_seconds, limit),
         **options,
     )

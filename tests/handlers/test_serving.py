@@ -167,7 +167,9 @@ def test_a_request_over_the_connection_limit_is_answered_503(guarded_url: str) -
             assert held.status_code == 200
             with second.stream("GET", f"/events/{second_session}") as also_held:
                 assert also_held.status_code == 200  # two connections: within the limit
-                assert third.get("/health/live").status_code == 503
+                refused = third.get("/health/live")
+                assert refused.status_code == 503
+                assert "STRATUS_SERVE_MAX_CONNECTIONS" in refused.text
         for client, session_id in ((first, first_session), (second, second_session)):
             client.delete(f"/session/{session_id}")
 
