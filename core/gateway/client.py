@@ -22,10 +22,12 @@ from stratus.errors import HEADER_MISMATCH
 from stratus.gateway.addresses import AddressGuard
 from stratus.gateway.config import Upstream
 from stratus.gateway.demux import LIST_CHANGES, RESOURCE_UPDATED
+from stratus.gateway.listening import ResourceInterest, listen
 from stratus.gateway.mirror import parameter_headers
 from stratus.gateway.transport import (
     SessionLostError,
     StreamableHttpTransport,
+    UpstreamError,
     UpstreamTransport,
     UpstreamUnavailableError,
 )
@@ -37,20 +39,10 @@ __all__ = ["UpstreamClient", "UpstreamError", "UpstreamPeer", "UpstreamUnavailab
 JsonObject = dict[str, Any]
 CLIENT_INFO = {"name": "stratus-gateway", "version": __version__}
 MAX_PAGES = 100
-LISTEN_SECONDS = 3600.0
-"""The longest one `subscriptions/listen` request is left open (the upstream usually ends it sooner)."""
 MAX_INPUT_ROUNDS = 10
 """How many times a 2026-07-28 upstream may answer `input_required` to one call before the gateway gives up."""
 CANCEL_SEND_SECONDS = 2.0
 """How long a cancellation notice to the upstream may take before the gateway gives up on telling it."""
-
-
-class UpstreamError(Exception):
-    """The upstream answered a JSON-RPC error; `error` is its error object, unchanged."""
-
-    def __init__(self, error: JsonObject) -> None:
-        super().__init__(str(error.get("message", "upstream error")))
-        self.error = error
 
 
 class UpstreamPeer(Protocol):
@@ -337,48 +329,23 @@ class UpstreamClient:
         if stopped is not None:
             raise stopped
 
-    async def changes(self) -> AsyncIterator[tuple[str, str | None]]:
+    async def changes(self, interest: ResourceInterest | None = None) -> AsyncIterator[tuple[str, str | None]]:
         """What the upstream says changed, until the connection ends: `(kind, None)` for a list (`tools`,
         `prompts`, `resources`), `("updated", uri)` for a resource the gateway subscribed to. From a 2026-07-28
-        upstream's `subscriptions/listen` streams (lists only), else from what the transport receives about no
-        request (a session's GET stream, stdio, the HTTP+SSE stream)."""
-        source = self._listen() if self.stateless else self.transport.notifications()
-        async for message in source:
-            method = message.get("method")
-            kind = LIST_CHANGES.get(method)  # type: ignore[arg-type]
-            params = message.get("params")
-            if kind is not None:
-                yield kind, None
-            elif method == RESOURCE_UPDATED and isinstance(params, dict) and isinstance(params.get("uri"), str):
-                yield "updated", params["uri"]
-
-    async def _listen(self) -> AsyncIterator[JsonObject]:
-        """Notifications of successive `subscriptions/listen` requests (each ends at the upstream's stream limit)."""
-        heard: asyncio.Queue[JsonObject] = asyncio.Queue()
-        listener = _Listener(heard)
-        wanted = {
-            "notifications": dict.fromkeys(("toolsListChanged", "promptsListChanged", "resourcesListChanged"), True)
-        }
-        while True:
-            listening = asyncio.ensure_future(
-                self.request("subscriptions/listen", wanted, peer=listener, within=LISTEN_SECONDS)
-            )
-            try:
-                while not listening.done() or not heard.empty():
-                    if not heard.empty():
-                        yield heard.get_nowait()
-                        continue
-                    arrival = asyncio.ensure_future(heard.get())
-                    await asyncio.wait({arrival, listening}, return_when=asyncio.FIRST_COMPLETED)
-                    if arrival.done():
-                        yield arrival.result()
-                    else:
-                        arrival.cancel()
-                listening.result()  # an error (the upstream does not offer it, or went away) ends the watch
-            except (UpstreamError, UpstreamUnavailableError):
-                return
-            finally:
-                listening.cancel()
+        upstream's `subscriptions/listen` streams (asking for the URIs of `interest`), else from what the
+        transport receives about no request (a session's GET stream, stdio, the HTTP+SSE stream)."""
+        source = listen(self, interest or ResourceInterest()) if self.stateless else self.transport.notifications()
+        try:
+            async for message in source:
+                method = message.get("method")
+                kind = LIST_CHANGES.get(method)  # type: ignore[arg-type]
+                params = message.get("params")
+                if kind is not None:
+                    yield kind, None
+                elif method == RESOURCE_UPDATED and isinstance(params, dict) and isinstance(params.get("uri"), str):
+                    yield "updated", params["uri"]
+        except (UpstreamError, UpstreamUnavailableError):
+            return  # the upstream does not offer it, or went away: the watch ends
 
     async def close(self) -> None:
         """End the upstream session (handshake era) and release the connections or the process."""
@@ -391,28 +358,3 @@ class UpstreamClient:
             raise UpstreamError(error if isinstance(error, dict) else {"code": -32603, "message": str(error)})
         result = answer.get("result")
         return result if isinstance(result, dict) else {}
-
-
-class _Listener:
-    """The peer of a `subscriptions/listen` request: keeps what it hears, asks the gateway's client nothing."""
-
-    def __init__(self, heard: asyncio.Queue[JsonObject]) -> None:
-        self.heard = heard
-
-    @property
-    def capabilities(self) -> JsonObject:
-        return {}
-
-    @property
-    def wants_progress(self) -> bool:
-        return False
-
-    @property
-    def log_level(self) -> str | None:
-        return None
-
-    async def notify(self, method: str, params: JsonObject) -> None:
-        self.heard.put_nowait({"method": method, "params": params})
-
-    async def ask(self, method: str, params: JsonObject, key: str | None = None) -> JsonObject:
-        raise UpstreamError({"code": -32601, "message": f"{method} is not available here"})

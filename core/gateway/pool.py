@@ -7,6 +7,8 @@ check fails. A failed connection attempt moves the upstream to `error`, and the 
 tracker's backoff (`min(30 s, 1 s * 2^attempt)`); calls meanwhile fail at once with the time left, and after
 `max_attempts` failures in a row they fail until the configuration changes (`replace`). Every change of state
 is reported to `on_state`. `aclose` waits for the calls in flight (up to a bound) before closing everything.
+A watched 2026-07-28 upstream's listen stream asks for the resource URIs of its `interest`, which outlives each
+connection (a rebuilt one asks for them again).
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ from stratus.gateway.addresses import AddressGuard
 from stratus.gateway.client import UpstreamClient, UpstreamError, UpstreamUnavailableError
 from stratus.gateway.config import Upstream
 from stratus.gateway.connection import ConnectionState, ConnectionTracker, StateListener
+from stratus.gateway.listening import ResourceInterest
 
 logger = logging.getLogger("stratus.gateway")
 ChangeListener = Callable[[str, str], Awaitable[None]]
@@ -45,6 +48,8 @@ class _Slot:
     watcher: asyncio.Task[None] | None = None
     error: str | None = None
     """Why the last connection attempt or health check failed (None once connected)."""
+    interest: ResourceInterest = field(default_factory=ResourceInterest)
+    """The resource URIs a 2026-07-28 upstream's listen stream asks for, whichever connection serves it."""
 
 
 class UpstreamPool:
@@ -94,6 +99,14 @@ class UpstreamPool:
 
     def state(self, name: str) -> ConnectionState:
         return self._slots[name].tracker.state
+
+    def interest(self, name: str) -> ResourceInterest:
+        """The resource URIs this container asks upstream `name` for updates of (a 2026-07-28 one, while watched).
+
+        Raises:
+            KeyError: no such upstream.
+        """
+        return self._slots[name].interest
 
     def last_error(self, name: str) -> str | None:
         """Why the upstream's last connection attempt or health check failed, if it did."""
@@ -158,15 +171,15 @@ class UpstreamPool:
         slot.client, slot.suspect, slot.last_ok, slot.error = client, False, self._clock(), None
         if self._on_change is not None:
             slot.watcher = asyncio.create_task(
-                self._watch(slot.upstream.name, client), name=f"watch-{slot.upstream.name}"
+                self._watch(slot.upstream.name, client, slot.interest), name=f"watch-{slot.upstream.name}"
             )
 
-    async def _watch(self, name: str, client: UpstreamClient) -> None:
+    async def _watch(self, name: str, client: UpstreamClient, interest: ResourceInterest) -> None:
         """Pass on the upstream's list changes and resource updates while its connection lives (long-lived
         processes only: a frozen Lambda container's watcher simply waits)."""
         assert self._on_change is not None
         try:
-            async for kind, uri in client.changes():
+            async for kind, uri in client.changes(interest):
                 if uri is None:
                     await self._on_change(name, kind)
                 elif self._on_update is not None:
@@ -212,6 +225,7 @@ class UpstreamPool:
             else:
                 slots[name] = self._slot(upstream)
                 if slot is not None:
+                    slots[name].interest = slot.interest  # its subscribers still want their updates
                     await self._drop(slot)
         for name, slot in self._slots.items():
             if name not in wanted:

@@ -17,10 +17,15 @@ to the listeners and to the `stratus.gateway` logger; `gateway_tool_calls` and `
 per upstream.
 
 A client's resource subscription (`resources/subscribe`, or a `subscriptions/listen` filter) is passed on to the
-handshake-era upstream that owns the resource when it takes subscriptions; its `notifications/resources/updated`
-(heard while a call runs, or by the connection's watcher in a long-lived process) is published to the shared
-notification log, so the subscribed session's stream relays it on whichever container holds it. Subscriptions
-are never withdrawn upstream (other sessions, on other containers, may share them): streams filter per session.
+upstream that owns the resource when it takes subscriptions: a handshake-era one is sent `resources/subscribe` on
+this container's session; a 2026-07-28 one is asked for the URI by this container's `subscriptions/listen`
+stream, reopened with the new filter (the subscription is answered once the upstream acknowledged it). Either
+way the upstream's `notifications/resources/updated` (heard while a call runs, or by the connection's watcher in
+a long-lived process) is published to the shared notification log, so the subscribed session's stream relays it
+on whichever container holds it. A handshake-era upstream's subscriptions are never withdrawn (other sessions,
+on other containers, may share them): streams filter per session. A 2026-07-28 upstream stops being asked for a
+URI once every subscription this container passed on for it is withdrawn here (`resources/unsubscribe`, or the
+end of the `subscriptions/listen` that asked).
 """
 
 from __future__ import annotations
@@ -286,11 +291,12 @@ class GatewayServer(McpServer):
     # -- resource subscriptions ------------------------------------------------------------------------------
 
     async def subscribed(self, uri: str) -> None:
-        """Pass a client's subscription on to the upstream that owns `uri`, when that upstream takes subscriptions.
+        """Pass a client's subscription on to the upstream that owns `uri`, when that upstream takes subscriptions:
+        a 2026-07-28 upstream once its listen stream acknowledged the URI (when connections are watched).
 
         Raises:
             UpstreamCallError: the upstream refused it (its error, unchanged).
-            UpstreamUnavailableCallError: the upstream did not answer.
+            UpstreamUnavailableCallError: the upstream did not answer (or acknowledge in time).
         """
         owner = self._owner(uri)
         if owner is None:
@@ -300,9 +306,30 @@ class GatewayServer(McpServer):
         except UpstreamUnavailableError as error:
             raise UpstreamUnavailableCallError(f"Upstream {owner} is unavailable: {error}") from None
         offered = client.capabilities.get("resources")
-        if client.stateless or not isinstance(offered, dict) or offered.get("subscribe") is not True:
+        if not isinstance(offered, dict) or offered.get("subscribe") is not True:
             return  # it announces no updates: the subscription is kept here only
-        await self._forward(owner, "resources/subscribe", {"uri": uri}, None)
+        if not client.stateless:
+            await self._forward(owner, "resources/subscribe", {"uri": uri}, None)
+        elif self.pool.watching:
+            await self._listen_for(owner, uri)
+
+    async def _listen_for(self, owner: str, uri: str) -> None:
+        interest = self.pool.interest(owner)
+        version = interest.add(uri)
+        try:
+            async with asyncio.timeout(self.upstream_timeout):
+                await interest.settled(version)
+        except TimeoutError:
+            interest.remove(uri)
+            raise UpstreamUnavailableCallError(
+                f"Upstream {owner} did not acknowledge the subscription within {self.upstream_timeout:g} s"
+            ) from None
+
+    async def unsubscribed(self, uri: str) -> None:
+        """A subscription this container passed on was withdrawn: its 2026-07-28 upstream stops being asked for
+        `uri` once none is left here."""
+        for upstream in self.pool.upstreams:
+            self.pool.interest(upstream.name).remove(uri)
 
     def _owner(self, uri: str) -> str | None:
         resource = self.resources.get(uri)

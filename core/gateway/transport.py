@@ -39,6 +39,14 @@ class UpstreamUnavailableError(Exception):
     """The upstream could not be reached, did not answer in time, or answered something that is not MCP."""
 
 
+class UpstreamError(Exception):
+    """The upstream answered a JSON-RPC error; `error` is its error object, unchanged."""
+
+    def __init__(self, error: dict[str, Any]) -> None:
+        super().__init__(str(error.get("message", "upstream error")))
+        self.error = error
+
+
 class SessionLostError(UpstreamUnavailableError):
     """The upstream no longer knows the session (HTTP 404 to a request carrying it): initialize again."""
 

@@ -71,4 +71,5 @@ class Lifecycle:
         if uri in session.subscriptions:
             session.subscriptions.remove(uri)
             await self.sessions.save(session)
+            await self.server.unsubscribed(uri)
         return {}

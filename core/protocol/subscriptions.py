@@ -90,10 +90,16 @@ async def listen(
             "deployment that streams"
         )
     agreed = agreed_filter(params.get("notifications"), server)
-    for uri in agreed.get("resourceSubscriptions", ()):
-        await server.subscribed(uri)
-    with slots.take(None, principal):  # its place is freed however the subscription ends
-        return await _follow(request_id, agreed, http, http.outbound, events, max_seconds)
+    passed: list[str] = []
+    try:
+        for uri in agreed.get("resourceSubscriptions", ()):
+            await server.subscribed(uri)
+            passed.append(uri)
+        with slots.take(None, principal):  # its place is freed however the subscription ends
+            return await _follow(request_id, agreed, http, http.outbound, events, max_seconds)
+    finally:
+        for uri in passed:
+            await server.unsubscribed(uri)
 
 
 async def _follow(

@@ -109,6 +109,10 @@ class McpServer:
         filter); nothing for a plain server, whose resources publish their own updates. A gateway passes the
         subscription on to the upstream that owns the resource."""
 
+    async def unsubscribed(self, uri: str) -> None:
+        """A subscription announced to `subscribed` was withdrawn (`resources/unsubscribe`, or the end of the
+        `subscriptions/listen` that asked), on this container; nothing for a plain server."""
+
     def health(self) -> JsonObject:
         """What `/health` adds about the server itself (a gateway: its upstreams), from what it already knows: it
         must not make `/health` wait on anything. Nothing for a plain server."""
