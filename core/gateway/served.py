@@ -319,11 +319,13 @@ class GatewayServer(McpServer):
         try:
             async with asyncio.timeout(self.upstream_timeout):
                 await interest.settled(version)
-        except TimeoutError:
+        except BaseException as error:  # not passed on after all (timed out, or its caller went away)
             interest.remove(uri)
-            raise UpstreamUnavailableCallError(
-                f"Upstream {owner} did not acknowledge the subscription within {self.upstream_timeout:g} s"
-            ) from None
+            if isinstance(error, TimeoutError):
+                raise UpstreamUnavailableCallError(
+                    f"Upstream {owner} did not acknowledge the subscription within {self.upstream_timeout:g} s"
+                ) from None
+            raise
 
     async def unsubscribed(self, uri: str) -> None:
         """A subscription this container passed on was withdrawn: its 2026-07-28 upstream stops being asked for

@@ -90,16 +90,19 @@ async def listen(
             "deployment that streams"
         )
     agreed = agreed_filter(params.get("notifications"), server)
-    passed: list[str] = []
+    uris: list[str] = agreed.get("resourceSubscriptions", [])
+    # Together, so a gateway asks its upstream for all of them at once; each one passed on is withdrawn at the end.
+    outcomes = await asyncio.gather(*(server.subscribed(uri) for uri in uris), return_exceptions=True)
     try:
-        for uri in agreed.get("resourceSubscriptions", ()):
-            await server.subscribed(uri)
-            passed.append(uri)
+        for outcome in outcomes:
+            if isinstance(outcome, BaseException):
+                raise outcome
         with slots.take(None, principal):  # its place is freed however the subscription ends
             return await _follow(request_id, agreed, http, http.outbound, events, max_seconds)
     finally:
-        for uri in passed:
-            await server.unsubscribed(uri)
+        for uri, outcome in zip(uris, outcomes, strict=True):
+            if not isinstance(outcome, BaseException):
+                await server.unsubscribed(uri)
 
 
 async def _follow(
