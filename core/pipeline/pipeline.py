@@ -45,6 +45,7 @@ from stratus.request.inputs import InputRequired
 from stratus.resilience.backoff import full_jitter
 from stratus.resilience.breaker import Admission, BreakerPolicy, CircuitState
 from stratus.resilience.deadline import Clock, Deadline
+from stratus.resilience.limit_shards import spread
 from stratus.resilience.limiter import Decision
 from stratus.server.context import Context
 from stratus.server.policy import Access, Middleware, ServerPolicy
@@ -143,11 +144,13 @@ class Pipeline:
         if breaker is None and tool.policy.rate_limit is None and not self._server_limits:
             return _NO_CHECKS
         limits = self.policy.rate_limits
+        tool_limit = tool.policy.rate_limit or limits.per_tool
         wanted = [
-            (f"tool:{tool.policy.group or tool.name}", tool.policy.rate_limit or limits.per_tool),
+            # Every call counts on the tool's and the overall limit: each is spread over several keys.
+            spread(f"tool:{tool.policy.group or tool.name}", tool_limit) if tool_limit else (None, None),
             (f"principal:{principal.key}" if principal else None, limits.per_principal),
             (f"session:{session_id}" if session_id else None, limits.per_session),
-            ("overall", limits.overall),
+            spread("overall", limits.overall) if limits.overall else (None, None),
         ]
         return CallChecks(
             limits=tuple((key, limit) for key, limit in wanted if key is not None and limit is not None),
