@@ -6,6 +6,7 @@ import asyncio
 import contextlib
 
 from stratus.errors import StoreUnavailableError
+from stratus.stores.dynamodb.follow import SharedPolls
 from stratus.stores.dynamodb.table import (
     ALL_OLD,
     ConditionFailedError,
@@ -31,6 +32,7 @@ class DynamoEventLogStore:
         self.table = table
         self.max_events = max_events
         self.ttl = ttl_seconds
+        self.polls = SharedPolls(self.read_after, first=POLL_FIRST_SECONDS, most=POLL_MAX_SECONDS)
 
     async def append(self, stream: str, data: str) -> int:
         """Number the event (the counter's update names this append, so a resend of it is not counted again), then
@@ -75,16 +77,9 @@ class DynamoEventLogStore:
         return events[-self.max_events :]
 
     async def wait_after(self, stream: str, seq: int, within: float) -> list[StreamEvent]:
-        """DynamoDB cannot push: poll, backing off from POLL_FIRST_SECONDS to POLL_MAX_SECONDS."""
-        loop = asyncio.get_running_loop()
-        deadline, pause = loop.time() + within, POLL_FIRST_SECONDS
-        while True:
-            events = await self.read_after(stream, seq)
-            left = deadline - loop.time()
-            if events or left <= 0:
-                return events
-            await asyncio.sleep(min(pause, left))
-            pause = min(pause * 2, POLL_MAX_SECONDS)
+        """DynamoDB cannot push: poll, backing off from POLL_FIRST_SECONDS to POLL_MAX_SECONDS, one poll loop per
+        stream in this process however many wait on it (stratus.stores.dynamodb.follow)."""
+        return await self.polls.wait_after(stream, seq, within)
 
 
 class DynamoPendingRequestStore:
