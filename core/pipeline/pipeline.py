@@ -44,6 +44,7 @@ from stratus.request.http import HttpRequest
 from stratus.request.inputs import InputRequired
 from stratus.resilience.backoff import full_jitter
 from stratus.resilience.breaker import Admission, BreakerPolicy, CircuitState
+from stratus.resilience.closed_breakers import CLOSED, CLOSED_SECONDS, ClosedBreakers
 from stratus.resilience.deadline import Clock, Deadline
 from stratus.resilience.limit_shards import spread
 from stratus.resilience.limiter import Decision
@@ -61,6 +62,7 @@ JsonObject = dict[str, Any]
 Sleep = Callable[[float], Awaitable[None]]
 
 _NO_CHECKS = CallChecks()
+_NOTHING_ASKED = CallAdmission(None, (), None)
 _OUTCOMES: tuple[tuple[type[Exception], str], ...] = (
     (RateLimitedError, "rate_limited"),
     (CircuitOpenError, "circuit_open"),
@@ -114,6 +116,7 @@ class Pipeline:
         rand: Callable[[], float] = random.random,
         fail_open: bool = True,
         authenticates: bool = True,
+        closed_breaker_seconds: float = CLOSED_SECONDS,
     ) -> None:
         self.policy = policy
         self.stores = stores
@@ -127,6 +130,8 @@ class Pipeline:
         """Whether any request can carry a user: the transport authenticates, or the server has authenticators."""
         limits = policy.rate_limits
         self._server_limits = any((limits.per_tool, limits.per_principal, limits.per_session, limits.overall))
+        self._closed = ClosedBreakers(clock, closed_breaker_seconds)
+        """Breakers this container found closed moments ago: its calls skip asking the store about them."""
 
     # -- entry points ----------------------------------------------------------------------------------------
 
@@ -174,7 +179,7 @@ class Pipeline:
         if not self._nothing_refuses_before_the_limits(tool, principal):
             return None
         owner = principal.key if principal else None
-        return await self.stores.gate.admit(checks._replace(session_id=session_id, owner=owner))
+        return await self._gate(checks._replace(session_id=session_id, owner=owner))
 
     def _nothing_refuses_before_the_limits(self, tool: Tool, principal: Principal | None) -> bool:
         access = tool.policy.access
@@ -263,7 +268,7 @@ class Pipeline:
 
     async def _admit(self, checks: CallChecks, tool: Tool) -> CallAdmission:
         try:
-            return await self.stores.gate.admit(checks)
+            return await self._gate(checks)
         except StoreUnavailableError as error:
             if not self.fail_open or isinstance(error, StoreBusyError):
                 raise
@@ -271,6 +276,21 @@ class Pipeline:
             logger.warning("store unavailable: rate limits and breaker skipped (fail open)", extra={"tool": tool.name})
             allowed = tuple(Decision(True) for _ in checks.limits)
             return CallAdmission(None, allowed, Admission(True, CircuitState.CLOSED) if checks.breaker else None)
+
+    async def _gate(self, checks: CallChecks) -> CallAdmission:
+        """The store's answer to `checks`, leaving out a breaker this container found closed moments ago
+        (stratus.resilience.closed_breakers: another container's opening is seen at most CLOSED_SECONDS late)."""
+        key = checks.breaker[0] if checks.breaker else None
+        if key is None or not self._closed.closed(key):
+            admission = await self.stores.gate.admit(checks)
+            if key is not None and (admission.session is not None or not checks.session_id):
+                self._closed.saw(key, admission.breaker)
+            return admission
+        asked = checks._replace(breaker=None)
+        admission = await self.stores.gate.admit(asked) if asked.limits or asked.session_id else _NOTHING_ASKED
+        if checks.session_id and admission.session is None:
+            return admission  # no session of the caller's: nothing was asked or taken
+        return admission._replace(breaker=CLOSED)
 
     def _enforce_limits(self, tool: Tool, checks: CallChecks, admission: CallAdmission) -> None:
         for (key, _), decision in zip(checks.limits, admission.decisions, strict=True):
@@ -326,6 +346,7 @@ class Pipeline:
         return value
 
     async def _record(self, tool: Tool, key: str, policy: BreakerPolicy, *, success: bool) -> None:
+        self._closed.forget(key)  # a failure, or a circuit not closed: ask the store again from the next call
         try:
             before, after = await self.stores.breakers.record(key, policy, success=success)
         except StoreUnavailableError:
