@@ -26,6 +26,9 @@ VIEWS = 8
 CREATES = 400
 """Not 2,000: moto copies the whole table for every transaction, so the run's time grows with the square of the
 creates (400 take about a minute here)."""
+WIDE_CREATES = 2_000
+WIDE_SHARE = 2 * WIDE_CREATES // SHARDS
+"""Twice its even share of 2,000 creates (about 31 each) bounds the busiest roster partition."""
 LIMIT = 320
 IN_FLIGHT = 2
 WRITE_SHARE = 4 * CREATES // SHARDS
@@ -122,6 +125,22 @@ async def test_racing_creates_from_eight_containers_spread_their_writes_and_hold
     busiest, writes = wire.writes.most_common(1)[0]
     assert writes <= WRITE_SHARE, (busiest, writes)
     assert wire.operations["TransactWriteItems"] <= CREATES * 2, wire.operations
+
+
+async def test_two_thousand_creates_from_eight_containers_without_a_limit_spread_over_the_roster(table: str) -> None:
+    """The Must-show's 2,000 creates, without a limit: each is two plain puts, so moto's server takes them in
+    seconds (with a limit each is a transaction, and moto copies the table for each: docs/scale.md)."""
+    wire = Wire()
+    stores = views(table, "wide", wire)
+    outcomes = await create_from_all(stores, WIDE_CREATES)
+    assert outcomes == [None] * WIDE_CREATES
+    assert wire.operations == {"PutItem": 2 * WIDE_CREATES}, wire.operations
+    rosters = {key: count for key, count in wire.writes.items() if "#roster#" in key}
+    assert len(rosters) == SHARDS and max(rosters.values()) <= WIDE_SHARE, max(rosters.values())
+    others = [count for key, count in wire.writes.items() if "#roster#" not in key]
+    assert len(others) == WIDE_CREATES and set(others) == {1}  # each session's own item, written once
+    await stores[0].sweep()
+    assert (await stores[0].census()).active == WIDE_CREATES
 
 
 async def test_with_no_limit_creates_and_deletes_count_nothing_and_health_reports_the_swept_figures(
