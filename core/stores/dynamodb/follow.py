@@ -17,6 +17,7 @@ import contextlib
 from collections import Counter
 from collections.abc import Awaitable, Callable
 
+from stratus.errors import StoreUnavailableError
 from stratus.stores.records import StreamEvent
 
 ReadAfter = Callable[[str, int], Awaitable[list[StreamEvent]]]
@@ -52,6 +53,7 @@ class _Poll:
         try:
             while self.waiting:
                 after = min(self.waiting)
+                self.nudge.clear()  # a waiter behind `after` arriving during the read nudges the next one
                 events = await self.read_after(self.stream, after)
                 self.after, self.events = after, events
                 woken, self.read = self.read, asyncio.Event()
@@ -59,13 +61,14 @@ class _Poll:
                 latest = events[-1].seq if events else None
                 pause = self.first if latest is not None and latest != newest else min(pause * 2, self.most)
                 newest = latest if latest is not None else newest
-                self.nudge.clear()
                 with contextlib.suppress(TimeoutError):
                     await asyncio.wait_for(self.nudge.wait(), pause)
         except Exception as error:  # noqa: BLE001 - handed to every waiter, as its own read would have raised it
             self.error = error
-            self.read.set()
         finally:
+            if self.waiting and self.error is None:  # cancelled under its waiters (the event loop closing)
+                self.error = StoreUnavailableError("The event log could not be followed; retry shortly")
+            self.read.set()
             done(self)
 
 
@@ -93,10 +96,11 @@ class SharedPolls:
         loop = asyncio.get_running_loop()
         deadline = loop.time() + within
         poll = self._poll(stream)
+        behind = bool(poll.waiting) and seq < min(poll.waiting)
         poll.waiting[seq] += 1
         if poll.task is None or poll.task.done():
             poll.task = loop.create_task(poll.run(self._done))
-        elif poll.after is not None and poll.after > seq:
+        elif behind:  # the reads so far start past `seq`: read again now rather than after the pause
             poll.nudge.set()
         try:
             while True:

@@ -77,3 +77,16 @@ async def test_a_waiter_behind_the_shared_read_still_gets_everything_after_its_p
     assert [event.data for event in behind] == ["one", "two"]
     third = await elsewhere.append(NOTIFICATIONS, "three")
     assert [(event.seq, event.data) for event in await asyncio.wait_for(ahead, 20.0)] == [(third, "three")]
+
+
+async def test_a_failed_shared_read_fails_every_waiter_as_its_own_read_would_and_the_next_wait_reads_again(
+    table: str,
+) -> None:
+    missing = view(f"{table}-missing")
+    with pytest.raises(Exception) as alone:  # whatever a read of its own raises, the shared one does
+        await missing.read_after(NOTIFICATIONS, 0)
+    waiting = [missing.wait_after(NOTIFICATIONS, 0, within=5.0) for _ in range(3)]
+    failures = await asyncio.wait_for(asyncio.gather(*waiting, return_exceptions=True), 20.0)
+    assert [type(failure) for failure in failures] == [type(alone.value)] * 3
+    with pytest.raises(type(alone.value)):  # a new wait starts a new poll, which reads again
+        await asyncio.wait_for(missing.wait_after(NOTIFICATIONS, 0, within=5.0), 20.0)
