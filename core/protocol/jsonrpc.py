@@ -52,9 +52,13 @@ def decode(body: bytes) -> Any:
         raise ParseError("Parse error: the JSON is nested too deeply") from None
 
 
+COMPACT = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False)
+"""The compact encoder, built once: `json.dumps` with any option builds a new encoder on every call."""
+
+
 def encode(payload: Any) -> bytes:
     """Encode a response payload compactly."""
-    return json.dumps(payload, separators=(",", ":"), ensure_ascii=False).encode()
+    return COMPACT.encode(payload).encode()
 
 
 def _valid_id(value: Any) -> bool:

@@ -25,6 +25,8 @@ if TYPE_CHECKING:
     from pydantic import TypeAdapter
 
 logger = logging.getLogger("stratus.tool")
+_COMPACT = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False)
+"""Built once: `json.dumps` with any option builds a new encoder on every call."""
 
 JsonObject = dict[str, Any]
 
@@ -214,7 +216,7 @@ class Tool:
             structured = self._adapter().dump_python(value, mode="json")
         if self._wrapped:
             structured = {"result": structured}
-        text = json.dumps(structured, separators=(",", ":"), ensure_ascii=False)
+        text = _COMPACT.encode(structured)
         return {"content": [{"type": "text", "text": text}], "structuredContent": structured}
 
 

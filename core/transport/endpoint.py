@@ -118,8 +118,7 @@ class McpEndpoint:
             return await self.handshake.stream(headers, principal, send, receive, max_seconds=self.max_stream_seconds)
         if method == "POST":
             if "aws.event" in scope:  # behind Mangum: one buffered JSON answer, no client-gone signal
-                http = self._request(scope, headers)._replace(lambda_context=scope.get("aws.context"))
-                return await self._post(receive, headers, http, principal)
+                return await self._post(receive, headers, self._request(scope, headers), principal)
             http = self._request(scope, headers)._replace(disconnected=CancellationSignal())
             if accepts_event_stream(headers.get("accept")):
                 http = http._replace(outbound=Outbound())
@@ -127,13 +126,14 @@ class McpEndpoint:
         return await self.handshake.delete(headers, principal)
 
     def _request(self, scope: Scope, headers: Headers) -> HttpRequest:
-        """What a handler may read of the request: headers, the Lambda event, the authorizer's claims."""
+        """What a handler may read of the request: headers, the Lambda event and context, the authorizer's claims."""
         event = scope.get("aws.event")
         context = request_context(scope, headers, trust_header=self.guard.trust_request_context_header)
         return HttpRequest(
             scope["method"],
             scope.get("path", ""),
             headers,
+            lambda_context=scope.get("aws.context") if "aws.event" in scope else None,
             lambda_event=event if isinstance(event, dict) else None,
             authorizer_claims=authorizer_claims(context),
         )

@@ -99,13 +99,21 @@ def _media_types(value: str) -> list[str]:
     return [part.split(";", 1)[0].strip().lower() for part in value.split(",") if part.strip()]
 
 
+_JSON_RANGES = frozenset({"application/json", "application/*", "*/*"})
+_ACCEPTING: set[str] = set()
+"""Accept values already found to accept JSON: a client sends the same one on every call."""
+_ACCEPTING_MAX = 64
+
+
 def check_accepts_json(headers: Headers) -> None:
     """406 unless the client accepts a JSON response (a missing Accept accepts anything)."""
     accept = headers.get("accept")
-    if accept is None:
+    if accept is None or accept in _ACCEPTING:
         return
-    if not {"application/json", "application/*", "*/*"} & set(_media_types(accept)):
+    if _JSON_RANGES.isdisjoint(_media_types(accept)):
         raise HttpError(406, "Not Acceptable: the client must accept application/json")
+    if len(_ACCEPTING) < _ACCEPTING_MAX:
+        _ACCEPTING.add(accept)
 
 
 def check_json_body(headers: Headers) -> None:

@@ -8,7 +8,7 @@ from collections import Counter
 from collections.abc import Callable
 
 from stratus.errors import PrincipalSessionsFullError, TooManySessionsError
-from stratus.stores.records import SessionCensus, SessionExistsError, SessionRecord
+from stratus.stores.records import SessionCensus, SessionExistsError, SessionRecord, copy_session
 
 
 class MemorySessionStore:
@@ -75,7 +75,7 @@ class MemorySessionStore:
             return None
         record.last_active_at = now
         record.expires_at = now + self._ttl
-        return dataclasses.replace(record)
+        return copy_session(record)
 
     async def save(self, record: SessionRecord) -> None:
         existing = self._records.get(record.session_id)
