@@ -48,7 +48,8 @@ class LocalMetrics:
 
     def count(self, name: str, value: float = 1.0, **dimensions: str) -> None:
         self.counts[(name, tuple(dimensions.items()))] += value
-        logger.debug("metric", extra={"metric": name, "value": value, "dimensions": dimensions})
+        if logger.isEnabledFor(logging.DEBUG):
+            logger.debug("metric", extra={"metric": name, "value": value, "dimensions": dimensions})
 
     def latency(self, name: str, milliseconds: float, **dimensions: str) -> None:
         self.latencies[(name, tuple(dimensions.items()))].add(milliseconds)
