@@ -36,7 +36,7 @@ class Call:
 
     @property
     def stateless(self) -> bool:
-        return versions.is_stateless(self.version)
+        return self.version in versions.STATELESS_VERSIONS  # versions.is_stateless, without the call: read often
 
     @property
     def params(self) -> JsonObject:
@@ -74,6 +74,19 @@ class Call:
         publish: Callable[[str, JsonObject], Awaitable[None]] | None = None,
     ) -> Context:
         meta = self.params.get("_meta")
+        if not isinstance(meta, dict):
+            meta = None
+        if self.stateless:
+            # At 2026-07-28 a closed stream is the cancellation, and the client asks for log messages in `_meta`.
+            disconnected = self.http.disconnected if self.http else None
+            signal = disconnected.child() if disconnected else CancellationSignal()
+            level = meta.get(versions.LOG_LEVEL_META) if meta is not None else None
+            log_level = level if isinstance(level, str) else None
+            log_opted_in = meta is not None and versions.LOG_LEVEL_META in meta
+        else:  # before, a client may drop and resume its stream; its session keeps the level it set
+            signal = CancellationSignal()
+            log_level = self.session.log_level if self.session else None
+            log_opted_in = True
         return Context(
             request_id=self.request.id,
             method=self.request.method,
@@ -81,26 +94,17 @@ class Call:
             session_id=self.session.session_id if self.session else None,
             client_capabilities=self.client_capabilities,
             client_info=self.client_info,
-            meta=meta if isinstance(meta, dict) else {},
+            meta=meta if meta is not None else {},
             request=self.http,
-            # At 2026-07-28 a closed stream is the cancellation; before, a client may drop and resume its stream.
-            signal=self.http.disconnected.child()
-            if self.stateless and self.http and self.http.disconnected
-            else CancellationSignal(),
+            signal=signal,
             user=self.principal,
             item=item,
             deadline=deadline,
             inputs=inputs,
             publish=publish,
-            log_level=self._log_level(meta),
-            log_opted_in=not self.stateless or (isinstance(meta, dict) and versions.LOG_LEVEL_META in meta),
+            log_level=log_level,
+            log_opted_in=log_opted_in,
         )
-
-    def _log_level(self, meta: object) -> str | None:
-        if self.stateless:
-            level = meta.get(versions.LOG_LEVEL_META) if isinstance(meta, dict) else None
-            return level if isinstance(level, str) else None
-        return self.session.log_level if self.session else None
 
 
 Handler = Callable[[Call], Awaitable[JsonObject]]

@@ -181,7 +181,9 @@ class McpEndpoint:
         check_json_body(headers)
         check_accepts_json(headers)
         body = decode(await self._read_body(receive, headers, live=http.disconnected is not None))
-        if http.disconnected is None or not _is_stateless(body, headers):
+        if http.disconnected is None:  # behind Mangum: nothing can stream, nothing signals the client gone
+            return await self._answer(body, headers, http, principal)
+        if not _is_stateless(body, headers):
             # Only a 2026-07-28 call is cancelled by its client leaving; a handshake-era client may resume.
             return await self._answer_or_stream(body, headers, http, principal, send)
         watcher = asyncio.ensure_future(_cancel_on_disconnect(receive, http.disconnected))
