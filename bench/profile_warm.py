@@ -25,20 +25,29 @@ STDLIB = os.path.realpath(sysconfig.get_paths()["stdlib"]) + os.sep
 OWN_GROUPS = {"asyncio": "asyncio", "json": "json", "logging": "logging"}
 GROUPS = (
     ("mangum/", "Mangum (event translation, ASGI cycle)"),
-    ("core/transport/", "Stratus transport (HTTP checks, headers, guards)"),
-    ("core/protocol/dispatch", "Stratus dispatch"),
-    ("core/protocol/", "Stratus protocol (JSON-RPC, sessions)"),
-    ("core/pipeline/", "Stratus pipeline"),
-    ("core/server/", "Stratus server (tools, argument validation)"),
-    ("core/stores/", "Stratus store"),
-    ("core/", "Stratus core, other"),
+    ("stratus/handlers/", "Stratus handlers (the Lambda adapter)"),
     ("handlers/", "Stratus handlers (the Lambda adapter)"),
+    ("stratus/transport/", "Stratus transport (HTTP checks, headers, guards)"),
+    ("core/transport/", "Stratus transport (HTTP checks, headers, guards)"),
+    ("stratus/protocol/dispatch", "Stratus dispatch"),
+    ("core/protocol/dispatch", "Stratus dispatch"),
+    ("stratus/protocol/", "Stratus protocol (JSON-RPC, sessions)"),
+    ("core/protocol/", "Stratus protocol (JSON-RPC, sessions)"),
+    ("stratus/pipeline/", "Stratus pipeline"),
+    ("core/pipeline/", "Stratus pipeline"),
+    ("stratus/server/", "Stratus server (tools, argument validation)"),
+    ("core/server/", "Stratus server (tools, argument validation)"),
+    ("stratus/stores/", "Stratus store"),
+    ("core/stores/", "Stratus store"),
+    ("bench-package/stratus/", "Stratus core, other"),
+    ("core/", "Stratus core, other"),
     ("pydantic_core/", "pydantic"),
     ("pydantic/", "pydantic"),
     ("awslabs/", "awslabs handler"),
     ("starlette/", "Starlette"),
 )
-"""Markers in a module's path (with /, matched from a directory boundary), first match wins."""
+"""Markers in a module's path (with /, matched from a directory boundary), first match wins. The benchmark venvs
+import the working tree as `stratus/...` (the mirror scripts/link-package makes), the repository has it as `core/`."""
 HARNESS = ("warm_session.py", "profile_warm.py")
 HARNESS_GROUP = "harness (the loop around the calls, the sampler)"
 
@@ -108,6 +117,9 @@ def _short(filename: str) -> str:
         return os.path.realpath(filename)[len(STDLIB) :]
     if "site-packages" + os.sep in filename:
         return filename.split("site-packages" + os.sep, 1)[1]
+    mirrored = os.sep + os.path.join("bench-package", "stratus") + os.sep
+    if mirrored in filename:
+        return "stratus" + os.sep + filename.rsplit(mirrored, 1)[1]
     for root in ("core", "handlers", "examples"):
         marker = os.sep + root + os.sep
         if marker in filename:

@@ -15,6 +15,7 @@ from typing import Any
 
 import benchenv
 import measure
+import profile_functions
 from profile_warm import HARNESS
 
 VERSIONS = ("3.11", "3.12", "3.13")
@@ -89,8 +90,27 @@ def print_profile(python: Path, env: dict[str, str], *, batches: int, callgrind:
         for name, share in list(shares["modules"].items())[:20]:
             print(f"  {share:6.1%}  {name}")
         print()
+    if callgrind:
+        print_components(python, env, sum(functions.values()))
     if functions:
         total = sum(functions.values())
         print(f"stratus: instructions per call by C function (callgrind, {total / 1e3:,.0f} k in all), top 25")
         for (function, library), count in sorted(functions.items(), key=lambda item: -item[1])[:25]:
             print(f"  {count / 1e3:7.1f} k  {count / total:6.1%}  {function}  ({library})")
+
+
+def print_components(python: Path, env: dict[str, str], instructions: float) -> None:
+    """Stratus's warm call by component and its costliest functions (bench/profile_functions.py: callgrind over
+    `-X perf` trampolines, CPython 3.12 and later)."""
+    functions = profile_functions.python_functions(python, "stratus", env)
+    if not functions:
+        print("stratus by component: skipped, this CPython has no -X perf (3.12 and later)\n")
+        return
+    print(f"stratus: instructions per call by component ({instructions / 1e3:,.0f} k in all; callgrind, -X perf)")
+    for name, count in profile_functions.components(functions, instructions).items():
+        print(f"  {count / 1e3:7.1f} k  {name}")
+    print("stratus: inclusive instructions per call by Python function (with -X perf's trampolines), top 30")
+    for name, count in profile_functions.stratus_functions(functions):
+        qualname, _, path = name.partition(":")
+        print(f"  {count / 1e3:7.1f} k  {qualname}  ({path.rsplit('/stratus/', 1)[-1]})")
+    print()
