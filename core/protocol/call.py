@@ -20,9 +20,11 @@ from stratus.stores.records import CallAdmission, SessionRecord
 JsonObject = dict[str, Any]
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@dataclass(slots=True, kw_only=True)
 class Call:
-    """One request, with what its era says about the client."""
+    """One request, with what its era says about the client. Read-only by convention: not frozen, because a frozen
+    dataclass's `__init__` sets each field through `object.__setattr__`, several times the cost of this one, and a
+    Call is built for every request."""
 
     request: Request
     version: str
