@@ -80,8 +80,9 @@ class McpEndpoint:
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         headers = request_headers(scope)
-        response = _Response(send)
-        send = response
+        # Behind Mangum the answer is one buffered reply sent at the end: only a live connection needs watching.
+        response = None if "aws.event" in scope else _Response(send)
+        send = response or send
         try:
             self.guard.check(scope, headers)
             if "origin" in headers:  # a browser; the guard allowed its origin
@@ -91,7 +92,8 @@ class McpEndpoint:
                 send = exposing_to(headers["origin"], send)
             reply = await self._route(scope, receive, send, headers)
             if reply is None:
-                await response.complete()  # streamed: already sent, and ended
+                if response is not None:
+                    await response.complete()  # streamed: already sent, and ended
                 return
         except McpError as refused:  # refused before a JSON-RPC message was read: no id to echo
             reply = error_reply(None, refused)
@@ -99,7 +101,8 @@ class McpEndpoint:
             reference = secrets.token_hex(8)
             logger.exception("unhandled error in the MCP endpoint", extra={"error_ref": reference})
             reply = error_reply(None, InternalError(f"Internal error (reference {reference})"))
-        if response.started:  # a stream failed after its headers: too late for an error status, so end it
+        if response is not None and response.started:
+            # A stream failed after its headers: too late for an error status, so end it.
             await response.complete()
             return
         await _send(reply, send, self.max_response_bytes if "aws.event" in scope else 0)
