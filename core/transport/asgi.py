@@ -32,12 +32,10 @@ def route_path(scope: Scope) -> str:
 
 def request_headers(scope: Scope) -> dict[str, str]:
     """The request's headers by lower-case name; repeated headers joined with ", " as HTTP allows."""
-    pairs = [(name.decode("latin-1").lower(), value.decode("latin-1")) for name, value in scope.get("headers") or ()]
-    headers = dict(pairs)
-    if len(headers) < len(pairs):  # a repeated header: join its values in order
-        headers = {}
-        for name, value in pairs:
-            headers[name] = f"{headers[name]}, {value}" if name in headers else value
+    headers: dict[str, str] = {}
+    for raw_name, raw_value in scope.get("headers") or ():
+        name, value = raw_name.decode("latin-1").lower(), raw_value.decode("latin-1")
+        headers[name] = f"{headers[name]}, {value}" if name in headers else value
     return headers
 
 
