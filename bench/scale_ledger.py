@@ -10,7 +10,8 @@
 - Redis: a redis-py connection class that records every command it packs (its keys: a script's KEYS, a plain
   command's first key) and every socket write (one round trip). A script counts as one operation on its slot.
 
-Keys are grouped into families: a segment that is a random id becomes `<id>`, a number `<k>`, so `race#roster#17`
+Keys are grouped into families: a segment that is a random id (16 characters or more with a digit, `_` or `-`;
+or 22 or more: a 24-byte URL-safe token may be all letters) becomes `<id>`, a number `<k>`, so `race#roster#17`
 and `race#roster#3` are both `race#roster#<k>`.
 """
 
@@ -26,7 +27,7 @@ from typing import Any
 from redis.asyncio import Connection
 from redis.crc import key_slot
 
-_ID = re.compile(r"^(?=.*[0-9_-])[A-Za-z0-9_-]{16,}$|^[0-9a-f]{16,}$")
+_ID = re.compile(r"^(?=.*[0-9_-])[A-Za-z0-9_-]{16,}$|^[A-Za-z0-9_-]{22,}$|^[0-9a-f]{16,}$")
 _NUMBER = re.compile(r"^[0-9]+$")
 _SEGMENTS = re.compile(r"([#:{}|/])")
 

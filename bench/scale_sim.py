@@ -35,10 +35,11 @@ import scale_ledger
 from moto import mock_aws
 from scale_ledger import DynamoWire, KeyedConnection, Ledger, RedisWire, family
 
-from stratus import McpServer, Settings
+from stratus import Context, McpServer, Settings
 from stratus.resilience.breaker import BreakerPolicy
 from stratus.resilience.limiter import RateLimit
 from stratus.stores.base import Stores
+from stratus.stores.dynamodb.mirrors import MIRRORS
 from stratus.stores.records import SessionRecord
 from stratus.transport.app import build_app
 
@@ -49,18 +50,24 @@ STATELESS_META = {
     "io.modelcontextprotocol/clientCapabilities": {},
 }
 HEADERS = {"content-type": "application/json", "accept": "application/json, text/event-stream"}
-STREAM_SECONDS = 1.0
+STREAM_SECONDS = 4.0
+"""How long each simulated GET stream is held: its opening (a burst of polls) spread over a few seconds of following."""
 TTL = 3600.0
 SWEEPER_RUNS_PER_SECOND = 1 / 300  # template.yaml: every 5 minutes
 HEALTH_PER_SECOND = 200.0  # 1,000 containers' census, once per 5 s each (CENSUS_SECONDS)
 CEILING = {"dynamodb": (1000.0, 3000.0), "redis": 100_000.0}
+SPREAD = {"sim#stream#*/notifications#<k>": MIRRORS}
+"""Key families whose members processes pick evenly at random (the notification log's mirrors: each process reads
+one): at the target each member takes its even share, however few the simulation sampled."""
 
+GET_STREAM = f"GET stream (per open stream-second, held {STREAM_SECONDS:.0f} s)"
 TARGETS: dict[str, float] = {
     "initialize": 10_000,
     "notifications/initialized": 10_000,
     "tools/call (session)": 100_000,
     "tools/call (stateless)": 100_000,
-    "GET stream (per open stream, 1 s)": 100_000,
+    GET_STREAM: 100_000,
+    "server-wide notification": 100,
     "tools/call as a task": 10_000,
     "tasks/get": 10_000,
     "DELETE": 10_000,
@@ -70,12 +77,14 @@ TARGETS: dict[str, float] = {
     "/health (fresh census)": HEALTH_PER_SECOND,
     "sweep_step (one run)": SWEEPER_RUNS_PER_SECOND,
 }
-"""Requests a second at the target load (an open stream: streams open). Tasks have no target: 10,000/s assumed."""
+"""Requests a second at the target load (an open stream: streams open). Tasks have no target: 10,000/s assumed;
+server-wide notifications (a list change, a resource update) none: 100/s assumed."""
 MIX = (
     "initialize",
     "notifications/initialized",
     "tools/call (session)",
-    "GET stream (per open stream, 1 s)",
+    GET_STREAM,
+    "server-wide notification",
     "DELETE",
     "/health (fresh census)",
     "sweep_step (one run)",
@@ -90,6 +99,12 @@ def server() -> McpServer:
     def add(a: int, b: int) -> int:
         """Add two integers."""
         return a + b
+
+    @built.tool()
+    async def announce(ctx: Context) -> str:
+        """Tells every listening client the tools changed."""
+        await ctx.notify_list_changed("tools")
+        return "told"
 
     @built.tool(task="optional")
     def total(values: list[int]) -> int:
@@ -164,6 +179,12 @@ async def drive(run: Run, requests: int) -> None:
             answer = await run.post(run.rpc("tools/call", {**call, "_meta": STATELESS_META}), stateless)
         assert answer.json()["result"]["structuredContent"] == {"result": 3}, answer.text
     await streams(run, sessions[: max(1, min(3, requests // 50))])
+    for session_id in sessions[: max(2, requests // 50)]:
+        with run.kind("server-wide notification"):
+            answer = await run.post(
+                run.rpc("tools/call", {"name": "announce", "arguments": {}}), session_headers(session_id)
+            )
+        assert answer.json().get("result", {}).get("content") == [{"type": "text", "text": "told"}], answer.text
     await tasks(run, sessions[: max(2, requests // 4)])
     for session_id in sessions:
         with run.kind("DELETE"):
@@ -179,11 +200,14 @@ async def drive(run: Run, requests: int) -> None:
 
 async def streams(run: Run, sessions: list[str]) -> None:
     """Each session's GET stream, held open until the stream's time limit ends it: operations per stream-second."""
-    for session_id in sessions:
+    mirrors = getattr(run.stores.events, "mirrors", None)  # DynamoDB: each stream on a container of its own
+    for index, session_id in enumerate(sessions):
+        if mirrors is not None:
+            mirrors.mine = index * MIRRORS // len(sessions)
         started = time.perf_counter()
-        with run.kind("GET stream (per open stream, 1 s)", 0):
+        with run.kind(GET_STREAM, 0):
             answer = await run.http.get("/mcp", headers={**HEADERS, **session_headers(session_id)}, timeout=30)
-        run.counts["GET stream (per open stream, 1 s)"] += round(time.perf_counter() - started)
+        run.counts[GET_STREAM] += round(time.perf_counter() - started)
         assert answer.status_code == 200, answer.text
 
 
@@ -247,9 +271,10 @@ def rows(backend: str, run: Run) -> list[dict[str, Any]]:
         }
         if busiest is not None:
             members = [key for key in shared if family(key) == family(busiest)]
-            row["at target"] = target * shared[busiest] / requests
-            row["even"] = target * sum(shared[key] for key in members) / requests / len(members)
-            row["keys"] = len(members)
+            size = SPREAD.get(family(busiest), len(members))
+            row["even"] = target * sum(shared[key] for key in members) / requests / size
+            row["at target"] = row["even"] if family(busiest) in SPREAD else target * shared[busiest] / requests
+            row["keys"] = size
         table.append(row)
     return table
 
@@ -279,8 +304,13 @@ def mixed(backend: str, run: Run) -> dict[str, float]:
             if "<id>" not in family(key):
                 load[key] += TARGETS[name] * ops / requests
     families: dict[str, float] = {}
+    spread: Counter[str] = Counter()
     for key, rate in load.items():
-        families[family(key)] = max(families.get(family(key), 0.0), rate)
+        if family(key) in SPREAD:
+            spread[family(key)] += rate / SPREAD[family(key)]
+        else:
+            families[family(key)] = max(families.get(family(key), 0.0), rate)
+    families.update(spread)
     return dict(sorted(families.items(), key=lambda item: -item[1])[:5])
 
 

@@ -192,6 +192,10 @@ async def test_rest_errors_carry_their_http_status_and_a_rate_limit_is_429_with_
             assert refused.status_code == 429 and refused.json()["error"]["code"] == -31429
             assert int(refused.headers["retry-after"]) >= 1
             assert (await http.get("/session")).status_code == 405
+            # No body opens a session; a body that is not JSON (whitespace alone included) is refused.
+            for body in (b"\n", b"{", b"\x00\xff"):
+                garbled = await http.post("/session", content=body, headers=JSON)
+                assert garbled.status_code == 400, body
             assert (await http.post("/events/whatever", headers=JSON)).status_code == 405
 
 

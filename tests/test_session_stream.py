@@ -13,6 +13,7 @@ import anyio
 import httpx
 import pytest
 
+from stratus.protocol.notifications import Position
 from tests.fixtures.processes import shared_store_environment, stratus_processes
 from tests.fixtures.wire import BASE_HEADERS, McpHttp
 
@@ -82,8 +83,11 @@ async def test_notifications_published_on_one_process_reach_the_get_stream_on_an
                     {"jsonrpc": "2.0", "method": "notifications/resources/updated", "params": {"uri": "note://board"}},
                     {"jsonrpc": "2.0", "method": "notifications/tools/list_changed", "params": {}},
                 ]
-                base = int(priming_id.removeprefix("g-"))
-                assert [event_id for event_id, _ in received] == [f"g-{base + 2}", f"g-{base + 3}"]
+                base = Position.parse(priming_id.removeprefix("g-"))
+                assert base is not None
+                # Positions in the shared log and the session's own (`g-<shared>.<own>`): the session got nothing
+                # addressed to it alone.
+                assert [event_id for event_id, _ in received] == [f"g-{base.shared + 2}.0", f"g-{base.shared + 3}.0"]
 
                 # Reconnecting on the other process from the first update replays exactly the one after it. The
                 # dropped stream's claim is released once its server sees the client gone: bounded retries.
@@ -101,10 +105,13 @@ async def test_notifications_published_on_one_process_reach_the_get_stream_on_an
                         break
 
 
-async def test_deleting_the_session_on_one_process_ends_its_get_stream_on_another_at_once() -> None:
-    """The stream ends well before its next keep-alive (15 s), when it would otherwise notice the session gone."""
-    environment = {"STRATUS_SECRET_KEY": "k", "STRATUS_STORE": "redis://127.0.0.1:6379/0"}
-    environment["STRATUS_STORE_PREFIX"] = f"end-{secrets.token_hex(4)}"
+@pytest.mark.parametrize("store", ["redis", "dynamodb"])
+async def test_deleting_the_session_on_one_process_ends_its_get_stream_on_another_at_once(
+    store: str, request: pytest.FixtureRequest
+) -> None:
+    """The stream ends well before its next keep-alive (15 s), when it would otherwise notice the session gone: the
+    end is written to the session's own log, which its stream follows beside the server-wide one."""
+    environment = {"STRATUS_SECRET_KEY": "k", **shared_store_environment(store, request, f"end-{secrets.token_hex(4)}")}
     with stratus_processes(2, SHARED_APP, environment) as (first, second):
         async with (
             httpx.AsyncClient(base_url=first, timeout=10) as on_first,
@@ -131,5 +138,7 @@ async def test_a_get_stream_needs_a_live_session_of_the_caller() -> None:
             sessionless = await http.get("/mcp", headers=BASE_HEADERS)
             assert sessionless.status_code == 405 and sessionless.headers["allow"] == "POST"
             session = await McpHttp(http).initialize()
-            bad_id = await http.get("/mcp", headers={**BASE_HEADERS, **session.headers, "last-event-id": "x"})
-            assert bad_id.status_code == 400
+            for bad in ("x", "g-", "g-1.x", "g-1.2.3", "3-x"):
+                bad_id = await http.get("/mcp", headers={**BASE_HEADERS, **session.headers, "last-event-id": bad})
+                assert bad_id.status_code == 400, bad
+                assert "Last-Event-ID" in bad_id.json()["error"]["message"]

@@ -1,13 +1,11 @@
-"""Server-wide notifications: appended to one shared event log that every listening stream follows.
+"""Notifications that are not part of a call, from any container to the streams that relay them.
 
-`ctx.notify_resource_updated` and `ctx.notify_list_changed` publish here from any container; a session's GET
-stream (handshake era) and a `subscriptions/listen` stream (2026-07-28) each follow the log with a
-`NotificationFollower` and relay what their client asked for.
-
-Entries may also be addressed to one session: what a session REST call sends its client (progress, log messages,
-elicitation and sampling requests) and the mark that the session ended. Only that session's followers return them,
-in the log's order, so its `/events` stream (on any container) relays them with the server-wide notifications on
-one subscription. The price: every open stream wakes for an addressed entry and skips it unless it is its own.
+Server-wide notifications (`ctx.notify_resource_updated`, `ctx.notify_list_changed`) are appended to one shared
+event log that every listening stream follows: a session's GET stream (handshake era) and a `subscriptions/listen`
+stream (2026-07-28). What is addressed to one session (what its REST calls send its client: progress, log messages,
+elicitation and sampling requests; and the mark that it ended) goes to that session's own log instead, which its
+streams follow beside the shared one. So ending a session writes nothing every stream must read, and the shared log
+carries only what is rare (docs/scale.md, "The notification log"). A stream's position is one in each log.
 """
 
 from __future__ import annotations
@@ -21,10 +19,34 @@ if TYPE_CHECKING:
     from stratus.stores.records import StreamEvent
 
 NOTIFICATIONS = "*/notifications"
-"""The server-wide notification log (session streams are named `<session id>/<token>`, so never `*`)."""
+"""The server-wide notification log (`*/`: server-wide, see EventLogStore; session streams are `<session id>/...`)."""
 GAP_GRACE_SECONDS = 1.0
 """How long a follower waits for a missing event number (an append still landing elsewhere) before skipping it."""
 GAP_POLL_SECONDS = 0.05
+
+
+def session_log(session_id: str) -> str:
+    """The log of what is addressed to one session. No `Last-Event-ID` names it: a call stream's token (the part
+    before the first `-`) never holds one."""
+    return f"{session_id}/session-log"
+
+
+class Position(NamedTuple):
+    """Where a stream is: the last event it relayed of the server-wide log and of its session's own log."""
+
+    shared: int
+    own: int = 0
+
+    def __str__(self) -> str:
+        return f"{self.shared}.{self.own}"
+
+    @classmethod
+    def parse(cls, text: str) -> Position | None:
+        """`<shared>.<own>`, or `<shared>` alone (an id from before sessions had their own logs); None if neither."""
+        shared, dot, own = text.partition(".")
+        if not shared.isdigit() or (dot and not own.isdigit()):
+            return None
+        return cls(int(shared), int(own) if dot else 0)
 
 
 class NotificationLog:
@@ -39,17 +61,17 @@ class NotificationLog:
     async def send_to(self, session_id: str, message: dict[str, Any]) -> None:
         """Append a message for one session's streams only (a notification or a request to its client)."""
         entry = {"session": session_id, "message": message}
-        await self.events.append(NOTIFICATIONS, json.dumps(entry, separators=(",", ":"), ensure_ascii=False))
+        await self.events.append(session_log(session_id), json.dumps(entry, separators=(",", ":"), ensure_ascii=False))
 
     async def end(self, session_id: str) -> None:
         """Tell the session's open streams, wherever they are, that it ended."""
-        await self.events.append(NOTIFICATIONS, json.dumps({"session": session_id, "ended": True}))
+        await self.events.append(session_log(session_id), json.dumps({"session": session_id, "ended": True}))
 
 
 class LoggedNotification(NamedTuple):
-    """One published notification and its position in the log."""
+    """One published notification and the stream's position once it is relayed."""
 
-    seq: int
+    position: Position
     message: dict[str, Any]
     session: str | None = None
     """The session it is addressed to; None for a server-wide notification."""
@@ -57,57 +79,26 @@ class LoggedNotification(NamedTuple):
     """The session ended: its streams close."""
 
 
-def _logged(seq: int, data: str) -> LoggedNotification:
+def _logged(position: Position, data: str) -> LoggedNotification:
     entry = json.loads(data)
     session = entry.get("session")
     if not isinstance(session, str) or "jsonrpc" in entry:
-        return LoggedNotification(seq, entry)
+        return LoggedNotification(position, entry)
     message = entry.get("message")
-    return LoggedNotification(seq, message if isinstance(message, dict) else {}, session, entry.get("ended") is True)
+    ended = entry.get("ended") is True
+    return LoggedNotification(position, message if isinstance(message, dict) else {}, session, ended)
 
 
-class NotificationFollower:
-    """Reads the notification log in order from a position, waiting for what is published next.
+class _Cursor:
+    """A follower's place in one log, with the gap it is waiting out."""
 
-    Appends from several containers can land out of order on a backend without atomic numbering (DynamoDB: the
-    number is taken, then the item written), so a missing number is waited for up to GAP_GRACE_SECONDS.
-    """
-
-    def __init__(
-        self, events: EventLogStore, after: int, *, gap_grace: float = GAP_GRACE_SECONDS, session_id: str | None = None
-    ) -> None:
-        self.events = events
-        self.session_id = session_id
-        """Whose addressed entries to return besides the server-wide ones (None: none)."""
-        self.last = after
+    def __init__(self, stream: str, last: int, gap_grace: float) -> None:
+        self.stream = stream
+        self.last = last
         self.gap_grace = gap_grace
         self._gap_since: float | None = None
 
-    @classmethod
-    async def from_now(cls, events: EventLogStore, *, session_id: str | None = None) -> NotificationFollower:
-        """A follower of what is published from now on."""
-        kept = await events.read_after(NOTIFICATIONS, 0)
-        return cls(events, kept[-1].seq if kept else 0, session_id=session_id)
-
-    async def next(self, within: float) -> list[LoggedNotification]:
-        """The notices after the last one returned, waiting at most `within` seconds for one; [] if none came
-        (entries addressed to other sessions are passed over)."""
-        loop = asyncio.get_running_loop()
-        deadline = loop.time() + within
-        while (left := deadline - loop.time()) > 0:
-            events = await self.events.wait_after(NOTIFICATIONS, self.last, left)
-            ready = self._in_order(events, loop.time())
-            if ready or not events:
-                self.last = ready[-1].seq if ready else self.last
-                notices = [_logged(event.seq, event.data) for event in ready]
-                mine = [notice for notice in notices if notice.session in (None, self.session_id)]
-                if mine or not ready:
-                    return mine
-                continue  # only other sessions' entries: keep waiting
-            await asyncio.sleep(min(GAP_POLL_SECONDS, max(0.0, deadline - loop.time())))
-        return []
-
-    def _in_order(self, events: list[StreamEvent], now: float) -> list[StreamEvent]:
+    def in_order(self, events: list[StreamEvent], now: float) -> list[StreamEvent]:
         """The events that follow the last one without a missing number; all of them once a gap outlived its
         grace (an event that never landed, or one trimmed from the log)."""
         run: list[StreamEvent] = []
@@ -123,3 +114,61 @@ class NotificationFollower:
             self._gap_since = None
             return events
         return run
+
+
+class NotificationFollower:
+    """Reads the server-wide notification log, and a session's own log when following for one, in order from a
+    position, waiting for what is published next.
+
+    Appends from several containers can land out of order on a backend without atomic numbering (DynamoDB: the
+    number is taken, then the item written), so a missing number is waited for up to GAP_GRACE_SECONDS.
+    """
+
+    def __init__(
+        self,
+        events: EventLogStore,
+        after: Position,
+        *,
+        gap_grace: float = GAP_GRACE_SECONDS,
+        session_id: str | None = None,
+    ) -> None:
+        self.events = events
+        self.session_id = session_id
+        """Whose own log to follow besides the server-wide one (None: none)."""
+        self._shared = _Cursor(NOTIFICATIONS, after.shared, gap_grace)
+        self._own = _Cursor(session_log(session_id), after.own, gap_grace) if session_id is not None else None
+
+    @property
+    def last(self) -> Position:
+        return Position(self._shared.last, self._own.last if self._own is not None else 0)
+
+    @classmethod
+    async def from_now(cls, events: EventLogStore, *, session_id: str | None = None) -> NotificationFollower:
+        """A follower of what is published from now on."""
+        logs = [NOTIFICATIONS] if session_id is None else [NOTIFICATIONS, session_log(session_id)]
+        shared, *own = await asyncio.gather(*(events.read_after(log, 0) for log in logs))
+        mine = own[0] if own else []
+        after = Position(shared[-1].seq if shared else 0, mine[-1].seq if mine else 0)
+        return cls(events, after, session_id=session_id)
+
+    async def next(self, within: float) -> list[LoggedNotification]:
+        """The notices after the last ones returned, waiting at most `within` seconds for one; [] if none came."""
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + within
+        cursors = [self._shared] if self._own is None else [self._shared, self._own]
+        while (left := deadline - loop.time()) > 0:
+            found = await self.events.wait_any({cursor.stream: cursor.last for cursor in cursors}, left)
+            if not found:
+                return []
+            notices: list[LoggedNotification] = []
+            for cursor in (cursor for cursor in cursors if cursor.stream in found):
+                for event in cursor.in_order(found[cursor.stream], loop.time()):
+                    cursor.last = event.seq
+                    notices.append(_logged(self.last, event.data))
+            mine = [notice for notice in notices if notice.session in (None, self.session_id)]
+            if mine:
+                return mine
+            if not notices:  # only numbers past a gap still within its grace
+                await asyncio.sleep(min(GAP_POLL_SECONDS, max(0.0, deadline - loop.time())))
+            # else: only entries addressed to other sessions (a shared log written before sessions had their own)
+        return []

@@ -5,7 +5,7 @@ Every operation a caller needs to be atomic is one method, so a remote backend c
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -80,7 +80,10 @@ class CallGate(Protocol):
 
 class EventLogStore(Protocol):
     """Per-stream event logs, so a client resuming with `Last-Event-ID` gets exactly the events it missed, on any
-    container. Each stream keeps its newest `max_events` for a sliding `ttl_seconds`."""
+    container. Each stream keeps its newest `max_events` for a sliding `ttl_seconds`.
+
+    A log named `*/<name>` is server-wide: every open stream follows it, so a backend may spread its reads (DynamoDB
+    keeps copies of it under several keys, `stratus.stores.dynamodb.mirrors`)."""
 
     async def append(self, stream: str, data: str) -> int:
         """Add an event; its sequence number (1, 2, ... within the stream)."""
@@ -91,6 +94,11 @@ class EventLogStore(Protocol):
     async def wait_after(self, stream: str, seq: int, within: float) -> list[StreamEvent]:
         """The stream's events after `seq` as soon as there are any, appended by any container; [] after
         `within` seconds without one. Waiting costs no store requests where the backend can push (Redis)."""
+
+    async def wait_any(self, after: Mapping[str, int], within: float) -> dict[str, list[StreamEvent]]:
+        """The events after each position of several streams (`{stream: seq}`) as soon as any has one, by stream
+        (only those with events); {} after `within` seconds without one. As `wait_after`, one wait however many
+        streams it watches (Redis: one subscription)."""
 
 
 class PendingRequestStore(Protocol):

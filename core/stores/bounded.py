@@ -10,6 +10,7 @@ an `initialize` or a reply is refused); nothing is dropped silently.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import replace
 
 from stratus.errors import RecordTooLargeError
@@ -83,6 +84,9 @@ class BoundedEvents:
 
     async def wait_after(self, stream: str, seq: int, within: float) -> list[StreamEvent]:
         return await self.inner.wait_after(stream, seq, within)
+
+    async def wait_any(self, after: Mapping[str, int], within: float) -> dict[str, list[StreamEvent]]:
+        return await self.inner.wait_any(after, within)
 
 
 class BoundedPending:

@@ -168,7 +168,7 @@ class McpEndpoint:
     async def _rest_body(self, scope: Scope, receive: Receive, headers: Headers) -> Any:
         """A REST request's JSON body, {} when it has none (JSON only, within the body limit)."""
         raw = await self._read_body(receive, headers, live="aws.event" not in scope)
-        if not raw.strip():
+        if not raw:  # whitespace alone is no JSON text: a 400, like any other body that does not parse
             return {}
         check_json_body(headers)
         return decode(raw)

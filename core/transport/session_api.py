@@ -32,7 +32,7 @@ from typing import Any
 
 from stratus.errors import INTERNAL_ERROR, INVALID_REQUEST, METHOD_NOT_FOUND, RATE_LIMITED, TooManySessionsError
 from stratus.protocol import versions
-from stratus.protocol.notifications import LoggedNotification, NotificationLog
+from stratus.protocol.notifications import LoggedNotification, NotificationLog, Position
 from stratus.request.http import HttpRequest
 from stratus.request.outbound import Outbound
 from stratus.server.principal import Principal
@@ -40,6 +40,7 @@ from stratus.stores.records import SessionRecord
 from stratus.transport.asgi import Receive, Send
 from stratus.transport.handshake import SESSION_HEADER, HandshakeHandler
 from stratus.transport.http_reply import Reply
+from stratus.transport.session_stream import get_event_id
 from stratus.transport.sse import SseWriter
 
 HEARTBEAT_SECONDS = 30.0
@@ -71,7 +72,7 @@ class SeedEventStream:
     def __init__(self, heartbeat_seconds: float = HEARTBEAT_SECONDS) -> None:
         self.idle_seconds = heartbeat_seconds
 
-    async def open(self, writer: SseWriter, session: SessionRecord, after: int) -> None:
+    async def open(self, writer: SseWriter, session: SessionRecord, after: Position) -> None:
         await writer.event({"type": "connected", "sessionId": session.session_id})
 
     async def idle(self, writer: SseWriter) -> None:
@@ -79,7 +80,7 @@ class SeedEventStream:
 
     async def notice(self, writer: SseWriter, notice: LoggedNotification) -> None:
         kind = "request" if notice.session is not None and "id" in notice.message else "notification"
-        await writer.event({"type": kind, "data": notice.message}, event_id=f"g-{notice.seq}")
+        await writer.event({"type": kind, "data": notice.message}, event_id=get_event_id(notice.position))
 
     async def closing(self, writer: SseWriter, session: SessionRecord) -> None:
         await writer.event({"type": "closed", "sessionId": session.session_id})

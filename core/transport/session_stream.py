@@ -1,9 +1,10 @@
 """A handshake-era session's standalone GET stream: server-wide notifications, from any container.
 
 Notifications that are not part of a call (`notifications/resources/updated`, list changes) are appended to one
-server-wide event log (`stratus.protocol.notifications`); every open GET stream follows it and relays what its
-session wants (resource updates only for URIs it subscribed to). Event ids are `g-<position in that log>`, so a
-client that reconnects with `Last-Event-ID` gets exactly what it missed, wherever it reconnects. A session holds at
+server-wide event log (`stratus.protocol.notifications`); every open GET stream follows it, and its session's own
+log, and relays what its session wants (resource updates only for URIs it subscribed to). Event ids are
+`g-<position in the shared log>.<position in the session's log>`, so a client that reconnects with `Last-Event-ID`
+gets exactly what it missed, wherever it reconnects. A session holds at
 most one GET stream at a time, claimed in the shared cache: a second one is refused with 409.
 
 Every stream served here (GET streams, their resumptions and a call stream's, `/events`) takes a place among the
@@ -24,7 +25,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from stratus.errors import McpError, StoreUnavailableError, TooManyStreamsError
 from stratus.protocol import versions
-from stratus.protocol.notifications import LoggedNotification, NotificationFollower
+from stratus.protocol.notifications import LoggedNotification, NotificationFollower, Position
 from stratus.resilience.stream_slots import StreamSlots
 from stratus.stores.base import SessionStore
 from stratus.stores.records import SessionRecord
@@ -35,6 +36,13 @@ if TYPE_CHECKING:
     from stratus.stores.base import CacheStore, EventLogStore
 
 GET_STREAM_PREFIX = "g"
+
+
+def get_event_id(position: Position) -> str:
+    """A session stream's event id: `g-<shared>.<own>` (`stratus.protocol.notifications.Position`)."""
+    return f"{GET_STREAM_PREFIX}-{position}"
+
+
 logger = logging.getLogger("stratus.transport")
 
 
@@ -60,7 +68,7 @@ class StreamFraming(Protocol):
     exclusive: bool
     """Whether a session may hold only one such stream at a time."""
 
-    async def open(self, writer: SseWriter, session: SessionRecord, after: int) -> None: ...
+    async def open(self, writer: SseWriter, session: SessionRecord, after: Position) -> None: ...
 
     async def idle(self, writer: SseWriter) -> None: ...
 
@@ -71,7 +79,7 @@ class StreamFraming(Protocol):
 
 
 class McpGetStream:
-    """The MCP GET stream: JSON-RPC notifications with `g-<n>` ids, a priming event at 2025-11-25, keep-alive
+    """The MCP GET stream: JSON-RPC notifications with `g-<n>.<m>` ids, a priming event at 2025-11-25, keep-alive
     comments, one per session."""
 
     exclusive = True
@@ -79,15 +87,15 @@ class McpGetStream:
     def __init__(self, idle_seconds: float = KEEPALIVE_SECONDS) -> None:
         self.idle_seconds = idle_seconds
 
-    async def open(self, writer: SseWriter, session: SessionRecord, after: int) -> None:
+    async def open(self, writer: SseWriter, session: SessionRecord, after: Position) -> None:
         if versions.at_least(session.protocol_version, versions.PRIMING_SINCE):
-            await writer.prime(f"{GET_STREAM_PREFIX}-{after}", RECONNECT_MS)
+            await writer.prime(get_event_id(after), RECONNECT_MS)
 
     async def idle(self, writer: SseWriter) -> None:
         await writer.comment("keep-alive")
 
     async def notice(self, writer: SseWriter, notice: LoggedNotification) -> None:
-        await writer.event(notice.message, event_id=f"{GET_STREAM_PREFIX}-{notice.seq}")
+        await writer.event(notice.message, event_id=get_event_id(notice.position))
 
     async def closing(self, writer: SseWriter, session: SessionRecord) -> None:
         return None  # the stream just ends
@@ -115,7 +123,7 @@ class SessionStreams:
     async def serve(
         self,
         session: SessionRecord,
-        after: int | None,
+        after: Position | None,
         send: Send,
         receive: Receive,
         *,
@@ -136,7 +144,9 @@ class SessionStreams:
             if framing.exclusive and not await self.cache.claim(claim, max_seconds + framing.idle_seconds):
                 return StreamConflictError("Conflict: this session already has its GET stream open")
             try:
-                start = (await NotificationFollower.from_now(self.events)).last if after is None else after
+                start = after
+                if start is None:
+                    start = (await NotificationFollower.from_now(self.events, session_id=session.session_id)).last
 
                 async def relay(writer: SseWriter) -> None:
                     await self._relay(session, start, writer, max_seconds, framing)
@@ -189,7 +199,7 @@ class SessionStreams:
             return None
 
     async def _relay(
-        self, session: SessionRecord, after: int, writer: SseWriter, max_seconds: float, framing: StreamFraming
+        self, session: SessionRecord, after: Position, writer: SseWriter, max_seconds: float, framing: StreamFraming
     ) -> None:
         loop = asyncio.get_running_loop()
         deadline = loop.time() + max_seconds

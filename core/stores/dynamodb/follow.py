@@ -15,7 +15,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 from collections import Counter
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 
 from stratus.errors import StoreUnavailableError
 from stratus.stores.records import StreamEvent
@@ -116,3 +116,16 @@ class SharedPolls:
                 del poll.waiting[seq]
             if not poll.waiting:
                 poll.nudge.set()  # the loop ends now rather than after its pause
+
+    async def wait_any(self, after: Mapping[str, int], within: float) -> dict[str, list[StreamEvent]]:
+        """`wait_after` on several logs at once, each joining its own poll loop: what the first to find events found
+        (with what any other found by then); {} after `within` seconds."""
+        waits = {asyncio.ensure_future(self.wait_after(stream, seq, within)): stream for stream, seq in after.items()}
+        try:
+            done, _ = await asyncio.wait(waits, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            for wait in waits:
+                wait.cancel()
+            await asyncio.gather(*waits, return_exceptions=True)
+        found = {waits[wait]: wait.result() for wait in done}
+        return {stream: events for stream, events in found.items() if events}

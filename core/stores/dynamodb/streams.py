@@ -1,12 +1,15 @@
-"""Stream event logs (numbered items, followed by polling with backoff) and pending server-to-client requests."""
+"""Stream event logs (numbered items, followed by polling with backoff; a server-wide log mirrored) and pending
+server-to-client requests."""
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+from collections.abc import Mapping
 
 from stratus.errors import StoreUnavailableError
 from stratus.stores.dynamodb.follow import SharedPolls
+from stratus.stores.dynamodb.mirrors import MIRRORS, Mirrors, is_server_wide
 from stratus.stores.dynamodb.table import (
     ALL_OLD,
     ConditionFailedError,
@@ -26,12 +29,16 @@ POLL_MAX_SECONDS = 0.25
 
 
 class DynamoEventLogStore:
-    """Events as items under their stream's key, numbered by an atomic counter item."""
+    """Events as items under their stream's key, numbered by an atomic counter item; a server-wide log's events
+    under each of its mirrors' keys instead (`stratus.stores.dynamodb.mirrors`)."""
 
-    def __init__(self, table: DynamoTable, *, max_events: int = 1000, ttl_seconds: float = 3600.0) -> None:
+    def __init__(
+        self, table: DynamoTable, *, max_events: int = 1000, ttl_seconds: float = 3600.0, mirrors: int = MIRRORS
+    ) -> None:
         self.table = table
         self.max_events = max_events
         self.ttl = ttl_seconds
+        self.mirrors = Mirrors(table, mirrors)
         self.polls = SharedPolls(self.read_after, first=POLL_FIRST_SECONDS, most=POLL_MAX_SECONDS)
 
     async def append(self, stream: str, data: str) -> int:
@@ -56,12 +63,15 @@ class DynamoEventLogStore:
             if counter is None or not written_by(counter, token):
                 raise StoreUnavailableError("The state store failed the request; retry shortly") from None
             seq = int(number_of(counter, "seq"))  # this append, resent after it was counted
-        item = {**key, "SK": {"S": f"event#{seq:012d}"}, "data": {"S": data}, "expires": expires}
-        await self.table.call("put_item", Item=item)
+        fields = {"SK": {"S": f"event#{seq:012d}"}, "data": {"S": data}, "expires": expires}
+        if is_server_wide(stream):
+            await self.mirrors.put(stream, fields)
+        else:
+            await self.table.call("put_item", Item={**key, **fields})
         return seq
 
     async def read_after(self, stream: str, seq: int) -> list[StreamEvent]:
-        key = self.table.key("stream", stream)["PK"]
+        key = (self.mirrors.read_key(stream) if is_server_wide(stream) else self.table.key("stream", stream))["PK"]
         response = await self.table.call(
             "query",
             KeyConditionExpression="PK = :pk AND SK BETWEEN :after AND :last",
@@ -80,6 +90,9 @@ class DynamoEventLogStore:
         """DynamoDB cannot push: poll, backing off from POLL_FIRST_SECONDS to POLL_MAX_SECONDS, one poll loop per
         stream in this process however many wait on it (stratus.stores.dynamodb.follow)."""
         return await self.polls.wait_after(stream, seq, within)
+
+    async def wait_any(self, after: Mapping[str, int], within: float) -> dict[str, list[StreamEvent]]:
+        return await self.polls.wait_any(after, within)
 
 
 class DynamoPendingRequestStore:

@@ -31,6 +31,10 @@ ATTEMPTS = 8
 BACKOFF_SECONDS = 0.005
 
 
+BATCH_WRITE_ITEMS = 25
+"""The most puts one BatchWriteItem carries."""
+
+
 THROTTLED = frozenset(
     {"ProvisionedThroughputExceededException", "ThrottlingException", "RequestLimitExceeded", "InternalServerError"}
 )
@@ -169,6 +173,30 @@ class DynamoTable:
         if pending:
             raise StoreUnavailableError("The state store throttled the request; retry shortly")
         return [found.get((key["PK"]["S"], key["SK"]["S"])) for key in keys]
+
+    async def put_many(self, items: Sequence[Item]) -> None:
+        """Plain puts of many items, BATCH_WRITE_ITEMS a request and the requests sent together; the items DynamoDB
+        leaves unprocessed (throttled) are sent again with backoff, up to ATTEMPTS times
+        (https://docs.aws.amazon.com/amazondynamodb/latest/APIReference/API_BatchWriteItem.html)."""
+
+        async def batch(puts: list[Item]) -> None:
+            for attempt in range(ATTEMPTS):
+                self.requests += 1
+                request = {self.table: [{"PutRequest": {"Item": item}} for item in puts]}
+                try:
+                    async with asyncio.timeout(self.timeout * 2 + 1):
+                        response = await self._in_thread(self.client.batch_write_item, RequestItems=request)
+                except (self._client_error, self._transport_error, TimeoutError, OSError) as error:
+                    raise StoreUnavailableError("The state store is unavailable; retry shortly") from error
+                left = response.get("UnprocessedItems", {}).get(self.table, [])
+                puts = [entry["PutRequest"]["Item"] for entry in left]
+                if not puts:
+                    return
+                await back_off(attempt)
+            raise StoreUnavailableError("The state store throttled the request; retry shortly")
+
+        chunks = [list(items[start : start + BATCH_WRITE_ITEMS]) for start in range(0, len(items), BATCH_WRITE_ITEMS)]
+        await asyncio.gather(*(batch(chunk) for chunk in chunks))
 
     def versioned_put(self, item: Item, version: float | None) -> Item:
         """A Put that succeeds only if the item is still at `version` (absent when None)."""

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import time
 from collections import deque
+from collections.abc import Mapping
 
 from stratus.resilience.deadline import Clock
 from stratus.stores.records import StreamEvent
@@ -42,20 +43,29 @@ class MemoryEventLogStore:
         return [event for event in self._live(stream)[1] if event.seq > seq]
 
     async def wait_after(self, stream: str, seq: int, within: float) -> list[StreamEvent]:
-        events = await self.read_after(stream, seq)
-        if events or within <= 0:
-            return events
+        return (await self.wait_any({stream: seq}, within)).get(stream, [])
+
+    async def wait_any(self, after: Mapping[str, int], within: float) -> dict[str, list[StreamEvent]]:
+        found = await self._read_any(after)
+        if found or within <= 0:
+            return found
         waiter = asyncio.get_running_loop().create_future()
-        self._waiters.setdefault(stream, []).append(waiter)
+        for stream in after:
+            self._waiters.setdefault(stream, []).append(waiter)
         try:
             await asyncio.wait_for(waiter, within)
         except TimeoutError:
-            return []
+            return {}
         finally:
-            waiting = self._waiters.get(stream, [])
-            if waiter in waiting:
-                waiting.remove(waiter)
-        return await self.read_after(stream, seq)
+            for stream in after:
+                waiting = self._waiters.get(stream, [])
+                if waiter in waiting:
+                    waiting.remove(waiter)
+        return await self._read_any(after)
+
+    async def _read_any(self, after: Mapping[str, int]) -> dict[str, list[StreamEvent]]:
+        read = {stream: await self.read_after(stream, seq) for stream, seq in after.items()}
+        return {stream: events for stream, events in read.items() if events}
 
 
 class MemoryPendingRequestStore:

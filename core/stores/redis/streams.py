@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import time
+from collections.abc import Mapping
 
 from stratus.resilience.deadline import Clock
 from stratus.stores.records import StreamEvent
@@ -39,40 +40,55 @@ class RedisEventLogStore:
         return int(await self.scripts.run("event_append", keys, args))
 
     async def read_after(self, stream: str, seq: int) -> list[StreamEvent]:
-        rows = await self.scripts.run("event_read", self._keys(stream), [repr(self.clock())])
-        events = []
-        for row in rows:
-            number, _, data = as_text(row).partition("|")
-            if int(number) > seq:
-                events.append(StreamEvent(int(number), data))
-        return events
+        return _after(await self.scripts.run("event_read", self._keys(stream), [repr(self.clock())]), seq)
 
     async def wait_after(self, stream: str, seq: int, within: float) -> list[StreamEvent]:
-        channel = self._keys(stream)[1]
+        return (await self.wait_any({stream: seq}, within)).get(stream, [])
+
+    async def wait_any(self, after: Mapping[str, int], within: float) -> dict[str, list[StreamEvent]]:
+        channels = {self._keys(stream)[1]: stream for stream in after}
         if self.waits.cluster:
             # A cluster's pub/sub routes by the client's map of slots, which only its first command would load.
             await self.waits.command_on(self.waits.client, "initialize")
         subscription = self.waits.client.pubsub(ignore_subscribe_messages=True)
-        # On a cluster: the shard channel, on the primary holding the stream's slot (see RedisScripts.publish).
+        # On a cluster: shard channels, each on the primary holding its stream's slot (see RedisScripts.publish).
         subscribe, receive = ("subscribe", "get_message")
         if self.waits.cluster:
             subscribe, receive = ("ssubscribe", "get_sharded_message")
         try:
-            await self.waits.command_on(subscription, subscribe, channel)
+            await self.waits.command_on(subscription, subscribe, *channels)
             # Read only once subscribed, so an event appended in between is either read here or published.
-            events = await self.read_after(stream, seq)
+            found = await self._read_any(after)
             deadline = asyncio.get_running_loop().time() + within
-            while not events:
+            while not found:
                 left = deadline - asyncio.get_running_loop().time()
                 if left <= 0:
-                    return []
+                    return {}
                 slice_seconds = min(left, max(0.01, self.scripts.timeout / 2))
                 message = await self.waits.command_on(subscription, receive, timeout=slice_seconds, blocking=True)
                 if message is not None:
-                    events = await self.read_after(stream, seq)
-            return events
+                    stream = channels.get(as_text(message.get("channel", b"")))
+                    found = await self._read_any({stream: after[stream]} if stream is not None else after)
+            return found
         finally:
             await subscription.aclose()
+
+    async def _read_any(self, after: Mapping[str, int]) -> dict[str, list[StreamEvent]]:
+        """Several streams read in one round trip (on a cluster, one per node), those with events after theirs."""
+        now = repr(self.clock())
+        rows = await self.scripts.run_many([("event_read", self._keys(stream), [now]) for stream in after])
+        read = {stream: _after(kept, seq) for (stream, seq), kept in zip(after.items(), rows, strict=True)}
+        return {stream: events for stream, events in read.items() if events}
+
+
+def _after(rows: list[object], seq: int) -> list[StreamEvent]:
+    """A stream's kept events (`<seq>|<data>` rows, oldest first) after `seq`."""
+    events = []
+    for row in rows:
+        number, _, data = as_text(row).partition("|")
+        if int(number) > seq:
+            events.append(StreamEvent(int(number), data))
+    return events
 
 
 class RedisPendingRequestStore:

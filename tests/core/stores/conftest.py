@@ -6,6 +6,7 @@ from __future__ import annotations
 import secrets
 from collections.abc import AsyncIterator, Iterator
 from contextlib import contextmanager
+from typing import Any
 
 import pytest
 from moto import mock_aws
@@ -61,3 +62,22 @@ async def backend(request: pytest.FixtureRequest, aws_credentials: None) -> Asyn
         if keys:
             await client.delete(*keys)
         await stores.aclose()  # both pools: the calls' and the long waits'
+
+
+@pytest.fixture
+def table(aws_credentials: None) -> Iterator[tuple[Any, str]]:
+    """A fresh table on moto in process: its client and name."""
+    with mock_aws():
+        client = dynamodb_client(timeout=2.0)
+        name = f"stratus-{secrets.token_hex(4)}"
+        create_table(client, name)
+        yield client, name
+
+
+@pytest.fixture
+def server_table(moto_server: str, aws_credentials: None, monkeypatch: pytest.MonkeyPatch) -> str:
+    """A fresh table on moto's server, which every client made in the test reaches: its name."""
+    monkeypatch.setenv("AWS_ENDPOINT_URL_DYNAMODB", moto_server)
+    name = f"stratus-{secrets.token_hex(4)}"
+    create_table(dynamodb_client(timeout=30.0), name)
+    return name

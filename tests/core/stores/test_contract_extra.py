@@ -57,6 +57,32 @@ async def test_following_a_quiet_stream_ends_empty_at_the_deadline(backend: Back
         assert [event.data for event in await backend.stores.events.wait_after("s", 0, within=0.05)] == ["old"]
 
 
+async def test_a_wait_on_several_streams_is_woken_by_an_append_to_any_of_them(backend: Backend) -> None:
+    events = backend.stores.events
+    await events.append("*/shared", "seen")
+    woken: list[dict[str, list[tuple[int, str]]]] = []
+
+    async def follow() -> None:
+        found = await events.wait_any({"*/shared": 1, "session-1/own": 0}, within=30)
+        woken.append({stream: [(event.seq, event.data) for event in got] for stream, got in found.items()})
+
+    with anyio.fail_after(5):
+        async with anyio.create_task_group() as group:
+            group.start_soon(follow)
+            await anyio.wait_all_tasks_blocked()
+            await events.append("session-2/own", "not watched")
+            await events.append("session-1/own", "new")
+        assert woken == [{"session-1/own": [(1, "new")]}]  # only the streams with events
+        assert await events.wait_any({"*/shared": 1, "session-1/own": 1}, within=0.05) == {}
+        found = await events.wait_any({"*/shared": 0, "session-1/own": 0}, within=0.05)
+    # As soon as any has events: each stream found carries all of its own (a polling backend may return the first).
+    assert found
+    assert {stream: [event.data for event in got] for stream, got in found.items()}.items() <= {
+        "*/shared": ["seen"],
+        "session-1/own": ["new"],
+    }.items()
+
+
 async def test_a_reply_delivered_once_reaches_the_waiter(backend: Backend) -> None:
     pending = backend.stores.pending
     await pending.open("session-1/req-9", ttl_seconds=30)

@@ -6,13 +6,11 @@ from __future__ import annotations
 import asyncio
 import secrets
 import threading
-from collections.abc import Iterator
 from typing import Any
 
 import httpx
 import pytest
 from botocore.stub import Stubber
-from moto import mock_aws
 
 from stratus import McpServer, Settings
 from stratus.errors import StoreBusyError, StoreUnavailableError
@@ -26,15 +24,6 @@ from stratus.transport.app import build_app
 from tests.fixtures.wire import McpHttp
 
 pytestmark = pytest.mark.anyio
-
-
-@pytest.fixture
-def table(aws_credentials: None) -> Iterator[tuple[Any, str]]:
-    with mock_aws():
-        client = dynamodb_client(timeout=2.0)
-        name = f"stratus-{secrets.token_hex(4)}"
-        create_table(client, name)
-        yield client, name
 
 
 def limited_server() -> McpServer:

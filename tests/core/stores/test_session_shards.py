@@ -8,14 +8,12 @@ import asyncio
 import os
 import secrets
 from collections import Counter
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
 
 from stratus.errors import TooManySessionsError
 from stratus.stores.dynamodb.client import dynamodb_client
-from stratus.stores.dynamodb.schema import create_table
 from stratus.stores.dynamodb.sessions import DynamoSessionStore
 from stratus.stores.dynamodb.shards import SHARDS
 from stratus.stores.dynamodb.table import DynamoTable
@@ -80,11 +78,9 @@ def _pk(write: dict[str, Any]) -> str:
 
 
 @pytest.fixture
-def table(moto_server: str, aws_credentials: None, monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
-    monkeypatch.setenv("AWS_ENDPOINT_URL_DYNAMODB", moto_server)
-    name = f"scale-{secrets.token_hex(4)}"
-    create_table(dynamodb_client(timeout=30.0), name)
-    yield name
+def table(server_table: str) -> str:
+    """This module's containers meet on moto's server."""
+    return server_table
 
 
 def views(table: str, prefix: str, wire: Wire, *, limit: int = 0) -> list[DynamoSessionStore]:

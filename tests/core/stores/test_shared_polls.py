@@ -4,16 +4,13 @@ many waiters cost the reads of one, and what another container (store view) publ
 from __future__ import annotations
 
 import asyncio
-import secrets
 from collections import Counter
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
 
 from stratus.protocol.notifications import NOTIFICATIONS
 from stratus.stores.dynamodb.client import dynamodb_client
-from stratus.stores.dynamodb.schema import create_table
 from stratus.stores.dynamodb.streams import DynamoEventLogStore
 from stratus.stores.dynamodb.table import DynamoTable
 
@@ -22,11 +19,9 @@ WAITERS = 50
 
 
 @pytest.fixture
-def table(moto_server: str, aws_credentials: None, monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
-    monkeypatch.setenv("AWS_ENDPOINT_URL_DYNAMODB", moto_server)
-    name = f"polls-{secrets.token_hex(4)}"
-    create_table(dynamodb_client(timeout=30.0), name)
-    yield name
+def table(server_table: str) -> str:
+    """This module's containers meet on moto's server."""
+    return server_table
 
 
 def view(table: str, queries: Counter[str] | None = None, *, third: asyncio.Event | None = None) -> DynamoEventLogStore:
