@@ -127,10 +127,12 @@ async def test_racing_creates_from_eight_containers_spread_their_writes_and_hold
     assert wire.operations["TransactWriteItems"] <= CREATES * 2, wire.operations
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(
     not SLOW_TESTS,
     reason="2,000 creates under a limit take several minutes on moto's server, which copies the whole table for "
-    "every transaction item (docs/scale.md, bench/moto_transactions.py); STRATUS_SLOW_TESTS=1 runs it",
+    "every transaction item (docs/scale.md, bench/moto_transactions.py); STRATUS_SLOW_TESTS=1 runs it, as `make test` "
+    "does in the background",
 )
 async def test_two_thousand_racing_creates_from_eight_containers_hold_the_limit(table: str) -> None:
     """The Must-show's 2,000 creates under a limit: the same bounds as the 400 above, at five times the creates."""
