@@ -141,7 +141,8 @@ def _over_limit_body(max_connections: int) -> bytes:
 
 
 def serve(app: ASGIApp, settings: Settings, *, host: str, port: int, **options: Any) -> None:
-    """Run `app` under uvicorn until it is stopped, redacted and guarded as above; `options` go to uvicorn."""
+    """Run `app` under uvicorn until it is stopped, redacted and guarded as above; `options` go to uvicorn.
+    No WebSocket protocol is loaded (Stratus serves none): an upgrade request is answered as plain HTTP."""
     limit = settings.serve_max_connections
     uvicorn.run(
         app,
@@ -150,5 +151,6 @@ def serve(app: ASGIApp, settings: Settings, *, host: str, port: int, **options: 
         log_level=settings.log_level.lower(),
         log_config=log_config(),
         http=guarded_protocol(settings.serve_header_timeout_seconds, limit),
+        ws="none",
         **options,
     )
