@@ -28,8 +28,9 @@ def _defer_package_init() -> None:
     package: ModuleType = importlib.util.module_from_spec(spec)
 
     def complete(name: str) -> Any:
-        # PEP 562: called only for a name the package lacks. Once run, the real `__init__` defines every name.
-        del package.__getattr__
+        # PEP 562: called only for a name the package lacks. Once run, the real `__init__` defines every name (run
+        # twice, by two threads reading the package at once, it only binds the same names again).
+        vars(package).pop("__getattr__", None)
         loader.exec_module(package)
         return getattr(package, name)
 
