@@ -15,16 +15,22 @@ Two things uvicorn does not do by itself:
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import copy
 import logging
 import re
+import sys
 from typing import Any
 
-import uvicorn
-from uvicorn.config import LOGGING_CONFIG
-from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol, RequestResponseCycle
-
 from stratus import Settings
+from stratus.handlers.uvicorn_core import (
+    LOGGING_CONFIG,
+    STARTUP_FAILURE,
+    Config,
+    HttpToolsProtocol,
+    RequestResponseCycle,
+    Server,
+)
 from stratus.transport.asgi import ASGIApp, Receive, Scope, Send
 from stratus.transport.endpoint import REST_PREFIXES
 
@@ -141,14 +147,22 @@ def _over_limit_body(max_connections: int) -> bytes:
 
 
 def serve(app: ASGIApp, settings: Settings, *, host: str, port: int, **options: Any) -> None:
-    """Run `app` under uvicorn until it is stopped, redacted and guarded as above; `options` go to uvicorn."""
+    """Run `app` under uvicorn until it is stopped, redacted and guarded as above; `options` go to uvicorn's
+    `Config`. As `uvicorn.run` does for one process, a server that could not start exits with uvicorn's status 3.
+    No WebSocket protocol is loaded (Stratus serves none): an upgrade request is answered as plain HTTP."""
     limit = settings.serve_max_connections
-    uvicorn.run(
+    config = Config(
         app,
         host=host,
         port=port,
         log_level=settings.log_level.lower(),
         log_config=log_config(),
         http=guarded_protocol(settings.serve_header_timeout_seconds, limit),
+        ws="none",
         **options,
     )
+    server = Server(config)
+    with contextlib.suppress(KeyboardInterrupt):  # uvicorn re-raises the SIGINT it stopped on
+        server.run()
+    if not server.started:
+        sys.exit(STARTUP_FAILURE)

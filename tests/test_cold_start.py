@@ -119,3 +119,22 @@ def test_a_shared_store_client_is_imported_only_when_a_request_needs_the_store()
         env={"PATH": "", **settings},
     )
     assert json.loads(completed.stdout) == [200, False, 200, True]
+
+
+def test_the_streaming_entry_loads_no_command_line_and_uvicorn_still_works_as_documented() -> None:
+    """The streaming function runs uvicorn's `Config` under its `Server`: uvicorn's command line (click, the
+    reloader, the multiprocess supervisor) is not loaded, not even by what the server loads as it starts (the
+    lifespan, the protocols), and code that imports uvicorn afterwards gets all of it."""
+    probe = (
+        "import json, sys; import stratus.handlers.streaming; "
+        "from stratus.handlers.uvicorn_core import Config; "
+        "Config(lambda scope, receive, send: None, lifespan='on', ws='none').load(); "
+        "cli = [name for name in ('click', 'uvicorn.main', 'uvicorn.supervisors', 'multiprocessing') "
+        "if name in sys.modules]; "
+        "import uvicorn; from uvicorn import Server, run; "
+        "print(json.dumps([cli, Server.__module__, run.__module__, uvicorn.main.name, 'click' in sys.modules]))"
+    )
+    completed = subprocess.run(
+        [sys.executable, "-c", probe], capture_output=True, text=True, timeout=60, check=True, env={"PATH": ""}
+    )
+    assert json.loads(completed.stdout) == [[], "uvicorn.server", "uvicorn.main", "main", True]

@@ -182,3 +182,17 @@ def test_a_body_nobody_reads_is_not_waited_for_after_the_answer(guarded_url: str
         connection.sendall(head + b"x")
         assert _read_until_closed(connection).startswith(b"HTTP/1.1 405 ")
         assert time.monotonic() - started < CUT_WITHIN_SECONDS
+
+
+def test_a_websocket_upgrade_request_is_answered_as_plain_http(guarded_url: str) -> None:
+    """Stratus serves no WebSocket, so the server loads no WebSocket library (about 15 ms of a cold start where one
+    is installed, e.g. for a gateway's ws:// upstreams): an upgrade request is answered like any other request,
+    whatever is installed."""
+    upgrade = {
+        "connection": "Upgrade",
+        "upgrade": "websocket",
+        "sec-websocket-version": "13",
+        "sec-websocket-key": "dGhlIHNhbXBsZSBub25jZQ==",
+    }
+    answer = httpx.get(f"{guarded_url}/health/live", headers=upgrade, timeout=CUT_WITHIN_SECONDS)
+    assert answer.status_code == 200
