@@ -41,7 +41,7 @@ conformance: $(VENV)/.installed  ## the official MCP conformance suite: one proc
 template:  ## sam validate --lint, and cfn-lint on the SAM-translated template (tools pinned in their own venv)
 	bash scripts/lint-template
 
-test: check template slow-start conformance bench-smoke slow-finish unit  ## everything CI runs (pytest last: its summary is the closing line)
+test: slow-start check template conformance bench-smoke slow-finish unit  ## everything CI runs (pytest last: its summary is the closing line)
 
 # The tests marked `slow` (minutes of moto's server) run beside the conformance runs at the lowest CPU priority, so
 # they add little to `make test`'s time; `slow-finish` waits for them (at most an hour) and fails if they failed.
