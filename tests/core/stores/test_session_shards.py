@@ -29,8 +29,10 @@ WIDE_CREATES = 2_000
 WIDE_SHARE = 2 * WIDE_CREATES // SHARDS
 """Twice its even share of 2,000 creates (about 31 each) bounds the busiest roster partition."""
 LIMIT = 320
-WIDE_LIMIT = 1_600
-"""The 400 creates' proportion (320 of 400) at 2,000 creates."""
+WIDE_LIMIT = 1_900
+"""100 of the 2,000 refused: fewer than the 400 creates' proportion (320 of 400) would refuse, since on moto's server
+each refusal (a cancelled transaction, the counts read, up to three more transactions on a table of about 3,800
+items) costs about as much as 20 admitted creates, and this test runs in CI."""
 SLOW_TESTS = os.environ.get("STRATUS_SLOW_TESTS") == "1"
 IN_FLIGHT = 2
 WRITE_SHARE = 5 * CREATES // SHARDS  # four times (25) was once exceeded: 28
