@@ -146,10 +146,8 @@ class NotificationFollower:
     async def from_now(cls, events: EventLogStore, *, session_id: str | None = None) -> NotificationFollower:
         """A follower of what is published from now on."""
         logs = [NOTIFICATIONS] if session_id is None else [NOTIFICATIONS, session_log(session_id)]
-        shared, *own = await asyncio.gather(*(events.read_after(log, 0) for log in logs))
-        mine = own[0] if own else []
-        after = Position(shared[-1].seq if shared else 0, mine[-1].seq if mine else 0)
-        return cls(events, after, session_id=session_id)
+        kept = await asyncio.gather(*(events.read_after(log, 0) for log in logs))
+        return cls(events, Position(*(log[-1].seq if log else 0 for log in kept)), session_id=session_id)
 
     async def next(self, within: float) -> list[LoggedNotification]:
         """The notices after the last ones returned, waiting at most `within` seconds for one; [] if none came."""

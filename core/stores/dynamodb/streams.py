@@ -71,7 +71,8 @@ class DynamoEventLogStore:
         return seq
 
     async def read_after(self, stream: str, seq: int) -> list[StreamEvent]:
-        key = (self.mirrors.read_key(stream) if is_server_wide(stream) else self.table.key("stream", stream))["PK"]
+        log = self.mirrors.read_key(stream) if is_server_wide(stream) else self.table.key("stream", stream)
+        key = log["PK"]
         response = await self.table.call(
             "query",
             KeyConditionExpression="PK = :pk AND SK BETWEEN :after AND :last",
