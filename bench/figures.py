@@ -342,7 +342,7 @@ FIGURES: tuple[Figure, ...] = (
 
 STREAMING_COLUMNS = ("stratus", "floor", "sdk", "fastmcp")
 """The streaming table's subjects: those with an app uvicorn can serve (the floor there is Starlette + uvicorn)."""
-PYTHON_COLUMNS = ("stratus", "awslabs", "mangum")
+PYTHON_COLUMNS = ("stratus", "awslabs", "adapter")
 WARM_AWSLABS_TARGET = 1.2
 """Issue 20: the buffered warm tools/call at most 1.2x the awslabs handler's instructions, on every Python."""
 
@@ -466,16 +466,16 @@ def _per_python(version: str, key: str, scale: float = 1.0) -> Callable[[Results
     return measure
 
 
-def _beyond_mangum(version: str) -> Callable[[Results], Values | None]:
-    """Stratus's instructions per call less Mangum's own (its cycle around an app doing nothing), beside awslabs's:
-    the work that is Stratus's, against a handler with no ASGI layer."""
+def _beyond_adapter(version: str) -> Callable[[Results], Values | None]:
+    """Stratus's instructions per call less the adapter's own (bench/adapter_floor_app.py: around an app doing
+    nothing), beside awslabs's: the work that is Stratus's, against a handler with no ASGI layer."""
 
     def measure(results: Results) -> Values | None:
         measured = results.per_python.get(version, {})
         if not all("instructions" in measured.get(subject, {}) for subject in PYTHON_COLUMNS):
             return None
-        stratus, mangum = measured["stratus"]["instructions"], measured["mangum"]["instructions"]
-        return {"stratus": (stratus - mangum) / 1e3, "awslabs": measured["awslabs"]["instructions"] / 1e3}
+        stratus, adapter = measured["stratus"]["instructions"], measured["adapter"]["instructions"]
+        return {"stratus": (stratus - adapter) / 1e3, "awslabs": measured["awslabs"]["instructions"] / 1e3}
 
     return measure
 
@@ -493,7 +493,7 @@ def python_figures(versions: Sequence[str]) -> tuple[Figure, ...]:
             for v in versions
         ),
         *(
-            Figure(f"Python {v}: k instructions per call beyond Mangum alone", _beyond_mangum(v), digits=0)
+            Figure(f"Python {v}: k instructions per call beyond the adapter alone", _beyond_adapter(v), digits=0)
             for v in versions
         ),
         *(Figure(f"Python {v}: median, us", _per_python(v, "median_us")) for v in versions),

@@ -13,7 +13,7 @@ LABELS = {
     "sdk": "SDK",
     "fastmcp": "FastMCP",
     "rmsl": "run-mcp-servers",
-    "mangum": "Mangum alone",
+    "adapter": "adapter alone",
 }
 
 

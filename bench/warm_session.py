@@ -9,7 +9,7 @@ call. With `--profile-warm BATCHES` that many batches of 1000 calls run under a 
 (profile_warm.py), each batch's events parsed with the sampler stopped.
 
 SUBJECT is `stratus` (examples/add.py, memory store), `awslabs` (awslabs_app.py, no session store: its default) or
-`mangum` (mangum_floor_app.py: Mangum around an app that does no MCP work, the adapter's own share).
+`adapter` (adapter_floor_app.py: the Lambda adapter around an app that does no MCP work, its own share).
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ from typing import Any
 import wire
 
 Handler = Callable[[dict[str, Any], Any], dict[str, Any]]
-MODULES = {"stratus": "examples.add", "awslabs": "awslabs_app", "mangum": "mangum_floor_app"}
+MODULES = {"stratus": "examples.add", "awslabs": "awslabs_app", "adapter": "adapter_floor_app"}
 WARMUP = 200
 PROFILE_BATCH = 1000
 

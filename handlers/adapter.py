@@ -9,9 +9,8 @@ import secrets
 import warnings
 from typing import Any
 
-from mangum import Mangum
-
 from stratus import McpServer, Settings, build_app
+from stratus.handlers.lambda_cycle import App, invoke
 from stratus.handlers.tasks import task_launcher
 from stratus.handlers.telemetry import build_telemetry
 from stratus.pipeline.current import lambda_request_id
@@ -28,14 +27,14 @@ def _tolerate_null_headers(event: dict[str, Any]) -> dict[str, Any]:
     return event
 
 
-def _answer(asgi: Mangum, event: Any, context: Any) -> dict[str, Any]:
+def _answer(app: App, event: Any, context: Any) -> dict[str, Any]:
     """Mangum's answer to the event; a 400 for an event it cannot read as an HTTP request (a malformed or foreign
     payload invoking the function directly). The app itself never raises (the endpoint answers every error), so
     anything raised here comes from reading the event; it is logged with a reference, never with the event."""
     if not isinstance(event, dict):
         return _not_an_http_event(TypeError("the event is not an object"))
     try:
-        answer: dict[str, Any] = asgi(_tolerate_null_headers(event), context)
+        answer = invoke(app, _tolerate_null_headers(event), context)
     except (LookupError, TypeError, ValueError, AttributeError, RuntimeError) as error:  # Mangum reading the event
         return _not_an_http_event(error)
     return answer
@@ -71,7 +70,6 @@ def make_handler(server: McpServer, settings: Settings | None = None) -> LambdaH
     _ensure_event_loop()
     metrics, flush = build_telemetry(settings, server.name)
     app = build_app(server, settings, metrics=metrics, task_launcher=task_launcher(settings))
-    asgi = Mangum(app, lifespan="off")
     cold = [True]
 
     def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
@@ -80,7 +78,7 @@ def make_handler(server: McpServer, settings: Settings | None = None) -> LambdaH
             if cold[0]:
                 cold[0] = False
                 metrics.count("cold_start")
-            return _answer(asgi, event, context)
+            return _answer(app, event, context)
         finally:
             flush()
             lambda_request_id.reset(token)
