@@ -19,23 +19,15 @@ LambdaHandler = Any
 logger = logging.getLogger("stratus.lambda")
 
 
-def _tolerate_null_headers(event: dict[str, Any]) -> dict[str, Any]:
-    # API Gateway sends "headers": null for requests without headers (console tests, some clients); Mangum's
-    # HTTP API handler expects a map.
-    if event.get("headers") is None:
-        return {**event, "headers": {}}
-    return event
-
-
 def _answer(app: App, event: Any, context: Any) -> dict[str, Any]:
-    """Mangum's answer to the event; a 400 for an event it cannot read as an HTTP request (a malformed or foreign
-    payload invoking the function directly). The app itself never raises (the endpoint answers every error), so
+    """The front door's answer to the event; a 400 for an event it cannot read as an HTTP request (a malformed or
+    foreign payload invoking the function directly). The app itself never raises (the endpoint answers every error), so
     anything raised here comes from reading the event; it is logged with a reference, never with the event."""
     if not isinstance(event, dict):
         return _not_an_http_event(TypeError("the event is not an object"))
     try:
-        answer = invoke(app, _tolerate_null_headers(event), context)
-    except (LookupError, TypeError, ValueError, AttributeError, RuntimeError) as error:  # Mangum reading the event
+        answer = invoke(app, event, context)
+    except (LookupError, TypeError, ValueError, AttributeError, RuntimeError) as error:  # reading the event
         return _not_an_http_event(error)
     return answer
 

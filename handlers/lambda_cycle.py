@@ -20,6 +20,7 @@ from mangum.adapter import DEFAULT_TEXT_MIME_TYPES, HANDLERS
 from mangum.handlers import HTTPGateway
 from mangum.types import LambdaConfig, LambdaHandler
 
+from stratus.handlers.http_api_event import HttpApiEvent, is_payload_2
 from stratus.transport.asgi import Message, Receive, Scope, Send
 
 App = Callable[[Scope, Receive, Send], Awaitable[None]]
@@ -44,8 +45,10 @@ class _HttpApi(HTTPGateway):
 _SHAPES: tuple[type[LambdaHandler], ...] = tuple(_HttpApi if shape is HTTPGateway else shape for shape in HANDLERS)
 
 
-def reader(event: dict[str, Any], context: Any) -> LambdaHandler:
-    """Mangum's handler for the event's front door; RuntimeError when the event comes from none of them."""
+def mangum_reader(event: dict[str, Any], context: Any) -> LambdaHandler:
+    """Mangum's handler for the event's front door; RuntimeError when the event comes from none."""
+    if event.get("headers", {}) is None:  # "headers": null (console tests, some clients); Mangum expects a map
+        event = {**event, "headers": {}}
     for shape in _SHAPES:
         if shape.infer(event, context, CONFIG):
             return shape(event, context, CONFIG)
@@ -99,7 +102,7 @@ class Cycle:
 
 def invoke(app: App, event: dict[str, Any], context: Any) -> dict[str, Any]:
     """The front door's answer to `event`, the app run on the container's event loop."""
-    handler = reader(event, context)
+    handler = HttpApiEvent(event, context) if is_payload_2(event) else mangum_reader(event, context)
     cycle = Cycle(handler.body)
     asyncio.get_event_loop().run_until_complete(cycle.run(app, handler.scope))
     return handler({"status": cycle.status, "headers": cycle.headers, "body": b"".join(cycle.chunks)})

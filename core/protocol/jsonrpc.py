@@ -10,6 +10,7 @@ import json
 from typing import Any, NamedTuple
 
 from stratus.errors import InvalidRequestError, McpError, ParseError
+from stratus.json_text import compact
 
 RequestId = str | int
 JsonObject = dict[str, Any]
@@ -56,13 +57,11 @@ def decode(body: bytes) -> Any:
 
 
 _DECODER = json.JSONDecoder()
-COMPACT = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False)
-"""The compact encoder, built once: `json.dumps` with any option builds a new encoder on every call."""
 
 
 def encode(payload: Any) -> bytes:
     """Encode a response payload compactly."""
-    return COMPACT.encode(payload).encode()
+    return compact(payload).encode()
 
 
 def _valid_id(value: Any) -> bool:

@@ -23,29 +23,29 @@ def request_context(
     for the parser)."""
     context: Any = None
     event = scope.get("aws.event")
-    if isinstance(event, Mapping):
+    if isinstance(event, dict):  # the Lambda event, and everything in it, is parsed JSON: dicts, not other Mappings
         context = event.get("requestContext")
     elif trust_header and REQUEST_CONTEXT_HEADER in headers:
         try:
             context = json.loads(headers[REQUEST_CONTEXT_HEADER])
         except (ValueError, RecursionError):
             context = None
-    return dict(context) if isinstance(context, Mapping) else None
+    return dict(context) if isinstance(context, dict) else None
 
 
 def authorizer_claims(context: Mapping[str, Any] | None) -> dict[str, Any] | None:
     """Claims from a request context's `authorizer`: HTTP API JWT authorizers (`jwt.claims`), REST Cognito
     authorizers (`claims`) and Lambda authorizers (`lambda`, or the context keys themselves)."""
     authorizer = context.get("authorizer") if context is not None else None
-    if not isinstance(authorizer, Mapping):
+    if not isinstance(authorizer, dict):
         return None
     jwt = authorizer.get("jwt")
     for nested in (
-        jwt.get("claims") if isinstance(jwt, Mapping) else None,
+        jwt.get("claims") if isinstance(jwt, dict) else None,
         authorizer.get("claims"),
         authorizer.get("lambda"),
     ):
-        if isinstance(nested, Mapping):
+        if isinstance(nested, dict):
             return dict(nested)
     flat = {key: value for key, value in authorizer.items() if key not in ("integrationLatency", "principalId")}
     if "principalId" in authorizer and "sub" not in flat:

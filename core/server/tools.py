@@ -6,7 +6,6 @@ import collections.abc
 import copy
 import dataclasses
 import inspect
-import json
 import logging
 import secrets
 import sys
@@ -15,6 +14,7 @@ import typing
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, get_args, get_origin
 
+from stratus.json_text import compact
 from stratus.server import scalar_params
 from stratus.server.content import CONTENT_TYPES, ToolResult, to_content_list
 from stratus.server.context import Context
@@ -25,8 +25,6 @@ if TYPE_CHECKING:
     from pydantic import TypeAdapter
 
 logger = logging.getLogger("stratus.tool")
-_COMPACT = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False)
-"""Built once: `json.dumps` with any option builds a new encoder on every call."""
 
 JsonObject = dict[str, Any]
 
@@ -216,7 +214,7 @@ class Tool:
             structured = self._adapter().dump_python(value, mode="json")
         if self._wrapped:
             structured = {"result": structured}
-        text = _COMPACT.encode(structured)
+        text = compact(structured)
         return {"content": [{"type": "text", "text": text}], "structuredContent": structured}
 
 

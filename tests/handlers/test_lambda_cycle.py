@@ -46,13 +46,15 @@ def echo(headers: list[tuple[bytes, bytes]], body: bytes, *, status: int = 200, 
     return app
 
 
-def both(app: Any, shape: str, *, extra: dict[str, str] | None = None) -> tuple[Any, Any, dict[str, Any]]:
+def both(
+    app: Any, shape: str, *, extra: dict[str, str] | None = None, base64_body: bool = False
+) -> tuple[Any, Any, dict[str, Any]]:
     """Mangum's answer and ours to the same event, and what the app saw from ours."""
     request = {"jsonrpc": "2.0", "id": 1, "method": "ping"}
     context: Any = LambdaContext()
-    theirs = Mangum(app, lifespan="off")(event(shape, request, extra or {}), context)
+    theirs = Mangum(app, lifespan="off")(event(shape, request, extra or {}, base64_body=base64_body), context)
     their_view = dict(app.seen)
-    ours = invoke(app, event(shape, request, extra or {}), context)
+    ours = invoke(app, event(shape, request, extra or {}, base64_body=base64_body), context)
     assert app.seen == their_view  # the same scope and body message
     return theirs, ours, app.seen
 
@@ -89,6 +91,15 @@ def test_a_binary_answer_is_base64_as_mangum_encodes_it(shape: str) -> None:
     theirs, ours, _ = both(echo([(b"content-type", b"application/octet-stream")], bytes(range(256))), shape)
     assert ours == theirs
     assert ours["isBase64Encoded"] is True and base64.b64decode(ours["body"]) == bytes(range(256))
+
+
+@pytest.mark.parametrize("shape", SHAPES)
+def test_a_base64_request_and_a_host_with_its_port_reach_the_app_as_mangum_gives_them(shape: str) -> None:
+    app = echo([(b"content-type", b"application/json")], b"{}")
+    theirs, ours, seen = both(app, shape, extra={"host": "mcp.example.com:8443"}, base64_body=True)
+    assert ours == theirs
+    assert seen["request"]["body"] == b'{"jsonrpc": "2.0", "id": 1, "method": "ping"}'
+    assert seen["scope"]["server"] == ("mcp.example.com", 8443)
 
 
 def test_an_http_api_request_reaches_the_app_with_its_headers_cookies_and_query() -> None:
