@@ -95,9 +95,10 @@ def _encode(body: bytes, content_type: str) -> tuple[str, bool]:
     """The body as the answer carries it, and whether that is base64."""
     if not body:
         return "", False
-    if any(text in content_type for text in TEXT_TYPES):
-        try:
-            return body.decode(), False
-        except UnicodeDecodeError:
-            pass
+    for text in TEXT_TYPES:
+        if text in content_type:
+            try:
+                return body.decode(), False
+            except UnicodeDecodeError:
+                break
     return base64.b64encode(body).decode(), True
