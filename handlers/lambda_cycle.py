@@ -1,11 +1,12 @@
-"""One Lambda invocation as one ASGI request: Mangum reads the event and writes the answer, Stratus runs the cycle.
+"""One Lambda invocation as one ASGI request: the event read as a scope and a body, the app run on the container's
+event loop, its buffered response written as the answer the front door expects.
 
-Mangum knows the events of every AWS front door (API Gateway's REST and HTTP APIs, Function URLs, ALB): its
-handler classes turn an event into an ASGI scope and body, and a buffered response into the answer the front door
-expects. Between the two, `Mangum.__call__` runs the app through an `asyncio.Queue`, an `ExitStack`, a logged
-access line and a lookup of the event's shape that every invocation repeats, and HTTP API's handler builds its
-scope twice. None of that is needed to run an app that reads one body and sends one buffered answer, so `Cycle`
-does it directly: about a tenth of a warm tools/call's instructions (docs/benchmarks.md).
+Payload 2.0 (the HTTP API and Function URLs, the buffered function's front doors) is read and answered by
+`http_api_event`; every other shape (the REST API, ALB, Lambda@Edge) by Mangum's event handlers. Between reading and
+answering, `Mangum.__call__` would run the app through an `asyncio.Queue`, an `ExitStack`, an INFO access line and
+a lookup of the event's shape repeated on every invocation, and its HTTP API handler builds the scope twice. None of
+that is needed for an app that reads one body and sends one buffered answer, so `Cycle` runs it directly: together
+with `http_api_event`, about a sixth of a warm tools/call's instructions (docs/benchmarks.md).
 """
 
 from __future__ import annotations
@@ -13,46 +14,19 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Awaitable, Callable
-from functools import cached_property
-from typing import Any
-
-from mangum.adapter import DEFAULT_TEXT_MIME_TYPES, HANDLERS
-from mangum.handlers import HTTPGateway
-from mangum.types import LambdaConfig, LambdaHandler
+from typing import TYPE_CHECKING, Any
 
 from stratus.handlers.http_api_event import HttpApiEvent, is_payload_2
 from stratus.transport.asgi import Message, Receive, Scope, Send
+
+if TYPE_CHECKING:
+    from mangum.types import LambdaHandler
 
 App = Callable[[Scope, Receive, Send], Awaitable[None]]
 
 logger = logging.getLogger("stratus.lambda")
 
-CONFIG = LambdaConfig(api_gateway_base_path="/", text_mime_types=[*DEFAULT_TEXT_MIME_TYPES], exclude_headers=[])
-"""Mangum's defaults: no base path to strip (the app sees the path the front door gives it), its text types."""
-
 _INTERNAL_ERROR = (500, [(b"content-type", b"application/json")], b'{"error":"Internal Server Error"}')
-
-
-class _HttpApi(HTTPGateway):
-    """HTTP API and Function URL events, the scope built once (Mangum's `__call__` reads it again for the
-    payload version)."""
-
-    @cached_property
-    def scope(self) -> Scope:
-        return super().scope
-
-
-_SHAPES: tuple[type[LambdaHandler], ...] = tuple(_HttpApi if shape is HTTPGateway else shape for shape in HANDLERS)
-
-
-def mangum_reader(event: dict[str, Any], context: Any) -> LambdaHandler:
-    """Mangum's handler for the event's front door; RuntimeError when the event comes from none."""
-    if event.get("headers", {}) is None:  # "headers": null (console tests, some clients); Mangum expects a map
-        event = {**event, "headers": {}}
-    for shape in _SHAPES:
-        if shape.infer(event, context, CONFIG):
-            return shape(event, context, CONFIG)
-    raise RuntimeError("not an event from API Gateway, a Function URL or ALB")
 
 
 class Cycle:
@@ -100,9 +74,17 @@ class Cycle:
                 self.chunks = [body]
 
 
+def _other_reader(event: dict[str, Any], context: Any) -> LambdaHandler:
+    # Mangum is imported when a shape other than payload 2.0 first arrives: the buffered function's own front
+    # doors never load it, and so their cold starts skip its import.
+    from stratus.handlers.mangum_events import reader
+
+    return reader(event, context)
+
+
 def invoke(app: App, event: dict[str, Any], context: Any) -> dict[str, Any]:
     """The front door's answer to `event`, the app run on the container's event loop."""
-    handler = HttpApiEvent(event, context) if is_payload_2(event) else mangum_reader(event, context)
+    handler = HttpApiEvent(event, context) if is_payload_2(event) else _other_reader(event, context)
     cycle = Cycle(handler.body)
     asyncio.get_event_loop().run_until_complete(cycle.run(app, handler.scope))
     return handler({"status": cycle.status, "headers": cycle.headers, "body": b"".join(cycle.chunks)})

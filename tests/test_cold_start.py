@@ -138,3 +138,21 @@ def test_the_streaming_entry_loads_no_command_line_and_uvicorn_still_works_as_do
         [sys.executable, "-c", probe], capture_output=True, text=True, timeout=60, check=True, env={"PATH": ""}
     )
     assert json.loads(completed.stdout) == [[], "uvicorn.server", "uvicorn.main", "main", True]
+
+
+def test_mangum_is_imported_only_when_an_event_other_than_payload_2_arrives() -> None:
+    """The buffered function's front doors (the HTTP API, a Function URL) send payload 2.0, which Stratus reads
+    itself; a REST API event still gets Mangum, then."""
+    probe = (
+        "import json, sys; sys.path.insert(0, 'bench'); import wire, examples.add; "
+        "seen = []; seen.append(examples.add.handler(wire.STATELESS_CALL_EVENT, None)['statusCode']); "
+        "seen.append('mangum' in sys.modules); "
+        "rest = json.load(open('tests/events/rest_api_v1.json')); rest['body'] = wire.STATELESS_CALL_BODY; "
+        "rest['headers'].update(wire.STATELESS_HEADERS); rest['multiValueHeaders'] = {}; "
+        "seen.append(examples.add.handler(rest, None)['statusCode']); seen.append('mangum' in sys.modules); "
+        "print(json.dumps(seen))"
+    )
+    completed = subprocess.run(
+        [sys.executable, "-c", probe], capture_output=True, text=True, timeout=60, check=True, env={"PATH": ""}
+    )
+    assert json.loads(completed.stdout) == [200, False, 200, True]

@@ -21,6 +21,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     (
         "stratus.errors",
         "stratus.version",
+        "stratus.json_text",
         "stratus.resilience",
         "stratus.request",
         "stratus.metrics",

@@ -12,7 +12,9 @@ from typing import Any
 
 import pytest
 from mangum import Mangum
+from mangum.adapter import DEFAULT_TEXT_MIME_TYPES
 
+from stratus.handlers.http_api_event import TEXT_TYPES
 from stratus.handlers.lambda_cycle import invoke
 from stratus.transport.asgi import Message, Receive, Scope, Send
 from tests.fixtures.lambda_invoke import LambdaContext, event
@@ -157,3 +159,7 @@ def test_an_event_from_no_front_door_is_refused_as_mangum_refuses_it() -> None:
         Mangum(echo([], b""), lifespan="off")({"foo": 1}, context)
     with pytest.raises(RuntimeError):
         invoke(echo([], b""), {"foo": 1}, context)
+
+
+def test_the_text_types_are_mangums() -> None:
+    assert tuple(DEFAULT_TEXT_MIME_TYPES) == TEXT_TYPES
