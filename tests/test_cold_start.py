@@ -6,6 +6,7 @@ import json
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import stratus
 
@@ -27,15 +28,20 @@ HEAVY = [
 ]
 
 
+def _probe(code: str) -> Any:
+    """What `code`, run in a fresh interpreter with no environment, prints as JSON."""
+    completed = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True, env={"PATH": ""}
+    )
+    return json.loads(completed.stdout)
+
+
 def test_the_buffered_handler_imports_no_aws_sdk_redis_client_or_tracer() -> None:
     probe = (
         "import json, sys; import stratus.handlers.buffered; "
         f"print(json.dumps([name for name in {HEAVY!r} if name in sys.modules]))"
     )
-    completed = subprocess.run(
-        [sys.executable, "-c", probe], capture_output=True, text=True, timeout=60, check=True, env={"PATH": ""}
-    )
-    assert json.loads(completed.stdout) == []
+    assert _probe(probe) == []
 
 
 def test_a_gateway_imports_the_websocket_library_only_when_a_websocket_upstream_connects(tmp_path: Path) -> None:
@@ -50,10 +56,7 @@ def test_a_gateway_imports_the_websocket_library_only_when_a_websocket_upstream_
         "make_transport(gateway.pool.upstreams[1], timeout=1.0); made = 'websockets' in sys.modules; "
         "print(json.dumps([before, made]))"
     )
-    completed = subprocess.run(
-        [sys.executable, "-c", probe], capture_output=True, text=True, timeout=60, check=True, env={"PATH": ""}
-    )
-    assert json.loads(completed.stdout) == [False, False]  # not even a ws:// transport until it connects
+    assert _probe(probe) == [False, False]  # not even a ws:// transport until it connects
 
 
 def test_powertools_telemetry_loads_no_tracer_unless_the_served_code_makes_one() -> None:
@@ -90,10 +93,7 @@ def test_a_tool_with_plain_parameters_is_served_without_importing_pydantic() -> 
         "response = examples.add.handler(wire.STATELESS_CALL_EVENT, None); "
         "print(json.dumps([response['statusCode'], 'pydantic' in sys.modules, 'pydantic_core' in sys.modules]))"
     )
-    completed = subprocess.run(
-        [sys.executable, "-c", probe], capture_output=True, text=True, timeout=60, check=True, env={"PATH": ""}
-    )
-    assert json.loads(completed.stdout) == [200, False, False]
+    assert _probe(probe) == [200, False, False]
 
 
 def test_a_shared_store_client_is_imported_only_when_a_request_needs_the_store() -> None:
@@ -134,10 +134,7 @@ def test_the_streaming_entry_loads_no_command_line_and_uvicorn_still_works_as_do
         "import uvicorn; from uvicorn import Server, run; "
         "print(json.dumps([cli, Server.__module__, run.__module__, uvicorn.main.name, 'click' in sys.modules]))"
     )
-    completed = subprocess.run(
-        [sys.executable, "-c", probe], capture_output=True, text=True, timeout=60, check=True, env={"PATH": ""}
-    )
-    assert json.loads(completed.stdout) == [[], "uvicorn.server", "uvicorn.main", "main", True]
+    assert _probe(probe) == [[], "uvicorn.server", "uvicorn.main", "main", True]
 
 
 def test_mangum_is_imported_only_when_an_event_other_than_payload_2_arrives() -> None:
@@ -152,7 +149,4 @@ def test_mangum_is_imported_only_when_an_event_other_than_payload_2_arrives() ->
         "seen.append(examples.add.handler(rest, None)['statusCode']); seen.append('mangum' in sys.modules); "
         "print(json.dumps(seen))"
     )
-    completed = subprocess.run(
-        [sys.executable, "-c", probe], capture_output=True, text=True, timeout=60, check=True, env={"PATH": ""}
-    )
-    assert json.loads(completed.stdout) == [200, False, 200, True]
+    assert _probe(probe) == [200, False, 200, True]
