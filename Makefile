@@ -84,7 +84,7 @@ build-BufferedFunction build-StreamingFunction build-SweeperFunction build-TaskW
 	@# mapping is the only one. From a copy of the sources: the functions build in parallel (samconfig.toml), and
 	@# setuptools' build/ folder in the checkout would be shared between them. -L: `stratus init`'s files link to
 	@# template.yaml and run.sh (handlers/scaffold.py).
-	source=$$(mktemp -d) && cp -rL pyproject.toml README.md core handlers "$$source/" \
+	source=$$(mktemp -d) && cp -rL pyproject.toml README.md core handlers emulator "$$source/" \
 		&& $(PYTHON) -m pip install --quiet --no-deps --target "$(ARTIFACTS_DIR)" "$$source"; \
 		status=$$?; rm -rf "$$source"; exit $$status
 	cp -r examples run.sh $(LAMBDA_EXTRA_CODE) "$(ARTIFACTS_DIR)/"

@@ -1,4 +1,4 @@
-"""The Lambda adapter's own share of a warm call: the buffered handler's adapter (`stratus.handlers.lambda_cycle`:
+"""The Lambda adapter's own share of a warm call: the buffered handler's adapter (`stratus.handlers.invocation`:
 Mangum's event handlers and Stratus's ASGI cycle, as handlers/adapter.py runs them) around an ASGI app that reads
 the request body and answers a fixed tools/call result, with no MCP work at all.
 
@@ -11,7 +11,7 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
-from stratus.handlers.lambda_cycle import invoke
+from stratus.handlers.invocation import invoke
 
 RESULT = b'{"jsonrpc":"2.0","id":3,"result":{"content":[{"type":"text","text":"3"}],"isError":false}}'
 HEADERS = [(b"content-type", b"application/json"), (b"mcp-session-id", b"adapter-floor")]

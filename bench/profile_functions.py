@@ -44,8 +44,8 @@ DIRECT: tuple[tuple[str, tuple[tuple[str, str], ...]], ...] = (
     (
         "session: load from the store (memory), owner check",
         (
-            ("HandshakeHandler._session", "transport/handshake.py"),
-            ("HandshakeHandler._admit_tool_call", "transport/handshake.py"),
+            ("HandshakeTransport._session", "transport/handshake.py"),
+            ("HandshakeTransport._admit_tool_call", "transport/handshake.py"),
         ),
     ),
     (

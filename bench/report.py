@@ -81,7 +81,7 @@ def findings(r: Results) -> list[str]:
             f"costs about {mangum:.0f} us per invocation (the floor through Mangum "
             f"{warm['floor']['median_us']:.0f} us, its app awaited directly {in_process['floor']['median_us']:.0f} "
             f"us), {mangum / stratus_warm:.0%} of Stratus's {stratus_warm:.0f} us, which runs its own cycle around "
-            "Mangum's event handlers (handlers/lambda_cycle.py) and so pays less of it"
+            "Mangum's event handlers (handlers/invocation.py) and so pays less of it"
         )
     rate_to_sdk = served["stratus"]["requests_per_s"] / served["sdk"]["requests_per_s"] if served else 0.0
     if served and rate_to_sdk < THROUGHPUT_SDK_TARGET:

@@ -39,7 +39,7 @@ from stratus import Context, McpServer, Settings
 from stratus.resilience.breaker import BreakerPolicy
 from stratus.resilience.limiter import RateLimit
 from stratus.stores.base import Stores
-from stratus.stores.dynamodb.mirrors import MIRRORS
+from stratus.stores.dynamodb.replicated_log import MIRRORS
 from stratus.stores.records import SessionRecord
 from stratus.transport.app import build_app
 

@@ -1,6 +1,5 @@
 """Stratus: MCP servers on AWS Lambda, both protocol eras, state outside the process."""
 
-from stratus.config import Settings
 from stratus.resilience.breaker import BreakerPolicy
 from stratus.resilience.limiter import RateLimit
 from stratus.server.content import (
@@ -19,6 +18,7 @@ from stratus.server.principal import Principal
 from stratus.server.prompts import Message, assistant, user
 from stratus.server.server import McpServer
 from stratus.server.tools import ToolError
+from stratus.settings import Settings
 from stratus.transport.app import build_app
 
 __all__ = [

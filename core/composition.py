@@ -9,7 +9,6 @@ import secrets
 import time
 from typing import TYPE_CHECKING
 
-from stratus.config import Settings
 from stratus.metrics import LocalMetrics, MetricsSink
 from stratus.pipeline.pipeline import Pipeline
 from stratus.protocol.dispatch import Dispatcher
@@ -17,11 +16,12 @@ from stratus.protocol.request_state import StateSealer
 from stratus.resilience.stream_slots import StreamSlots
 from stratus.server.pagination import Paginator
 from stratus.server.server import McpServer
+from stratus.settings import Settings
 from stratus.stores.base import Stores
 from stratus.stores.factory import build_stores
 
 if TYPE_CHECKING:
-    from stratus.protocol.tasks import TaskLauncher
+    from stratus.protocol.task_service import TaskLauncher
 
 
 def stores_for(settings: Settings) -> Stores:

@@ -10,16 +10,17 @@ import warnings
 from typing import Any
 
 from stratus import McpServer, Settings, build_app
-from stratus.handlers.lambda_cycle import App, invoke
-from stratus.handlers.tasks import task_launcher
+from stratus.handlers.invocation import invoke
+from stratus.handlers.task_worker import task_launcher
 from stratus.handlers.telemetry import build_telemetry
 from stratus.pipeline.current import lambda_request_id
+from stratus.types import ASGIApp
 
 LambdaHandler = Any
 logger = logging.getLogger("stratus.lambda")
 
 
-def _answer(app: App, event: Any, context: Any) -> dict[str, Any]:
+def _answer(app: ASGIApp, event: Any, context: Any) -> dict[str, Any]:
     """The front door's answer to the event; a 400 for an event it cannot read as an HTTP request (a malformed or
     foreign payload invoking the function directly). The app itself never raises (the endpoint answers every error), so
     anything raised here comes from reading the event; it is logged with a reference, never with the event."""

@@ -20,12 +20,12 @@ import sys
 from collections.abc import Mapping, Sequence
 
 from stratus import build_app
-from stratus.config import SettingsError
+from stratus.emulator import command as local_command
 from stratus.handlers import gateway_admin, scaffold
-from stratus.handlers.emulator import command as local_command
 from stratus.handlers.loading import load_served
 from stratus.handlers.secrets import settings_from_env
 from stratus.server.server import McpServer
+from stratus.settings import SettingsError
 from stratus.transport.asgi import Router
 
 SHUTDOWN_GRACE_SECONDS = 5
@@ -132,7 +132,7 @@ def serve_port(flag: int | None, environ: Mapping[str, str]) -> int:
 
 def _serve_stdio(app: Router, server: McpServer, path: str) -> int:
     """Serve over stdin and stdout until stdin closes; stdout carries MCP messages only (logs go to stderr)."""
-    from stratus.handlers.stdio import serve_stdio
+    from stratus.handlers.stdio_server import serve_stdio
 
     async def run() -> None:
         try:

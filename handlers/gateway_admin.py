@@ -29,9 +29,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from stratus.composition import stores_for
-from stratus.config import Settings
 from stratus.gateway.config import GatewayConfigError, Upstream, parse_document
 from stratus.gateway.registry import RegistryBusyError, UpstreamRecord, UpstreamRegistry
+from stratus.settings import Settings
 
 if TYPE_CHECKING:
     from stratus.gateway.addresses import AddressGuard
@@ -136,8 +136,8 @@ async def _test(upstream: Upstream, settings: Settings) -> int:
 
 
 async def _discover(upstream: Upstream, settings: Settings) -> int:
-    from stratus.gateway.client import UpstreamClient, UpstreamError, UpstreamUnavailableError
     from stratus.gateway.operations import discover
+    from stratus.gateway.upstream_client import UpstreamClient, UpstreamError, UpstreamUnavailableError
 
     client = UpstreamClient(_resolved(upstream), timeout=CONNECT_SECONDS, guard=_guard(settings))
     try:

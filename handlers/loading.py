@@ -6,8 +6,8 @@ import importlib
 import os
 from pathlib import Path
 
-from stratus.config import Settings
 from stratus.server.server import McpServer
+from stratus.settings import Settings
 
 APP_SETTING = "STRATUS_APP (--app)"
 GATEWAY_SETTING = "STRATUS_GATEWAY_CONFIG (--gateway)"

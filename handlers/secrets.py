@@ -18,7 +18,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from stratus import Settings
-from stratus.config import PREFIX, SettingsError
+from stratus.settings import PREFIX, SettingsError
 
 SECRET_SETTINGS = (f"{PREFIX}SECRET_KEY", f"{PREFIX}STORE")
 

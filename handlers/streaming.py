@@ -15,9 +15,9 @@ from stratus import McpServer, Settings, build_app
 from stratus.handlers.loading import load_served
 from stratus.handlers.secrets import settings_from_env
 from stratus.handlers.serving import serve
-from stratus.handlers.tasks import task_launcher
+from stratus.handlers.task_worker import task_launcher
 from stratus.handlers.telemetry import build_telemetry
-from stratus.transport.asgi import ASGIApp, Receive, Scope, Send
+from stratus.types import ASGIApp, Receive, Scope, Send
 
 DEFAULT_PORT = 8080  # the adapter's default AWS_LWA_PORT
 

@@ -49,8 +49,8 @@ def test_a_gateway_imports_the_websocket_library_only_when_a_websocket_upstream_
     servers = {"web": {"url": "https://api.example.com/mcp"}, "socket": {"url": "wss://ws.example.com/mcp"}}
     config.write_text(json.dumps({"mcpServers": servers}))
     probe = (
-        "import json, sys; from stratus.config import Settings; from stratus.handlers.loading import load_served; "
-        "from stratus.gateway.client import make_transport; "
+        "import json, sys; from stratus.settings import Settings; from stratus.handlers.loading import load_served; "
+        "from stratus.gateway.upstream_client import make_transport; "
         f"gateway = load_served(Settings(gateway_config={str(config)!r})); "
         "make_transport(gateway.pool.upstreams[0], timeout=1.0); before = 'websockets' in sys.modules; "
         "make_transport(gateway.pool.upstreams[1], timeout=1.0); made = 'websockets' in sys.modules; "
@@ -127,7 +127,7 @@ def test_the_streaming_entry_loads_no_command_line_and_uvicorn_still_works_as_do
     lifespan, the protocols), and code that imports uvicorn afterwards gets all of it."""
     probe = (
         "import json, sys; import stratus.handlers.streaming; "
-        "from stratus.handlers.uvicorn_core import Config; "
+        "from stratus.handlers.serving import Config; "
         "Config(lambda scope, receive, send: None, lifespan='on', ws='none').load(); "
         "cli = [name for name in ('click', 'uvicorn.main', 'uvicorn.supervisors', 'multiprocessing') "
         "if name in sys.modules]; "

@@ -14,17 +14,20 @@ import pytest
 
 ROOT = Path(__file__).parent.parent
 # folder -> import name (pyproject.toml's package-dir)
-PACKAGES = {"core": "stratus", "handlers": "stratus.handlers"}
+PACKAGES = {"core": "stratus", "handlers": "stratus.handlers", "emulator": "stratus.emulator"}
 
 LAYERS: tuple[tuple[str, ...], ...] = (
-    # lowest first; a module may import its own layer's modules and any layer below, never above
+    # lowest first; a module may import its own layer's modules and any layer below, never above. A name stands for
+    # that module, or for every module of that sub-package, except the EXACT names: a package's __init__ alone.
     (
         "stratus.errors",
         "stratus.version",
+        "stratus.types",
         "stratus.json_text",
         "stratus.resilience",
         "stratus.request",
         "stratus.metrics",
+        "stratus.stores",
         "stratus.stores.base",
         "stratus.stores.records",
         "stratus.stores.urls",
@@ -32,7 +35,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ),
     (
         "stratus.server",
-        "stratus.config",
+        "stratus.settings",
         "stratus.stores.memory",
         "stratus.stores.redis",
         "stratus.stores.dynamodb",
@@ -45,7 +48,11 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("stratus.transport", "stratus.observability"),
     ("stratus",),
     ("stratus.handlers",),
+    ("stratus.emulator",),  # a development tool that runs the handlers as Lambda would
+    ("stratus.handlers.cli",),  # the command line starts any of the above (`stratus local` is the emulator)
 )
+EXACT = {"stratus", "stratus.stores"}
+"""`stratus` is the public API (core/__init__.py); `stratus.stores` only its package docstring."""
 
 
 def _module_name(folder: str, path: Path) -> str:
@@ -69,37 +76,40 @@ def _imports(path: Path, known: dict[str, Path]) -> Iterator[str]:
         yield from (target for target in targets if target in known)
 
 
+def _names(entry: str, module: str) -> bool:
+    if module == entry:
+        return True
+    return entry not in EXACT and module.startswith(entry + ".")
+
+
 def _layer(module: str) -> int:
-    """The layer of the most specific prefix naming `module`."""
+    """The layer of the most specific entry naming `module`; -1 when none does."""
     best, depth = -1, -1
     for index, layer in enumerate(LAYERS):
-        for prefix in layer:
-            if (module == prefix or module.startswith(prefix + ".")) and prefix.count(".") > depth:
-                best, depth = index, prefix.count(".")
+        for entry in layer:
+            if _names(entry, module) and entry.count(".") > depth:
+                best, depth = index, entry.count(".")
     return best
 
 
-def _graph() -> dict[str, set[str]]:
-    modules = _modules()
+def _graph(modules: dict[str, Path]) -> dict[str, set[str]]:
     return {name: set(_imports(path, modules)) - {name} for name, path in modules.items()}
 
 
-def test_every_module_has_a_layer() -> None:
-    assert [module for module in _modules() if _layer(module) < 0] == []
+def _without_layer(modules: dict[str, Path]) -> list[str]:
+    return [module for module in modules if _layer(module) < 0]
 
 
-def test_no_module_imports_a_layer_above_its_own() -> None:
-    upward = [
+def _upward(graph: dict[str, set[str]]) -> list[str]:
+    return [
         f"{module} ({_layer(module)}) imports {target} ({_layer(target)})"
-        for module, targets in sorted(_graph().items())
+        for module, targets in sorted(graph.items())
         for target in sorted(targets)
         if _layer(target) > _layer(module) and not module.startswith(target + ".")
     ]
-    assert upward == []
 
 
-def test_no_two_modules_import_each_other_however_indirectly() -> None:
-    graph = _graph()
+def _cycles(graph: dict[str, set[str]]) -> list[list[str]]:
     cycles: list[list[str]] = []
     state: dict[str, int] = {}
     stack: list[str] = []
@@ -118,17 +128,81 @@ def test_no_two_modules_import_each_other_however_indirectly() -> None:
     for module in sorted(graph):
         if module not in state:
             visit(module)
-    assert cycles == []
+    return cycles
 
 
-@pytest.mark.parametrize("source", ["stratus.stores.base", "stratus.errors"])
-def test_the_check_sees_an_import_added_against_the_layers(source: str, tmp_path: Path) -> None:
-    """A back-import written into a leaf is caught: the test can fail."""
+def test_every_module_has_a_layer() -> None:
+    assert _without_layer(_modules()) == []
+
+
+def test_no_module_imports_a_layer_above_its_own() -> None:
+    assert _upward(_graph(_modules())) == []
+
+
+def test_no_two_modules_import_each_other_however_indirectly() -> None:
+    assert _cycles(_graph(_modules())) == []
+
+
+BACKENDS = ("stratus.stores.memory", "stratus.stores.redis", "stratus.stores.dynamodb")
+"""Each backend's package holds one module per kind of store, named for that kind (sessions, limits, ...)."""
+
+
+def _shared_names(modules: dict[str, Path]) -> dict[str, list[str]]:
+    by_name: dict[str, list[str]] = {}
+    for module, path in modules.items():
+        if path.name != "__init__.py" and "project-template" not in path.parts:
+            by_name.setdefault(path.stem, []).append(module)
+    return {
+        name: sorted(holders)
+        for name, holders in sorted(by_name.items())
+        if len(holders) > 1 and not all(holder.rpartition(".")[0] in BACKENDS for holder in holders)
+    }
+
+
+def test_no_two_modules_share_a_name_unless_they_hold_the_same_kind_of_thing() -> None:
+    """One name, one meaning across the tree: only the store backends repeat a name, one module per kind of store."""
+    assert _shared_names(_modules()) == {}
+
+
+def test_a_name_taken_twice_is_caught(tmp_path: Path) -> None:
+    modules = {**_modules(), "stratus.gateway.sessions": tmp_path / "sessions.py"}
+    assert _shared_names(modules) == {
+        "sessions": [
+            "stratus.gateway.sessions",
+            "stratus.stores.dynamodb.sessions",
+            "stratus.stores.memory.sessions",
+            "stratus.stores.redis.sessions",
+        ]
+    }
+
+
+def test_a_module_added_outside_every_layer_is_caught(tmp_path: Path) -> None:
+    """A new top-level module of core/ belongs to no layer until LAYERS names it: the public API's entry covers
+    core/__init__.py alone, not everything below it."""
+    modules = {**_modules(), "stratus.newcomer": tmp_path / "newcomer.py"}
+    assert _without_layer(modules) == ["stratus.newcomer"]
+
+
+@pytest.mark.parametrize("source", ["stratus.stores.base", "stratus.errors", "stratus.protocol.dispatch"])
+def test_a_back_import_written_into_a_module_is_caught(source: str, tmp_path: Path) -> None:
+    """The same module with one import of the transport added: the check names exactly that import."""
     modules = _modules()
-    leaf = tmp_path / "leaf.py"
-    leaf.write_text(modules[source].read_text(encoding="utf-8") + "\nfrom stratus.transport.app import build_app\n")
-    added = set(_imports(leaf, modules))
-    assert any(_layer(target) > _layer(source) for target in added)
+    changed = tmp_path / "changed.py"
+    changed.write_text(modules[source].read_text(encoding="utf-8") + "\nfrom stratus.transport.app import build_app\n")
+    graph = _graph({**modules, source: changed})
+    assert _upward(graph) == [
+        f"{source} ({_layer(source)}) imports stratus.transport.app ({_layer('stratus.transport.app')})"
+    ]
+
+
+def test_a_cycle_written_into_two_modules_is_caught(tmp_path: Path) -> None:
+    modules = _modules()
+    changed = tmp_path / "tool_calls.py"
+    changed.write_text(
+        modules["stratus.protocol.tool_calls"].read_text(encoding="utf-8") + "\nimport stratus.protocol.dispatch\n"
+    )
+    cycles = _cycles(_graph({**modules, "stratus.protocol.tool_calls": changed}))
+    assert cycles == [["stratus.protocol.dispatch", "stratus.protocol.tool_calls", "stratus.protocol.dispatch"]]
 
 
 def _test_modules() -> dict[str, Path]:

@@ -14,7 +14,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from stratus.handlers.emulator.stack import read_stack
+from stratus.emulator.stack import read_stack
 from tests.fixtures.emulated_stack import TEMPLATE
 from tests.fixtures.processes import START_TIMEOUT_SECONDS, free_port
 from tests.fixtures.wire import BASE_HEADERS, STATELESS, stateless_meta

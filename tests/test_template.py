@@ -16,7 +16,7 @@ def test_the_handlers_named_in_the_template_exist() -> None:
         "stratus.handlers.buffered.handler",
         "run.sh",
         "stratus.handlers.sweeper.handler",
-        "stratus.handlers.tasks.handler",
+        "stratus.handlers.task_worker.handler",
     ]
     assert (
         (Path(__file__).parent.parent / "run.sh")
@@ -158,7 +158,7 @@ def test_tasks_run_in_the_task_worker_which_both_shapes_may_invoke_and_nothing_e
     resources = _parsed_template()["Resources"]
     worker = resources["TaskWorkerFunction"]["Properties"]
     assert (worker["Handler"], worker["Timeout"], worker["EventInvokeConfig"]["MaximumRetryAttempts"]) == (
-        "stratus.handlers.tasks.handler",
+        "stratus.handlers.task_worker.handler",
         900,
         0,
     )

@@ -12,7 +12,7 @@ from typing import Any
 
 from stratus.auth.bearer import principal_from_claims
 from stratus.errors import UnauthorizedError
-from stratus.request.context import authorizer_claims, request_context
+from stratus.request.aws_context import authorizer_claims, request_context
 from stratus.server.principal import Principal
 
 

@@ -17,9 +17,9 @@ from collections.abc import Awaitable, Callable
 from concurrent.futures import ThreadPoolExecutor
 from functools import cache
 from http.client import HTTPException
-from typing import Any
 
-JsonObject = dict[str, Any]
+from stratus.types import JsonObject
+
 Fetch = Callable[[str], Awaitable[JsonObject]]
 
 FETCH_TIMEOUT_SECONDS = 3.0

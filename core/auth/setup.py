@@ -5,8 +5,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, Protocol
 
-from stratus.config import Settings
 from stratus.server.principal import Principal
+from stratus.settings import Settings
 
 
 class RequestAuthenticator(Protocol):

@@ -14,15 +14,14 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import Any
 
 from stratus.gateway.config import Upstream, clean
+from stratus.types import JsonObject
 
 MAX_NAME = 128
 AUTO_APPROVE_META = "stratus/autoApprove"
 """Set to false in the `_meta` of a tool its upstream's `disabledAutoApproveTools` names: the host must ask the user
 before each call."""
-JsonObject = dict[str, Any]
 
 
 @dataclass(frozen=True, slots=True)

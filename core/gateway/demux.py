@@ -18,9 +18,9 @@ from collections.abc import AsyncGenerator, AsyncIterator, Iterator
 from contextlib import contextmanager
 from typing import Any
 
-from stratus.gateway.transport import UpstreamUnavailableError
+from stratus.gateway.connectors.contract import UpstreamUnavailableError
+from stratus.types import JsonObject
 
-JsonObject = dict[str, Any]
 MAX_BACKLOG = 1000
 """How many messages about one request may wait to be passed on before the request fails as flooded."""
 MAX_CHANGES = 100

@@ -15,9 +15,9 @@ from collections import deque
 from collections.abc import AsyncIterator
 from typing import Any, Protocol
 
-from stratus.gateway.transport import UpstreamError
+from stratus.gateway.connectors.contract import UpstreamError
+from stratus.types import JsonObject
 
-JsonObject = dict[str, Any]
 LISTEN_SECONDS = 3600.0
 """The longest one `subscriptions/listen` request is left open (the upstream usually ends it sooner)."""
 ACKNOWLEDGED = "notifications/subscriptions/acknowledged"

@@ -9,13 +9,12 @@ found instead of failing the whole discovery.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
 
 from stratus.gateway.addresses import AddressGuard
-from stratus.gateway.client import UpstreamClient, UpstreamError, UpstreamUnavailableError
 from stratus.gateway.config import Upstream
+from stratus.gateway.upstream_client import UpstreamClient, UpstreamError, UpstreamUnavailableError
+from stratus.types import JsonObject
 
-JsonObject = dict[str, Any]
 OPTIONAL_LISTS = {"prompts": "prompts/list", "resources": "resources/list"}
 OPTIONAL_LISTS["resourceTemplates"] = "resources/templates/list"
 """Each optional list (by its key in the list result) and its method."""

@@ -21,10 +21,10 @@ from contextlib import asynccontextmanager, suppress
 from dataclasses import dataclass, field
 
 from stratus.gateway.addresses import AddressGuard
-from stratus.gateway.client import UpstreamClient, UpstreamError, UpstreamUnavailableError
 from stratus.gateway.config import Upstream
 from stratus.gateway.connection import ConnectionState, ConnectionTracker, StateListener
 from stratus.gateway.listening import ResourceInterest
+from stratus.gateway.upstream_client import UpstreamClient, UpstreamError, UpstreamUnavailableError
 
 logger = logging.getLogger("stratus.gateway")
 ChangeListener = Callable[[str, str], Awaitable[None]]

@@ -20,7 +20,7 @@ from stratus.errors import (
     McpError,
 )
 from stratus.gateway.aggregate import RoutedTool
-from stratus.gateway.client import UpstreamError
+from stratus.gateway.upstream_client import UpstreamError
 from stratus.request.inputs import InputRequired
 from stratus.request.outbound import level_allows
 from stratus.server.context import CLIENT_REQUESTS, Context
@@ -28,8 +28,8 @@ from stratus.server.policy import Access, ToolPolicy
 from stratus.server.prompts import Prompt
 from stratus.server.resources import Resource, ResourceTemplate, compile_template
 from stratus.server.tools import Tool
+from stratus.types import JsonObject
 
-JsonObject = dict[str, Any]
 Forward = Callable[[str, str, JsonObject, Context | None], Awaitable[JsonObject]]
 """(upstream, method, params, context) -> the upstream's result: the gateway's one way to an upstream."""
 ListChanged = Callable[[str, str], Awaitable[None]]

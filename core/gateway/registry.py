@@ -17,12 +17,11 @@ import secrets
 import time
 from collections.abc import Callable, Collection
 from dataclasses import dataclass
-from typing import Any
 
 from stratus.gateway.config import GatewayConfigError, Upstream, parse_document, parse_servers
 from stratus.stores.base import CacheStore
+from stratus.types import JsonObject
 
-JsonObject = dict[str, Any]
 KEY = "gateway:registry"
 LOCK = "gateway:registry:lock"
 LOCK_SECONDS = 10.0

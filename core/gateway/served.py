@@ -40,14 +40,14 @@ from typing import Any, TypeVar
 from stratus.errors import INTERNAL_ERROR, McpError, StoreUnavailableError
 from stratus.gateway.addresses import AddressGuard, Resolver, parse_allowed_networks, system_resolver
 from stratus.gateway.aggregate import aggregate_tools
-from stratus.gateway.cache import KINDS, TOOLS_TTL_SECONDS, ToolsCache
-from stratus.gateway.client import UpstreamClient, UpstreamError, UpstreamUnavailableError
 from stratus.gateway.config import GatewayConfigError, Upstream
 from stratus.gateway.connection import ConnectionState
+from stratus.gateway.list_cache import KINDS, TOOLS_TTL_SECONDS, ToolsCache
 from stratus.gateway.operations import discover
 from stratus.gateway.pool import UpstreamPool, open_client
 from stratus.gateway.proxies import ContextPeer, ProxyPrompt, ProxyResource, ProxyTemplate, ProxyTool, UpstreamCallError
 from stratus.gateway.registry import UpstreamRegistry
+from stratus.gateway.upstream_client import UpstreamClient, UpstreamError, UpstreamUnavailableError
 from stratus.metrics import MetricsSink
 from stratus.protocol.notifications import NotificationLog
 from stratus.resilience.breaker import BreakerPolicy
@@ -57,11 +57,11 @@ from stratus.server.policy import ToolPolicy
 from stratus.server.server import McpServer
 from stratus.server.tools import ToolError
 from stratus.stores.base import CacheStore, Stores
+from stratus.types import JsonObject
 
 logger = logging.getLogger("stratus.gateway")
 T = TypeVar("T")
 
-JsonObject = dict[str, Any]
 EventListener = Callable[[str, JsonObject], None]
 CATALOG_SECONDS = 5.0
 HEALTH_UPSTREAMS = 50

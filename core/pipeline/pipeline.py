@@ -55,10 +55,10 @@ from stratus.server.signature import ArgumentsError
 from stratus.server.tools import Tool, ToolError
 from stratus.stores.base import Stores
 from stratus.stores.records import CallAdmission, CallChecks
+from stratus.types import JsonObject
 
 logger = logging.getLogger("stratus.pipeline")
 
-JsonObject = dict[str, Any]
 Sleep = Callable[[float], Awaitable[None]]
 
 _NO_CHECKS = CallChecks()

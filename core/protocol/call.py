@@ -1,10 +1,9 @@
-"""One request as the dispatcher's handlers see it: the JSON-RPC request, with what its era says about the client."""
+"""One request as a method sees it: the JSON-RPC request, with what its era says about the client."""
 
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from typing import Any
 
 from stratus.errors import InvalidParamsError
 from stratus.protocol import versions
@@ -16,8 +15,7 @@ from stratus.resilience.deadline import Deadline
 from stratus.server.context import Context
 from stratus.server.principal import Principal
 from stratus.stores.records import CallAdmission, SessionRecord
-
-JsonObject = dict[str, Any]
+from stratus.types import JsonObject
 
 
 @dataclass(slots=True, kw_only=True)
@@ -109,5 +107,5 @@ class Call:
         )
 
 
-Handler = Callable[[Call], Awaitable[JsonObject]]
-"""What the dispatcher maps a method name to."""
+Method = Callable[[Call], Awaitable[JsonObject]]
+"""A method's implementation: what the dispatcher maps a method name to."""

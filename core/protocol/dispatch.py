@@ -1,6 +1,6 @@
-"""Method name -> handler over an `McpServer`, for both protocol eras: the innermost step before user code.
+"""Method name -> its implementation over an `McpServer`, for both protocol eras: the innermost step before user code.
 
-The handlers live with what they serve: `lifecycle` (discover, initialize, ping, log level, subscriptions),
+The methods live with what they serve: `lifecycle` (discover, initialize, ping, log level, subscriptions),
 `listing` (the four lists), `tool_calls`, `reads` (resources, prompts, completions), `subscriptions`
 (`subscriptions/listen`) and `tasks` (built on first use, so servers without tasks never import it).
 """
@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 from stratus.errors import MethodNotFoundError
 from stratus.pipeline.pipeline import Pipeline
 from stratus.protocol import versions
-from stratus.protocol.call import Call, Handler, JsonObject
+from stratus.protocol.call import Call, Method
 from stratus.protocol.cancellation import RunningCalls
 from stratus.protocol.lifecycle import Lifecycle
 from stratus.protocol.listing import Listings
@@ -26,13 +26,14 @@ from stratus.resilience.stream_slots import StreamSlots
 from stratus.server.pagination import Paginator
 from stratus.server.server import McpServer
 from stratus.stores.base import SessionStore
+from stratus.types import JsonObject
 
 if TYPE_CHECKING:
-    from stratus.protocol.tasks import TaskLauncher, TaskService
+    from stratus.protocol.task_service import TaskLauncher, TaskService
 
 
 class Dispatcher:
-    """Routes one request of either era to the handler of its method."""
+    """Routes one request of either era to the implementation of its method."""
 
     def __init__(
         self,
@@ -61,7 +62,7 @@ class Dispatcher:
         self.tool_calls = ToolCalls(server, pipeline, rounds, self.running, notices.publish, lambda: self.tasks)
         listings = Listings(server, paginator)
         reads = Reads(server, pipeline, rounds, notices.publish)
-        shared: dict[str, Handler] = {
+        shared: dict[str, Method] = {
             "tools/list": listings.tools,
             "tools/call": self.tool_calls.call,
             "resources/list": listings.resources,
@@ -71,7 +72,7 @@ class Dispatcher:
             "prompts/get": reads.prompt,
             "completion/complete": reads.complete,
         }
-        self._modern: dict[str, Handler] = {
+        self._modern: dict[str, Method] = {
             **shared,
             "server/discover": self.lifecycle.discover,
             "subscriptions/listen": self._listen,
@@ -79,7 +80,7 @@ class Dispatcher:
             "tasks/update": lambda call: self.tasks.update(call),
             "tasks/cancel": lambda call: self.tasks.cancel(call),
         }
-        self._handshake: dict[str, Handler] = {
+        self._handshake: dict[str, Method] = {
             **shared,
             "ping": self.lifecycle.ping,
             "logging/setLevel": self.lifecycle.set_level,
@@ -94,7 +95,7 @@ class Dispatcher:
     def tasks(self) -> TaskService:
         """The task service, built on first use so that servers without tasks never import it."""
         if self._tasks is None:
-            from stratus.protocol.tasks import TaskService
+            from stratus.protocol.task_service import TaskService
 
             self._tasks = TaskService(
                 self.server.tools,
@@ -112,14 +113,14 @@ class Dispatcher:
             McpError: the request failed in a way the protocol reports as a JSON-RPC error.
         """
         table = self._modern if call.stateless else self._handshake
-        handler = table.get(call.request.method)
-        if self.server.dynamic and handler is not None:
+        method = table.get(call.request.method)
+        if self.server.dynamic and method is not None:
             await self.server.refresh(self.pipeline.stores, call.request.method, call.params)
-        if handler is None:
+        if method is None:
             raise MethodNotFoundError(
                 f"Method not found: {call.request.method}", http_status=404 if call.stateless else None
             )
-        result = await handler(call)
+        result = await method(call)
         if call.stateless:
             result.setdefault("resultType", "complete")
             meta = result.setdefault("_meta", {})

@@ -11,9 +11,9 @@ from typing import Any, NamedTuple
 
 from stratus.errors import InvalidRequestError, McpError, ParseError
 from stratus.json_text import compact
+from stratus.types import JsonObject
 
 RequestId = str | int
-JsonObject = dict[str, Any]
 
 
 class Request(NamedTuple):

@@ -5,11 +5,12 @@ from __future__ import annotations
 
 from stratus.errors import InvalidParamsError
 from stratus.protocol import versions
-from stratus.protocol.call import Call, JsonObject
+from stratus.protocol.call import Call
 from stratus.protocol.capabilities import server_capabilities
 from stratus.request.outbound import LOG_LEVELS
 from stratus.server.server import McpServer
 from stratus.stores.base import SessionStore
+from stratus.types import JsonObject
 
 LIST_TTL_MS = 300_000
 """How long a 2026-07-28 client may cache discovery and lists."""

@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 from stratus.protocol import versions
-from stratus.protocol.call import Call, JsonObject
+from stratus.protocol.call import Call
 from stratus.protocol.lifecycle import LIST_TTL_MS
 from stratus.server.pagination import Paginator
 from stratus.server.server import McpServer
+from stratus.types import JsonObject
 
 
 class Listings:

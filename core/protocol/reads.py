@@ -10,7 +10,7 @@ from typing import Any, TypeVar
 
 from stratus.errors import INVALID_PARAMS, InternalError, InvalidParamsError, McpError
 from stratus.pipeline.pipeline import Pipeline
-from stratus.protocol.call import Call, JsonObject
+from stratus.protocol.call import Call
 from stratus.protocol.rounds import InputRounds
 from stratus.request.inputs import InputRequired
 from stratus.server.context import Context
@@ -18,9 +18,9 @@ from stratus.server.policy import Access
 from stratus.server.resources import Resource, ResourceTemplate
 from stratus.server.server import McpServer
 from stratus.server.signature import ArgumentsError
+from stratus.types import JsonObject, Publish
 
 T = TypeVar("T")
-Publish = Callable[[str, JsonObject], Awaitable[None]]
 logger = logging.getLogger("stratus.dispatch")
 
 HANDSHAKE_RESOURCE_NOT_FOUND = -32002

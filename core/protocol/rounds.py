@@ -9,9 +9,10 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from stratus.protocol.call import Call, JsonObject
+from stratus.protocol.call import Call
 from stratus.protocol.request_state import STATE_TTL_SECONDS, RequestStateError, StateSealer, request_digest
 from stratus.request.inputs import InputRound
+from stratus.types import JsonObject
 
 if TYPE_CHECKING:
     from stratus.stores.base import CacheStore

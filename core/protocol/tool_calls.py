@@ -3,24 +3,23 @@ multi round-trip input handled."""
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from stratus.errors import InvalidParamsError
 from stratus.pipeline.pipeline import Pipeline
 from stratus.protocol import versions
-from stratus.protocol.call import Call, JsonObject
+from stratus.protocol.call import Call
 from stratus.protocol.cancellation import RunningCalls
 from stratus.protocol.rounds import InputRounds
 from stratus.request.inputs import InputRequired
 from stratus.server.server import McpServer
 from stratus.server.signature import ArgumentsError
 from stratus.server.tools import Tool, error_result
+from stratus.types import JsonObject, Publish
 
 if TYPE_CHECKING:
-    from stratus.protocol.tasks import TaskService
-
-Publish = Callable[[str, JsonObject], Awaitable[None]]
+    from stratus.protocol.task_service import TaskService
 
 
 class ToolCalls:

@@ -13,7 +13,8 @@ from __future__ import annotations
 
 from typing import Any
 
-JsonObject = dict[str, Any]
+from stratus.types import JsonObject
+
 _SHORT = {"elicitation/create": "elicit", "sampling/createMessage": "sample", "roots/list": "roots"}
 
 

@@ -11,11 +11,11 @@ from __future__ import annotations
 import asyncio
 import json
 import secrets
-from typing import Any, Protocol
+from typing import Protocol
 
 from stratus.errors import McpError, RecordTooLargeError, RequestTimeoutError
+from stratus.types import JsonObject
 
-JsonObject = dict[str, Any]
 LOG_LEVELS = ("debug", "info", "notice", "warning", "error", "critical", "alert", "emergency")
 
 

@@ -9,7 +9,7 @@ import base64
 from collections.abc import Sequence
 from typing import Any, NamedTuple
 
-JsonObject = dict[str, Any]
+from stratus.types import JsonObject
 
 
 def _b64(data: bytes | str) -> str:

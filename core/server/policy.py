@@ -17,7 +17,6 @@ if TYPE_CHECKING:
     from stratus.server.context import Context
     from stratus.server.principal import Principal
 
-JsonObject = dict[str, Any]
 CallNext = Callable[["Context"], Awaitable[Any]]
 
 

@@ -10,8 +10,7 @@ from stratus.server.content import CONTENT_TYPES, Content, is_sequence, to_conte
 from stratus.server.context import Context
 from stratus.server.policy import Access
 from stratus.server.signature import Signature
-
-JsonObject = dict[str, Any]
+from stratus.types import JsonObject
 
 
 class Message(NamedTuple):

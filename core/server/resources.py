@@ -12,8 +12,7 @@ from stratus.server.content import BlobResource, TextResource, is_sequence
 from stratus.server.context import Context
 from stratus.server.policy import Access
 from stratus.server.signature import Signature
-
-JsonObject = dict[str, Any]
+from stratus.types import JsonObject
 
 # Level-1 simple expansion {var} and level-2 reserved expansion {+var}: what resource templates use in practice.
 _EXPRESSION = re.compile(r"\{(\+?)([A-Za-z0-9_]+)\}")

@@ -22,13 +22,13 @@ from stratus.server.prompts import Prompt
 from stratus.server.resources import Resource, ResourceTemplate
 from stratus.server.signature import enum_values
 from stratus.server.tools import Tool
+from stratus.types import JsonObject
 
 if TYPE_CHECKING:
     from stratus.metrics import MetricsSink
     from stratus.stores.base import Stores
 
 F = TypeVar("F", bound=Callable[..., Any])
-JsonObject = dict[str, Any]
 CompletionHandler = Callable[[str, str, dict[str, str]], Iterable[str] | Awaitable[Iterable[str]]]
 
 MAX_COMPLETION_VALUES = 100

@@ -20,13 +20,12 @@ from stratus.server.content import CONTENT_TYPES, ToolResult, to_content_list
 from stratus.server.context import Context
 from stratus.server.policy import ToolPolicy
 from stratus.server.signature import Signature
+from stratus.types import JsonObject
 
 if TYPE_CHECKING:
     from pydantic import TypeAdapter
 
 logger = logging.getLogger("stratus.tool")
-
-JsonObject = dict[str, Any]
 
 
 class ToolError(Exception):

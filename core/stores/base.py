@@ -83,7 +83,7 @@ class EventLogStore(Protocol):
     container. Each stream keeps its newest `max_events` for a sliding `ttl_seconds`.
 
     A log named `*/<name>` is server-wide: every open stream follows it, so a backend may spread its reads (DynamoDB
-    keeps copies of it under several keys, `stratus.stores.dynamodb.mirrors`)."""
+    keeps copies of it under several keys, `stratus.stores.dynamodb.replicated_log`)."""
 
     async def append(self, stream: str, data: str) -> int:
         """Add an event; its sequence number (1, 2, ... within the stream)."""

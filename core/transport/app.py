@@ -8,19 +8,20 @@ from typing import TYPE_CHECKING
 
 from stratus.auth.setup import request_authenticator
 from stratus.composition import build_dispatcher, stores_for
-from stratus.config import Settings
 from stratus.metrics import MetricsSink
 from stratus.server.server import McpServer
+from stratus.settings import Settings
 from stratus.stores.base import Stores
-from stratus.transport.asgi import ASGIApp, Router
+from stratus.transport.asgi import Router
 from stratus.transport.endpoint import REST_PREFIXES, McpEndpoint
 from stratus.transport.guards import HostOriginGuard
 from stratus.transport.handshake import BatchLimits
 from stratus.transport.health import Health, live
 from stratus.transport.metadata import WELL_KNOWN, ProtectedResourceMetadata
+from stratus.types import ASGIApp
 
 if TYPE_CHECKING:
-    from stratus.protocol.tasks import TaskLauncher
+    from stratus.protocol.task_service import TaskLauncher
 
 
 def build_app(

@@ -8,14 +8,10 @@ from __future__ import annotations
 
 import contextlib
 import json
-from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, MutableMapping
-from typing import Any
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 
-Scope = MutableMapping[str, Any]
-Message = MutableMapping[str, Any]
-Receive = Callable[[], Awaitable[Message]]
-Send = Callable[[Message], Awaitable[None]]
-ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
+from stratus.types import ASGIApp, Receive, Scope, Send
+
 Headers = Mapping[str, str]
 
 

@@ -6,7 +6,8 @@ Which origins may call is the Host/Origin guard's decision (localhost and the re
 
 from __future__ import annotations
 
-from stratus.transport.asgi import Headers, Message, Scope, Send
+from stratus.transport.asgi import Headers
+from stratus.types import Message, Scope, Send
 
 ALLOWED_METHODS = "GET, POST, DELETE, OPTIONS"
 EXPOSED_HEADERS = "mcp-session-id, mcp-protocol-version, retry-after, www-authenticate"

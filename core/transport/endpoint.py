@@ -14,30 +14,21 @@ from stratus.errors import HttpError, InternalError, McpError, StoreUnavailableE
 from stratus.protocol import versions
 from stratus.protocol.dispatch import Dispatcher
 from stratus.protocol.jsonrpc import decode
-from stratus.request.context import authorizer_claims, request_context
+from stratus.request.aws_context import authorizer_claims, request_context
 from stratus.request.http import HttpRequest
 from stratus.request.outbound import Outbound
 from stratus.request.signal import CancellationSignal
 from stratus.server.principal import Principal
-from stratus.transport.asgi import (
-    Headers,
-    Message,
-    Receive,
-    Scope,
-    Send,
-    request_headers,
-    route_path,
-    send_response,
-    until_disconnected,
-)
+from stratus.transport.asgi import Headers, request_headers, route_path, send_response, until_disconnected
 from stratus.transport.buffered_limit import buffered_body
 from stratus.transport.cors import exposing_to, is_preflight, preflight_headers
 from stratus.transport.guards import HostOriginGuard, check_accepts_json, check_json_body
-from stratus.transport.handshake import SESSION_HEADER, BatchLimits, HandshakeHandler
+from stratus.transport.handshake import SESSION_HEADER, BatchLimits, HandshakeTransport
 from stratus.transport.http_reply import Reply, error_reply
 from stratus.transport.session_api import SessionApi, is_rest_call
 from stratus.transport.sse import KEEPALIVE_SECONDS, RECONNECT_MS, SseWriter, accepts_event_stream
 from stratus.transport.stateless import handle_stateless, request_meta_version
+from stratus.types import Message, Receive, Scope, Send
 
 if TYPE_CHECKING:
     from stratus.auth.setup import RequestAuthenticator
@@ -68,7 +59,7 @@ class McpEndpoint:
     ) -> None:
         self.dispatcher = dispatcher
         self.authenticator = authenticator
-        self.handshake = HandshakeHandler(dispatcher, batch_limits, keepalive_seconds=keepalive_seconds)
+        self.handshake = HandshakeTransport(dispatcher, batch_limits, keepalive_seconds=keepalive_seconds)
         self.session_api = SessionApi(self.handshake)
         self.guard = guard
         self.max_body_bytes = max_body_bytes

@@ -14,8 +14,9 @@ from __future__ import annotations
 from urllib.parse import urlsplit
 
 from stratus.errors import HttpError
-from stratus.request.context import request_context
-from stratus.transport.asgi import Headers, Scope
+from stratus.request.aws_context import request_context
+from stratus.transport.asgi import Headers
+from stratus.types import Scope
 
 LOCAL_HOSTS = frozenset({"localhost", "127.0.0.1", "[::1]", "::1"})
 HOSTS_SETTING = "STRATUS_ALLOWED_HOSTS"

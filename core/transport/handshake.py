@@ -28,10 +28,11 @@ from stratus.request.http import HttpRequest
 from stratus.request.outbound import StreamLog
 from stratus.server.principal import Principal
 from stratus.stores.records import CallAdmission, SessionRecord
-from stratus.transport.asgi import Headers, Receive, Send
+from stratus.transport.asgi import Headers
 from stratus.transport.http_reply import ACCEPTED, Reply, error_reply
 from stratus.transport.session_stream import GET_STREAM_PREFIX, SessionStreams
 from stratus.transport.sse import KEEPALIVE_SECONDS
+from stratus.types import Receive, Send
 
 if TYPE_CHECKING:
     from stratus.stores.base import PendingRequestStore
@@ -76,7 +77,7 @@ class SessionReplies:
         return await self.pending.wait(f"{self.session_id}/{request_id}", within)
 
 
-class HandshakeHandler:
+class HandshakeTransport:
     """Answers handshake-era POST bodies and session DELETEs."""
 
     def __init__(

@@ -21,8 +21,9 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 from stratus.errors import HttpError, StoreUnavailableError, UnauthorizedError
 from stratus.stores.base import SessionStore
 from stratus.stores.records import SessionCensus
-from stratus.transport.asgi import Headers, Receive, Scope, Send, request_headers, send_response
+from stratus.transport.asgi import Headers, request_headers, send_response
 from stratus.transport.guards import HostOriginGuard
+from stratus.types import Receive, Scope, Send
 
 if TYPE_CHECKING:
     from stratus.auth.setup import RequestAuthenticator

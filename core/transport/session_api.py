@@ -37,11 +37,11 @@ from stratus.request.http import HttpRequest
 from stratus.request.outbound import Outbound
 from stratus.server.principal import Principal
 from stratus.stores.records import SessionRecord
-from stratus.transport.asgi import Receive, Send
-from stratus.transport.handshake import SESSION_HEADER, HandshakeHandler
+from stratus.transport.handshake import SESSION_HEADER, HandshakeTransport
 from stratus.transport.http_reply import Reply
 from stratus.transport.session_stream import get_event_id
 from stratus.transport.sse import SseWriter
+from stratus.types import Receive, Send
 
 HEARTBEAT_SECONDS = 30.0
 _STATUS_BY_CODE = {METHOD_NOT_FOUND: 404, INTERNAL_ERROR: 500}
@@ -103,7 +103,7 @@ class SessionOutbound(Outbound):
 class SessionApi:
     """Answers the REST routes; the MCP endpoint hands it the requests that are not MCP."""
 
-    def __init__(self, handshake: HandshakeHandler, *, heartbeat_seconds: float = HEARTBEAT_SECONDS) -> None:
+    def __init__(self, handshake: HandshakeTransport, *, heartbeat_seconds: float = HEARTBEAT_SECONDS) -> None:
         self.handshake = handshake
         self.framing = SeedEventStream(heartbeat_seconds)
         self.notifications = NotificationLog(handshake.events)

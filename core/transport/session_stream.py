@@ -29,8 +29,9 @@ from stratus.protocol.notifications import LoggedNotification, NotificationFollo
 from stratus.resilience.stream_slots import StreamSlots
 from stratus.stores.base import SessionStore
 from stratus.stores.records import SessionRecord
-from stratus.transport.asgi import Receive, Send, until_disconnected
+from stratus.transport.asgi import until_disconnected
 from stratus.transport.sse import KEEPALIVE_SECONDS, RECONNECT_MS, SseWriter
+from stratus.types import Receive, Send
 
 if TYPE_CHECKING:
     from stratus.stores.base import CacheStore, EventLogStore

@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from stratus.transport.asgi import Send
+from stratus.types import Send
 
 KEEPALIVE_SECONDS = 15.0
 RECONNECT_MS = 1000

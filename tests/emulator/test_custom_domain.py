@@ -8,8 +8,8 @@ from typing import Any
 
 import pytest
 
-from stratus.handlers.emulator.intrinsics import Resolver, parameter_values
-from stratus.handlers.emulator.stack import load_template, read_stack, translate
+from stratus.emulator.intrinsics import Resolver, parameter_values
+from stratus.emulator.stack import load_template, read_stack, translate
 from tests.fixtures.emulated_stack import JWT_PARAMETERS, TEMPLATE
 
 STREAMING = "stratus-local-StreamingFunction"

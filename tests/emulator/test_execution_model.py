@@ -11,8 +11,8 @@ import anyio
 import httpx
 import pytest
 
-from stratus.handlers.emulator.containers import FunctionPool
-from stratus.handlers.emulator.local import LocalAws
+from stratus.emulator.containers import FunctionPool
+from stratus.emulator.local_aws import LocalAws
 from tests.fixtures.emulated_stack import HEADERS, TEMPLATE, VERSION, call_tool, initialize, serving
 
 pytestmark = [pytest.mark.anyio, pytest.mark.uvicorn]

@@ -27,7 +27,7 @@ import anyio
 import httpx
 import pytest
 
-from stratus.handlers.emulator.local import LocalAws
+from stratus.emulator.local_aws import LocalAws
 from tests.fixtures.emulated_stack import HEADERS, STORES, TEMPLATE, initialize, read_answer, serving
 
 pytestmark = [pytest.mark.anyio, pytest.mark.uvicorn]

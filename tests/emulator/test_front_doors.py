@@ -10,7 +10,7 @@ import httpx
 import pytest
 from mcp import Client
 
-from stratus.handlers.emulator.local import LocalAws
+from stratus.emulator.local_aws import LocalAws
 from tests.fixtures.emulated_stack import HEADERS, TEMPLATE, initialize, serving
 
 pytestmark = [pytest.mark.anyio, pytest.mark.uvicorn]

@@ -24,7 +24,7 @@ from mcp import Client
 from mcp.client.auth import OAuthFlowError
 from mcp.client.streamable_http import streamable_http_client
 
-from stratus.handlers.emulator.local import LocalAws
+from stratus.emulator.local_aws import LocalAws
 from tests.fixtures.emulated_stack import (
     BEFORE_FIXES,
     DOORS,

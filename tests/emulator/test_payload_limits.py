@@ -11,7 +11,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from stratus.handlers.emulator.local import LocalAws
+from stratus.emulator.local_aws import LocalAws
 from tests.fixtures.emulated_stack import HEADERS, TEMPLATE, VERSION, initialize, read_answer, serving
 
 pytestmark = [pytest.mark.anyio, pytest.mark.uvicorn]

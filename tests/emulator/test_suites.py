@@ -23,7 +23,7 @@ import pytest
 from mcp import Client
 from mcp.client.client import ConnectMode
 
-from stratus.handlers.emulator.local import LocalAws
+from stratus.emulator.local_aws import LocalAws
 from tests.fixtures.browser import REPORT_TIMEOUT_SECONDS, PageServer, check_report, headless_chromium
 from tests.fixtures.emulated_stack import DOORS, STORES, TEMPLATE, serving
 from tests.fixtures.servers import uvicorn_serving

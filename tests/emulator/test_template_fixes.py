@@ -13,9 +13,9 @@ from collections.abc import Iterator
 import httpx
 import pytest
 
-from stratus.handlers.emulator.local import LocalAws
-from stratus.handlers.emulator.policy import function_url_is_public
-from stratus.handlers.emulator.stack import read_stack
+from stratus.emulator.local_aws import LocalAws
+from stratus.emulator.resource_policy import function_url_is_public
+from stratus.emulator.stack import read_stack
 from tests.fixtures.emulated_stack import BEFORE_FIXES, HEADERS, JWT_PARAMETERS, TEMPLATE, serving
 
 pytestmark = [pytest.mark.anyio, pytest.mark.uvicorn]

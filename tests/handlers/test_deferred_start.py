@@ -20,10 +20,10 @@ import pytest
 import snapshot_restore_py
 
 from examples.demo import server
-from stratus.config import SettingsError
 from stratus.handlers.adapter import make_handler
 from stratus.handlers.deferred import DeferredStart, ResolvedSettings
 from stratus.handlers.secrets import SecretUnavailableError, settings_from_env
+from stratus.settings import SettingsError
 from tests.fixtures.clocks import FakeClock
 from tests.fixtures.lambda_invoke import LambdaContext, event, stateless_request
 from tests.fixtures.moto_server import SerialMotoServer

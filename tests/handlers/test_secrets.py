@@ -6,8 +6,8 @@ import boto3
 import pytest
 from moto import mock_aws
 
-from stratus.config import SettingsError
 from stratus.handlers.secrets import resolve_secret, settings_from_env
+from stratus.settings import SettingsError
 
 
 def test_a_plain_value_is_the_secret_itself() -> None:

@@ -17,8 +17,8 @@ import redis
 from botocore.stub import ANY, Stubber
 
 from stratus import Settings
-from stratus.handlers import tasks as task_worker
-from stratus.handlers.tasks import LambdaLauncher
+from stratus.handlers import task_worker
+from stratus.handlers.task_worker import LambdaLauncher
 from stratus.transport.app import build_app
 from tests.fixtures.apps import shared
 from tests.fixtures.wire import HandshakeSession, McpHttp

@@ -10,7 +10,7 @@ from pathlib import Path
 
 from tests.fixtures.distribution import ROOT, Distribution, FreshVenv
 
-FOLDERS = {"core": "stratus", "handlers": "stratus.handlers"}
+FOLDERS = {"core": "stratus", "handlers": "stratus.handlers", "emulator": "stratus.emulator"}
 
 
 def _declared() -> dict[str, object]:
@@ -18,7 +18,7 @@ def _declared() -> dict[str, object]:
 
 
 def test_the_package_list_names_every_package_folder() -> None:
-    """A sub-package added under core/ or handlers/ and left out of pyproject.toml would be missing from the wheel."""
+    """A sub-package under core/, handlers/ or emulator/ left out of pyproject.toml would be missing from the wheel."""
     on_disk = {
         ".".join((name, *init.parent.relative_to(ROOT / folder).parts))
         for folder, name in FOLDERS.items()
@@ -26,7 +26,7 @@ def test_the_package_list_names_every_package_folder() -> None:
     }
     declared = _declared()
     assert sorted(declared["packages"]) == sorted(on_disk)  # type: ignore[call-overload]
-    assert declared["package-dir"] == {"stratus": "core", "stratus.handlers": "handlers"}
+    assert declared["package-dir"] == {name: folder for folder, name in FOLDERS.items()}
 
 
 def test_the_wheel_holds_one_top_level_package_and_its_type_marker(distribution: Distribution) -> None:

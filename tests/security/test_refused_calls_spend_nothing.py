@@ -13,11 +13,11 @@ from typing import Any
 import pytest
 
 from stratus import Context, McpServer, ToolError
-from stratus.config import Settings
 from stratus.resilience.breaker import BreakerPolicy
 from stratus.resilience.limiter import RateLimit
 from stratus.server.policy import RateLimits
 from stratus.server.principal import Principal
+from stratus.settings import Settings
 from stratus.stores.factory import memory_stores
 from tests.fixtures.clients import McpFactory
 from tests.fixtures.clocks import FakeClock

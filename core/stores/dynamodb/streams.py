@@ -9,7 +9,7 @@ from collections.abc import Mapping
 
 from stratus.errors import StoreUnavailableError
 from stratus.stores.dynamodb.follow import SharedPolls
-from stratus.stores.dynamodb.mirrors import MIRRORS, Mirrors, is_server_wide
+from stratus.stores.dynamodb.replicated_log import MIRRORS, Mirrors, is_server_wide
 from stratus.stores.dynamodb.table import (
     ALL_OLD,
     ConditionFailedError,
@@ -30,7 +30,7 @@ POLL_MAX_SECONDS = 0.25
 
 class DynamoEventLogStore:
     """Events as items under their stream's key, numbered by an atomic counter item; a server-wide log's events
-    under each of its mirrors' keys instead (`stratus.stores.dynamodb.mirrors`)."""
+    under each of its mirrors' keys instead (`stratus.stores.dynamodb.replicated_log`)."""
 
     def __init__(
         self, table: DynamoTable, *, max_events: int = 1000, ttl_seconds: float = 3600.0, mirrors: int = MIRRORS

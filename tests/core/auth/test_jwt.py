@@ -13,8 +13,8 @@ import pytest
 from stratus import Context, McpServer, Settings
 from stratus.auth.bearer import JwtAuthenticator, ResourceServer
 from stratus.auth.jwks import KeySet
-from stratus.config import SettingsError
 from stratus.errors import UnauthorizedError
+from stratus.settings import SettingsError
 from tests.fixtures.clients import McpFactory
 from tests.fixtures.jwt_issuer import AUDIENCE, ISSUER, Issuer
 from tests.fixtures.wire import McpHttp

@@ -8,8 +8,8 @@ from collections.abc import AsyncIterator
 
 import pytest
 
-from stratus.gateway.cache import ToolsCache
 from stratus.gateway.config import Upstream
+from stratus.gateway.list_cache import ToolsCache
 from stratus.stores.base import Stores
 from stratus.stores.factory import build_stores
 from tests.fixtures.clocks import FakeClock

@@ -9,9 +9,9 @@ import pytest
 
 from examples.demo import server as demo
 from stratus import Settings, build_app
-from stratus.gateway.client import UpstreamClient, UpstreamError, UpstreamUnavailableError
 from stratus.gateway.config import Upstream
 from stratus.gateway.operations import check_connection, discover
+from stratus.gateway.upstream_client import UpstreamClient, UpstreamError, UpstreamUnavailableError
 from tests.fixtures import sdk_upstream
 from tests.fixtures.processes import free_port
 from tests.fixtures.servers import uvicorn_serving

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from stratus.gateway.event_stream import SseEventError, SseEvents, bounded_body, bounded_lines, messages
+from stratus.gateway.connectors.event_stream import SseEventError, SseEvents, bounded_body, bounded_lines, messages
 
 pytestmark = pytest.mark.anyio
 

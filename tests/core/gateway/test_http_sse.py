@@ -9,10 +9,11 @@ from collections.abc import AsyncIterator, Iterator
 import pytest
 from mcp.server.transport_security import TransportSecuritySettings
 
-from stratus.gateway.client import UpstreamClient, UpstreamUnavailableError
 from stratus.gateway.config import Upstream
-from stratus.gateway.http_sse import HttpSseTransport
-from stratus.transport.asgi import Receive, Scope, Send, read_body, until_disconnected
+from stratus.gateway.connectors.http_sse import HttpSseTransport
+from stratus.gateway.upstream_client import UpstreamClient, UpstreamUnavailableError
+from stratus.transport.asgi import read_body, until_disconnected
+from stratus.types import Receive, Scope, Send
 from tests.fixtures.sdk_upstream import build
 from tests.fixtures.servers import uvicorn_serving
 

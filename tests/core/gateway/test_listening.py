@@ -11,8 +11,8 @@ from typing import Any
 
 import pytest
 
+from stratus.gateway.connectors.contract import UpstreamError
 from stratus.gateway.listening import ACKNOWLEDGED, LIST_FLAGS, ResourceInterest, listen
-from stratus.gateway.transport import UpstreamError
 
 pytestmark = pytest.mark.anyio
 JsonObject = dict[str, Any]

@@ -15,12 +15,12 @@ import pytest
 from pydantic import Field
 
 from stratus import McpServer, Settings, build_app
-from stratus.gateway.client import UpstreamClient
 from stratus.gateway.config import Upstream
-from stratus.gateway.mirror import mirrored_headers, parameter_headers
+from stratus.gateway.mirrored_headers import mirrored_headers, parameter_headers
 from stratus.gateway.served import GatewayServer
+from stratus.gateway.upstream_client import UpstreamClient
 from stratus.protocol.header_values import decode_header_value, encode_header_value
-from stratus.transport.asgi import ASGIApp, Receive, Scope, Send
+from stratus.types import ASGIApp, Receive, Scope, Send
 from tests.fixtures.servers import uvicorn_serving
 from tests.fixtures.wire import McpHttp
 

@@ -12,10 +12,10 @@ import anyio
 import pytest
 
 from stratus import Context, McpServer, Settings, build_app
-from stratus.gateway.client import UpstreamUnavailableError
 from stratus.gateway.config import Upstream
 from stratus.gateway.connection import ConnectionState, StateListener
 from stratus.gateway.pool import UpstreamPool
+from stratus.gateway.upstream_client import UpstreamUnavailableError
 from tests.fixtures.clocks import FakeClock
 from tests.fixtures.processes import free_port
 from tests.fixtures.servers import uvicorn_serving

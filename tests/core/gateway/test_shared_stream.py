@@ -11,8 +11,8 @@ from collections.abc import AsyncIterator, Iterator
 import pytest
 from mcp.server.transport_security import TransportSecuritySettings
 
-from stratus.gateway.client import UpstreamClient, UpstreamError
 from stratus.gateway.config import Upstream
+from stratus.gateway.upstream_client import UpstreamClient, UpstreamError
 from tests.fixtures import sdk_upstream
 from tests.fixtures.peers import RecordingPeer, text_of
 from tests.fixtures.servers import uvicorn_serving

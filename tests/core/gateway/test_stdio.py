@@ -13,10 +13,10 @@ from pathlib import Path
 
 import pytest
 
-from stratus.gateway import stdio
-from stratus.gateway.client import UpstreamClient, UpstreamUnavailableError
 from stratus.gateway.config import Upstream
-from stratus.gateway.stdio import StdioTransport
+from stratus.gateway.connectors import stdio
+from stratus.gateway.connectors.stdio import StdioTransport
+from stratus.gateway.upstream_client import UpstreamClient, UpstreamUnavailableError
 from tests.fixtures.peers import text_of
 
 pytestmark = pytest.mark.anyio

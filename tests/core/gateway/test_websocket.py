@@ -7,9 +7,9 @@ from __future__ import annotations
 import anyio
 import pytest
 
-from stratus.gateway.client import UpstreamClient, UpstreamUnavailableError
 from stratus.gateway.config import Upstream, parse_servers
 from stratus.gateway.served import GatewayServer
+from stratus.gateway.upstream_client import UpstreamClient, UpstreamUnavailableError
 from tests.fixtures import sdk_upstream
 from tests.fixtures.clients import client_for
 from tests.fixtures.wire import BASE_HEADERS, McpHttp

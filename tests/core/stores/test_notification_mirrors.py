@@ -12,7 +12,7 @@ import pytest
 from stratus import McpServer, Settings
 from stratus.protocol.notifications import NOTIFICATIONS, NotificationFollower, NotificationLog, session_log
 from stratus.stores.base import Stores
-from stratus.stores.dynamodb.mirrors import MIRRORS
+from stratus.stores.dynamodb.replicated_log import MIRRORS
 from stratus.stores.factory import dynamodb_stores
 from stratus.transport.app import build_app
 from tests.fixtures.wire import McpHttp

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from stratus.config import Settings, SettingsError
+from stratus.settings import Settings, SettingsError
 from stratus.stores.urls import ClusterUrl, StoreConfigError, cluster_url, validate_store_url
 
 

@@ -1,0 +1,2 @@
+"""How the gateway reaches an upstream: the transport contract, then one module per wire (Streamable HTTP, the
+2024-11-05 HTTP+SSE transport, stdio, WebSocket) and the HTTP/1.1 client and body readers they share."""

@@ -1,0 +1,148 @@
+"""An API Gateway REST API (a deployed stage) in front of its Lambda proxy and mock integrations.
+
+- The path starts with a deployed stage (`/v1/mcp`); what follows is matched against the API's resources, literal
+  paths over `{variable}`s over a greedy `{proxy+}` (which needs at least one segment: `/v1/` matches only a `/`
+  resource), a method over ANY. Anything unmatched, a missing stage among it, gets API Gateway's own 403
+  `{"message":"Missing Authentication Token"}` (gateway response MISSING_AUTHENTICATION_TOKEN:
+  https://docs.aws.amazon.com/apigateway/latest/developerguide/supported-gateway-response-types.html).
+- Lambda proxy integration, payload format 1.0
+  (https://docs.aws.amazon.com/apigateway/latest/developerguide/set-up-lambda-proxy-integrations.html): a function
+  error or an answer without `statusCode` gives 502 `{"message": "Internal server error"}`; no permission for API
+  Gateway to invoke the function gives 500. Response headers API Gateway reserves are renamed
+  `x-amzn-Remapped-<name>`, `WWW-Authenticate` among them
+  (https://docs.aws.amazon.com/apigateway/latest/developerguide/api-gateway-known-issues.html#api-gateway-known-issues-rest-apis).
+- Limits (https://docs.aws.amazon.com/apigateway/latest/developerguide/limits.html): 10 MB request payload (413),
+  the integration timeout (29 s by default; buffered: 504 `{"message": "Endpoint request timed out"}`).
+- `responseTransferMode: STREAM`
+  (https://docs.aws.amazon.com/apigateway/latest/developerguide/response-transfer-mode.html): the answer is relayed
+  as the function writes it, for at most 15 minutes, and cut after 5 minutes without data (REGIONAL and PRIVATE
+  endpoints; 30 s for EDGE).
+- Mock integrations (SAM's CORS preflights) answer with their configured status and headers.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Mapping
+from typing import Any
+
+from stratus.emulator.apigateway_http import match_path
+from stratus.emulator.containers import FunctionError, FunctionPool
+from stratus.emulator.events import (
+    Answer,
+    MalformedResponseError,
+    Request,
+    json_answer,
+    read_v1_response,
+    v1_event,
+)
+from stratus.emulator.intrinsics import ACCOUNT_ID
+from stratus.emulator.proxy_integration import FrontDoor, Invocation, collect, send_answer, send_stream
+from stratus.emulator.resource_policy import api_gateway_may_invoke
+from stratus.emulator.stack import RestApi, RestMethod, Stack
+from stratus.types import Send
+
+MISSING_TOKEN = {"message": "Missing Authentication Token"}
+BAD_GATEWAY = {"message": "Internal server error"}
+TIMED_OUT = {"message": "Endpoint request timed out"}
+REMAPPED = {
+    name.lower(): name for name in ("Authorization", "Connection", "Content-MD5", "Date", "Server", "WWW-Authenticate")
+}
+STREAM_MAX_SECONDS = 15 * 60
+STREAM_IDLE_SECONDS = {"REGIONAL": 5 * 60, "PRIVATE": 5 * 60, "EDGE": 30}
+
+
+def remap(headers: list[tuple[str, str]]) -> list[tuple[str, str]]:
+    """The integration's response headers as a REST API returns them: reserved names renamed."""
+    return [
+        (f"x-amzn-Remapped-{REMAPPED[name.lower()]}", value) if name.lower() in REMAPPED else (name, value)
+        for name, value in headers
+    ]
+
+
+def _specificity(method: RestMethod) -> tuple[int, int, int]:
+    segments = method.path.split("/")
+    return (
+        int(any(segment.endswith("+}") for segment in segments)),
+        sum(segment.startswith("{") for segment in segments),
+        int(method.method == "ANY"),
+    )
+
+
+def select_method(methods: tuple[RestMethod, ...], verb: str, path: str) -> tuple[RestMethod, dict[str, str]] | None:
+    candidates: list[tuple[RestMethod, dict[str, str]]] = []
+    for method in methods:
+        if method.method not in ("ANY", verb):
+            continue
+        variables = match_path(method.path, path)
+        if variables is not None:
+            candidates.append((method, variables))
+    return min(candidates, key=lambda found: _specificity(found[0])) if candidates else None
+
+
+class RestApiDoor(FrontDoor):
+    kind = "REST API"
+
+    def __init__(self, api: RestApi, stack: Stack, pools: Mapping[str, FunctionPool], time_scale: float = 1.0) -> None:
+        super().__init__(api.logical_id, pools)
+        self.api = api
+        self.stack = stack
+        self.time_scale = time_scale
+        """Multiplies the streaming limits (the method timeouts come scaled in `stack`)."""
+
+    def too_large(self) -> Answer:
+        return json_answer(413, {"message": "Request Too Long"})
+
+    async def handle(self, request: Request, send: Send) -> None:
+        stage, _, rest = request.path.lstrip("/").partition("/")
+        path = f"/{rest}"
+        selected = select_method(self.api.methods, request.method, path) if stage in self.api.stages else None
+        if selected is None:
+            await send_answer(
+                send, json_answer(403, MISSING_TOKEN, ("x-amzn-ErrorType", "MissingAuthenticationTokenException"))
+            )
+            return
+        method, variables = selected
+        if method.integration == "mock":
+            await send_answer(send, Answer(method.mock_status, list(method.mock_headers.items()), b""))
+            return
+        source_arn = (
+            f"arn:aws:execute-api:{self.stack.region}:{ACCOUNT_ID}:{self.api.api_id}/{stage}/{request.method}{path}"
+        )
+        function = method.function or ""
+        pool = self.pools.get(function)
+        if pool is None or not api_gateway_may_invoke(self.stack.policy(function), method.qualifier, source_arn):
+            await send_answer(send, json_answer(500, BAD_GATEWAY))
+            return
+        event = v1_event(
+            request, api_id=self.api.api_id, stage=stage, resource=method.path, path=path, path_parameters=variables
+        )
+        await self._invoke(send, pool, method, event)
+
+    async def _invoke(self, send: Send, pool: FunctionPool, method: RestMethod, event: dict[str, Any]) -> None:
+        timeout = method.timeout_ms / 1000
+        try:
+            async with pool.invocation() as container:
+                invocation = Invocation(pool)
+                try:
+                    invoked = await asyncio.wait_for(invocation.run(container, event), timeout)
+                except TimeoutError:
+                    await container.stop()  # its answer would arrive after API Gateway stopped waiting
+                    await send_answer(send, json_answer(504, TIMED_OUT))
+                    return
+                stream = invoked.stream
+                if stream is not None and method.streaming:
+                    idle = STREAM_IDLE_SECONDS.get(self.api.endpoint_type, 30) * self.time_scale
+                    invocation.deadline = min(
+                        invocation.deadline, asyncio.get_running_loop().time() + STREAM_MAX_SECONDS * self.time_scale
+                    )
+                    await send_stream(send, invocation, container, stream, remap(stream.headers), idle_seconds=idle)
+                    return
+                if stream is not None:
+                    answer = Answer(stream.status, stream.headers, await collect(invocation, container, stream))
+                else:
+                    answer = read_v1_response(invoked.payload)
+        except (FunctionError, MalformedResponseError):
+            answer = json_answer(502, BAD_GATEWAY)
+        answer.headers = remap(answer.headers)
+        await send_answer(send, answer)

@@ -1,0 +1,152 @@
+"""`stratus local`: serve the stack a SAM template describes, every front door on its own port.
+
+Only argparse is imported here; the translator, httpx and the emulator itself are imported when the command runs,
+so `stratus serve` and the other commands start as light as before.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import secrets
+import signal
+import sys
+import threading
+from pathlib import Path
+from typing import Any
+
+DEFAULT_PORT = 3000  # as `sam local start-api`
+DEFAULT_CONTAINERS = 2
+DEFAULT_RETIRE_RATE = 0.02
+
+
+def _parameter(text: str) -> tuple[str, str]:
+    name, sep, value = text.partition("=")
+    if not sep or not name:
+        raise argparse.ArgumentTypeError(f"expected NAME=VALUE, got {text!r}")
+    return name, value
+
+
+def _rate(text: str) -> float:
+    value = float(text)
+    if not 0.0 <= value <= 1.0:
+        raise argparse.ArgumentTypeError("a rate between 0 and 1")
+    return value
+
+
+def _positive(text: str) -> int:
+    value = int(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError("at least 1")
+    return value
+
+
+def add_parser(commands: Any) -> None:
+    local = commands.add_parser(
+        "local",
+        help="serve the stack template.yaml describes (its APIs, Function URLs and Lambda containers) on 127.0.0.1",
+    )
+    local.add_argument("--template", default="template.yaml", help="the SAM template (default: ./template.yaml)")
+    local.add_argument(
+        "--parameter",
+        action="append",
+        type=_parameter,
+        default=[],
+        metavar="NAME=VALUE",
+        help="a template parameter override (repeatable)",
+    )
+    local.add_argument("--app", help="the server as MODULE:ATTR (default: STRATUS_APP, else the template's ServerApp)")
+    local.add_argument("--gateway", metavar="FILE", help='serve the upstreams of a {"mcpServers": ...} file as one')
+    local.add_argument(
+        "--store", help="state store URL shared by every container (default: STRATUS_STORE, else memory://)"
+    )
+    local.add_argument("--host", default="127.0.0.1", help="interface to bind (default: 127.0.0.1)")
+    local.add_argument(
+        "--port",
+        type=int,
+        default=DEFAULT_PORT,
+        help=f"the first front door's port, the others following it (default: {DEFAULT_PORT})",
+    )
+    local.add_argument(
+        "--containers",
+        type=_positive,
+        default=DEFAULT_CONTAINERS,
+        help=f"most containers per function at once (default: {DEFAULT_CONTAINERS})",
+    )
+    local.add_argument(
+        "--retire-rate",
+        type=_rate,
+        default=DEFAULT_RETIRE_RATE,
+        help=f"chance a container is retired after an invocation (default: {DEFAULT_RETIRE_RATE})",
+    )
+    local.add_argument("--seed", type=int, help="seed of the container choices and retirements (default: random)")
+
+
+def _overrides(args: argparse.Namespace) -> tuple[dict[str, str], str]:
+    """The local environment every function gets on top of the template's, and the store URL."""
+    store = args.store or os.environ.get("STRATUS_STORE") or "memory://"
+    overrides = {
+        "STRATUS_STORE": store,
+        # The template's key is an SSM parameter; every container of a run signs with the same one.
+        "STRATUS_SECRET_KEY": os.environ.get("STRATUS_SECRET_KEY") or secrets.token_hex(32),
+    }
+    app = args.app or os.environ.get("STRATUS_APP")
+    if app:
+        overrides["STRATUS_APP"] = app
+    gateway = args.gateway or os.environ.get("STRATUS_GATEWAY_CONFIG")
+    if gateway:
+        overrides["STRATUS_GATEWAY_CONFIG"] = str(Path(gateway).resolve())
+    return overrides, store
+
+
+def run(args: argparse.Namespace) -> int:
+    """Serve until interrupted; 2 when the template or the settings are refused."""
+    from stratus.emulator.intrinsics import TemplateError
+    from stratus.emulator.local_aws import LocalAws, Options
+    from stratus.emulator.stack import read_stack
+    from stratus.handlers.loading import load_server
+    from stratus.stores.urls import StoreConfigError, validate_store_url
+
+    overrides, store = _overrides(args)
+    template = Path(args.template)
+    try:
+        validate_store_url(store)
+        if "STRATUS_APP" in overrides:
+            load_server(overrides["STRATUS_APP"])
+        if not template.is_file():
+            raise TemplateError(f"no template at {template}: pass --template FILE")
+        stack = read_stack(template, dict(args.parameter))
+    except (StoreConfigError, TemplateError, ValueError, ImportError) as error:
+        sys.stderr.write(f"stratus: {error}\n")
+        return 2
+    seed = args.seed if args.seed is not None else secrets.randbelow(2**31)
+    options = Options(
+        containers=args.containers,
+        retire_rate=args.retire_rate,
+        seed=seed,
+        environment=overrides,
+        host=args.host,
+        port=args.port,
+    )
+    if store.startswith("memory:") and args.containers > 1:
+        sys.stderr.write(
+            "stratus: memory:// is each container's own: state does not follow a request to another container "
+            "(pass --store redis://... to share it, as the deployed stack shares its table)\n"
+        )
+    stopped = threading.Event()
+    for signum in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(signum, lambda *_: stopped.set())
+    try:
+        with LocalAws(stack, options).running() as aws:
+            sys.stdout.write(
+                f"Serving {template} locally (store {store}, up to {args.containers} containers per function, "
+                f"seed {seed}):\n"
+            )
+            for served in aws.served:
+                sys.stdout.write(f"  {served.kind:<13} {served.logical_id:<24} {served.url}\n")
+            sys.stdout.flush()
+            stopped.wait()
+    except OSError as error:
+        sys.stderr.write(f"stratus: {error}\n")
+        return 2
+    return 0

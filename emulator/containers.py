@@ -1,0 +1,308 @@
+"""Lambda's execution model (https://docs.aws.amazon.com/lambda/latest/dg/lambda-runtime-environment.html and
+https://docs.aws.amazon.com/lambda/latest/dg/lambda-concurrency.html), one function at a time:
+
+- each container (execution environment) is its own process group and serves one invocation at a time;
+- a new container starts on demand, when every existing one is busy: a real cold start (a new process imports and
+  builds everything), up to `max_containers` per function (beyond it an invocation waits for a free one);
+- an idle container is frozen (SIGSTOP to its process group; SIGCONT when the next invocation arrives): no code
+  runs between invocations, so background tasks do not progress and sockets see no reads;
+- which warm container serves an invocation is not up to the caller (a seeded random choice among the idle ones);
+- containers are retired at random (killed while frozen, with no warning, as Lambda may do), and a container whose
+  invocation timed out or crashed is discarded (Lambda resets the environment).
+
+A `Container` is one execution environment: `HandlerContainer` runs a handler through
+`stratus.emulator.runtime`; the Web Adapter's is in `web_adapter`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import random
+import signal
+import socket
+import struct
+import subprocess
+import sys
+import time
+import uuid
+from abc import ABC, abstractmethod
+from collections.abc import AsyncIterator, Callable, Mapping
+from contextlib import asynccontextmanager, suppress
+from dataclasses import dataclass, field
+from typing import IO, Any
+
+from stratus.emulator.stack import Function
+
+INIT_TIMEOUT_SECONDS = 10.0
+"""Lambda's init phase limit for on-demand functions (lambda-runtime-environment.html, "Init phase")."""
+INVOKE_PAYLOAD_BYTES = 6 * 1024 * 1024
+"""Synchronous invocation payload, request and response each
+(https://docs.aws.amazon.com/lambda/latest/dg/gettingstarted-limits.html)."""
+FREEZE_CHECKS = 400
+FREEZE_CHECK_SECONDS = 0.005
+_LENGTH = struct.Struct(">I")
+
+
+class FunctionError(Exception):
+    """The invocation failed: an error the handler raised, a crash, a timeout, or an oversized payload."""
+
+    def __init__(self, error_type: str, message: str) -> None:
+        super().__init__(f"{error_type}: {message}")
+        self.error_type = error_type
+
+
+@dataclass
+class Streamed:
+    """A streamed HTTP response (the Web Adapter in response_stream mode): its prelude, then its body."""
+
+    status: int
+    headers: list[tuple[str, str]]
+    chunks: AsyncIterator[bytes]
+
+
+@dataclass
+class Invoked:
+    """What one invocation returned: a JSON payload (a buffered handler), or a stream."""
+
+    payload: Any = None
+    stream: Streamed | None = None
+    request_id: str = field(default_factory=lambda: str(uuid.uuid4()))
+
+
+class Container(ABC):
+    """One execution environment: a process group started for it, frozen whenever it is not invoked."""
+
+    process: subprocess.Popen[bytes] | None = None
+
+    def __init__(self, function: Function, environment: Mapping[str, str], output: IO[bytes] | None) -> None:
+        self.function = function
+        self.environment = dict(environment)
+        self.output = output
+        self.frozen = False
+
+    @property
+    def pid(self) -> int:
+        return self.process.pid if self.process else 0
+
+    @property
+    def alive(self) -> bool:
+        return self.process is not None and self.process.poll() is None
+
+    def spawn(self, command: list[str], environment: Mapping[str, str], pass_fds: tuple[int, ...] = ()) -> None:
+        """Start the container's process in a process group of its own (so the whole group can be frozen)."""
+        self.process = subprocess.Popen(  # noqa: S603 - the function's own handler, as the template names it
+            command,
+            cwd=self.function.code_dir,
+            env=dict(environment),
+            pass_fds=pass_fds,
+            start_new_session=True,
+            stdin=subprocess.DEVNULL,
+            stdout=self.output,
+            stderr=subprocess.STDOUT if self.output is not None else None,
+        )
+
+    @abstractmethod
+    async def start(self) -> None:
+        """The cold start: the process, its init, and (behind the Web Adapter) the readiness check."""
+
+    @abstractmethod
+    async def invoke(self, event: Any, context: dict[str, Any]) -> Invoked:
+        """One invocation; raises FunctionError when it fails."""
+
+    async def freeze(self) -> None:
+        """Stop the process group, and return once its leader has stopped (a signal is delivered asynchronously:
+        until then it could still run)."""
+        if not self.alive or self.frozen:
+            return
+        os.killpg(self.pid, signal.SIGSTOP)
+        self.frozen = True
+        for _ in range(FREEZE_CHECKS):
+            with suppress(ChildProcessError):
+                # WNOHANG: never blocks; WNOWAIT: leaves the status for Popen.
+                if os.waitid(os.P_PID, self.pid, os.WSTOPPED | os.WNOWAIT | os.WNOHANG) is not None:  # noqa: ASYNC222
+                    return
+            if not self.alive:
+                return
+            await asyncio.sleep(FREEZE_CHECK_SECONDS)
+
+    def thaw(self) -> None:
+        if self.alive and self.frozen:
+            os.killpg(self.pid, signal.SIGCONT)
+        self.frozen = False
+
+    async def stop(self) -> None:
+        """Kill the whole process group, frozen or not (Lambda gives a retired environment no warning)."""
+        if self.process is None:
+            return
+        with suppress(ProcessLookupError):
+            os.killpg(self.pid, signal.SIGKILL)
+        await asyncio.to_thread(self.process.wait, 10)
+
+
+class HandlerContainer(Container):
+    """A container running `Handler` (module.attribute) through `stratus.emulator.runtime`."""
+
+    _reader: asyncio.StreamReader
+    _writer: asyncio.StreamWriter
+
+    async def start(self) -> None:
+        ours, theirs = socket.socketpair()
+        try:
+            self.spawn(
+                [sys.executable, "-m", "stratus.emulator.runtime", str(theirs.fileno())],
+                {**self.environment, "_HANDLER": self.function.handler},
+                pass_fds=(theirs.fileno(),),
+            )
+        finally:
+            theirs.close()
+        self._reader, self._writer = await asyncio.open_unix_connection(sock=ours)
+        try:
+            async with asyncio.timeout(INIT_TIMEOUT_SECONDS):
+                message = await self._read()
+        except TimeoutError:
+            raise FunctionError("Runtime.InitTimeout", "init did not finish within 10 s") from None
+        if not isinstance(message, dict) or not message.get("ready"):
+            error = (message or {}).get("initError") or {}
+            raise FunctionError("Runtime.InitError", str(error.get("errorType", "the runtime exited")))
+
+    async def invoke(self, event: Any, context: dict[str, Any]) -> Invoked:
+        payload = json.dumps(event)
+        if len(payload) > INVOKE_PAYLOAD_BYTES:
+            raise FunctionError("RequestTooLargeException", "the request payload exceeds 6 MB")
+        request = json.dumps({"event": event, "context": context}).encode()
+        self._writer.write(_LENGTH.pack(len(request)) + request)
+        await self._writer.drain()
+        message = await self._read()
+        if message is None:
+            raise FunctionError("Runtime.ExitError", "the runtime exited during the invocation")
+        if "error" in message:
+            raise FunctionError(str(message["error"].get("errorType")), str(message["error"].get("errorMessage")))
+        return Invoked(payload=message.get("result"))
+
+    async def _read(self) -> Any:
+        try:
+            header = await self._reader.readexactly(_LENGTH.size)
+            body = await self._reader.readexactly(_LENGTH.unpack(header)[0])
+        except (asyncio.IncompleteReadError, ConnectionError):
+            return None
+        if len(body) > INVOKE_PAYLOAD_BYTES + 64:
+            raise FunctionError("Function.ResponseSizeTooLarge", "the response payload exceeds 6 MB")
+        return json.loads(body)
+
+    async def stop(self) -> None:
+        if hasattr(self, "_writer"):
+            self._writer.close()
+        await super().stop()
+
+
+ContainerFactory = Callable[[Function], Container]
+
+
+class FunctionPool:
+    """The containers of one function: reused warm, started on demand, frozen when idle, retired at random."""
+
+    def __init__(
+        self,
+        function: Function,
+        factory: ContainerFactory,
+        *,
+        max_containers: int,
+        rng: random.Random,
+        retire_rate: float,
+    ) -> None:
+        if max_containers < 1:
+            raise ValueError("a function needs at least one container")
+        self.function = function
+        self._factory = factory
+        self._max = max_containers
+        self._rng = rng
+        self._retire_rate = retire_rate
+        self._idle: list[Container] = []
+        self._busy: set[Container] = set()
+        self._count = 0
+        self._changed = asyncio.Condition()
+        self.served: list[int] = []
+        """The PID of the container that served each invocation, in order."""
+        self.cold_starts = 0
+
+    @asynccontextmanager
+    async def invocation(self) -> AsyncIterator[Container]:
+        """A container for one invocation, thawed; frozen (or retired) again when the block ends. A block left by
+        an exception other than a function error discards the container (a timeout resets the environment)."""
+        container = await self._acquire()
+        container.thaw()
+        self.served.append(container.pid)
+        keep = False
+        try:
+            yield container
+            keep = True
+        except FunctionError:
+            keep = True
+            raise
+        finally:
+            await self._release(container, keep=keep and container.alive)
+
+    def idle_pids(self) -> list[int]:
+        """The PIDs of the warm containers waiting, frozen, for an invocation."""
+        return [container.pid for container in self._idle if container.frozen]
+
+    def context(self, deadline_seconds: float) -> dict[str, Any]:
+        """The invocation's context fields (request id, deadline, ARN) for the runtime."""
+        return {
+            "awsRequestId": str(uuid.uuid4()),
+            "deadlineMs": int((time.time() + deadline_seconds) * 1000),
+            "invokedFunctionArn": self.function.arn,
+        }
+
+    async def _acquire(self) -> Container:
+        async with self._changed:
+            while True:
+                alive = [container for container in self._idle if container.alive]
+                self._count -= len(self._idle) - len(alive)
+                self._idle = alive
+                if self._idle:
+                    container = self._rng.choice(self._idle)
+                    self._idle.remove(container)
+                    self._busy.add(container)
+                    return container
+                if self._count < self._max:
+                    self._count += 1
+                    break
+                await self._changed.wait()
+        container = self._factory(self.function)
+        self._busy.add(container)
+        try:
+            await container.start()
+        except BaseException:
+            self._busy.discard(container)
+            await container.stop()
+            async with self._changed:
+                self._count -= 1
+                self._changed.notify()
+            raise
+        self.cold_starts += 1
+        return container
+
+    async def _release(self, container: Container, *, keep: bool) -> None:
+        retire = not keep or self._rng.random() < self._retire_rate
+        if not retire:
+            await container.freeze()
+        async with self._changed:
+            self._busy.discard(container)
+            if retire:
+                self._count -= 1
+            else:
+                self._idle.append(container)
+            self._changed.notify()
+        if retire:
+            await container.stop()
+
+    async def close(self) -> None:
+        """Kill every container, idle or busy."""
+        async with self._changed:
+            containers = [*self._idle, *self._busy]
+            self._idle.clear()
+            self._busy.clear()
+        await asyncio.gather(*(container.stop() for container in containers), return_exceptions=True)

@@ -1,0 +1,220 @@
+"""The whole stack served locally: every front door of the template on its own port, each function's containers
+behind them, and Lambda's Invoke API for the functions that call each other.
+
+Each container's environment is what Lambda gives a function
+(https://docs.aws.amazon.com/lambda/latest/dg/configuration-envvars.html#configuration-envvars-runtime): the
+template's variables plus the reserved ones (`AWS_LAMBDA_FUNCTION_NAME`, `_HANDLER`, `LAMBDA_TASK_ROOT`, ...),
+and nothing of the emulator's own environment except AWS credentials and endpoints (the function's role stands in
+for them on AWS). On top come the local overrides: the store and the secret key (the template's point at AWS
+resources), the served app, and any extra the caller gives.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import random
+import sys
+import threading
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import IO, Any
+
+import uvicorn
+
+from stratus.emulator.apigateway_http import HttpApiDoor
+from stratus.emulator.apigateway_rest import RestApiDoor
+from stratus.emulator.containers import Container, FunctionPool, HandlerContainer
+from stratus.emulator.function_url import FunctionUrlDoor
+from stratus.emulator.invoke_api import LambdaApi
+from stratus.emulator.stack import Function, Stack, with_time_scale
+from stratus.emulator.web_adapter import WebAdapterContainer
+
+START_TIMEOUT_SECONDS = 20.0
+STOP_TIMEOUT_SECONDS = 20.0
+_PASSED_THROUGH = ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN")
+
+
+@dataclass
+class Options:
+    """How the stack is served locally."""
+
+    containers: int = 2
+    """Most containers per function at once."""
+    retire_rate: float = 0.0
+    """The chance that a container is retired after an invocation."""
+    seed: int | None = None
+    environment: Mapping[str, str] = field(default_factory=dict)
+    """Overrides for every function's environment."""
+    host: str = "127.0.0.1"
+    port: int = 0
+    """The first front door's port, the others following it; 0 gives each a free port."""
+    output: IO[bytes] | None = None
+    """Where the containers' output goes (default: the emulator's own)."""
+    time_scale: float = 1.0
+    """Every time limit AWS applies (function timeouts, integration timeouts, the REST API's streaming limits) is
+    multiplied by this: at 1/60 a test sees a call outlive the HTTP API's 30 s in half a second."""
+
+
+@dataclass(frozen=True)
+class Served:
+    """One front door as served: its kind, its logical id, its base URL."""
+
+    kind: str
+    logical_id: str
+    url: str
+
+
+class LocalAws:
+    """The stack's front doors and function pools on one event loop."""
+
+    def __init__(self, stack: Stack, options: Options | None = None) -> None:
+        self.options = options or Options()
+        stack = with_time_scale(stack, self.options.time_scale)
+        self.stack = stack
+        rng = random.Random(self.options.seed)  # noqa: S311 - reproducible scheduling, not secrets
+        self.pools = {
+            name: FunctionPool(
+                function,
+                self._container,
+                max_containers=self.options.containers,
+                rng=random.Random(rng.random()),  # noqa: S311 - as above
+                retire_rate=self.options.retire_rate,
+            )
+            for name, function in stack.functions.items()
+        }
+        self.lambda_api = LambdaApi(self.pools)
+        self.doors: list[Any] = [
+            *(HttpApiDoor(api, stack, self.pools) for api in stack.http_apis),
+            *(RestApiDoor(api, stack, self.pools, self.options.time_scale) for api in stack.rest_apis),
+            *(FunctionUrlDoor(url, stack, self.pools) for url in stack.function_urls),
+            self.lambda_api,
+        ]
+        self.served: list[Served] = []
+        self._lambda_endpoint = ""
+
+    def url(self, logical_id: str) -> str:
+        """The base URL of the front door `logical_id` (a REST API's is its first stage's)."""
+        for served in self.served:
+            if served.logical_id == logical_id:
+                return served.url
+        raise KeyError(logical_id)
+
+    def environment(self, function: Function) -> dict[str, str]:
+        """A container's environment: reserved variables, the function's, then the local overrides."""
+        code = str(function.code_dir)
+        environment = {
+            "PATH": os.pathsep.join([str(Path(sys.executable).parent), "/usr/local/bin", "/usr/bin", "/bin"]),
+            "LANG": "en_US.UTF-8",
+            "TZ": ":UTC",
+            "PYTHONPATH": code,
+            "LAMBDA_TASK_ROOT": code,
+            "_HANDLER": function.handler,
+            "AWS_EXECUTION_ENV": f"AWS_Lambda_{function.runtime}",
+            "AWS_REGION": self.stack.region,
+            "AWS_DEFAULT_REGION": self.stack.region,
+            "AWS_LAMBDA_FUNCTION_NAME": function.name,
+            "AWS_LAMBDA_FUNCTION_MEMORY_SIZE": str(function.memory_mb),
+            "AWS_LAMBDA_FUNCTION_VERSION": "$LATEST",
+            "AWS_LAMBDA_INITIALIZATION_TYPE": "on-demand",
+            "AWS_LAMBDA_LOG_GROUP_NAME": f"/aws/lambda/{function.name}",
+            "AWS_LAMBDA_LOG_STREAM_NAME": "local",
+            "AWS_ACCESS_KEY_ID": "local",
+            "AWS_SECRET_ACCESS_KEY": "local",
+            "AWS_SESSION_TOKEN": "local",
+            "AWS_ENDPOINT_URL_LAMBDA": self._lambda_endpoint,
+        }
+        environment.update({key: os.environ[key] for key in _PASSED_THROUGH if key in os.environ})
+        environment.update(
+            {
+                key: value
+                for key, value in os.environ.items()
+                if key.startswith("AWS_ENDPOINT_URL_") and key != "AWS_ENDPOINT_URL_LAMBDA"
+            }
+        )
+        environment.update(function.environment)
+        environment.update(self.options.environment)
+        return environment
+
+    def _container(self, function: Function) -> Container:
+        kind = WebAdapterContainer if function.behind_web_adapter else HandlerContainer
+        return kind(function, self.environment(function), self.options.output)
+
+    async def serve(self, stop: asyncio.Event, started: threading.Event | None = None) -> None:
+        """Serve every front door until `stop` is set; then stop them and every container."""
+        servers: list[uvicorn.Server] = []
+        tasks: list[asyncio.Task[None]] = []
+        try:
+            # The first door's port opens last: once it answers, every door does.
+            bases: dict[int, str] = {}
+            for index in reversed(range(len(self.doors))):
+                door = self.doors[index]
+                port = self.options.port + index if self.options.port else 0
+                server, task = await self._listen(door, port)
+                servers.append(server)
+                tasks.append(task)
+                bound = server.servers[0].sockets[0].getsockname()[1]
+                bases[index] = f"http://{self.options.host}:{bound}"
+                if isinstance(door, RestApiDoor):
+                    bases[index] += f"/{door.api.stage}"
+                if isinstance(door, LambdaApi):
+                    self._lambda_endpoint = bases[index]
+            self.served = [Served(door.kind, door.logical_id, bases[index]) for index, door in enumerate(self.doors)]
+            if started is not None:
+                started.set()
+            await stop.wait()
+        finally:
+            for server in servers:
+                server.should_exit = True
+            await asyncio.gather(*(pool.close() for pool in self.pools.values()), return_exceptions=True)
+            await asyncio.gather(*tasks, return_exceptions=True)
+
+    async def _listen(self, door: Any, port: int) -> tuple[uvicorn.Server, asyncio.Task[None]]:
+        config = uvicorn.Config(
+            door,
+            host=self.options.host,
+            port=port,
+            log_level="warning",
+            lifespan="off",
+            server_header=False,
+            timeout_graceful_shutdown=1,
+        )
+        server = uvicorn.Server(config)
+        task = asyncio.create_task(server.serve())
+        async with asyncio.timeout(START_TIMEOUT_SECONDS):
+            while not server.started:
+                if task.done():
+                    raise OSError(f"{door.kind} {door.logical_id} could not listen on port {port}")
+                await asyncio.sleep(0.01)
+        return server, task
+
+    @contextmanager
+    def running(self) -> Iterator[LocalAws]:
+        """Serve the stack on a thread of its own until the block ends (start and stop bounded in time)."""
+        started = threading.Event()
+        failure: list[BaseException] = []
+        loop = asyncio.new_event_loop()
+        stop = asyncio.Event()
+
+        def run() -> None:
+            try:
+                loop.run_until_complete(self.serve(stop, started))
+            except BaseException as error:  # noqa: BLE001 - handed to the caller's thread
+                failure.append(error)
+                started.set()
+            finally:
+                loop.close()
+
+        thread = threading.Thread(target=run, name="stratus-local-aws", daemon=True)
+        thread.start()
+        if not started.wait(START_TIMEOUT_SECONDS) or failure:
+            loop.call_soon_threadsafe(stop.set) if not loop.is_closed() else None
+            thread.join(STOP_TIMEOUT_SECONDS)
+            raise failure[0] if failure else TimeoutError("the local stack did not start")
+        try:
+            yield self
+        finally:
+            loop.call_soon_threadsafe(stop.set)
+            thread.join(STOP_TIMEOUT_SECONDS)

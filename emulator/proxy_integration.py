@@ -1,0 +1,185 @@
+"""What every emulated front door shares: reading a request under a payload limit, invoking a function within its
+timeout through its container pool, and writing a buffered or a streamed answer back.
+
+A streamed invocation goes on after its client leaves: Lambda does not stop a function whose caller disconnected
+(https://docs.aws.amazon.com/lambda/latest/dg/configuration-response-streaming.html), so the container stays busy
+until the function ends or times out.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from abc import ABC, abstractmethod
+from collections.abc import AsyncIterator, Mapping
+from typing import Any
+
+from stratus.emulator.containers import FunctionError, FunctionPool, Invoked, Streamed
+from stratus.emulator.events import Answer, Request
+from stratus.types import Receive, Scope, Send
+
+
+def listening_address(scope: Scope) -> str:
+    """The emulated API's domain: the address the client connected to (never the Host the client wrote)."""
+    server = scope.get("server")
+    address = str(server[0]) if server else "127.0.0.1"
+    return f"[{address}]" if ":" in address else address
+
+
+async def read_limited(receive: Receive, limit: int) -> tuple[bytes, bool]:
+    """The request body, and whether it went past `limit` bytes (then reading stops there)."""
+    parts: list[bytes] = []
+    size = 0
+    while True:
+        message = await receive()
+        if message["type"] == "http.disconnect":
+            return b"".join(parts), False
+        chunk = message.get("body", b"")
+        size += len(chunk)
+        if size > limit:
+            return b"", True
+        parts.append(chunk)
+        if not message.get("more_body"):
+            return b"".join(parts), False
+
+
+async def send_answer(send: Send, answer: Answer) -> None:
+    headers = [(name.encode(), value.encode()) for name, value in answer.headers if name.lower() != "content-length"]
+    headers.append((b"content-length", str(len(answer.body)).encode()))
+    await send({"type": "http.response.start", "status": answer.status, "headers": headers})
+    await send({"type": "http.response.body", "body": answer.body})
+
+
+class Invocation:
+    """One invocation of a function through its pool, within the function's timeout (after which Lambda stops it
+    and resets its environment: https://docs.aws.amazon.com/lambda/latest/dg/configuration-timeout.html)."""
+
+    def __init__(self, pool: FunctionPool) -> None:
+        self.pool = pool
+        self.deadline = 0.0
+
+    async def run(self, container: Any, event: Any) -> Invoked:
+        timeout = self.pool.function.timeout_seconds
+        self.deadline = asyncio.get_running_loop().time() + timeout
+        try:
+            async with asyncio.timeout_at(self.deadline):
+                invoked: Invoked = await container.invoke(event, self.pool.context(timeout))
+                return invoked
+        except TimeoutError:
+            await container.stop()
+            raise FunctionError("Sandbox.Timedout", f"Task timed out after {timeout:.2f} seconds") from None
+
+    async def chunks(
+        self, container: Any, stream: Streamed, *, idle_seconds: float | None = None, limit: int | None = None
+    ) -> AsyncIterator[bytes]:
+        """The stream's chunks until it ends, the function times out (the container is then stopped), no chunk
+        comes for `idle_seconds`, or `limit` bytes have passed."""
+        loop = asyncio.get_running_loop()
+        iterator = aiter(stream.chunks)
+        sent = 0
+        while True:
+            limit_at = self.deadline if idle_seconds is None else min(self.deadline, loop.time() + idle_seconds)
+            try:
+                async with asyncio.timeout_at(limit_at):
+                    chunk = await anext(iterator)
+            except StopAsyncIteration:
+                return
+            except TimeoutError:
+                if loop.time() >= self.deadline:
+                    await container.stop()
+                return
+            sent += len(chunk)
+            if limit is not None and sent > limit:
+                return
+            yield chunk
+
+
+async def collect(invocation: Invocation, container: Any, stream: Streamed) -> bytes:
+    return b"".join([chunk async for chunk in invocation.chunks(container, stream)])
+
+
+async def send_stream(
+    send: Send,
+    invocation: Invocation,
+    container: Any,
+    stream: Streamed,
+    headers: list[tuple[str, str]],
+    *,
+    idle_seconds: float | None = None,
+    limit: int | None = None,
+) -> None:
+    """Relay a streamed answer as it is written; once the client is gone the rest is still drained (the function
+    runs on), within the function's timeout."""
+    start = [(name.encode(), value.encode()) for name, value in headers]
+    await send({"type": "http.response.start", "status": stream.status, "headers": start})
+    async for chunk in invocation.chunks(container, stream, idle_seconds=idle_seconds, limit=limit):
+        await send({"type": "http.response.body", "body": chunk, "more_body": True})
+    await send({"type": "http.response.body", "body": b"", "more_body": False})
+    async for _ in invocation.chunks(container, stream):
+        pass
+
+
+def preflight(cors: Mapping[str, Any] | None, request: Request) -> Answer | None:
+    """The answer to a CORS preflight when the front door's CORS configuration says it answers them itself
+    (HTTP API: https://docs.aws.amazon.com/apigateway/latest/developerguide/http-api-cors.html; Function URL:
+    https://docs.aws.amazon.com/lambda/latest/dg/urls-configuration.html#urls-cors); None sends the request on."""
+    if not cors or request.method != "OPTIONS":
+        return None
+    origin = request.header("origin")
+    if origin is None or request.header("access-control-request-method") is None:
+        return None
+    config = {str(key).lower(): value for key, value in cors.items()}
+    headers: list[tuple[str, str]] = []
+    origins = [str(value) for value in config.get("alloworigins") or ()]
+    if "*" in origins or origin in origins:
+        headers.append(("access-control-allow-origin", "*" if "*" in origins else origin))
+        if config.get("allowmethods"):
+            headers.append(("access-control-allow-methods", ",".join(config["allowmethods"])))
+        if config.get("allowheaders"):
+            headers.append(("access-control-allow-headers", ",".join(config["allowheaders"])))
+        if config.get("maxage") is not None:
+            headers.append(("access-control-max-age", str(config["maxage"])))
+        if config.get("allowcredentials"):
+            headers.append(("access-control-allow-credentials", "true"))
+    return Answer(204, headers, b"")
+
+
+class FrontDoor(ABC):
+    """An ASGI app playing one AWS front door."""
+
+    kind = "front door"
+    max_request_bytes = 10 * 1024 * 1024
+
+    def __init__(self, logical_id: str, pools: Mapping[str, FunctionPool]) -> None:
+        self.logical_id = logical_id
+        self.pools = pools
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            return
+        body, too_large = await read_limited(receive, self.max_request_bytes)
+        # A field value's leading and trailing whitespace is not part of it (RFC 9110 section 5.5): AWS's front doors
+        # parse HTTP that way, while the local server hands the raw bytes over.
+        headers = tuple(
+            (name.decode("latin-1").lower(), value.decode("latin-1").strip(" \t")) for name, value in scope["headers"]
+        )
+        request = Request(
+            method=scope["method"],
+            path=scope["path"],
+            query=scope.get("query_string", b"").decode("latin-1"),
+            headers=headers,
+            body=body,
+            domain=listening_address(scope),
+            source_ip=(scope.get("client") or ("127.0.0.1", 0))[0],
+        )
+        if too_large:
+            await send_answer(send, self.too_large())
+            return
+        await self.handle(request, send)
+
+    @abstractmethod
+    async def handle(self, request: Request, send: Send) -> None:
+        """Answer `request` (its body already read)."""
+
+    @abstractmethod
+    def too_large(self) -> Answer:
+        """The front door's own answer to a request over its payload limit."""

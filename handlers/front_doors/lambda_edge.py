@@ -1,0 +1,18 @@
+"""CloudFront Lambda@Edge events, read and answered by Mangum's `LambdaAtEdge`."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from mangum.handlers import LambdaAtEdge
+
+from stratus.handlers.front_doors.mangum_config import CONFIG
+
+
+def infer(event: dict[str, Any], context: Any) -> bool:
+    return LambdaAtEdge.infer(event, context, CONFIG)
+
+
+class Reader(LambdaAtEdge):
+    def __init__(self, event: dict[str, Any], context: Any) -> None:
+        super().__init__(event, context, CONFIG)

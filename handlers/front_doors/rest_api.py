@@ -1,0 +1,18 @@
+"""The REST API's events (payload 1.0, stage and resource paths), read and answered by Mangum's `APIGateway`."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from mangum.handlers import APIGateway
+
+from stratus.handlers.front_doors.mangum_config import CONFIG
+
+
+def infer(event: dict[str, Any], context: Any) -> bool:
+    return APIGateway.infer(event, context, CONFIG)
+
+
+class Reader(APIGateway):
+    def __init__(self, event: dict[str, Any], context: Any) -> None:
+        super().__init__(event, context, CONFIG)

@@ -1,0 +1,165 @@
+"""Settings come from STRATUS_* variables, once, and a mistake stops the start."""
+
+from __future__ import annotations
+
+import ast
+import sys
+from pathlib import Path
+
+import pytest
+
+from stratus import Settings
+from stratus import settings as config
+from stratus.settings import SettingsError
+
+JWT = {
+    "auth_issuer": "https://issuer.example",
+    "auth_audience": "https://mcp.example/mcp",
+    "auth_jwks_url": "https://issuer.example/jwks.json",
+}
+
+
+def test_defaults_serve_the_demo_on_the_memory_store() -> None:
+    settings = Settings.from_env({})
+    assert (settings.app, settings.store, settings.mcp_path) == ("examples.demo:server", "memory://", "/mcp")
+
+
+def test_variables_are_parsed_and_overrides_win() -> None:
+    settings = Settings.from_env(
+        {"STRATUS_ALLOWED_HOSTS": "a.example.com, b.example.com", "STRATUS_MAX_BODY_BYTES": "2048", "HOME": "/root"},
+        app="examples.add:server",
+        store=None,
+    )
+    assert settings.allowed_hosts == ("a.example.com", "b.example.com")
+    assert settings.max_body_bytes == 2048
+    assert settings.app == "examples.add:server"
+
+
+@pytest.mark.parametrize(
+    "environ",
+    [
+        {"STRATUS_STOER": "memory://"},
+        {"STRATUS_MAX_BODY_BYTES": "-1"},
+        {"STRATUS_MAX_BODY_BYTES": "lots"},
+        {"STRATUS_STORE": "postgres://db"},
+        {"STRATUS_MCP_PATH": "mcp"},
+        {"STRATUS_APP": "no-colon"},
+        {"STRATUS_AUTH_MODE": "basic"},
+        {"STRATUS_STORE": "redis://127.0.0.1:6379/0"},
+        {"STRATUS_STORE": "redis://"},
+        {"STRATUS_STORE": "dynamodb://", "STRATUS_SECRET_KEY": "k"},
+        {"STRATUS_LIMITS_ON_STORE_FAILURE": "maybe"},
+        {"STRATUS_TRUST_REQUEST_CONTEXT_HEADER": "yes"},
+        {"STRATUS_BODY_TIMEOUT_SECONDS": "0"},
+        {"STRATUS_SERVE_HEADER_TIMEOUT_SECONDS": "inf"},
+        {"STRATUS_SERVE_MAX_CONNECTIONS": "-1"},
+        {"STRATUS_MAX_BATCH_LENGTH": "0"},
+        {"STRATUS_MAX_STREAMS": "1000"},  # not below the process's 1000 long-wait connections
+        {"STRATUS_MAX_STREAMS": "0"},
+        {"STRATUS_MAX_STREAMS_PER_SESSION": "-1"},
+        {"STRATUS_MAX_SESSIONS_PER_PRINCIPAL": "many"},
+        {"STRATUS_AUTH_MODE": "jwt", "STRATUS_AUTH_ISSUER": "https://auth.example.com/"},
+        {
+            "STRATUS_AUTH_MODE": "jwt",
+            "STRATUS_AUTH_ISSUER": "i",
+            "STRATUS_AUTH_AUDIENCE": "mcp",
+            "STRATUS_AUTH_JWKS_URL": "x",
+        },
+    ],
+)
+def test_a_bad_or_unknown_setting_fails_with_its_name(environ: dict[str, str]) -> None:
+    with pytest.raises(SettingsError) as caught:
+        Settings.from_env(environ)
+    assert any(name in str(caught.value) for name in environ)
+
+
+def test_the_request_context_header_is_trusted_only_when_told() -> None:
+    assert Settings.from_env({}).trust_request_context_header is False
+    assert Settings.from_env({"STRATUS_TRUST_REQUEST_CONTEXT_HEADER": "True"}).trust_request_context_header is True
+    assert Settings.from_env({"STRATUS_TRUST_REQUEST_CONTEXT_HEADER": "false"}).trust_request_context_header is False
+
+
+def test_slow_client_limits_have_production_defaults() -> None:
+    settings = Settings.from_env({})
+    assert (settings.serve_header_timeout_seconds, settings.body_timeout_seconds) == (10.0, 30.0)
+    assert settings.serve_max_connections == 1000
+    assert Settings.from_env({"STRATUS_SERVE_MAX_CONNECTIONS": "0"}).serve_max_connections == 0
+
+
+def test_jwt_mode_reads_its_settings() -> None:
+    settings = Settings.from_env(
+        {
+            "STRATUS_AUTH_MODE": "jwt",
+            "STRATUS_AUTH_ISSUER": "https://auth.example.com/",
+            "STRATUS_AUTH_AUDIENCE": "https://mcp.example.com/mcp",
+            "STRATUS_AUTH_JWKS_URL": "https://auth.example.com/.well-known/jwks.json",
+            "STRATUS_AUTH_SCOPES": "tools:read, tools:write",
+        }
+    )
+    assert settings.auth_scopes == ("tools:read", "tools:write")
+
+
+def test_a_shared_store_needs_the_shared_secret() -> None:
+    with pytest.raises(SettingsError) as refused:
+        Settings.from_env({"STRATUS_STORE": "rediss://cache.example.com:6379"})
+    assert "STRATUS_SECRET_KEY" in str(refused.value)
+    settings = Settings.from_env({"STRATUS_STORE": "rediss://cache.example.com:6379", "STRATUS_SECRET_KEY": "k"})
+    assert settings.store == "rediss://cache.example.com:6379"
+
+
+def test_the_seed_mcp_http_variables_are_honoured_and_stratus_ones_win() -> None:
+    settings = Settings.from_env(
+        {
+            "MCP_HTTP_ALLOWED_HOSTS": "mcp.example.com",
+            "MCP_HTTP_ALLOWED_ORIGINS": "https://app.example.com,https://b.example.com",
+            "MCP_HTTP_SESSION_TIMEOUT": "1800000",
+            "STRATUS_ALLOWED_ORIGINS": "https://winner.example.com",
+        }
+    )
+    assert settings.allowed_hosts == ("mcp.example.com",)
+    assert settings.allowed_origins == ("https://winner.example.com",)
+    assert settings.session_ttl_seconds == 1800  # milliseconds in the seed, seconds here
+    assert Settings.from_env({}).allowed_hosts == ()  # DNS-rebinding protection stays on by default
+    assert Settings.from_env({"MCP_HTTP_ENABLE_DNS_REBINDING_PROTECTION": "false"}).allowed_hosts == ("*",)
+    with pytest.raises(SettingsError, match="MCP_HTTP_"):
+        Settings.from_env({"MCP_HTTP_SESSION_TIMEOUT": "soon"})
+
+
+@pytest.mark.parametrize(
+    ("module", "settings", "named"),
+    [
+        ("redis", {"store": "redis://127.0.0.1:6379/0", "secret_key": "k"}, "STRATUS_STORE=redis://"),
+        ("boto3", {"store": "dynamodb://t", "secret_key": "k"}, "STRATUS_STORE=dynamodb://"),
+        ("jwt", {**JWT, "auth_mode": "jwt"}, "STRATUS_AUTH_MODE=jwt"),
+        ("aws_lambda_powertools", {"telemetry": "powertools"}, "STRATUS_TELEMETRY=powertools"),
+    ],
+)
+def test_a_setting_whose_package_is_missing_names_the_package_and_its_extra(
+    module: str, settings: dict[str, str], named: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A None in sys.modules is how Python marks a module that cannot be imported."""
+    Settings(**settings)  # type: ignore[arg-type]
+    monkeypatch.setitem(sys.modules, module, None)
+    with pytest.raises(SettingsError) as refused:
+        Settings(**settings)  # type: ignore[arg-type]
+    assert named in str(refused.value) and "pip install 'stratus-mcp[" in str(refused.value)
+
+
+def test_every_setting_has_one_docstring_of_its_own() -> None:
+    """Each field's docstring stands right below it, and only one: a second string after a field documents the
+    field that lost its own (as when two fields' docstrings were swapped past each other)."""
+    source = Path(config.__file__).read_text(encoding="utf-8")
+    settings = next(
+        node for node in ast.parse(source).body if isinstance(node, ast.ClassDef) and node.name == "Settings"
+    )
+    body = settings.body
+    undocumented: list[str] = []
+    extra: list[int] = []
+    for index, node in enumerate(body):
+        following = body[index + 1] if index + 1 < len(body) else None
+        is_doc = isinstance(following, ast.Expr) and isinstance(following.value, ast.Constant)
+        if isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name) and not is_doc:
+            undocumented.append(node.target.id)
+        if isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant) and is_doc:
+            extra.append(following.lineno if following else 0)
+    assert (undocumented, extra) == ([], [])
