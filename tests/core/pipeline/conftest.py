@@ -4,8 +4,8 @@ from collections.abc import Callable
 
 import pytest
 
+from stratus.composition import build_pipeline
 from stratus.metrics import LocalMetrics
-from stratus.pipeline.pipeline import Pipeline
 from stratus.server.server import McpServer
 from stratus.stores.factory import memory_stores
 from tests.fixtures.clocks import FakeClock, RecordedSleeps
@@ -19,7 +19,7 @@ def harness_for() -> Callable[[McpServer], Harness]:
         stores = memory_stores(session_ttl_seconds=3600, clock=clock)
         metrics = LocalMetrics()
         sleeps = RecordedSleeps(clock)
-        pipeline = Pipeline(server.policy, stores, metrics, clock=clock, sleep=sleeps, rand=lambda: 0.5)
+        pipeline = build_pipeline(server.policy, stores, metrics, clock=clock, sleep=sleeps, rand=lambda: 0.5)
         return Harness(server, pipeline, metrics, clock, sleeps)
 
     return build
