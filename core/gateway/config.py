@@ -46,6 +46,7 @@ _KNOWN = {
     "scope",
     "namespaced",
     "protocolVersion",
+    "concurrentCalls",
     "description",
     "id",
     "isTrusted",
@@ -85,6 +86,10 @@ class Upstream:
     protocol_version: str | None = None
     """Pin the upstream's protocol revision; by default the gateway asks `server/discover` and falls back to the
     `initialize` handshake."""
+    concurrent_calls: bool = False
+    """On a wire whose messages share one stream (stdio, WebSocket, HTTP+SSE), let calls overlap on the connection.
+    By default they take turns, so a log line or a question that names no request reaches the one caller it can be
+    about; overlapping, such a message is dropped whenever several calls wait (stratus.gateway.demux)."""
     # What the record says about the upstream, not how to reach it: a change reconnects nothing.
     id: str | None = field(default=None, compare=False)
     """The record's identity (`mcp_{timestamp}_{random}`), given when it is recorded and never changed."""
@@ -202,6 +207,7 @@ def _upstream(name: str, entry: Any, problems: list[str]) -> Upstream | None:
     ]
     flags = {key: entry.get(key, True) for key in ("isActive", "namespaced")}
     flags["isTrusted"] = entry.get("isTrusted", False)
+    flags["concurrentCalls"] = entry.get("concurrentCalls", False)
     found += [f"{name}.{key}: expected true or false" for key, value in flags.items() if not isinstance(value, bool)]
     problems.extend(found)
     if found:
@@ -220,6 +226,7 @@ def _upstream(name: str, entry: Any, problems: list[str]) -> Upstream | None:
         scope=scope,
         namespaced=flags["namespaced"],
         protocol_version=pinned,
+        concurrent_calls=flags["concurrentCalls"],
         id=record_id,
         trusted=flags["isTrusted"],
         install_source=source,

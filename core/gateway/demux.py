@@ -1,10 +1,16 @@
 """Sorts what an upstream sends on one shared inbound stream (stdio, HTTP+SSE (2024-11-05)) to the requests awaiting it.
 
 A response goes to the request with its id. A notification whose params carry `progressToken` goes to the
-request of that token (the client sets it to the request's id); any other notification or upstream request
-goes to the most recent request still waiting, for want of anything better on these wires, and is dropped when
-none waits; list changes (`notifications/*/list_changed`) and resource updates belong to no request and go to
-`changes()` instead.
+request of that token (the client sets it to the request's id). Nothing else on these wires says which request
+a message is about: a log line, or an upstream's elicitation or sampling request, carries no token. Such a message
+goes to the one caller's request waiting on the connection (`tools/call`, `resources/read`, `prompts/get`,
+`completion/complete`, which run for a client of the gateway); with none waiting, or with more than one, it is
+dropped and logged (an upstream request is refused), since handing it to a guess would show one user another
+user's log lines and questions. So that every message has its one caller, callers' requests take turns on the
+connection by default (`serialize_calls`): the next one is sent once the previous one is answered, which costs
+throughput on an upstream that could have served them at once (the upstream's `"concurrentCalls": true` allows
+that, and drops what cannot be told apart). List changes (`notifications/*/list_changed`) and resource updates
+belong to no request and go to `changes()` instead.
 The transport answers what nobody else can: `ping`, and an upstream request no request waits for (the upstream
 would otherwise wait for an answer until its own timeout). When the stream ends, every waiting
 request fails with the reason, and so does every later one.
@@ -26,6 +32,8 @@ MAX_BACKLOG = 1000
 """How many messages about one request may wait to be passed on before the request fails as flooded."""
 MAX_CHANGES = 100
 """How many list changes may wait for the watcher; older ones are dropped first (a newer one says the same)."""
+CALLER_METHODS = frozenset({"tools/call", "resources/read", "prompts/get", "completion/complete"})
+"""The requests the gateway sends for one of its clients: only they may receive a message that names no request."""
 
 logger = logging.getLogger("stratus.gateway")
 
@@ -65,14 +73,18 @@ class Inbox:
 class Demux:
     """The requests waiting on one upstream's inbound stream, most recent last."""
 
-    def __init__(self) -> None:
+    def __init__(self, *, serialize_calls: bool = True) -> None:
         self._waiting: dict[str | int, Inbox] = {}
+        self._callers: dict[str | int, Inbox] = {}
+        """The waiting requests sent for a client of the gateway (CALLER_METHODS)."""
+        self._turn = asyncio.Lock() if serialize_calls else None
         self._ended: str | None = None
         self._changes: asyncio.Queue[JsonObject | None] = asyncio.Queue()
 
     @contextmanager
-    def expecting(self, request_id: Any) -> Iterator[Inbox]:
-        """Wait for messages about `request_id` while the block runs: enter it before sending the request.
+    def expecting(self, request_id: Any, *, caller: bool = False) -> Iterator[Inbox]:
+        """Wait for messages about `request_id` while the block runs: enter it before sending the request. A
+        `caller`'s request may also receive what names no request, when it is the only caller's request waiting.
 
         Raises:
             UpstreamUnavailableError: the stream has already ended (its reason), or the id is already waiting.
@@ -81,22 +93,29 @@ class Demux:
         if not isinstance(request_id, str | int) or request_id in self._waiting:
             raise UpstreamUnavailableError(f"cannot tell the answer to request id {request_id!r} apart")
         inbox = self._waiting[request_id] = Inbox()
+        if caller:
+            self._callers[request_id] = inbox
         try:
             yield inbox
         finally:
             if self._waiting.get(request_id) is inbox:
                 del self._waiting[request_id]
+            if self._callers.get(request_id) is inbox:
+                del self._callers[request_id]
 
     async def exchange(
         self, message: JsonObject, write: Callable[[JsonObject], Awaitable[None]]
     ) -> AsyncGenerator[JsonObject, None]:
         """What the upstream sends about `message` (a transport's `exchange`), its response last: the request is
-        awaited here before `write` sends it on the transport's wire."""
-        with self.expecting(message.get("id")) as inbox:
-            await write(message)
-            async with contextlib.aclosing(inbox.messages()) as messages:
-                async for inbound in messages:
-                    yield inbound
+        awaited here before `write` sends it on the transport's wire; a caller's request waits for its turn first
+        when calls are serialized."""
+        caller = message.get("method") in CALLER_METHODS
+        async with self._turn if caller and self._turn is not None else contextlib.nullcontext():
+            with self.expecting(message.get("id"), caller=caller) as inbox:
+                await write(message)
+                async with contextlib.aclosing(inbox.messages()) as messages:
+                    async for inbound in messages:
+                        yield inbound
 
     @property
     def ended(self) -> bool:
@@ -124,7 +143,7 @@ class Demux:
             return {"jsonrpc": "2.0", "id": message["id"], "result": {}}
         params = message.get("params")
         token = params.get("progressToken") if isinstance(params, dict) else None
-        inbox = self._inbox(token) if token is not None else self._most_recent()
+        inbox = self._inbox(token) if token is not None else self._only_caller(method)
         if inbox is not None:
             inbox.put(message)
         elif "id" in message:
@@ -168,8 +187,16 @@ class Demux:
             del self._waiting[request_id]
         return inbox
 
-    def _most_recent(self) -> Inbox | None:
-        return next(reversed(self._waiting.values()), None)
+    def _only_caller(self, method: str) -> Inbox | None:
+        """The one caller's request waiting, which a message naming no request can only be about; else None."""
+        if len(self._callers) == 1:
+            return next(iter(self._callers.values()))
+        if self._callers:
+            logger.warning(
+                "upstream message about no one request dropped: several calls wait on this connection",
+                extra={"upstream_method": method, "waiting_calls": len(self._callers), "setting": "concurrentCalls"},
+            )
+        return None
 
 
 def _is_response(message: JsonObject) -> bool:

@@ -71,20 +71,27 @@ class UpstreamPeer(Protocol):
 def make_transport(upstream: Upstream, *, timeout: float, guard: AddressGuard | None = None) -> UpstreamTransport:
     """The transport an upstream's configuration names; an HTTP one connects only where `guard` allows (anywhere
     without one)."""
+    serialize = not upstream.concurrent_calls
     if upstream.transport == "stdio":
         from stratus.gateway.connectors.stdio import StdioTransport
 
-        return StdioTransport(upstream.command or "", upstream.args, upstream.env, timeout=timeout)
+        return StdioTransport(
+            upstream.command or "", upstream.args, upstream.env, timeout=timeout, serialize_calls=serialize
+        )
     if upstream.transport == "websocket":
         from stratus.gateway.connectors.websocket import (
             WebSocketTransport,  # imports `websockets` only when one connects
         )
 
-        return WebSocketTransport(upstream.url or "", upstream.headers, timeout=timeout, guard=guard)
+        return WebSocketTransport(
+            upstream.url or "", upstream.headers, timeout=timeout, guard=guard, serialize_calls=serialize
+        )
     if upstream.transport == "sse":
         from stratus.gateway.connectors.http_sse import HttpSseTransport
 
-        return HttpSseTransport(upstream.url or "", upstream.headers, timeout=timeout, guard=guard)
+        return HttpSseTransport(
+            upstream.url or "", upstream.headers, timeout=timeout, guard=guard, serialize_calls=serialize
+        )
     return StreamableHttpTransport(upstream.url or "", upstream.headers, timeout=timeout, guard=guard)
 
 

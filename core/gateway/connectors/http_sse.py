@@ -33,7 +33,15 @@ logger = logging.getLogger("stratus.gateway")
 class HttpSseTransport:
     """One upstream stream, opened by `open` and closed by `close`; requests are POSTed to its endpoint."""
 
-    def __init__(self, url: str, headers: dict[str, str], *, timeout: float, guard: AddressGuard | None = None) -> None:
+    def __init__(
+        self,
+        url: str,
+        headers: dict[str, str],
+        *,
+        timeout: float,
+        guard: AddressGuard | None = None,
+        serialize_calls: bool = True,
+    ) -> None:
         self.url = url
         self.headers = headers
         self.timeout = timeout
@@ -42,7 +50,7 @@ class HttpSseTransport:
         self.pool = Http11Pool(url, connect_seconds=min(timeout, 5.0), guard=guard)
         """The stream holds one connection (it may idle between events as long as no request waits: each request
         has its own timeout); messages are posted on others."""
-        self._demux = Demux()
+        self._demux = Demux(serialize_calls=serialize_calls)
         self._reader: asyncio.Task[None] | None = None
         self._opening = asyncio.Lock()
 

@@ -59,6 +59,7 @@ class StdioTransport:
         *,
         timeout: float,
         max_line_bytes: int = MAX_LINE_BYTES,
+        serialize_calls: bool = True,
     ) -> None:
         self.command = command
         self.args = tuple(args)
@@ -67,7 +68,7 @@ class StdioTransport:
         self.timeout = timeout
         self.max_line_bytes = max_line_bytes
         self.process: asyncio.subprocess.Process | None = None
-        self._demux = Demux()
+        self._demux = Demux(serialize_calls=serialize_calls)
         self._tasks: list[asyncio.Task[None]] = []
         self._opening = asyncio.Lock()
         self._writing = asyncio.Lock()

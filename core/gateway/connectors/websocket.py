@@ -41,6 +41,7 @@ class WebSocketTransport:
         *,
         timeout: float,
         guard: AddressGuard | None = None,
+        serialize_calls: bool = True,
         max_message_bytes: int = MAX_MESSAGE_BYTES,
     ) -> None:
         self.url = url
@@ -51,7 +52,7 @@ class WebSocketTransport:
         self.protocol_version: str | None = None
         self._socket: Any = None
         self._reader: asyncio.Task[None] | None = None
-        self._demux = Demux()
+        self._demux = Demux(serialize_calls=serialize_calls)
         self._opening = asyncio.Lock()
 
     async def open(self) -> None:

@@ -44,6 +44,16 @@ def test_a_hosts_document_gives_one_upstream_per_server_with_its_transport_and_s
     assert (local.active, local.namespaced, local.scope) == (False, False, "local")
     assert local.no_auto_approve_tools == frozenset({"delete"})
     assert local.prefix == "mcp__my_server_v2__"
+    assert not files.concurrent_calls  # calls take turns on a shared stream unless the document says otherwise
+
+
+def test_calls_may_overlap_on_a_shared_stream_only_when_the_document_says_so() -> None:
+    document = {"mcpServers": {"files": {"command": "srv", "concurrentCalls": True}, "odd": {"command": "srv"}}}
+    upstreams = {upstream.name: upstream for upstream in parse_document(json.dumps(document))}
+    assert (upstreams["files"].concurrent_calls, upstreams["odd"].concurrent_calls) == (True, False)
+    with pytest.raises(GatewayConfigError) as refused:
+        parse_document(json.dumps({"mcpServers": {"files": {"command": "srv", "concurrentCalls": "yes"}}}))
+    assert refused.value.problems == ["files.concurrentCalls: expected true or false"]
 
 
 def test_every_problem_of_a_document_is_reported_at_once_naming_its_server_and_field() -> None:

@@ -148,7 +148,7 @@ async def test_an_upstream_in_a_private_range_is_refused_unless_its_network_is_a
 
 
 async def test_a_stdio_and_a_handshake_sse_upstream_are_served_with_their_disabled_tools_hidden() -> None:
-    hidden = frozenset({"die", "shout", "big", "environment", "greet", "count"})
+    hidden = frozenset({"die", "shout", "big", "environment", "greet", "count", "confide"})
     with uvicorn_serving(sdk_upstream.build().sse_app(), lifespan="on") as sse_url:
         gateway = GatewayServer(
             [

@@ -59,20 +59,26 @@ async def test_progress_reaches_the_peer_of_the_call_it_is_about(connected: Upst
     assert [params["progress"] for _, params in counting.notified] == [1, 2, 3]
 
 
-async def test_progress_of_an_older_call_is_not_given_to_a_newer_one(connected: UpstreamClient) -> None:
-    older, newer = RecordingPeer("Ada", release=asyncio.Event()), RecordingPeer("Grace", release=asyncio.Event())
+async def test_calls_take_turns_so_every_message_reaches_the_caller_it_is_about(connected: UpstreamClient) -> None:
+    """A log line names no request on these wires: calls take turns on the connection (the default), so the one
+    waiting is the one it is about, and another caller never sees it."""
+    ada, grace = RecordingPeer("Ada", release=asyncio.Event()), RecordingPeer("Grace", release=asyncio.Event())
     async with asyncio.timeout(QUICKLY):
-        first = asyncio.create_task(connected.call_tool("greet", {}, peer=older))
-        await older.was_asked.wait()
-        second = asyncio.create_task(connected.call_tool("greet", {}, peer=newer))
-        await newer.was_asked.wait()  # each question went to the call waiting most recently when it came
-        assert older.release is not None and newer.release is not None
-        older.release.set()
-        assert text_of(await first) == "hello Ada"  # its progress came while the newer call was waiting
-        newer.release.set()
-        assert text_of(await second) == "hello Grace"
-    assert [method for method, _ in older.notified] == ["notifications/progress"]
-    assert [method for method, _ in newer.notified] == ["notifications/progress"]
+        first = asyncio.create_task(connected.call_tool("confide", {}, peer=ada))
+        await ada.was_asked.wait()
+        second = asyncio.create_task(connected.call_tool("confide", {}, peer=grace))
+        assert ada.release is not None and grace.release is not None
+        ada.release.set()
+        assert text_of(await first) == "told Ada"
+        await grace.was_asked.wait()  # the second call went out once the first was answered
+        grace.release.set()
+        assert text_of(await second) == "told Grace"
+    assert _logged(ada) == ["the secret of Ada"]
+    assert _logged(grace) == ["the secret of Grace"]
+
+
+def _logged(peer: RecordingPeer) -> list[str]:
+    return [str(params.get("data")) for method, params in peer.notified if method == "notifications/message"]
 
 
 async def test_an_elicitation_reaches_the_peer_and_its_answer_reaches_the_tool(connected: UpstreamClient) -> None:
