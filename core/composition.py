@@ -10,7 +10,7 @@ import hashlib
 import random
 import secrets
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
 from stratus.metrics import LocalMetrics, MetricsSink
@@ -24,7 +24,7 @@ from stratus.resilience.closed_breakers import CLOSED_SECONDS, ClosedBreakers
 from stratus.resilience.deadline import Clock
 from stratus.resilience.stream_slots import StreamSlots
 from stratus.server.pagination import Paginator
-from stratus.server.policy import ServerPolicy
+from stratus.server.policy import Authenticator, ServerPolicy
 from stratus.server.server import McpServer
 from stratus.settings import Settings
 from stratus.stores.base import Stores
@@ -58,14 +58,18 @@ def build_pipeline(
     sleep: Sleep = asyncio.sleep,
     rand: Callable[[], float] = random.random,
     closed_breaker_seconds: float = CLOSED_SECONDS,
+    authenticators: Sequence[Authenticator] | None = None,
 ) -> Pipeline:
     """The pipeline of `policy`: admission over the stores' call gate, the circuit over their breakers (sharing
-    what this container knows of closed breakers), retries on the injected sleep."""
+    what this container knows of closed breakers), retries on the injected sleep. It runs `authenticators` (by
+    default the server's) before each call."""
     closed = ClosedBreakers(clock, closed_breaker_seconds)
+    running = tuple(policy.authenticators if authenticators is None else authenticators)
     return Pipeline(
         policy,
         metrics,
-        admitter=Admitter(policy, stores.gate, metrics, closed, fail_open=fail_open),
+        authenticators=running,
+        admitter=Admitter(policy, stores.gate, metrics, closed, fail_open=fail_open, authenticates_first=bool(running)),
         circuit=Circuit(stores.breakers, metrics, closed),
         retries=Retries(policy, metrics, sleep=sleep, rand=rand),
         clock=clock,
@@ -74,13 +78,17 @@ def build_pipeline(
 
 
 def pipeline_for(server: McpServer, settings: Settings, stores: Stores, metrics: MetricsSink | None = None) -> Pipeline:
-    """`server`'s pipeline as the settings configure it; the server's own metrics (a tool's) go to the same sink."""
+    """`server`'s pipeline as the settings configure it; the server's own metrics (a tool's) go to the same sink.
+
+    Its calls run no authenticators: the transport ran the server's for the request that made the call
+    (`McpEndpoint`), and a task's run carries the principal its creator had."""
     pipeline = build_pipeline(
         server.policy,
         stores,
         metrics or LocalMetrics(),
         fail_open=settings.limits_on_store_failure == "open",
         authenticates=settings.auth_mode != "off",
+        authenticators=(),
     )
     server.attach(pipeline.metrics)
     return pipeline

@@ -12,7 +12,7 @@ from stratus.settings import Settings
 class RequestAuthenticator(Protocol):
     """Establishes who sent an HTTP request, or raises UnauthorizedError."""
 
-    async def authenticate(self, headers: Mapping[str, str], scope: Mapping[str, Any]) -> Principal: ...
+    async def authenticate(self, headers: Mapping[str, str], scope: Mapping[str, Any]) -> Principal | None: ...
 
 
 def request_authenticator(settings: Settings) -> tuple[RequestAuthenticator | None, Any]:

@@ -42,8 +42,11 @@ class Admitter:
         closed: ClosedBreakers,
         *,
         fail_open: bool = True,
+        authenticates_first: bool | None = None,
     ) -> None:
         self.policy = policy
+        self.authenticates_first = bool(policy.authenticators) if authenticates_first is None else authenticates_first
+        """Whether the pipeline runs authenticators before the limits (they could still refuse the call)."""
         self.gate = gate
         self.metrics = metrics
         self.closed = closed
@@ -103,7 +106,7 @@ class Admitter:
 
     def _nothing_refuses_before_the_limits(self, tool: Tool, principal: Principal | None) -> bool:
         access = tool.policy.access
-        if self.policy.authenticators or self.policy.middleware or tool.policy.middleware or access.guards:
+        if self.authenticates_first or self.policy.middleware or tool.policy.middleware or access.guards:
             return False
         return not access.restricted or access.grants(principal)
 

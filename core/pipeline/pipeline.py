@@ -2,7 +2,8 @@
 
     tool call                                   resource read / prompt get
     1. request context (contextvar)             1. request context
-    2. guards: authenticators, then the         2. guards
+    2. guards: authenticators (where the        2. guards
+       transport did not run them), then the
        item's authorization
     3. middleware: server's, then the tool's    3. server middleware
        a. admission (the store's answer for        a. timeout
@@ -41,7 +42,7 @@ from stratus.request.http import HttpRequest
 from stratus.request.inputs import InputRequired
 from stratus.resilience.deadline import Clock, Deadline
 from stratus.server.context import Context
-from stratus.server.policy import Access, Middleware, ServerPolicy
+from stratus.server.policy import Access, Authenticator, Middleware, ServerPolicy
 from stratus.server.signature import ArgumentsError
 from stratus.server.tools import Tool
 from stratus.stores.records import CallAdmission
@@ -71,8 +72,11 @@ class Pipeline:
         retries: Retries,
         clock: Clock = time.monotonic,
         authenticates: bool = True,
+        authenticators: Sequence[Authenticator] | None = None,
     ) -> None:
         self.policy = policy
+        self.authenticators = tuple(policy.authenticators if authenticators is None else authenticators)
+        """The server's authenticators this pipeline runs: none where the transport ran them for the request."""
         self.metrics = metrics
         self.admitter = admitter
         self.circuit = circuit
@@ -144,8 +148,8 @@ class Pipeline:
         outcome = "error"
         try:
             with serving(context):
-                if self.policy.authenticators:
-                    context = await authenticate(context, self.policy.authenticators)
+                if self.authenticators:
+                    context = await authenticate(context, self.authenticators)
                 if access.restricted:
                     kind_name = kind.split("/")[0].rstrip("s")
                     await authorize(context, access, kind=kind_name, authenticates=self.authenticates)

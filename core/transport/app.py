@@ -74,6 +74,7 @@ def build_app(
         keepalive_seconds=settings.keepalive_seconds,
         max_response_bytes=settings.max_response_bytes,
         authenticator=authenticator,
+        server_authenticators=server.policy.authenticators,
     )
     health = Health(
         stores.sessions,

@@ -5,12 +5,14 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import logging
 import secrets
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from stratus.errors import HttpError, InternalError, McpError, StoreUnavailableError
+from stratus.pipeline.guards import authenticate
 from stratus.protocol import versions
 from stratus.protocol.dispatch import Dispatcher
 from stratus.protocol.jsonrpc import decode
@@ -18,6 +20,8 @@ from stratus.request.aws_context import authorizer_claims, request_context
 from stratus.request.http import HttpRequest
 from stratus.request.outbound import Outbound
 from stratus.request.signal import CancellationSignal
+from stratus.server.context import Context
+from stratus.server.policy import Authenticator
 from stratus.server.principal import Principal
 from stratus.transport.asgi import Headers, request_headers, route_path, send_response, until_disconnected
 from stratus.transport.buffered_limit import buffered_body
@@ -56,9 +60,14 @@ class McpEndpoint:
         keepalive_seconds: float = KEEPALIVE_SECONDS,
         max_response_bytes: int = 0,
         authenticator: RequestAuthenticator | None = None,
+        server_authenticators: Sequence[Authenticator] = (),
     ) -> None:
         self.dispatcher = dispatcher
         self.authenticator = authenticator
+        self.server_authenticators = tuple(server_authenticators)
+        self._authenticates = authenticator is not None or bool(self.server_authenticators)
+        """The server's own authenticators (`McpServer(authenticators=...)`), run here for every request after the
+        deployment's (`STRATUS_AUTH_MODE`), so sessions, tasks, streams and quotas are bound to whom they establish."""
         self.handshake = handshake
         self.session_api = SessionApi(self.handshake)
         self.guard = guard
@@ -105,7 +114,7 @@ class McpEndpoint:
             return await self._rest(scope, receive, send, headers, path)
         if method not in ("POST", "DELETE", "GET") or (method != "POST" and not headers.get(SESSION_HEADER)):
             raise HttpError(405, "Method Not Allowed: send JSON-RPC messages with POST", headers=_ALLOW_POST)
-        principal = await self.authenticator.authenticate(headers, scope) if self.authenticator else None
+        principal = await self._authenticate(scope, headers) if self._authenticates else None
         if method == "GET":  # a session's GET stream, or the resumption of one of its streams
             if "aws.event" in scope:  # a buffered Lambda response cannot stream
                 raise HttpError(405, "Method Not Allowed: this deployment does not stream", headers=_ALLOW_POST)
@@ -118,6 +127,17 @@ class McpEndpoint:
                 http = http._replace(outbound=Outbound())
             return await self._post(receive, headers, http, principal, send)
         return await self.handshake.delete(headers, principal)
+
+    async def _authenticate(self, scope: Scope, headers: Headers) -> Principal | None:
+        """Who sent the request: the deployment's authenticator, then each of the server's in order (each may
+        establish the user or raise to deny). They see the HTTP request; the body is not read yet, so `ctx.method`
+        is empty."""
+        principal = await self.authenticator.authenticate(headers, scope) if self.authenticator else None
+        if not self.server_authenticators:
+            return principal
+        context = Context(request_id="", method="", protocol_version="", request=self._request(scope, headers))
+        context = await authenticate(dataclasses.replace(context, user=principal), self.server_authenticators)
+        return context.user
 
     def _request(self, scope: Scope, headers: Headers) -> HttpRequest:
         """What a handler may read of the request: headers, the Lambda event and context, the authorizer's claims."""
@@ -142,7 +162,7 @@ class McpEndpoint:
         allowed = "POST" if not session_id or tail else ("DELETE" if kind == "session" else "GET")
         if method != allowed:
             raise HttpError(405, f"Method Not Allowed: use {allowed}", headers={"allow": allowed})
-        principal = await self.authenticator.authenticate(headers, scope) if self.authenticator else None
+        principal = await self._authenticate(scope, headers) if self._authenticates else None
         if not session_id:
             return await self.session_api.create(await self._rest_body(scope, receive, headers), principal)
         if tail:  # the client's answer to a request a REST call sent it
