@@ -9,12 +9,11 @@ from __future__ import annotations
 
 import time
 from typing import Any
-from urllib.parse import urlsplit
 
 from stratus.resilience.deadline import Clock
 from stratus.stores.base import Stores
 from stratus.stores.bounded import bounded
-from stratus.stores.urls import REDIS_SCHEMES, is_cluster, validate_store_url
+from stratus.stores.urls import parse_store_url
 
 
 def build_stores(
@@ -54,14 +53,14 @@ def _backend_stores(
     max_sessions_per_principal: int,
     clock: Clock,
 ) -> Stores:
-    scheme = validate_store_url(url)
+    store = parse_store_url(url)
     limits = {"max_sessions": max_sessions, "max_sessions_per_principal": max_sessions_per_principal}
-    if scheme in REDIS_SCHEMES:
+    if store.backend == "redis":
         from stratus.stores.lazy import LazyClient
         from stratus.stores.redis.client import redis_calls_client, redis_waiting_client
 
-        client = LazyClient(lambda: redis_calls_client(url, timeout=timeout))
-        waiting = LazyClient(lambda: redis_waiting_client(url, timeout=timeout))
+        client = LazyClient(lambda: redis_calls_client(store, timeout=timeout))
+        waiting = LazyClient(lambda: redis_waiting_client(store, timeout=timeout))
         return redis_stores(
             client,
             waiting_client=waiting,
@@ -69,16 +68,16 @@ def _backend_stores(
             session_ttl_seconds=session_ttl_seconds,
             timeout=timeout,
             clock=clock,
-            cluster=is_cluster(url),
+            cluster=store.cluster,
             **limits,
         )
-    if scheme == "dynamodb":
+    if store.backend == "dynamodb":
         from stratus.stores.dynamodb.client import dynamodb_client
         from stratus.stores.lazy import LazyClient
 
         return dynamodb_stores(
             LazyClient(lambda: dynamodb_client(timeout=timeout)),
-            urlsplit(url).netloc,
+            store.table,
             prefix=prefix,
             session_ttl_seconds=session_ttl_seconds,
             timeout=timeout,

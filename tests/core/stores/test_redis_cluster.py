@@ -19,7 +19,7 @@ import pytest
 from stratus.errors import StoreUnavailableError
 from stratus.stores.factory import build_stores
 from stratus.stores.records import SessionRecord
-from stratus.stores.urls import WAITING_CONNECTIONS
+from stratus.stores.urls import WAITING_CONNECTIONS, parse_store_url
 from tests.fixtures.clocks import FakeClock
 from tests.fixtures.redis_cluster import OwnRedisCluster
 from tests.fixtures.store_backends import TTL
@@ -126,7 +126,8 @@ def test_each_node_is_reached_with_the_urls_credentials_tls_and_pool_size() -> N
     from stratus.stores.redis.client import redis_calls_client, redis_waiting_client
 
     url = "rediss+cluster://app:secret@127.0.0.1:7000,127.0.0.1:7001?max_connections=7"
-    calls, waits = redis_calls_client(url, timeout=1.5), redis_waiting_client(url, timeout=1.5)
+    store = parse_store_url(url)
+    calls, waits = redis_calls_client(store, timeout=1.5), redis_waiting_client(store, timeout=1.5)
     assert sorted(calls.nodes_manager.startup_nodes) == ["127.0.0.1:7000", "127.0.0.1:7001"]
     options = calls.connection_kwargs
     assert (options["connection_class"], options["username"], options["password"]) == (SSLConnection, "app", "secret")
