@@ -126,6 +126,10 @@ class DynamoTable:
     def key(self, kind: str, ident: str) -> Item:
         return {"PK": {"S": f"{self.prefix}#{kind}#{ident}"}, "SK": {"S": kind}}
 
+    def action(self, kind: str, **operation: Any) -> Item:
+        """One action of a transaction on this table (`Put`, `Update`, `Delete`), for `write`."""
+        return {kind: {"TableName": self.table, **operation}}
+
     async def call(self, operation: str, **params: Any) -> Any:
         """Run one DynamoDB operation on the table's threads, bounded in time.
 
