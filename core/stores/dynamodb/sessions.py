@@ -38,6 +38,7 @@ from stratus.stores.dynamodb.table import (
     ConditionFailedError,
     DynamoTable,
     Item,
+    TableItems,
     number,
     number_of,
     write_token,
@@ -46,8 +47,10 @@ from stratus.stores.dynamodb.table import (
 from stratus.stores.records import SessionCensus, SessionExistsError, SessionRecord, decode_session, encode_session
 
 
-class DynamoSessionStore:
+class DynamoSessionStore(TableItems):
     """Legacy sessions, one item each, counted in sharded roster partitions."""
+
+    kind = "session"
 
     def __init__(
         self,
@@ -59,16 +62,13 @@ class DynamoSessionStore:
         step_pages: int = STEP_PAGES,
         page_entries: int | None = None,
     ) -> None:
-        self.table = table
+        super().__init__(table)
         self.ttl = ttl_seconds
         self.max_sessions = max_sessions
         self.max_per_principal = max_per_principal
         self.shards = Shards(table, max_sessions)
         self.counts = SessionCounts(table, self.shards, max_sessions=max_sessions, max_per_principal=max_per_principal)
         self.roster = RosterSweep(table, self.counts, step_pages=step_pages, page_entries=page_entries)
-
-    def key(self, session_id: str) -> Item:
-        return self.table.key("session", session_id)
 
     def live(self, session_id: str, item: Item | None, now: float) -> SessionRecord | None:
         """The record in `item`, or None when it is absent, ended or expired (TTL deletion lags)."""
