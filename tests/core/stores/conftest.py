@@ -50,13 +50,13 @@ async def backend(request: pytest.FixtureRequest, aws_credentials: None) -> Asyn
                 client.delete_table(TableName=table)
         return
     if request.param == "memory":
-        stores = build_stores("memory://", session_ttl_seconds=TTL, clock=clock)
+        stores = build_stores("memory://", StoreOptions(session_ttl_seconds=TTL, clock=clock))
         stores.events.max_events = MAX_EVENTS  # type: ignore[attr-defined]
         yield Backend("memory", stores, clock)
         return
     prefix = f"stratus-test-{secrets.token_hex(4)}"
     url = request.getfixturevalue("redis_cluster").url if request.param == "redis-cluster" else REDIS_URL
-    stores = build_stores(url, session_ttl_seconds=TTL, prefix=prefix, clock=clock)
+    stores = build_stores(url, StoreOptions(session_ttl_seconds=TTL, prefix=prefix, clock=clock))
     stores.events.max_events = MAX_EVENTS  # type: ignore[attr-defined]
     client = stores.sessions.scripts.client  # type: ignore[attr-defined]
     try:

@@ -206,7 +206,9 @@ async def test_a_session_create_sent_twice_counts_once_and_a_rival_create_is_ref
 
 
 async def test_open_streams_wait_on_a_pool_of_their_own_and_leave_the_calls_theirs(own_redis: OwnRedis) -> None:
-    stores = build_stores(f"{own_redis.url}?max_connections=2", session_ttl_seconds=600, prefix="w", timeout=0.3)
+    stores = build_stores(
+        f"{own_redis.url}?max_connections=2", StoreOptions(session_ttl_seconds=600, prefix="w", timeout=0.3)
+    )
     try:
         await stores.events.append("s", "first")
         followers = [asyncio.ensure_future(stores.events.wait_after("s", 1, within=5)) for _ in range(5)]

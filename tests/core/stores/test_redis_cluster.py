@@ -17,6 +17,7 @@ import anyio
 import pytest
 
 from stratus.errors import StoreUnavailableError
+from stratus.stores.base import StoreOptions
 from stratus.stores.factory import build_stores
 from stratus.stores.records import SessionRecord
 from stratus.stores.urls import WAITING_CONNECTIONS, parse_store_url
@@ -34,7 +35,7 @@ elected, the election, and the client finding the new primary."""
 @pytest.mark.anyio
 async def test_a_manual_failover_while_calls_run_loses_no_acknowledged_write(redis_cluster: OwnRedisCluster) -> None:
     prefix = f"failover-{secrets.token_hex(4)}"
-    stores = build_stores(redis_cluster.url, session_ttl_seconds=TTL, prefix=prefix, clock=FakeClock())
+    stores = build_stores(redis_cluster.url, StoreOptions(session_ttl_seconds=TTL, prefix=prefix, clock=FakeClock()))
     roster_primary = redis_cluster.primary_of(f"{prefix}:{{roster}}:expires")
     sessions: list[str] = []
     events: list[tuple[int, str]] = []
@@ -99,7 +100,7 @@ async def test_calls_on_a_killed_primarys_slots_answer_503_until_its_replica_tak
     redis_cluster: OwnRedisCluster,
 ) -> None:
     prefix = f"takeover-{secrets.token_hex(4)}"
-    stores = build_stores(redis_cluster.url, session_ttl_seconds=TTL, prefix=prefix, clock=FakeClock())
+    stores = build_stores(redis_cluster.url, StoreOptions(session_ttl_seconds=TTL, prefix=prefix, clock=FakeClock()))
     roster_primary = redis_cluster.primary_of(f"{prefix}:{{roster}}:expires")
     refused = 0
     try:
