@@ -15,6 +15,7 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 from stratus import Context, McpServer
+from stratus.composition import build_pipeline
 from stratus.metrics import LocalMetrics
 from stratus.pipeline.pipeline import Pipeline
 from stratus.request.http import HttpRequest
@@ -63,7 +64,7 @@ async def main(calls: int) -> dict[str, float]:
 
     figures = {"direct_us": await median_us(direct, calls)}
     for label, built in (("pipeline_us", bare), ("limited_us", server(limited=True))):
-        pipeline = Pipeline(
+        pipeline = build_pipeline(
             built.policy, build_stores("memory://", StoreOptions(session_ttl_seconds=60)), LocalMetrics()
         )
         target = built.tools["add"]

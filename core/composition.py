@@ -1,20 +1,30 @@
-"""What every entry point builds from its settings: the stores a store URL names, and a server's dispatcher (with
-its pipeline) over them. The HTTP app, the task worker, the sweeper and the operator commands all start here, so
-none of them builds another's transport to get one."""
+"""What every entry point builds from its settings: the stores a store URL names, a server's pipeline with each
+stage over the stores it uses, and its dispatcher. The HTTP app, the task worker, the sweeper and the operator
+commands all start here, so none of them builds another's transport to get one, and nothing reaches one component's
+stores through another."""
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
+import random
 import secrets
 import time
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from stratus.metrics import LocalMetrics, MetricsSink
+from stratus.pipeline.admission import Admitter
+from stratus.pipeline.circuit import Circuit
 from stratus.pipeline.pipeline import Pipeline
+from stratus.pipeline.retries import Retries, Sleep
 from stratus.protocol.dispatch import Dispatcher
 from stratus.protocol.request_state import StateSealer
+from stratus.resilience.closed_breakers import CLOSED_SECONDS, ClosedBreakers
+from stratus.resilience.deadline import Clock
 from stratus.resilience.stream_slots import StreamSlots
 from stratus.server.pagination import Paginator
+from stratus.server.policy import ServerPolicy
 from stratus.server.server import McpServer
 from stratus.settings import Settings
 from stratus.stores.base import StoreOptions, Stores
@@ -36,37 +46,78 @@ def stores_for(settings: Settings) -> Stores:
     return build_stores(settings.store, options, max_record_bytes=settings.max_record_bytes)
 
 
+def build_pipeline(
+    policy: ServerPolicy,
+    stores: Stores,
+    metrics: MetricsSink,
+    *,
+    fail_open: bool = True,
+    authenticates: bool = True,
+    clock: Clock = time.monotonic,
+    sleep: Sleep = asyncio.sleep,
+    rand: Callable[[], float] = random.random,
+    closed_breaker_seconds: float = CLOSED_SECONDS,
+) -> Pipeline:
+    """The pipeline of `policy`: admission over the stores' call gate, the circuit over their breakers (sharing
+    what this container knows of closed breakers), retries on the injected sleep."""
+    closed = ClosedBreakers(clock, closed_breaker_seconds)
+    return Pipeline(
+        policy,
+        metrics,
+        admitter=Admitter(policy, stores.gate, metrics, closed, fail_open=fail_open),
+        circuit=Circuit(stores.breakers, metrics, closed),
+        retries=Retries(policy, metrics, sleep=sleep, rand=rand),
+        clock=clock,
+        authenticates=authenticates,
+    )
+
+
+def pipeline_for(server: McpServer, settings: Settings, stores: Stores, metrics: MetricsSink | None = None) -> Pipeline:
+    """`server`'s pipeline as the settings configure it; the server's own metrics (a tool's) go to the same sink."""
+    pipeline = build_pipeline(
+        server.policy,
+        stores,
+        metrics or LocalMetrics(),
+        fail_open=settings.limits_on_store_failure == "open",
+        authenticates=settings.auth_mode != "off",
+    )
+    server.attach(pipeline.metrics)
+    return pipeline
+
+
+def stream_slots_for(settings: Settings) -> StreamSlots:
+    """This process's caps on open streams (GET streams, `/events`, listens), shared by every part that opens one."""
+    return StreamSlots(
+        per_session=settings.max_streams_per_session,
+        per_principal=settings.max_streams_per_principal,
+        total=settings.max_streams,
+    )
+
+
 def build_dispatcher(
     server: McpServer,
     settings: Settings,
     stores: Stores,
-    metrics: MetricsSink | None = None,
+    pipeline: Pipeline,
+    *,
+    stream_slots: StreamSlots | None = None,
     task_launcher: TaskLauncher | None = None,
 ) -> Dispatcher:
-    """The dispatcher (and its pipeline) of `server` over `stores`: what the app serves and a task worker runs."""
+    """The dispatcher of `server` over `stores`, running calls through `pipeline`: what the app serves and a task
+    worker runs."""
     # Without a configured key, cursors are still tamper-evident but forgeable; configure one in production.
     key = (settings.secret_key or f"stratus-cursor:{server.name}").encode()
     paginator = Paginator(hashlib.sha256(key).digest(), server.page_size)
     # Request state must be unforgeable: without a configured key (the in-memory store, one process) a random one
     # serves; a shared store refuses to start without STRATUS_SECRET_KEY, so every container holds the same.
     state_key = settings.secret_key.encode() if settings.secret_key else secrets.token_bytes(32)
-    fail_open = settings.limits_on_store_failure == "open"
-    authenticates = settings.auth_mode != "off"
-    pipeline = Pipeline(
-        server.policy, stores, metrics or LocalMetrics(), fail_open=fail_open, authenticates=authenticates
-    )
-    server.attach(pipeline.metrics)
     return Dispatcher(
         server,
-        stores.sessions,
+        stores,
         paginator,
         pipeline,
         StateSealer(state_key, clock=time.time),
         max_stream_seconds=settings.max_stream_seconds,
-        stream_slots=StreamSlots(
-            per_session=settings.max_streams_per_session,
-            per_principal=settings.max_streams_per_principal,
-            total=settings.max_streams,
-        ),
+        stream_slots=stream_slots or stream_slots_for(settings),
         task_launcher=task_launcher,
     )

@@ -9,6 +9,9 @@ McpError                      a JSON-RPC error with an HTTP status for the trans
 ├── HeaderMismatchError       -32020, 400: Mcp-* headers disagree with the body
 ├── MissingCapabilityError    -32021, 400: the request needs a client capability it did not declare
 ├── UnsupportedVersionError   -32022, 400: protocol version the server does not speak
+├── RetryLaterError           a refusal to retry after `retry_after` seconds (data: retryAfterSeconds, setting)
+│   ├── RateLimitedError      -31429: a rate limit is exhausted
+│   └── CircuitOpenError      -31503: the tool's circuit breaker is open
 ├── TooManySessionsError      -31503, 503: the deployment's maximum session count is reached (STRATUS_MAX_SESSIONS)
 │   └── PrincipalSessionsFullError   ... or the caller's own quota of sessions (STRATUS_MAX_SESSIONS_PER_PRINCIPAL)
 ├── TooManyStreamsError       -31429, 429 / -31503, 503: a cap on open streams is reached (names its setting)
@@ -143,7 +146,17 @@ class ForbiddenError(McpError):
         self.headers = {"www-authenticate": challenge} if challenge else {}
 
 
-class RateLimitedError(McpError):
+class RetryLaterError(McpError):
+    """Refused for now: the client may retry after `retry_after` seconds (at least a millisecond, to the
+    millisecond); `data.setting` names what sets the limit."""
+
+    def __init__(self, reason: str, retry_after: float, setting: str) -> None:
+        seconds = round(max(retry_after, 0.001), 3)
+        super().__init__(f"{reason}; retry after {seconds}s", data={"retryAfterSeconds": seconds, "setting": setting})
+        self.retry_after = seconds
+
+
+class RateLimitedError(RetryLaterError):
     """A rate limit is exhausted; retry after `retry_after` seconds."""
 
     code = RATE_LIMITED
@@ -158,28 +171,17 @@ class RateLimitedError(McpError):
     `McpServer(rate_limits=...)`."""
 
     def __init__(self, scope: str, retry_after: float) -> None:
-        seconds = round(max(retry_after, 0.001), 3)
-        setting = self.SETTINGS.get(scope, "RateLimits")
-        super().__init__(
-            f"Rate limit exceeded ({scope}); retry after {seconds}s",
-            data={"retryAfterSeconds": seconds, "setting": setting},
-        )
-        self.retry_after = seconds
+        super().__init__(f"Rate limit exceeded ({scope})", retry_after, self.SETTINGS.get(scope, "RateLimits"))
 
 
-class CircuitOpenError(McpError):
+class CircuitOpenError(RetryLaterError):
     """The circuit breaker of this tool is open: recent calls failed, so this one fails fast."""
 
     code = CIRCUIT_OPEN
     SETTING = "BreakerPolicy (the tool's breaker, or the McpServer's): failure_threshold, cooldown_seconds"
 
     def __init__(self, name: str, retry_after: float) -> None:
-        seconds = round(max(retry_after, 0.001), 3)
-        super().__init__(
-            f"Tool '{name}' is temporarily unavailable (circuit open); retry after {seconds}s",
-            data={"retryAfterSeconds": seconds, "setting": self.SETTING},
-        )
-        self.retry_after = seconds
+        super().__init__(f"Tool '{name}' is temporarily unavailable (circuit open)", retry_after, self.SETTING)
 
 
 class RequestTimeoutError(McpError):

@@ -33,9 +33,7 @@ from stratus.emulator.events import (
     v1_event,
     v2_event,
 )
-from stratus.emulator.intrinsics import ACCOUNT_ID
-from stratus.emulator.proxy_integration import FrontDoor, Invocation, collect, preflight, send_answer
-from stratus.emulator.resource_policy import api_gateway_may_invoke
+from stratus.emulator.proxy_integration import FrontDoor, Invocation, api_gateway_pool, collect, preflight, send_answer
 from stratus.emulator.stack import HttpApi, Route, Stack
 from stratus.types import Send
 
@@ -113,12 +111,17 @@ class HttpApiDoor(FrontDoor):
         if selected is None:
             return json_answer(404, NOT_FOUND)
         route, variables = selected
-        source_arn = (
-            f"arn:aws:execute-api:{self.stack.region}:{ACCOUNT_ID}:{self.api.api_id}/{self.api.stage}/"
-            f"{request.method}{request.path}"
+        pool = api_gateway_pool(
+            self.stack,
+            self.pools,
+            route.function,
+            route.qualifier,
+            api_id=self.api.api_id,
+            stage=self.api.stage,
+            method=request.method,
+            path=request.path,
         )
-        pool = self.pools.get(route.function)
-        if pool is None or not api_gateway_may_invoke(self.stack.policy(route.function), route.qualifier, source_arn):
+        if pool is None:
             return json_answer(500, INTERNAL_ERROR)
         route_key = "$default" if route.path == "$default" else f"{route.method} {route.path}"
         if route.payload_version == "1.0":

@@ -36,9 +36,14 @@ from stratus.emulator.events import (
     read_v1_response,
     v1_event,
 )
-from stratus.emulator.intrinsics import ACCOUNT_ID
-from stratus.emulator.proxy_integration import FrontDoor, Invocation, collect, send_answer, send_stream
-from stratus.emulator.resource_policy import api_gateway_may_invoke
+from stratus.emulator.proxy_integration import (
+    FrontDoor,
+    Invocation,
+    api_gateway_pool,
+    read_whole,
+    send_answer,
+    send_stream,
+)
 from stratus.emulator.stack import RestApi, RestMethod, Stack
 from stratus.types import Send
 
@@ -106,12 +111,17 @@ class RestApiDoor(FrontDoor):
         if method.integration == "mock":
             await send_answer(send, Answer(method.mock_status, list(method.mock_headers.items()), b""))
             return
-        source_arn = (
-            f"arn:aws:execute-api:{self.stack.region}:{ACCOUNT_ID}:{self.api.api_id}/{stage}/{request.method}{path}"
+        pool = api_gateway_pool(
+            self.stack,
+            self.pools,
+            method.function or "",
+            method.qualifier,
+            api_id=self.api.api_id,
+            stage=stage,
+            method=request.method,
+            path=path,
         )
-        function = method.function or ""
-        pool = self.pools.get(function)
-        if pool is None or not api_gateway_may_invoke(self.stack.policy(function), method.qualifier, source_arn):
+        if pool is None:
             await send_answer(send, json_answer(500, BAD_GATEWAY))
             return
         event = v1_event(
@@ -138,10 +148,7 @@ class RestApiDoor(FrontDoor):
                     )
                     await send_stream(send, invocation, container, stream, remap(stream.headers), idle_seconds=idle)
                     return
-                if stream is not None:
-                    answer = Answer(stream.status, stream.headers, await collect(invocation, container, stream))
-                else:
-                    answer = read_v1_response(invoked.payload)
+                answer = await read_whole(invocation, container, invoked, read_v1_response)
         except (FunctionError, MalformedResponseError):
             answer = json_answer(502, BAD_GATEWAY)
         answer.headers = remap(answer.headers)

@@ -27,7 +27,7 @@ from stratus.emulator.events import (
     v2_event,
 )
 from stratus.emulator.intrinsics import ACCOUNT_ID
-from stratus.emulator.proxy_integration import FrontDoor, Invocation, collect, preflight, send_answer, send_stream
+from stratus.emulator.proxy_integration import FrontDoor, Invocation, preflight, read_whole, send_answer, send_stream
 from stratus.emulator.resource_policy import function_url_is_public, is_sigv4_signed
 from stratus.emulator.stack import FunctionUrl, Stack
 from stratus.types import Send
@@ -82,10 +82,7 @@ class FunctionUrlDoor(FrontDoor):
                         send, invocation, container, stream, stream.headers, limit=STREAMED_RESPONSE_BYTES
                     )
                     return
-                if stream is not None:
-                    answer = Answer(stream.status, stream.headers, await collect(invocation, container, stream))
-                else:
-                    answer = read_v2_response(invoked.payload)
+                answer = await read_whole(invocation, container, invoked, read_v2_response)
         except (FunctionError, MalformedResponseError):
             answer = json_answer(502, BAD_GATEWAY)
         await send_answer(send, answer)

@@ -15,7 +15,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from stratus.emulator.containers import INVOKE_PAYLOAD_BYTES, FunctionError, FunctionPool
-from stratus.emulator.events import json_answer
+from stratus.emulator.events import Answer, json_answer
 from stratus.emulator.proxy_integration import Invocation, collect, read_limited, send_answer
 from stratus.types import Receive, Scope, Send
 
@@ -41,24 +41,10 @@ class LambdaApi:
         name = _NAME_IN_ARN.match(matched.group(1)) if matched else None
         pool = self.pools.get(name.group(1)) if name else None
         if scope["method"] != "POST" or pool is None:
-            await send_answer(
-                send,
-                json_answer(
-                    404,
-                    {"Type": "User", "Message": "Function not found"},
-                    ("x-amzn-ErrorType", "ResourceNotFoundException"),
-                ),
-            )
+            await send_answer(send, _user_error(404, "Function not found", "ResourceNotFoundException"))
             return
         if too_large:
-            await send_answer(
-                send,
-                json_answer(
-                    413,
-                    {"Type": "User", "Message": "Request payload too large"},
-                    ("x-amzn-ErrorType", "RequestTooLargeException"),
-                ),
-            )
+            await send_answer(send, _user_error(413, "Request payload too large", "RequestTooLargeException"))
             return
         event = json.loads(body or b"{}")
         kind = dict(scope["headers"]).get(b"x-amz-invocation-type", b"RequestResponse").decode()
@@ -71,6 +57,11 @@ class LambdaApi:
         payload, error = await _invoke(pool, event)
         extra = [("x-amz-function-error", "Unhandled")] if error else []
         await send_answer(send, json_answer(200, payload, *extra))
+
+
+def _user_error(status: int, message: str, error_type: str) -> Answer:
+    """The Invoke API's answer to a request it refuses."""
+    return json_answer(status, {"Type": "User", "Message": message}, ("x-amzn-ErrorType", error_type))
 
 
 async def _invoke(pool: FunctionPool, event: Any) -> tuple[Any, bool]:

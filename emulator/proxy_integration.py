@@ -1,5 +1,6 @@
 """What every emulated front door shares: reading a request under a payload limit, invoking a function within its
-timeout through its container pool, and writing a buffered or a streamed answer back.
+timeout through its container pool, reading its answer back whole, and writing a buffered or a streamed answer;
+and, for the two API Gateway doors, the function pool a route's integration may invoke.
 
 A streamed invocation goes on after its client leaves: Lambda does not stop a function whose caller disconnected
 (https://docs.aws.amazon.com/lambda/latest/dg/configuration-response-streaming.html), so the container stays busy
@@ -10,11 +11,14 @@ from __future__ import annotations
 
 import asyncio
 from abc import ABC, abstractmethod
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Callable, Mapping
 from typing import Any
 
 from stratus.emulator.containers import FunctionError, FunctionPool, Invoked, Streamed
 from stratus.emulator.events import Answer, Request
+from stratus.emulator.intrinsics import ACCOUNT_ID
+from stratus.emulator.resource_policy import api_gateway_may_invoke
+from stratus.emulator.stack import Stack
 from stratus.types import Receive, Scope, Send
 
 
@@ -95,6 +99,35 @@ class Invocation:
 
 async def collect(invocation: Invocation, container: Any, stream: Streamed) -> bytes:
     return b"".join([chunk async for chunk in invocation.chunks(container, stream)])
+
+
+async def read_whole(invocation: Invocation, container: Any, invoked: Invoked, read: Callable[[Any], Answer]) -> Answer:
+    """The invocation's answer, whole: its stream collected, else its payload as `read` reads it (a proxy response
+    of payload format 1.0 or 2.0)."""
+    stream = invoked.stream
+    if stream is not None:
+        return Answer(stream.status, stream.headers, await collect(invocation, container, stream))
+    return read(invoked.payload)
+
+
+def api_gateway_pool(
+    stack: Stack,
+    pools: Mapping[str, FunctionPool],
+    function: str,
+    qualifier: str | None,
+    *,
+    api_id: str,
+    stage: str,
+    method: str,
+    path: str,
+) -> FunctionPool | None:
+    """The pool of `function` when API Gateway may invoke it for this request (its execute-api ARN allowed by the
+    function's resource-based policy), else None: the API then answers 500."""
+    source_arn = f"arn:aws:execute-api:{stack.region}:{ACCOUNT_ID}:{api_id}/{stage}/{method}{path}"
+    pool = pools.get(function)
+    if pool is None or not api_gateway_may_invoke(stack.policy(function), qualifier, source_arn):
+        return None
+    return pool
 
 
 async def send_stream(

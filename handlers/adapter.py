@@ -1,4 +1,8 @@
-"""Wrap an `McpServer` as a buffered Lambda handler (Mangum, lifespan off)."""
+"""`make_handler`: an `McpServer` as a buffered Lambda handler, built once per cold start.
+
+The app is built now, with no ASGI lifespan (its stores connect on first use); each invocation runs on the
+container's one event loop (`stratus.handlers.invocation`), tagged with its Lambda request id, and its metrics are
+flushed when it ends. An event that no front door sent is answered 400, never with its contents."""
 
 from __future__ import annotations
 
@@ -41,7 +45,7 @@ def _not_an_http_event(error: Exception) -> dict[str, Any]:
 
 
 def _ensure_event_loop() -> None:
-    # One event loop per container, set before Mangum looks for it (which warns on 3.12+ when none is set) and
+    # One event loop per container, set once (asyncio warns on 3.12+ when code asks for a loop and none is set) and
     # reused by every warm invocation, so connection pools bound to it survive between invocations.
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", DeprecationWarning)

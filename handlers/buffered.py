@@ -1,10 +1,12 @@
-"""The buffered Lambda entry point: API Gateway REST (v1) and HTTP (v2) APIs, Function URLs and ALB.
+"""The buffered Lambda entry point: the HTTP API in template.yaml, and any front door whose event shape
+`stratus.handlers.front_doors` reads (Function URLs in buffered mode, the REST API, ALB, Lambda@Edge).
 
-Responses are whole JSON bodies (Mangum buffers; nothing streams). The app and its stores are built once per
-cold start and reused by every warm invocation. `template.yaml` names `stratus.handlers.buffered.handler`; the server it
-serves is `STRATUS_APP` (`module:attribute`). Under SnapStart the app is primed before the snapshot and rebuilt
-after each restore (`stratus.handlers.snapstart`). When a secret's service (SSM) does not answer at init, the
-function starts anyway and reads it on a later invocation, answering 503 until then (`stratus.handlers.deferred`).
+Each invocation is one request answered by one whole response (`stratus.handlers.invocation`): nothing streams, so
+a call answers JSON. The app and its stores are built once per cold start and reused by every warm invocation.
+`template.yaml` names `stratus.handlers.buffered.handler`; the server it serves is `STRATUS_APP`
+(`module:attribute`). Under SnapStart the app is primed before the snapshot and rebuilt after each restore
+(`stratus.handlers.snapstart`). When a secret's service (SSM) does not answer at init, the function starts anyway
+and reads it on a later invocation, answering 503 until then (`stratus.handlers.deferred`).
 """
 
 from __future__ import annotations

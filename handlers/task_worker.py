@@ -13,7 +13,7 @@ import logging
 from typing import Any
 
 from stratus import Settings
-from stratus.composition import build_dispatcher, stores_for
+from stratus.composition import build_dispatcher, pipeline_for, stores_for
 from stratus.handlers.loading import load_server
 from stratus.handlers.secrets import settings_from_env
 from stratus.handlers.telemetry import build_telemetry
@@ -54,7 +54,7 @@ async def run_task(settings: Settings, task_id: str, lambda_context: Any = None)
     metrics, flush = build_telemetry(settings, server.name)
     stores = stores_for(settings)
     try:
-        dispatcher = build_dispatcher(server, settings, stores, metrics)
+        dispatcher = build_dispatcher(server, settings, stores, pipeline_for(server, settings, stores, metrics))
         await dispatcher.tasks.run(task_id, lambda_context=lambda_context)
     finally:
         await stores.aclose()

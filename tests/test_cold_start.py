@@ -3,12 +3,11 @@
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
 import stratus
+from tests.fixtures.fresh_interpreter import run_fresh
 
 # What a cold start must not pay for: AWS SDK, Redis client, tracer, wire-type models, validators, HTTP clients,
 # and a web framework where a dict of routes does (Starlette cost about 25 ms CPU here).
@@ -30,10 +29,7 @@ HEAVY = [
 
 def _probe(code: str) -> Any:
     """What `code`, run in a fresh interpreter with no environment, prints as JSON."""
-    completed = subprocess.run(
-        [sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True, env={"PATH": ""}
-    )
-    return json.loads(completed.stdout)
+    return json.loads(run_fresh(code))
 
 
 def test_the_buffered_handler_imports_no_aws_sdk_redis_client_or_tracer() -> None:
@@ -67,15 +63,7 @@ def test_powertools_telemetry_loads_no_tracer_unless_the_served_code_makes_one()
         "print(json.dumps(['aws_lambda_powertools' in sys.modules, 'aws_xray_sdk' in sys.modules]))"
     )
     settings = {"STRATUS_TELEMETRY": "powertools", "STRATUS_APP": "examples.powertools:server"}
-    completed = subprocess.run(
-        [sys.executable, "-c", probe],
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=True,
-        env={"PATH": "", **settings},
-    )
-    assert json.loads(completed.stdout) == [True, False]
+    assert json.loads(run_fresh(probe, settings)) == [True, False]
 
 
 def test_core_exports_exactly_its_dunder_all() -> None:
@@ -110,15 +98,7 @@ def test_a_shared_store_client_is_imported_only_when_a_request_needs_the_store()
         "STRATUS_SECRET_KEY": "k",
         "STRATUS_STORE_PREFIX": "cold-start-test",
     }
-    completed = subprocess.run(
-        [sys.executable, "-c", probe],
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=True,
-        env={"PATH": "", **settings},
-    )
-    assert json.loads(completed.stdout) == [200, False, 200, True]
+    assert json.loads(run_fresh(probe, settings)) == [200, False, 200, True]
 
 
 def test_the_streaming_entry_loads_no_command_line_and_uvicorn_still_works_as_documented() -> None:

@@ -17,7 +17,7 @@ from mcp.client.subscriptions import ResourceUpdated
 from stratus import Settings, build_app
 from tests.fixtures.apps import shared
 from tests.fixtures.processes import RoundRobinProxy, shared_store_environment, stratus_processes
-from tests.fixtures.sdk_answers import answer_elicitation, answer_sampling
+from tests.fixtures.sdk_answers import ASKED, call_the_asking_tools
 from tests.fixtures.servers import uvicorn_serving
 from tests.fixtures.wire import BASE_HEADERS, McpHttp, stateless_meta
 
@@ -135,24 +135,9 @@ async def test_the_sdk_samples_and_elicits_with_replies_landing_on_the_other_pro
     with stratus_processes(2, "tests.fixtures.apps:shared", environment) as backends:
         proxy = RoundRobinProxy(backends)
         with uvicorn_serving(proxy) as url:
-            seen: list[float] = []
-
-            async def on_progress(progress: float, total: float | None, message: str | None) -> None:
-                seen.append(progress)
-
             with anyio.fail_after(30):
-                async with Client(
-                    f"{url}/mcp",
-                    mode=mode,
-                    sampling_callback=answer_sampling,
-                    elicitation_callback=answer_elicitation,
-                ) as client:
-                    sampled = await client.call_tool("ask_model", {"question": "2+2?"})
-                    elicited = await client.call_tool("ask_user", {})
-                    counted = await client.call_tool("count_to_three", {}, progress_callback=on_progress)
-    assert sampled.content[0].text == "model said: an answer to 2+2?"  # type: ignore[union-attr]
-    assert elicited.content[0].text == "hello Ada (accept)"  # type: ignore[union-attr]
-    assert counted.content[0].text == "done" and seen == [1, 2, 3]  # type: ignore[union-attr]
+                texts, progressed = await call_the_asking_tools(f"{url}/mcp", mode)
+    assert texts == ASKED and progressed == [1, 2, 3]
     assert set(proxy.forwarded) == set(backends)
 
 

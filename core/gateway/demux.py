@@ -13,8 +13,9 @@ request fails with the reason, and so does every later one.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
-from collections.abc import AsyncGenerator, AsyncIterator, Iterator
+from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
@@ -85,6 +86,17 @@ class Demux:
         finally:
             if self._waiting.get(request_id) is inbox:
                 del self._waiting[request_id]
+
+    async def exchange(
+        self, message: JsonObject, write: Callable[[JsonObject], Awaitable[None]]
+    ) -> AsyncGenerator[JsonObject, None]:
+        """What the upstream sends about `message` (a transport's `exchange`), its response last: the request is
+        awaited here before `write` sends it on the transport's wire."""
+        with self.expecting(message.get("id")) as inbox:
+            await write(message)
+            async with contextlib.aclosing(inbox.messages()) as messages:
+                async for inbound in messages:
+                    yield inbound
 
     @property
     def ended(self) -> bool:

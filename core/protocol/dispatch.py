@@ -25,7 +25,7 @@ from stratus.protocol.tool_calls import ToolCalls
 from stratus.resilience.stream_slots import StreamSlots
 from stratus.server.pagination import Paginator
 from stratus.server.server import McpServer
-from stratus.stores.base import SessionStore
+from stratus.stores.base import Stores
 from stratus.types import JsonObject
 
 if TYPE_CHECKING:
@@ -38,7 +38,7 @@ class Dispatcher:
     def __init__(
         self,
         server: McpServer,
-        sessions: SessionStore,
+        stores: Stores,
         paginator: Paginator,
         pipeline: Pipeline,
         sealer: StateSealer,
@@ -48,17 +48,17 @@ class Dispatcher:
         task_launcher: TaskLauncher | None = None,
     ) -> None:
         self.server = server
-        self.sessions = sessions
+        self.stores = stores
         self.pipeline = pipeline
         self.max_stream_seconds = max_stream_seconds
         self.stream_slots = stream_slots or StreamSlots()
         """This process's open streams, counted against their caps (GET streams, `/events`, listens)."""
         self.task_launcher = task_launcher
         self._tasks: TaskService | None = None
-        self.running = RunningCalls(pipeline.stores.pending)
-        notices = NotificationLog(pipeline.stores.events)
-        rounds = InputRounds(sealer, pipeline.stores.cache)
-        self.lifecycle = Lifecycle(server, sessions)
+        self.running = RunningCalls(stores.pending)
+        notices = NotificationLog(stores.events)
+        rounds = InputRounds(sealer, stores.cache)
+        self.lifecycle = Lifecycle(server, stores.sessions)
         self.tool_calls = ToolCalls(server, pipeline, rounds, self.running, notices.publish, lambda: self.tasks)
         listings = Listings(server, paginator)
         reads = Reads(server, pipeline, rounds, notices.publish)
@@ -99,7 +99,7 @@ class Dispatcher:
 
             self._tasks = TaskService(
                 self.server.tools,
-                self.pipeline.stores,
+                self.stores,
                 self.tool_calls.run,
                 lambda task_id: self.running.cancel(None, task_id, "the task was cancelled"),
                 self.task_launcher,
@@ -115,7 +115,7 @@ class Dispatcher:
         table = self._modern if call.stateless else self._handshake
         method = table.get(call.request.method)
         if self.server.dynamic and method is not None:
-            await self.server.refresh(self.pipeline.stores, call.request.method, call.params)
+            await self.server.refresh(self.stores, call.request.method, call.params)
         if method is None:
             raise MethodNotFoundError(
                 f"Method not found: {call.request.method}", http_status=404 if call.stateless else None
@@ -140,7 +140,7 @@ class Dispatcher:
             call.params,
             call.http,
             self.server,
-            self.pipeline.stores.events,
+            self.stores.events,
             self.stream_slots,
             principal=call.principal_key,
             max_seconds=self.max_stream_seconds,

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import inspect
 from collections.abc import Callable
 from typing import Any, Literal, NamedTuple
 
@@ -48,7 +47,6 @@ class Prompt:
         self.fn = fn
         self.name = name
         self.signature = Signature(fn, model_name=f"{name}_arguments")
-        self.is_async = inspect.iscoroutinefunction(fn)
         self.access = Access()
         self.description = description or self.signature.docstring.summary or ""
         wire: JsonObject = {"name": name}
@@ -75,9 +73,7 @@ class Prompt:
             ArgumentsError: a required argument is missing or a value does not convert.
         """
         kwargs = self.signature.validate(arguments)
-        if self.signature.context_parameter:
-            kwargs[self.signature.context_parameter] = context
-        value = await self.fn(**kwargs) if self.is_async else self.fn(**kwargs)
+        value = await self.signature.call(kwargs, context)
         items = value if is_sequence(value) else [value]
         messages = []
         for item in items:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import inspect
 import re
 from collections.abc import Callable
 from typing import Any
@@ -52,13 +51,33 @@ class _Readable:
         self.name = name
         self.mime_type = mime_type
         self.signature = Signature(fn, model_name=f"{name}_variables")
-        self.is_async = inspect.iscoroutinefunction(fn)
         self.access = Access()
 
     async def _run(self, kwargs: dict[str, Any], context: Context) -> Any:
-        if self.signature.context_parameter:
-            kwargs[self.signature.context_parameter] = context
-        return await self.fn(**kwargs) if self.is_async else self.fn(**kwargs)
+        return await self.signature.call(kwargs, context)
+
+    def _definition(
+        self,
+        wire: JsonObject,
+        title: str | None,
+        description: str | None,
+        *,
+        size: int | None = None,
+        icons: list[JsonObject] | None,
+        annotations: JsonObject | None,
+    ) -> JsonObject:
+        """`wire` (the URI or template, and the name) with the fields given, in the order they are listed."""
+        for key, value in (
+            ("title", title),
+            ("description", description or self.signature.docstring.summary),
+            ("mimeType", self.mime_type),
+            ("size", size),
+            ("icons", icons),
+            ("annotations", annotations),
+        ):
+            if value is not None:
+                wire[key] = value
+        return wire
 
     def _contents(self, uri: str, value: Any) -> list[JsonObject]:
         items = value if is_sequence(value) else [value]
@@ -93,18 +112,9 @@ class Resource(_Readable):
         if self.signature.parameters:
             raise TypeError(f"resource {uri!r} has a fixed URI, so its handler takes no arguments")
         self.uri = uri
-        wire: JsonObject = {"uri": uri, "name": name}
-        for key, value in (
-            ("title", title),
-            ("description", description or self.signature.docstring.summary),
-            ("mimeType", mime_type),
-            ("size", size),
-            ("icons", icons),
-            ("annotations", annotations),
-        ):
-            if value is not None:
-                wire[key] = value
-        self.definition = wire
+        self.definition = self._definition(
+            {"uri": uri, "name": name}, title, description, size=size, icons=icons, annotations=annotations
+        )
 
     async def read(self, context: Context) -> list[JsonObject]:
         return self._contents(self.uri, await self._run({}, context))
@@ -134,17 +144,9 @@ class ResourceTemplate(_Readable):
                 f"template {uri_template!r} has variables {sorted(self.variables)} "
                 f"but its handler takes {sorted(declared)}"
             )
-        wire: JsonObject = {"uriTemplate": uri_template, "name": name}
-        for key, value in (
-            ("title", title),
-            ("description", description or self.signature.docstring.summary),
-            ("mimeType", mime_type),
-            ("icons", icons),
-            ("annotations", annotations),
-        ):
-            if value is not None:
-                wire[key] = value
-        self.definition = wire
+        self.definition = self._definition(
+            {"uriTemplate": uri_template, "name": name}, title, description, icons=icons, annotations=annotations
+        )
 
     def match(self, uri: str) -> dict[str, str] | None:
         """The template variables for `uri`, or None when the template does not produce it."""

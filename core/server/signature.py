@@ -103,11 +103,19 @@ class Signature:
                 )
             )
         self.return_annotation: Any = hints.get("return", inspect.Signature.empty)
+        self.is_async = inspect.iscoroutinefunction(fn)
         self.plain = all(
             scalar_params.is_plain(parameter.annotation, parameter.default, not parameter.required)
             for parameter in self.parameters
         )
         """Whether every parameter is a plain JSON scalar: then checking and describing them needs no pydantic."""
+
+    async def call(self, kwargs: dict[str, Any], context: Context) -> Any:
+        """The function's value for checked `kwargs`, the context added when it takes one; whatever it raises
+        propagates."""
+        if self.context_parameter:
+            kwargs = {**kwargs, self.context_parameter: context}
+        return await self._fn(**kwargs) if self.is_async else self._fn(**kwargs)
 
     @property
     def model(self) -> type[BaseModel]:

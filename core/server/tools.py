@@ -102,7 +102,6 @@ class Tool:
         self.annotations = annotations
         self.icons = icons
         self.meta = meta
-        self.is_async = inspect.iscoroutinefunction(fn)
         returns = self.signature.return_annotation
         self._structured = not _is_unstructured(returns) if structured_output is None else structured_output
         self._return_annotation = Any if returns is inspect.Signature.empty else returns
@@ -185,9 +184,7 @@ class Tool:
 
     async def run(self, kwargs: dict[str, Any], context: Context) -> Any:
         """Call the function with validated arguments; whatever it raises propagates."""
-        if self.signature.context_parameter:
-            kwargs = {**kwargs, self.signature.context_parameter: context}
-        return await self.fn(**kwargs) if self.is_async else self.fn(**kwargs)
+        return await self.signature.call(kwargs, context)
 
     def result(self, value: Any) -> JsonObject:
         """The `CallToolResult` for a value the function returned."""

@@ -7,16 +7,16 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from stratus.auth.setup import request_authenticator
-from stratus.composition import build_dispatcher, stores_for
+from stratus.composition import build_dispatcher, pipeline_for, stores_for, stream_slots_for
 from stratus.metrics import MetricsSink
 from stratus.server.server import McpServer
 from stratus.settings import Settings
 from stratus.stores.base import Stores
 from stratus.transport.asgi import Router
 from stratus.transport.endpoint import REST_PREFIXES, McpEndpoint
-from stratus.transport.guards import HostOriginGuard
-from stratus.transport.handshake import BatchLimits
+from stratus.transport.handshake import BatchLimits, HandshakeTransport
 from stratus.transport.health import Health, live
+from stratus.transport.http_guards import HostOriginGuard
 from stratus.transport.metadata import WELL_KNOWN, ProtectedResourceMetadata
 from stratus.types import ASGIApp
 
@@ -51,12 +51,25 @@ def build_app(
         settings.allowed_origins,
         trust_request_context_header=settings.trust_request_context_header,
     )
+    pipeline = pipeline_for(server, settings, stores, metrics)
+    stream_slots = stream_slots_for(settings)
+    dispatcher = build_dispatcher(
+        server, settings, stores, pipeline, stream_slots=stream_slots, task_launcher=task_launcher
+    )
+    handshake = HandshakeTransport(
+        dispatcher,
+        stores,
+        pipeline.admitter,
+        stream_slots,
+        BatchLimits(settings.max_batch_length, settings.max_batch_response_bytes),
+        keepalive_seconds=settings.keepalive_seconds,
+    )
     endpoint = McpEndpoint(
-        build_dispatcher(server, settings, stores, metrics, task_launcher),
+        dispatcher,
+        handshake,
         guard,
         max_body_bytes=settings.max_body_bytes,
         body_timeout_seconds=settings.body_timeout_seconds,
-        batch_limits=BatchLimits(settings.max_batch_length, settings.max_batch_response_bytes),
         max_stream_seconds=settings.max_stream_seconds,
         keepalive_seconds=settings.keepalive_seconds,
         max_response_bytes=settings.max_response_bytes,

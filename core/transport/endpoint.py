@@ -22,8 +22,8 @@ from stratus.server.principal import Principal
 from stratus.transport.asgi import Headers, request_headers, route_path, send_response, until_disconnected
 from stratus.transport.buffered_limit import buffered_body
 from stratus.transport.cors import exposing_to, is_preflight, preflight_headers
-from stratus.transport.guards import HostOriginGuard, check_accepts_json, check_json_body
-from stratus.transport.handshake import SESSION_HEADER, BatchLimits, HandshakeTransport
+from stratus.transport.handshake import SESSION_HEADER, HandshakeTransport
+from stratus.transport.http_guards import HostOriginGuard, check_accepts_json, check_json_body
 from stratus.transport.http_reply import Reply, error_reply
 from stratus.transport.session_api import SessionApi, is_rest_call
 from stratus.transport.sse import KEEPALIVE_SECONDS, RECONNECT_MS, SseWriter, accepts_event_stream
@@ -47,11 +47,11 @@ class McpEndpoint:
     def __init__(
         self,
         dispatcher: Dispatcher,
+        handshake: HandshakeTransport,
         guard: HostOriginGuard,
         *,
         max_body_bytes: int,
         body_timeout_seconds: float = 30.0,
-        batch_limits: BatchLimits | None = None,
         max_stream_seconds: float = 840.0,
         keepalive_seconds: float = KEEPALIVE_SECONDS,
         max_response_bytes: int = 0,
@@ -59,7 +59,7 @@ class McpEndpoint:
     ) -> None:
         self.dispatcher = dispatcher
         self.authenticator = authenticator
-        self.handshake = HandshakeTransport(dispatcher, batch_limits, keepalive_seconds=keepalive_seconds)
+        self.handshake = handshake
         self.session_api = SessionApi(self.handshake)
         self.guard = guard
         self.max_body_bytes = max_body_bytes

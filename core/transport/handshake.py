@@ -35,7 +35,9 @@ from stratus.transport.sse import KEEPALIVE_SECONDS
 from stratus.types import Receive, Send
 
 if TYPE_CHECKING:
-    from stratus.stores.base import PendingRequestStore
+    from stratus.pipeline.admission import Admitter
+    from stratus.resilience.stream_slots import StreamSlots
+    from stratus.stores.base import PendingRequestStore, Stores
 
 SESSION_HEADER = "mcp-session-id"
 
@@ -83,21 +85,22 @@ class HandshakeTransport:
     def __init__(
         self,
         dispatcher: Dispatcher,
+        stores: Stores,
+        admitter: Admitter,
+        stream_slots: StreamSlots,
         batch_limits: BatchLimits | None = None,
         *,
         keepalive_seconds: float = KEEPALIVE_SECONDS,
     ) -> None:
         self.dispatcher = dispatcher
+        self.admitter = admitter
         self.batch_limits = batch_limits or BatchLimits()
-        self.sessions = dispatcher.sessions
-        self.pending = dispatcher.pipeline.stores.pending
-        self.events = dispatcher.pipeline.stores.events
+        self.sessions = stores.sessions
+        self.pending = stores.pending
+        self.events = stores.events
+        self.stream_slots = stream_slots
         self.session_streams = SessionStreams(
-            self.sessions,
-            self.events,
-            dispatcher.pipeline.stores.cache,
-            dispatcher.stream_slots,
-            keepalive_seconds=keepalive_seconds,
+            self.sessions, self.events, stores.cache, stream_slots, keepalive_seconds=keepalive_seconds
         )
 
     async def post(self, body: Any, headers: Headers, http: HttpRequest, principal: Principal | None) -> Reply:
@@ -131,7 +134,7 @@ class HandshakeTransport:
         tool = self.dispatcher.server.tools.get(message.params.get("name"))  # type: ignore[arg-type]
         if tool is None:
             return None
-        return await self.dispatcher.pipeline.admit_with_session(tool, principal, _session_id(headers))
+        return await self.admitter.with_session(tool, principal, _session_id(headers))
 
     async def stream(
         self, headers: Headers, principal: Principal | None, send: Send, receive: Receive, *, max_seconds: float

@@ -22,7 +22,7 @@ from stratus.errors import HttpError, StoreUnavailableError, UnauthorizedError
 from stratus.stores.base import SessionStore
 from stratus.stores.records import SessionCensus
 from stratus.transport.asgi import Headers, request_headers, send_response
-from stratus.transport.guards import HostOriginGuard
+from stratus.transport.http_guards import HostOriginGuard
 from stratus.types import Receive, Scope, Send
 
 if TYPE_CHECKING:

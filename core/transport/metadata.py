@@ -14,7 +14,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from stratus.transport.asgi import request_headers, send_response
-from stratus.transport.guards import LOCAL_HOSTS
+from stratus.transport.http_guards import LOCAL_HOSTS
 from stratus.types import Receive, Scope, Send
 
 WELL_KNOWN = "/.well-known/oauth-protected-resource"

@@ -21,6 +21,7 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Iterator
+from contextlib import AbstractContextManager
 from typing import Any
 
 import anyio
@@ -50,6 +51,11 @@ def _stratus_timings(scale: float) -> dict[str, str]:
     return {"STRATUS_KEEPALIVE_SECONDS": str(90 * scale), "STRATUS_MAX_STREAM_SECONDS": str(840 * scale)}
 
 
+def _scaled_stack(store: str, scale: float) -> AbstractContextManager[LocalAws]:
+    """The stack with AWS's time limits and Stratus's stream timings scaled alike."""
+    return serving(TEMPLATE, store=store, app=APP, environment=_stratus_timings(scale), time_scale=scale)
+
+
 @pytest.fixture(scope="module", params=STORES)
 def store(request: pytest.FixtureRequest) -> str:
     return str(request.param)
@@ -57,17 +63,13 @@ def store(request: pytest.FixtureRequest) -> str:
 
 @pytest.fixture(scope="module")
 def buffered(store: str) -> Iterator[LocalAws]:
-    with serving(
-        TEMPLATE, store=store, app=APP, environment=_stratus_timings(BUFFERED_SCALE), time_scale=BUFFERED_SCALE
-    ) as aws:
+    with _scaled_stack(store, BUFFERED_SCALE) as aws:
         yield aws
 
 
 @pytest.fixture(scope="module")
 def streaming(store: str) -> Iterator[LocalAws]:
-    with serving(
-        TEMPLATE, store=store, app=APP, environment=_stratus_timings(STREAMING_SCALE), time_scale=STREAMING_SCALE
-    ) as aws:
+    with _scaled_stack(store, STREAMING_SCALE) as aws:
         yield aws
 
 

@@ -28,6 +28,7 @@ from tests.fixtures.clocks import FakeClock
 from tests.fixtures.lambda_invoke import LambdaContext, event, stateless_request
 from tests.fixtures.moto_server import SerialMotoServer
 from tests.fixtures.processes import free_port
+from tests.fixtures.snapstart_runtime import snapstart_registries
 
 PARAMETER = "/stratus/secret-key"
 
@@ -44,12 +45,8 @@ def unreachable_ssm(aws_credentials: None, monkeypatch: pytest.MonkeyPatch) -> N
 def snapstart_runtime(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     """Lambda initialising for a snapshot, with snapshot_restore_py's hook registries as its runtime runs them."""
     monkeypatch.setenv("AWS_LAMBDA_INITIALIZATION_TYPE", "snap-start")
-    asyncio.set_event_loop(asyncio.new_event_loop())
-    yield
-    snapshot_restore_py.get_before_snapshot().clear()
-    snapshot_restore_py.get_after_restore().clear()
-    asyncio.get_event_loop().close()
-    asyncio.set_event_loop(None)
+    with snapstart_registries():
+        yield
 
 
 @pytest.fixture

@@ -8,7 +8,7 @@ from pathlib import Path
 from stratus import Settings
 from stratus.errors import HttpError
 from stratus.handlers.cli import serve_port
-from stratus.transport.guards import HostOriginGuard
+from stratus.transport.http_guards import HostOriginGuard
 
 README = Path(__file__).parents[2] / "README.md"
 SEED_BODY_LIMIT = 10 * 1024 * 1024  # the seed's "10MB" body parser limit

@@ -4,7 +4,6 @@ nothing."""
 
 from __future__ import annotations
 
-import asyncio
 import json
 from collections.abc import Iterator
 from typing import Any
@@ -16,16 +15,13 @@ from examples.demo import server as demo_server
 from stratus import Settings
 from stratus.handlers.adapter import make_handler
 from stratus.handlers.snapstart import SnapStartHandler, priming_event, snapstart_aware
+from tests.fixtures.snapstart_runtime import snapstart_registries
 
 
 @pytest.fixture
 def runtime_registries() -> Iterator[None]:
-    asyncio.set_event_loop(asyncio.new_event_loop())
-    yield
-    snapshot_restore_py.get_before_snapshot().clear()
-    snapshot_restore_py.get_after_restore().clear()
-    asyncio.get_event_loop().close()
-    asyncio.set_event_loop(None)
+    with snapstart_registries():
+        yield
 
 
 def run_hooks(registry: list[Any]) -> None:

@@ -7,8 +7,6 @@ import io
 import json
 import logging
 import secrets
-import subprocess
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -17,6 +15,7 @@ import pytest
 
 from stratus import Context, McpServer, Settings
 from stratus.handlers.adapter import make_handler
+from tests.fixtures.fresh_interpreter import run_fresh
 from tests.fixtures.lambda_invoke import LambdaContext, event, stateless_request
 
 SECRET = "eyJ.SECRET-TOKEN.sig"
@@ -266,22 +265,13 @@ def test_a_tools_powertools_tracer_subsegment_carries_the_calls_correlation_as_a
     """In a bare Python set up as Lambda sets up a traced function: what the X-Ray SDK sends its daemon (UDP, here
     on 127.0.0.1) for the subsegment of a tool traced the ordinary way (`@tracer.capture_method`)."""
     lambda_environment = {
-        "PATH": "",
         "LAMBDA_TASK_ROOT": "/var/task",
         "AWS_LAMBDA_FUNCTION_NAME": "orders",
         "POWERTOOLS_SERVICE_NAME": "orders",
         "_X_AMZN_TRACE_ID": "Root=1-5759e988-bd862e3fe1be46a994272793;Parent=53995c3f42cd8ad8;Sampled=1",
     }
-    completed = subprocess.run(
-        [sys.executable, "-c", TRACED_TOOL],
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=True,
-        env=lambda_environment,
-        cwd=Path(__file__).parents[2],
-    )
-    annotations = json.loads(completed.stdout.splitlines()[-1])
+    printed = run_fresh(TRACED_TOOL, lambda_environment, cwd=Path(__file__).parents[2])
+    annotations = json.loads(printed.splitlines()[-1])
     assert annotations == {
         "lambda_request_id": "req-12",
         "mcp_request_id": 1,

@@ -13,7 +13,6 @@ message is posted on.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import json
 import logging
 from collections.abc import AsyncGenerator, AsyncIterator
@@ -68,12 +67,8 @@ class HttpSseTransport:
         """The upstream's list changes, until the stream ends."""
         return self._demux.changes()
 
-    async def exchange(self, message: JsonObject) -> AsyncGenerator[JsonObject, None]:
-        with self._demux.expecting(message.get("id")) as inbox:
-            await self._post(message)
-            async with contextlib.aclosing(inbox.messages()) as messages:
-                async for inbound in messages:
-                    yield inbound
+    def exchange(self, message: JsonObject) -> AsyncGenerator[JsonObject, None]:
+        return self._demux.exchange(message, self._post)
 
     async def send(self, message: JsonObject) -> None:
         self._demux.raise_if_ended()

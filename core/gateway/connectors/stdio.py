@@ -100,12 +100,8 @@ class StdioTransport:
         """The upstream's list changes, until the stream ends."""
         return self._demux.changes()
 
-    async def exchange(self, message: JsonObject) -> AsyncGenerator[JsonObject, None]:
-        with self._demux.expecting(message.get("id")) as inbox:
-            await self._write(message)
-            async with contextlib.aclosing(inbox.messages()) as messages:
-                async for inbound in messages:
-                    yield inbound
+    def exchange(self, message: JsonObject) -> AsyncGenerator[JsonObject, None]:
+        return self._demux.exchange(message, self._write)
 
     async def send(self, message: JsonObject) -> None:
         await self._write(message)

@@ -98,12 +98,8 @@ class WebSocketTransport:
         """The upstream's list changes and resource updates, until the socket closes."""
         return self._demux.changes()
 
-    async def exchange(self, message: JsonObject) -> AsyncGenerator[JsonObject, None]:
-        with self._demux.expecting(message.get("id")) as inbox:
-            await self.send(message)
-            async with contextlib.aclosing(inbox.messages()) as messages:
-                async for inbound in messages:
-                    yield inbound
+    def exchange(self, message: JsonObject) -> AsyncGenerator[JsonObject, None]:
+        return self._demux.exchange(message, self.send)
 
     async def send(self, message: JsonObject) -> None:
         self._demux.raise_if_ended()

@@ -11,14 +11,13 @@ from collections.abc import Iterator
 import anyio
 import httpx
 import pytest
-from mcp import Client
 from mcp.client.client import ConnectMode
 
 from stratus import Context, McpServer, Settings, build_app
 from stratus.gateway.config import Upstream
 from stratus.gateway.served import GatewayServer
 from tests.fixtures.processes import stratus_process
-from tests.fixtures.sdk_answers import answer_elicitation, answer_sampling
+from tests.fixtures.sdk_answers import ASKED, call_the_asking_tools
 from tests.fixtures.servers import uvicorn_serving
 from tests.fixtures.wire import McpHttp
 
@@ -39,30 +38,15 @@ def gateway_url() -> Iterator[str]:
 
 @pytest.mark.parametrize("mode", ["auto", "legacy"])
 async def test_progress_logs_sampling_and_elicitation_cross_the_gateway(gateway_url: str, mode: ConnectMode) -> None:
-    seen: list[float] = []
     logs: list[object] = []
-
-    async def on_progress(progress: float, total: float | None, message: str | None) -> None:
-        seen.append(progress)
 
     async def on_log(params: object) -> None:
         logs.append(getattr(params, "data", None))
 
     with anyio.fail_after(30):
-        async with Client(
-            gateway_url,
-            mode=mode,
-            sampling_callback=answer_sampling,
-            elicitation_callback=answer_elicitation,
-            logging_callback=on_log,
-        ) as client:
-            sampled = await client.call_tool("ask_model", {"question": "2+2?"})
-            elicited = await client.call_tool("ask_user", {})
-            counted = await client.call_tool("count_to_three", {}, progress_callback=on_progress)
-    assert sampled.content[0].text == "model said: an answer to 2+2?"  # type: ignore[union-attr]
-    assert elicited.content[0].text == "hello Ada (accept)"  # type: ignore[union-attr]
-    assert counted.content[0].text == "done"  # type: ignore[union-attr]
-    assert seen == [1, 2, 3]
+        texts, progressed = await call_the_asking_tools(gateway_url, mode, logging_callback=on_log)
+    assert texts == ASKED
+    assert progressed == [1, 2, 3]
     if mode == "legacy":  # a 2026-07-28 client gets log messages only when its _meta asks for a level
         assert "counting" in logs
 

@@ -16,6 +16,7 @@ from stratus.transport.asgi import read_body, until_disconnected
 from stratus.types import Receive, Scope, Send
 from tests.fixtures.sdk_upstream import build
 from tests.fixtures.servers import uvicorn_serving
+from tests.fixtures.upstream_connections import connected_client, refused_connection
 
 pytestmark = [pytest.mark.anyio, pytest.mark.uvicorn]
 
@@ -33,12 +34,10 @@ def sdk_sse_url() -> Iterator[str]:
 
 @pytest.fixture
 async def connected(sdk_sse_url: str) -> AsyncIterator[UpstreamClient]:
-    client = UpstreamClient(Upstream(name="sdk", transport="sse", url=sdk_sse_url), timeout=TIMEOUT)
-    try:
-        await client.connect()
+    async with connected_client(
+        Upstream(name="sdk", transport="sse", url=sdk_sse_url), request_seconds=TIMEOUT
+    ) as client:
         yield client
-    finally:
-        await client.close()
 
 
 async def test_a_closed_transport_refuses_further_calls(connected: UpstreamClient) -> None:
@@ -74,13 +73,9 @@ class EndpointOnly:
 async def test_an_endpoint_on_another_origin_is_refused_before_anything_is_posted(endpoint: str) -> None:
     app = EndpointOnly(endpoint)
     with uvicorn_serving(app) as url:
-        client = UpstreamClient(Upstream(name="evil", transport="sse", url=f"{url}/sse"), timeout=TIMEOUT)
-        try:
-            with pytest.raises(UpstreamUnavailableError):
-                async with asyncio.timeout(QUICKLY):
-                    await client.connect()
-        finally:
-            await client.close()
+        await refused_connection(
+            Upstream(name="evil", transport="sse", url=f"{url}/sse"), request_seconds=TIMEOUT, within=QUICKLY
+        )
     assert app.posts == 0
 
 
@@ -99,13 +94,9 @@ async def test_a_relative_endpoint_on_the_same_origin_is_posted_to() -> None:
 
 async def test_a_stream_that_names_no_endpoint_is_given_up_on_within_the_timeout() -> None:
     with uvicorn_serving(EndpointOnly(None)) as url:
-        client = UpstreamClient(Upstream(name="mute", transport="sse", url=f"{url}/sse"), timeout=1.0)
-        try:
-            with pytest.raises(UpstreamUnavailableError):
-                async with asyncio.timeout(QUICKLY):
-                    await client.connect()
-        finally:
-            await client.close()
+        await refused_connection(
+            Upstream(name="mute", transport="sse", url=f"{url}/sse"), request_seconds=1.0, within=QUICKLY
+        )
 
 
 class EndsOnFirstMessage:

@@ -16,6 +16,7 @@ from stratus.gateway.upstream_client import UpstreamClient, UpstreamError
 from tests.fixtures import sdk_upstream
 from tests.fixtures.peers import RecordingPeer, text_of
 from tests.fixtures.servers import uvicorn_serving
+from tests.fixtures.upstream_connections import connected_client
 
 pytestmark = pytest.mark.anyio
 TIMEOUT = 20.0
@@ -37,12 +38,8 @@ async def connected(request: pytest.FixtureRequest) -> AsyncIterator[UpstreamCli
         upstream = Upstream(name="sdk", transport="stdio", command=sys.executable, args=(sdk_upstream.__file__,))
     else:
         upstream = Upstream(name="sdk", transport="sse", url=request.getfixturevalue("sse_url"))
-    client = UpstreamClient(upstream, timeout=TIMEOUT)
-    try:
-        await client.connect()
+    async with connected_client(upstream, request_seconds=TIMEOUT) as client:
         yield client
-    finally:
-        await client.close()
 
 
 async def test_an_sdk_upstream_shakes_hands_lists_its_tools_and_answers_calls(connected: UpstreamClient) -> None:

@@ -18,6 +18,7 @@ from stratus.gateway.connectors import stdio
 from stratus.gateway.connectors.stdio import StdioTransport
 from stratus.gateway.upstream_client import UpstreamClient, UpstreamUnavailableError
 from tests.fixtures.peers import text_of
+from tests.fixtures.upstream_connections import connected_client
 
 pytestmark = pytest.mark.anyio
 
@@ -35,12 +36,8 @@ def sdk_upstream(env: dict[str, str] | None = None) -> Upstream:
 @pytest.fixture(scope="module")
 async def connected() -> AsyncIterator[UpstreamClient]:
     """One SDK server process shared by the tests that leave it running."""
-    client = UpstreamClient(sdk_upstream(), timeout=TIMEOUT)
-    try:
-        await client.connect()
+    async with connected_client(sdk_upstream(), request_seconds=TIMEOUT) as client:
         yield client
-    finally:
-        await client.close()
 
 
 async def test_a_request_after_a_timed_out_one_is_still_answered(connected: UpstreamClient) -> None:

@@ -4,8 +4,8 @@ from collections.abc import Callable
 
 import pytest
 
+from stratus.composition import build_pipeline
 from stratus.metrics import LocalMetrics
-from stratus.pipeline.pipeline import Pipeline
 from stratus.server.server import McpServer
 from stratus.stores.base import StoreOptions
 from stratus.stores.factory import build_stores
@@ -20,7 +20,7 @@ def harness_for() -> Callable[[McpServer], Harness]:
         stores = build_stores("memory://", StoreOptions(session_ttl_seconds=3600, clock=clock))
         metrics = LocalMetrics()
         sleeps = RecordedSleeps(clock)
-        pipeline = Pipeline(server.policy, stores, metrics, clock=clock, sleep=sleeps, rand=lambda: 0.5)
+        pipeline = build_pipeline(server.policy, stores, metrics, clock=clock, sleep=sleeps, rand=lambda: 0.5)
         return Harness(server, pipeline, metrics, clock, sleeps)
 
     return build

@@ -9,9 +9,9 @@ from dataclasses import replace
 import pytest
 
 from stratus import McpServer, ToolError
+from stratus.composition import build_pipeline
 from stratus.errors import CircuitOpenError
 from stratus.metrics import LocalMetrics
-from stratus.pipeline.pipeline import Pipeline
 from stratus.resilience.breaker import BreakerPolicy
 from stratus.resilience.closed_breakers import CLOSED_SECONDS
 from stratus.stores.base import CallGate
@@ -48,7 +48,7 @@ def container(backend: Backend, failing: list[bool]) -> tuple[Harness, AskedGate
 
     gate = AskedGate(backend.stores.gate)
     metrics = LocalMetrics()
-    pipeline = Pipeline(server.policy, replace(backend.stores, gate=gate), metrics, clock=backend.clock)
+    pipeline = build_pipeline(server.policy, replace(backend.stores, gate=gate), metrics, clock=backend.clock)
     return Harness(server, pipeline, metrics, backend.clock, RecordedSleeps(backend.clock)), gate
 
 

@@ -10,7 +10,7 @@ import pytest
 from stratus.errors import HttpError, ParseError
 from stratus.protocol.jsonrpc import decode
 from stratus.transport.asgi import request_headers
-from stratus.transport.guards import check_accepts_json
+from stratus.transport.http_guards import check_accepts_json
 
 
 def test_headers_are_read_by_lower_case_name_and_a_repeated_one_is_joined_in_order() -> None:

@@ -1,4 +1,5 @@
-"""Authentication by the server's global guards, then per-item authorization."""
+"""Guards: the server's global authenticators establish the user, then per-item authorization (public, scopes,
+roles, custom guards) lets the call through or refuses it."""
 
 from __future__ import annotations
 
