@@ -21,6 +21,7 @@ from stratus.pipeline.pipeline import Pipeline
 from stratus.request.http import HttpRequest
 from stratus.resilience.breaker import BreakerPolicy
 from stratus.resilience.limiter import RateLimit
+from stratus.stores.base import StoreOptions
 from stratus.stores.factory import build_stores
 
 ARGUMENTS = {"a": 1, "b": 2}
@@ -63,7 +64,9 @@ async def main(calls: int) -> dict[str, float]:
 
     figures = {"direct_us": await median_us(direct, calls)}
     for label, built in (("pipeline_us", bare), ("limited_us", server(limited=True))):
-        pipeline = build_pipeline(built.policy, build_stores("memory://", session_ttl_seconds=60), LocalMetrics())
+        pipeline = build_pipeline(
+            built.policy, build_stores("memory://", StoreOptions(session_ttl_seconds=60)), LocalMetrics()
+        )
         target = built.tools["add"]
 
         async def through(pipeline: Pipeline = pipeline, target: Any = target) -> Any:

@@ -20,8 +20,9 @@ from mangum import Mangum
 from redis import Redis
 
 from stratus import McpServer, Settings
-from stratus.stores.factory import redis_stores
+from stratus.stores.base import StoreOptions
 from stratus.stores.records import SessionRecord
+from stratus.stores.redis.builder import redis_stores
 from stratus.stores.redis.client import redis_client
 from stratus.transport.app import build_app
 
@@ -45,7 +46,9 @@ def main(calls: int, levels: list[int]) -> list[dict[str, Any]]:
     baseline = int(sync.info("memory")["used_memory"])
     loop = asyncio.new_event_loop()
     asyncio.set_event_loop(loop)
-    stores = redis_stores(redis_client(REDIS_URL, timeout=5.0), prefix=prefix, session_ttl_seconds=3600, timeout=5.0)
+    stores = redis_stores(
+        redis_client(REDIS_URL, timeout=5.0), StoreOptions(prefix=prefix, session_ttl_seconds=3600, timeout=5.0)
+    )
     handler = Mangum(build_app(server(), Settings(max_sessions=0), stores=stores), lifespan="off")
     opened = handler(wire.http_api_event(wire.HANDSHAKE_INITIALIZE_BODY, wire.BASE_HEADERS), None)
     session_id = {key.lower(): value for key, value in opened["headers"].items()}["mcp-session-id"]

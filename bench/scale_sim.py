@@ -339,9 +339,10 @@ def markdown(backend: str, run: Run) -> str:
 
 
 async def on_dynamodb(requests: int) -> str:
+    from stratus.stores.base import StoreOptions
+    from stratus.stores.dynamodb.builder import dynamodb_stores
     from stratus.stores.dynamodb.client import dynamodb_client
     from stratus.stores.dynamodb.schema import create_table
-    from stratus.stores.factory import dynamodb_stores
 
     os.environ.update(AWS_ACCESS_KEY_ID="sim", AWS_SECRET_ACCESS_KEY="sim", AWS_DEFAULT_REGION="us-east-1")
     with mock_aws():
@@ -349,9 +350,11 @@ async def on_dynamodb(requests: int) -> str:
         create_table(client, "sim")
         ledger = Ledger()
         DynamoWire(ledger).listen(client)
-        stores = dynamodb_stores(client, "sim", prefix="sim", session_ttl_seconds=TTL, timeout=10.0)
+        stores = dynamodb_stores(client, "sim", StoreOptions(prefix="sim", session_ttl_seconds=TTL, timeout=10.0))
         late = dynamodb_stores(
-            client, "sim", prefix="sim", session_ttl_seconds=TTL, timeout=10.0, clock=lambda: time.time() - 2 * TTL
+            client,
+            "sim",
+            StoreOptions(prefix="sim", session_ttl_seconds=TTL, timeout=10.0, clock=lambda: time.time() - 2 * TTL),
         )
         run = Run(stores, ledger, late)
         await drive(run, requests)
@@ -361,14 +364,15 @@ async def on_dynamodb(requests: int) -> str:
 async def on_redis(requests: int, url: str) -> str:
     from redis.asyncio import Redis
 
-    from stratus.stores.factory import redis_stores
+    from stratus.stores.base import StoreOptions
+    from stratus.stores.redis.builder import redis_stores
 
     client = Redis.from_url(url, connection_class=KeyedConnection)
     prefix = f"sim-{secrets.token_hex(4)}"
     RedisWire.ledger = Ledger()
-    stores = redis_stores(client, prefix=prefix, session_ttl_seconds=TTL, timeout=10.0)
+    stores = redis_stores(client, StoreOptions(prefix=prefix, session_ttl_seconds=TTL, timeout=10.0))
     late = redis_stores(
-        client, prefix=prefix, session_ttl_seconds=TTL, timeout=10.0, clock=lambda: time.time() - 2 * TTL
+        client, StoreOptions(prefix=prefix, session_ttl_seconds=TTL, timeout=10.0, clock=lambda: time.time() - 2 * TTL)
     )
     try:
         run = Run(stores, RedisWire.ledger, late)

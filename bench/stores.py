@@ -38,11 +38,12 @@ from stratus import McpServer, Settings
 from stratus.handlers.adapter import make_handler
 from stratus.resilience.breaker import BreakerPolicy
 from stratus.resilience.limiter import RateLimit
-from stratus.stores.base import Stores
+from stratus.stores.base import StoreOptions, Stores
+from stratus.stores.dynamodb.builder import dynamodb_stores
 from stratus.stores.dynamodb.client import dynamodb_client
 from stratus.stores.dynamodb.schema import create_table
-from stratus.stores.factory import dynamodb_stores, redis_stores
 from stratus.stores.records import SessionRecord
+from stratus.stores.redis.builder import redis_stores
 from stratus.transport.app import build_app
 
 REDIS_URL = "redis://127.0.0.1:6379/0"
@@ -143,7 +144,7 @@ def redis_backend(calls: int) -> dict[str, Any]:
     prefix = f"bench-{secrets.token_hex(4)}"
     with event_loop():
         client = AsyncRedis.from_url(REDIS_URL, connection_class=CountingConnection)
-        stores = redis_stores(client, prefix=prefix, session_ttl_seconds=3600, timeout=2.0)
+        stores = redis_stores(client, StoreOptions(prefix=prefix, session_ttl_seconds=3600, timeout=2.0))
         result = measure(lambda_handler(stores), lambda: CountingConnection.writes, calls)
         asyncio.get_event_loop().run_until_complete(client.aclose())
     sync = Redis.from_url(REDIS_URL)
@@ -228,7 +229,7 @@ def dynamodb_backend(calls: int) -> dict[str, Any]:
     with mock_aws(), event_loop():
         client = dynamodb_client(timeout=2.0)
         create_table(client, "bench")
-        stores = dynamodb_stores(client, "bench", prefix="bench", session_ttl_seconds=3600, timeout=2.0)
+        stores = dynamodb_stores(client, "bench", StoreOptions(prefix="bench", session_ttl_seconds=3600, timeout=2.0))
         handler = lambda_handler(stores)
         return measure(handler, lambda: stores.sessions.table.requests, calls)  # type: ignore[attr-defined]
 

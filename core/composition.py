@@ -27,7 +27,7 @@ from stratus.server.pagination import Paginator
 from stratus.server.policy import Authenticator, ServerPolicy
 from stratus.server.server import McpServer
 from stratus.settings import Settings
-from stratus.stores.base import Stores
+from stratus.stores.base import StoreOptions, Stores
 from stratus.stores.factory import build_stores
 
 if TYPE_CHECKING:
@@ -36,15 +36,14 @@ if TYPE_CHECKING:
 
 def stores_for(settings: Settings) -> Stores:
     """The stores `settings.store` names, configured by the other settings."""
-    return build_stores(
-        settings.store,
-        session_ttl_seconds=settings.session_ttl_seconds,
-        prefix=settings.store_prefix,
-        timeout=settings.store_timeout_seconds,
-        max_sessions=settings.max_sessions,
-        max_sessions_per_principal=settings.max_sessions_per_principal,
-        max_record_bytes=settings.max_record_bytes,
+    options = StoreOptions(
+        settings.session_ttl_seconds,
+        settings.store_prefix,
+        settings.store_timeout_seconds,
+        settings.max_sessions,
+        settings.max_sessions_per_principal,
     )
+    return build_stores(settings.store, options, max_record_bytes=settings.max_record_bytes)
 
 
 def build_pipeline(

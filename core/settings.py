@@ -13,7 +13,7 @@ from dataclasses import dataclass, fields
 from typing import Any
 
 from stratus.stores.bounded import DYNAMODB_MAX_RECORD_BYTES
-from stratus.stores.urls import WAITING_CONNECTIONS, StoreConfigError, is_shared, validate_store_url
+from stratus.stores.urls import WAITING_CONNECTIONS, StoreConfigError, StoreUrl, parse_store_url
 
 PREFIX = "STRATUS_"
 
@@ -195,12 +195,12 @@ class Settings:
                     f"https://api.example.com/v1/mcp), got {self.auth_stage_path!r}"
                 )
         try:
-            validate_store_url(self.store)
+            store = parse_store_url(self.store)
         except StoreConfigError as exc:
             raise SettingsError(f"{PREFIX}STORE: {exc}") from None
-        if is_shared(self.store) and not self.secret_key:
+        if store.shared and not self.secret_key:
             raise SettingsError(
-                f"{PREFIX}SECRET_KEY must be set when {PREFIX}STORE is shared ({self.store.split('://')[0]}): every "
+                f"{PREFIX}SECRET_KEY must be set when {PREFIX}STORE is shared ({store.scheme}): every "
                 "container must sign and check cursors and request state with the same key"
             )
         if not 0 < self.max_streams < WAITING_CONNECTIONS:
@@ -209,20 +209,19 @@ class Settings:
                 f"the {WAITING_CONNECTIONS} connections of a process's pool for long waits, and calls awaiting a "
                 f"client's reply need some too"
             )
-        if self.store.startswith("dynamodb") and not 0 < self.max_record_bytes <= DYNAMODB_MAX_RECORD_BYTES:
+        if store.backend == "dynamodb" and not 0 < self.max_record_bytes <= DYNAMODB_MAX_RECORD_BYTES:
             raise SettingsError(
                 f"{PREFIX}MAX_RECORD_BYTES must be between 1 and {DYNAMODB_MAX_RECORD_BYTES} with DynamoDB: an item "
                 "is at most 400 KB, keys and attribute names included"
             )
-        self._check_installed()
+        self._check_installed(store)
 
-    def _check_installed(self) -> None:
+    def _check_installed(self, store: StoreUrl) -> None:
         """A setting that needs an optional package names the package and the extra that brings it, at start-up
         rather than as a bare "No module named" on the first request that needs it (nothing is imported here)."""
-        scheme = self.store.partition("://")[0]
         needed = [
-            ("redis", "redis", f"{PREFIX}STORE={scheme}://") if scheme.startswith("redis") else None,
-            ("boto3", "dynamodb", f"{PREFIX}STORE=dynamodb://") if scheme == "dynamodb" else None,
+            ("redis", "redis", f"{PREFIX}STORE={store.scheme}://") if store.backend == "redis" else None,
+            ("boto3", "dynamodb", f"{PREFIX}STORE=dynamodb://") if store.backend == "dynamodb" else None,
             ("jwt", "jwt", f"{PREFIX}AUTH_MODE=jwt") if self.auth_mode == "jwt" else None,
             ("aws_lambda_powertools", "powertools", f"{PREFIX}TELEMETRY=powertools")
             if self.telemetry == "powertools"

@@ -105,12 +105,12 @@ def run(args: argparse.Namespace) -> int:
     from stratus.emulator.local_aws import LocalAws, Options
     from stratus.emulator.stack import read_stack
     from stratus.handlers.loading import load_server
-    from stratus.stores.urls import StoreConfigError, validate_store_url
+    from stratus.stores.urls import StoreConfigError, parse_store_url
 
     overrides, store = _overrides(args)
     template = Path(args.template)
     try:
-        validate_store_url(store)
+        parse_store_url(store)
         if "STRATUS_APP" in overrides:
             load_server(overrides["STRATUS_APP"])
         if not template.is_file():

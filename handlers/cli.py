@@ -59,24 +59,21 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def _create_store(url: str) -> int:
-    from urllib.parse import urlsplit
-
-    from stratus.stores.urls import StoreConfigError, validate_store_url
+    from stratus.stores.urls import StoreConfigError, parse_store_url
 
     try:
-        scheme = validate_store_url(url)
+        store = parse_store_url(url)
     except StoreConfigError as exc:
         print(f"stratus: {exc}", file=sys.stderr)
         return 2
-    if scheme != "dynamodb":
-        print(f"stratus: {scheme} needs no set-up; only dynamodb:// stores are created", file=sys.stderr)
+    if store.backend != "dynamodb":
+        print(f"stratus: {store.scheme} needs no set-up; only dynamodb:// stores are created", file=sys.stderr)
         return 2
     from stratus.stores.dynamodb.client import dynamodb_client
     from stratus.stores.dynamodb.schema import create_table
 
-    table = urlsplit(url).netloc
-    create_table(dynamodb_client(timeout=5.0), table)
-    print(f"Created DynamoDB table {table} (PK/SK, on demand, TTL on 'expires')")
+    create_table(dynamodb_client(timeout=5.0), store.table)
+    print(f"Created DynamoDB table {store.table} (PK/SK, on demand, TTL on 'expires')")
     return 0
 
 

@@ -5,13 +5,16 @@ Every operation a caller needs to be atomic is one method, so a remote backend c
 
 from __future__ import annotations
 
+import time
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
-from typing import Protocol
+from typing import NamedTuple, Protocol
 
 from stratus.resilience.breaker import Admission, BreakerPolicy, CircuitState
+from stratus.resilience.deadline import Clock
 from stratus.resilience.limiter import Decision, RateLimit
 from stratus.stores.records import CallAdmission, CallChecks, SessionCensus, SessionRecord, StreamEvent, TaskRecord
+from stratus.stores.urls import StoreUrl
 
 
 class SessionStore(Protocol):
@@ -162,3 +165,25 @@ class Stores:
     async def aclose(self) -> None:
         if self.close is not None:
             await self.close()
+
+
+class StoreOptions(NamedTuple):
+    """How every backend's stores are configured, whatever the backend (the store URL says which, and where)."""
+
+    session_ttl_seconds: float
+    prefix: str = "stratus"
+    """Prefix of every key a shared store writes."""
+    timeout: float = 2.0
+    """How long one store operation may take before it fails with `StoreUnavailableError`."""
+    max_sessions: int = 0
+    """Live handshake-era sessions across every container sharing the store (0: no cap)."""
+    max_sessions_per_principal: int = 0
+    """Live sessions of one authenticated principal (0: no quota; anonymous sessions have none)."""
+    clock: Clock = time.time
+
+
+class StoresBuilder(Protocol):
+    """A backend's builder (`build` in `stratus.stores.<backend>.builder`): every store over the backend `store`
+    names, its client library imported only when the first request needs it (`stratus.stores.lazy`)."""
+
+    def __call__(self, store: StoreUrl, options: StoreOptions) -> Stores: ...

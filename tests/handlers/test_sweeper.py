@@ -13,6 +13,7 @@ import redis
 from moto import mock_aws
 
 from stratus.handlers import sweeper
+from stratus.stores.base import StoreOptions
 from stratus.stores.dynamodb.client import dynamodb_client
 from stratus.stores.dynamodb.schema import create_table
 from stratus.stores.factory import build_stores
@@ -54,10 +55,9 @@ def store(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> It
 async def open_sessions(store: Store, names: list[str], *, created_ago: float, limit: int) -> None:
     stores = build_stores(
         store.url,
-        session_ttl_seconds=TTL,
-        prefix=store.prefix,
-        max_sessions=limit,
-        clock=lambda: time.time() - created_ago,
+        StoreOptions(
+            session_ttl_seconds=TTL, prefix=store.prefix, max_sessions=limit, clock=lambda: time.time() - created_ago
+        ),
     )
     try:
         for name in names:

@@ -16,7 +16,7 @@ from botocore.awsrequest import AWSResponse
 
 from stratus import McpServer, Settings, build_app
 from stratus.resilience.breaker import BreakerPolicy
-from stratus.stores.base import Stores
+from stratus.stores.base import StoreOptions, Stores
 from stratus.stores.dynamodb.schema import create_table
 from stratus.stores.factory import build_stores
 from tests.fixtures.dynamodb_wire import JSON_1_0, Body
@@ -78,7 +78,9 @@ async def deployment(moto_server: str, monkeypatch: pytest.MonkeyPatch) -> Async
         return a + b
 
     # A session limit makes every create a transaction on a count item (with none, creates are plain puts).
-    stores = build_stores(f"dynamodb://{table}", session_ttl_seconds=600, prefix="f", timeout=1.0, max_sessions=1000)
+    stores = build_stores(
+        f"dynamodb://{table}", StoreOptions(session_ttl_seconds=600, prefix="f", timeout=1.0, max_sessions=1000)
+    )
     settings = Settings(store=f"dynamodb://{table}", secret_key="k", max_sessions=1000)
     app = build_app(server, settings, stores=stores)
     async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://localhost") as http:

@@ -13,6 +13,7 @@ from examples.demo import server as demo
 from stratus import Settings, build_app
 from stratus.gateway.config import Upstream
 from stratus.gateway.served import GatewayServer
+from stratus.stores.base import StoreOptions
 from stratus.stores.factory import build_stores
 from tests.fixtures.redis_server import OwnRedis
 from tests.fixtures.servers import uvicorn_serving
@@ -28,7 +29,9 @@ async def names_and_sum(mcp: McpHttp) -> tuple[list[str], object]:
 
 
 async def test_a_gateway_lists_and_calls_through_a_store_outage(own_redis: OwnRedis) -> None:
-    stores = build_stores(own_redis.url, session_ttl_seconds=600, prefix=f"gw-{secrets.token_hex(4)}", timeout=0.5)
+    stores = build_stores(
+        own_redis.url, StoreOptions(session_ttl_seconds=600, prefix=f"gw-{secrets.token_hex(4)}", timeout=0.5)
+    )
     expected = (["mcp__demo__add", "mcp__demo__forecast", "mcp__demo__divide"], {"result": 3})
     with uvicorn_serving(build_app(demo, Settings())) as upstream_url:
         upstream = Upstream(name="demo", transport="http", url=f"{upstream_url}/mcp")

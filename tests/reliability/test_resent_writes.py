@@ -29,12 +29,13 @@ from redis.exceptions import ConnectionError as RedisConnectionError
 
 from stratus import McpServer, Settings, build_app
 from stratus.errors import STORE_UNAVAILABLE, PrincipalSessionsFullError
-from stratus.stores.base import Stores
+from stratus.stores.base import StoreOptions, Stores
+from stratus.stores.dynamodb.builder import dynamodb_stores
 from stratus.stores.dynamodb.client import dynamodb_client
 from stratus.stores.dynamodb.schema import create_table
-from stratus.stores.factory import dynamodb_stores, redis_stores
 from stratus.stores.records import SessionExistsError, SessionRecord, TaskExistsError, TaskRecord
 from stratus.stores.redis import lua
+from stratus.stores.redis.builder import redis_stores
 from stratus.stores.redis.client import redis_client
 from tests.fixtures.dynamodb_wire import JSON_1_0, Body
 from tests.fixtures.store_backends import REDIS_URL
@@ -187,7 +188,7 @@ async def lossy(request: pytest.FixtureRequest) -> AsyncIterator[Lossy]:
         hook = LostAnswers()
         client.meta.events.register("before-send.dynamodb", hook)
         try:
-            yield Lossy("dynamodb", dynamodb_stores(client, table, prefix="r", **limits), hook)
+            yield Lossy("dynamodb", dynamodb_stores(client, table, StoreOptions(prefix="r", **limits)), hook)
         finally:
             client.meta.events.unregister("before-send.dynamodb", hook)
         return
@@ -199,7 +200,7 @@ async def lossy(request: pytest.FixtureRequest) -> AsyncIterator[Lossy]:
     AnswerLosingConnection.armed.clear()
     AnswerLosingConnection.sent.clear()
     try:
-        yield Lossy("redis", redis_stores(client, prefix=prefix, **limits))
+        yield Lossy("redis", redis_stores(client, StoreOptions(prefix=prefix, **limits)))
     finally:
         keys = [key async for key in client.scan_iter(match=f"{prefix}:*")]
         if keys:
@@ -321,7 +322,9 @@ async def test_a_dropped_connection_after_a_session_create_is_resent_and_counted
     hook = LostAnswers(ConnectionClosedError)
     client.meta.events.register("before-send.dynamodb", hook)
     # Under a session limit a create is one transaction (with none it is plain puts: no count to keep).
-    stores = dynamodb_stores(client, table, prefix="r", session_ttl_seconds=600, timeout=TIMEOUT, max_sessions=10)
+    stores = dynamodb_stores(
+        client, table, StoreOptions(prefix="r", session_ttl_seconds=600, timeout=TIMEOUT, max_sessions=10)
+    )
     hook.lose("TransactWriteItems")
     await stores.sessions.create(session("s-1"))
     assert hook.sent["TransactWriteItems"] == 2
@@ -338,7 +341,9 @@ async def test_a_resent_transaction_found_still_in_progress_is_asked_again_with_
     client, table = dynamodb_table
     hook = LostAnswers()
     client.meta.events.register("before-send.dynamodb", hook)
-    stores = dynamodb_stores(client, table, prefix="r", session_ttl_seconds=600, timeout=TIMEOUT, max_sessions=10)
+    stores = dynamodb_stores(
+        client, table, StoreOptions(prefix="r", session_ttl_seconds=600, timeout=TIMEOUT, max_sessions=10)
+    )
     in_progress = "TransactionInProgressException"
     hook.lose("TransactWriteItems", then=(in_progress, in_progress))
     await stores.sessions.create(session("s-1"))

@@ -18,7 +18,8 @@ from stratus.resilience.limiter import RateLimit
 from stratus.server.policy import RateLimits
 from stratus.server.principal import Principal
 from stratus.settings import Settings
-from stratus.stores.factory import memory_stores
+from stratus.stores.base import StoreOptions
+from stratus.stores.factory import build_stores
 from tests.fixtures.clients import McpFactory
 from tests.fixtures.clocks import FakeClock
 from tests.fixtures.wire import HandshakeSession, McpHttp
@@ -60,7 +61,9 @@ def clock() -> FakeClock:
 def client(mcp_factory: McpFactory, clock: FakeClock) -> Client:
     """A client of `server` over in-memory stores on the test's clock."""
     return lambda server: mcp_factory(
-        server, Settings(max_sessions=0), stores=memory_stores(session_ttl_seconds=600, clock=clock)
+        server,
+        Settings(max_sessions=0),
+        stores=build_stores("memory://", StoreOptions(session_ttl_seconds=600, clock=clock)),
     )
 
 

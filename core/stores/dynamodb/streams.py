@@ -14,7 +14,7 @@ from stratus.stores.dynamodb.table import (
     ALL_OLD,
     ConditionFailedError,
     DynamoTable,
-    Item,
+    TableItems,
     number,
     number_of,
     write_token,
@@ -96,40 +96,32 @@ class DynamoEventLogStore:
         return await self.polls.wait_any(after, within)
 
 
-class DynamoPendingRequestStore:
+class DynamoPendingRequestStore(TableItems):
     """An item per awaited reply; the reply is written by a conditional update, the waiter polls for it."""
 
-    def __init__(self, table: DynamoTable) -> None:
-        self.table = table
-
-    def _key(self, request_key: str) -> Item:
-        return self.table.key("pending", request_key)
+    kind = "pending"
 
     async def open(self, request_key: str, ttl_seconds: float) -> None:
         expires = number(self.table.clock() + ttl_seconds)
-        await self.table.call("put_item", Item={**self._key(request_key), "state": {"S": "open"}, "expires": expires})
+        await self.table.call("put_item", Item={**self.key(request_key), "state": {"S": "open"}, "expires": expires})
 
     async def deliver(self, request_key: str, reply: str) -> bool:
         token = write_token()
-        try:
-            await self.table.call(
-                "update_item",
-                Key=self._key(request_key),
-                UpdateExpression="SET #state = :answered, reply = :reply, w = :token",
-                ConditionExpression="#state = :open AND expires > :now",
-                ExpressionAttributeNames={"#state": "state"},
-                ExpressionAttributeValues={
-                    ":answered": {"S": "answered"},
-                    ":open": {"S": "open"},
-                    ":reply": {"S": reply},
-                    ":token": {"S": token},
-                    ":now": number(self.table.clock()),
-                },
-                **ALL_OLD,
-            )
-        except ConditionFailedError as failure:
-            return written_by(failure.items.get(0), token)  # this reply, resent after it was delivered
-        return True
+        return await self.table.write_once(
+            "update_item",
+            token,
+            Key=self.key(request_key),
+            UpdateExpression="SET #state = :answered, reply = :reply, w = :token",
+            ConditionExpression="#state = :open AND expires > :now",
+            ExpressionAttributeNames={"#state": "state"},
+            ExpressionAttributeValues={
+                ":answered": {"S": "answered"},
+                ":open": {"S": "open"},
+                ":reply": {"S": reply},
+                ":token": {"S": token},
+                ":now": number(self.table.clock()),
+            },
+        )
 
     async def wait(self, request_key: str, within: float) -> str | None:
         """Poll for the reply; once read, the item is kept as `taken` without the reply (not deleted) until its TTL,
@@ -138,7 +130,7 @@ class DynamoPendingRequestStore:
         deadline = loop.time() + within
         interval = POLL_FIRST_SECONDS
         while True:
-            item = await self.table.get(self._key(request_key))
+            item = await self.table.get(self.key(request_key))
             if item is not None and "reply" in item:
                 await self._take(request_key)
                 return str(item["reply"]["S"])
@@ -152,7 +144,7 @@ class DynamoPendingRequestStore:
         with contextlib.suppress(ConditionFailedError):  # already gone (the TTL): nothing to take
             await self.table.call(
                 "update_item",
-                Key=self._key(request_key),
+                Key=self.key(request_key),
                 UpdateExpression="SET #state = :taken REMOVE reply",
                 ConditionExpression="attribute_exists(PK)",
                 ExpressionAttributeNames={"#state": "state"},

@@ -10,7 +10,7 @@ import secrets
 import time
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any
+from typing import Any, ClassVar
 
 from stratus.errors import StoreBusyError, StoreUnavailableError
 from stratus.resilience.backoff import full_jitter
@@ -126,6 +126,10 @@ class DynamoTable:
     def key(self, kind: str, ident: str) -> Item:
         return {"PK": {"S": f"{self.prefix}#{kind}#{ident}"}, "SK": {"S": kind}}
 
+    def action(self, kind: str, **operation: Any) -> Item:
+        """One action of a transaction on this table (`Put`, `Update`, `Delete`), for `write`."""
+        return {kind: {"TableName": self.table, **operation}}
+
     async def call(self, operation: str, **params: Any) -> Any:
         """Run one DynamoDB operation on the table's threads, bounded in time.
 
@@ -146,6 +150,20 @@ class DynamoTable:
             raise StoreUnavailableError("The state store failed the request; retry shortly") from error
         except (self._transport_error, TimeoutError, OSError) as error:
             raise StoreUnavailableError("The state store is unavailable; retry shortly") from error
+
+    async def write_once(self, operation: str, token: str, **params: Any) -> bool:
+        """A conditional write (`put_item`, `update_item`) that stores `token` as the item's `w`: whether it applied,
+        also when its condition failed because this very write was applied before (botocore resent it after its
+        answer was lost, and the item it gets back carries the token).
+
+        Raises:
+            StoreUnavailableError: DynamoDB throttled, failed or did not answer.
+        """
+        try:
+            await self.call(operation, **params, **ALL_OLD)
+        except ConditionFailedError as failure:
+            return written_by(failure.items.get(0), token)
+        return True
 
     async def get(self, key: Item) -> Item | None:
         response = await self.call("get_item", Key=key, ConsistentRead=True)
@@ -256,6 +274,18 @@ class DynamoTable:
             token = write_token()
             await back_off(attempt)
         raise StoreBusyError("The write is too contended to complete; retry shortly")
+
+
+class TableItems:
+    """A store of one kind of item in the table, each under its id (`DynamoTable.key`)."""
+
+    kind: ClassVar[str]
+
+    def __init__(self, table: DynamoTable) -> None:
+        self.table = table
+
+    def key(self, ident: str) -> Item:
+        return self.table.key(self.kind, ident)
 
 
 _SINGLE = {"Put": "put_item", "Update": "update_item", "Delete": "delete_item"}

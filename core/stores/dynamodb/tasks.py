@@ -2,33 +2,20 @@
 
 from __future__ import annotations
 
-from stratus.stores.dynamodb.table import (
-    ALL_OLD,
-    ConditionFailedError,
-    DynamoTable,
-    Item,
-    number,
-    number_of,
-    write_token,
-    written_by,
-)
+from stratus.stores.dynamodb.table import TableItems, number, number_of, write_token
 from stratus.stores.records import TaskExistsError, TaskRecord
 
 
-class DynamoTaskStore:
+class DynamoTaskStore(TableItems):
     """Tasks as items; creation and status moves are conditional writes."""
 
-    def __init__(self, table: DynamoTable) -> None:
-        self.table = table
-
-    def _key(self, task_id: str) -> Item:
-        return self.table.key("task", task_id)
+    kind = "task"
 
     async def create(self, record: TaskRecord, ttl_seconds: float) -> None:
         now = self.table.clock()
         token = write_token()
         item = {
-            **self._key(record.task_id),
+            **self.key(record.task_id),
             "principal": {"S": record.principal or ""},
             "status": {"S": record.status},
             "request": {"S": record.request},
@@ -37,20 +24,18 @@ class DynamoTaskStore:
             "expires": number(now + ttl_seconds),
             "w": {"S": token},
         }
-        try:
-            await self.table.call(
-                "put_item",
-                Item=item,
-                ConditionExpression="attribute_not_exists(PK) OR expires <= :now",
-                ExpressionAttributeValues={":now": number(now)},
-                **ALL_OLD,
-            )
-        except ConditionFailedError as failure:
-            if not written_by(failure.items.get(0), token):  # else: this create, resent after it was applied
-                raise TaskExistsError(record.task_id) from None
+        created = await self.table.write_once(
+            "put_item",
+            token,
+            Item=item,
+            ConditionExpression="attribute_not_exists(PK) OR expires <= :now",
+            ExpressionAttributeValues={":now": number(now)},
+        )
+        if not created:
+            raise TaskExistsError(record.task_id)
 
     async def get(self, task_id: str) -> TaskRecord | None:
-        item = await self.table.get(self._key(task_id))
+        item = await self.table.get(self.key(task_id))
         if item is None or number_of(item, "expires") <= self.table.clock():
             return None
         return TaskRecord(
@@ -73,18 +58,14 @@ class DynamoTaskStore:
         if result is not None:
             update += ", #result = :result"
             values[":result"] = {"S": result}
-        try:
-            await self.table.call(
-                "update_item",
-                Key=self._key(task_id),
-                UpdateExpression=update,
-                ConditionExpression=f"expires > :now AND #status IN ({', '.join(names)})",
-                ExpressionAttributeNames={"#status": "status", "#result": "result"}
-                if result is not None
-                else {"#status": "status"},
-                ExpressionAttributeValues=values,
-                **ALL_OLD,
-            )
-        except ConditionFailedError as failure:
-            return written_by(failure.items.get(0), token)  # this move, resent after it was applied
-        return True
+        return await self.table.write_once(
+            "update_item",
+            token,
+            Key=self.key(task_id),
+            UpdateExpression=update,
+            ConditionExpression=f"expires > :now AND #status IN ({', '.join(names)})",
+            ExpressionAttributeNames={"#status": "status", "#result": "result"}
+            if result is not None
+            else {"#status": "status"},
+            ExpressionAttributeValues=values,
+        )

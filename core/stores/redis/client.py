@@ -5,28 +5,28 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
 from typing import Any
-from urllib.parse import parse_qsl, urlencode, urlsplit
 
-from stratus.stores.urls import WAITING_CONNECTIONS, cluster_url, is_cluster
+from stratus.stores.urls import WAITING_CONNECTIONS, StoreUrl
 
 MAX_CONNECTIONS = 100
 """Connections one process's pool for calls opens at most (the store URL's `?max_connections=N` sets it)."""
 
 
-def redis_waiting_client(url: str, *, timeout: float) -> Any:
+def redis_waiting_client(store: StoreUrl, *, timeout: float) -> Any:
     """A client for the long waits only, its pool apart from the calls' (the URL's `max_connections` sizes the
     calls' pool, not this one)."""
-    parts = urlsplit(url)
-    query = urlencode([(name, value) for name, value in parse_qsl(parts.query) if name != "max_connections"])
-    waiting_url = parts._replace(query=query).geturl()
-    if is_cluster(url):
-        return redis_cluster_client(waiting_url, timeout=timeout, max_connections=WAITING_CONNECTIONS)
-    return redis_client(waiting_url, timeout=timeout, max_connections=WAITING_CONNECTIONS)
+    return _store_client(store, timeout, WAITING_CONNECTIONS)
 
 
-def redis_calls_client(url: str, *, timeout: float) -> Any:
+def redis_calls_client(store: StoreUrl, *, timeout: float) -> Any:
     """The client for calls: of a cluster for `redis+cluster://` and `rediss+cluster://`, else of one server."""
-    return redis_cluster_client(url, timeout=timeout) if is_cluster(url) else redis_client(url, timeout=timeout)
+    return _store_client(store, timeout, store.max_connections or MAX_CONNECTIONS)
+
+
+def _store_client(store: StoreUrl, timeout: float, max_connections: int) -> Any:
+    if store.cluster:
+        return redis_cluster_client(store, timeout=timeout, max_connections=max_connections)
+    return redis_client(store.redis_url, timeout=timeout, max_connections=max_connections)
 
 
 def redis_client(url: str, *, timeout: float, max_connections: int = MAX_CONNECTIONS) -> Any:
@@ -54,20 +54,20 @@ def redis_client(url: str, *, timeout: float, max_connections: int = MAX_CONNECT
     return Redis.from_pool(pool)
 
 
-def redis_cluster_client(url: str, *, timeout: float, max_connections: int = MAX_CONNECTIONS) -> Any:
+def redis_cluster_client(store: StoreUrl, *, timeout: float, max_connections: int = MAX_CONNECTIONS) -> Any:
     """A Redis Cluster client for `redis+cluster://` (`rediss+cluster://`: TLS): it learns the slots from any node
     named, sends each command to the primary holding its key's slot, follows MOVED and ASK redirections (during a
     resharding) and, after a failover, finds the new primary.
 
-    Each node's pool opens at most `max_connections` (the URL's `?max_connections=N` wins). Unlike one server's
-    pool, a node's pool that has them all busy refuses at once (`StoreUnavailableError`, 503) instead of waiting.
+    Each node's pool opens at most `max_connections` (the calls': the URL's `?max_connections=N`). Unlike one
+    server's pool, a node's pool that has them all busy refuses at once (`StoreUnavailableError`, 503) instead of
+    waiting.
     """
     from redis.asyncio.cluster import ClusterNode, RedisCluster
     from redis.asyncio.retry import Retry
     from redis.backoff import ExponentialBackoff
     from redis.connection import parse_url
 
-    parsed = cluster_url(url)
     options: dict[str, Any] = {
         "max_connections": max_connections,
         "socket_connect_timeout": timeout,
@@ -76,12 +76,12 @@ def redis_cluster_client(url: str, *, timeout: float, max_connections: int = MAX
         # On a connection error the client asks the cluster for its slots again and retries: a primary that
         # failed over answers again from its replica. Every call stays bounded by `timeout` (RedisScripts).
         "retry": Retry(ExponentialBackoff(cap=0.25, base=0.025), 3),
-        **parse_url(parsed.node_url),  # type: ignore[no-untyped-call]
+        **parse_url(store.redis_url),  # type: ignore[no-untyped-call]
     }
     if options.pop("connection_class", None) is not None:
         options["ssl"] = True  # parse_url names the TLS connection class for rediss://
     options.pop("db", None)
-    seeds = [ClusterNode(host, port) for host, port in parsed.seeds[1:]]
+    seeds = [ClusterNode(host, port) for host, port in store.cluster_nodes[1:]]
     return RedisCluster(startup_nodes=seeds, **options)
 
 

@@ -26,21 +26,30 @@ redis.call('PEXPIRE', KEYS[1], math.ceil((tonumber(ARGV[2]) + tonumber(ARGV[3]))
 return {row[1], row[2], ARGV[1], tostring(expires)}
 """
 
-# KEYS[1] session hash. ARGV: data, now, ttl, grace, write token. -> 1 created, 0 taken (a live session has this
-# id). The same write arriving twice (redis-py resends a pipeline whose answer a dropped connection lost) carries
-# the same token, finds its own session, and counts as created.
-SESSION_CREATE = """
+# The start of a create that may arrive twice, for a script that first sets `now` and `token` (the write token):
+# KEYS[1] is the new object's hash. A live object there answers 1 (created) when it carries this write's token (the
+# same write arriving twice: redis-py resends a pipeline whose answer a dropped connection lost), else 0 (taken);
+# an expired one is cleared for the new one.
+CREATE_ONCE = """
 local row = redis.call('HMGET', KEYS[1], 'expires', 'w')
-if row[1] and tonumber(row[1]) > tonumber(ARGV[2]) then
-  if row[2] == ARGV[5] then return 1 end
+if row[1] and tonumber(row[1]) > now then
+  if row[2] == token then return 1 end
   return 0
 end
-local until_ = tonumber(ARGV[2]) + tonumber(ARGV[3])
 redis.call('DEL', KEYS[1])
+"""
+
+# KEYS[1] session hash. ARGV: data, now, ttl, grace, write token. -> 1 created (also when this same create arrives
+# again), 0 taken (a live session has this id).
+SESSION_CREATE = (
+    "local now, token = tonumber(ARGV[2]), ARGV[5]"
+    + CREATE_ONCE
+    + """local until_ = tonumber(ARGV[2]) + tonumber(ARGV[3])
 redis.call('HSET', KEYS[1], 'data', ARGV[1], 'created', ARGV[2], 'expires', tostring(until_), 'w', ARGV[5])
 redis.call('PEXPIRE', KEYS[1], math.ceil((tonumber(ARGV[3]) + tonumber(ARGV[4])) * 1000))
 return 1
 """
+)
 
 # KEYS[1] session hash. ARGV: data, now. -> 1 saved, 0 gone (a save never brings back an ended session).
 SESSION_SAVE = """
@@ -248,19 +257,16 @@ return 1
 
 # KEYS[1] task hash. ARGV: now, ttl, grace, principal, status, request, write token. -> 1 created (also when this
 # same create arrives again), 0 taken.
-TASK_CREATE = """
-local row = redis.call('HMGET', KEYS[1], 'expires', 'w')
-if row[1] and tonumber(row[1]) > tonumber(ARGV[1]) then
-  if row[2] == ARGV[7] then return 1 end
-  return 0
-end
-redis.call('DEL', KEYS[1])
-local until_ = tonumber(ARGV[1]) + tonumber(ARGV[2])
+TASK_CREATE = (
+    "local now, token = tonumber(ARGV[1]), ARGV[7]"
+    + CREATE_ONCE
+    + """local until_ = tonumber(ARGV[1]) + tonumber(ARGV[2])
 redis.call('HSET', KEYS[1], 'principal', ARGV[4], 'status', ARGV[5], 'request', ARGV[6], 'created', ARGV[1],
   'updated', ARGV[1], 'expires', string.format('%.17g', until_), 'w', ARGV[7])
 redis.call('PEXPIRE', KEYS[1], math.ceil((tonumber(ARGV[2]) + tonumber(ARGV[3])) * 1000))
 return 1
 """
+)
 
 # KEYS[1] task hash. ARGV: now, status, has result 0/1, result, write token, expected statuses... -> 1 moved (also
 # when this same move arrives again), 0 not.

@@ -17,9 +17,10 @@ import pytest
 from stratus.auth.bearer import JwtAuthenticator, ResourceServer
 from stratus.auth.jwks import KeySet
 from stratus.errors import UnauthorizedError
+from stratus.stores.base import StoreOptions
+from stratus.stores.dynamodb.builder import dynamodb_stores
 from stratus.stores.dynamodb.client import dynamodb_client
 from stratus.stores.dynamodb.schema import create_table
-from stratus.stores.factory import dynamodb_stores
 from tests.fixtures.jwt_issuer import AUDIENCE, ISSUER, Issuer
 
 pytestmark = pytest.mark.anyio
@@ -162,7 +163,7 @@ async def test_a_dynamodb_call_completes_while_jwks_fetches_hang(
     client = dynamodb_client(timeout=2.0)
     table = f"stratus-jwks-{secrets.token_hex(4)}"
     create_table(client, table)
-    stores = dynamodb_stores(client, table, prefix="t", session_ttl_seconds=600, timeout=2.0)
+    stores = dynamodb_stores(client, table, StoreOptions(prefix="t", session_ttl_seconds=600, timeout=2.0))
     clock = Clock()
     authenticator = authenticator_for(issuer, clock)
     await authenticator.authenticate(bearer(issuer.token("rsa-1")), {})

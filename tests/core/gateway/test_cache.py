@@ -10,7 +10,7 @@ import pytest
 
 from stratus.gateway.config import Upstream
 from stratus.gateway.list_cache import ToolsCache
-from stratus.stores.base import Stores
+from stratus.stores.base import StoreOptions, Stores
 from stratus.stores.factory import build_stores
 from tests.fixtures.clocks import FakeClock
 
@@ -22,7 +22,9 @@ GITHUB = Upstream(name="github", transport="http", url="https://api.example.com/
 @pytest.fixture(params=["memory://", "redis://127.0.0.1:6379/0"])
 async def stores(request: pytest.FixtureRequest) -> AsyncIterator[tuple[Stores, FakeClock]]:
     clock = FakeClock()
-    built = build_stores(request.param, session_ttl_seconds=600, prefix=f"gw-{secrets.token_hex(4)}", clock=clock)
+    built = build_stores(
+        request.param, StoreOptions(session_ttl_seconds=600, prefix=f"gw-{secrets.token_hex(4)}", clock=clock)
+    )
     yield built, clock
     await built.aclose()
 

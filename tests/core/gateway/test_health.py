@@ -11,6 +11,7 @@ import pytest
 from stratus import Settings, build_app
 from stratus.gateway.config import Upstream
 from stratus.gateway.served import GatewayServer
+from stratus.stores.base import StoreOptions
 from stratus.stores.factory import build_stores
 from tests.fixtures import sdk_upstream
 from tests.fixtures.servers import uvicorn_serving
@@ -34,7 +35,7 @@ async def test_health_shows_each_upstreams_state_last_error_and_tools_without_co
             Upstream(name="idle", transport="http", url=down, active=False),
         ]
         gateway = GatewayServer(upstreams, allowed_networks=["127.0.0.0/8"], use_records=False, watch=False)
-        app = build_app(gateway, Settings(), stores=build_stores("memory://", session_ttl_seconds=600))
+        app = build_app(gateway, Settings(), stores=build_stores("memory://", StoreOptions(session_ttl_seconds=600)))
         async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://localhost") as http:
             before = [(await http.get("/health")).json()["upstreams"] for _ in range(3)]
             states_before = [gateway.pool.state(upstream.name).value for upstream in upstreams]

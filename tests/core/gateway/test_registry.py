@@ -17,7 +17,7 @@ from stratus import Settings, build_app
 from stratus.gateway.config import GatewayConfigError
 from stratus.gateway.registry import UpstreamRegistry
 from stratus.gateway.served import GatewayServer
-from stratus.stores.base import Stores
+from stratus.stores.base import StoreOptions, Stores
 from stratus.stores.factory import build_stores
 from tests.fixtures.clocks import FakeClock
 from tests.fixtures.servers import uvicorn_serving
@@ -28,7 +28,7 @@ SEARCH = {"url": "https://search.example.com/mcp"}
 
 @pytest.fixture(params=["memory://", "redis://127.0.0.1:6379/0"])
 async def stores(request: pytest.FixtureRequest) -> AsyncIterator[Stores]:
-    built = build_stores(request.param, session_ttl_seconds=600, prefix=f"reg-{secrets.token_hex(4)}")
+    built = build_stores(request.param, StoreOptions(session_ttl_seconds=600, prefix=f"reg-{secrets.token_hex(4)}"))
     yield built
     await built.aclose()
 
@@ -154,7 +154,7 @@ def demo_urls() -> Iterator[tuple[str, str]]:
 
 @pytest.mark.uvicorn
 async def test_a_gateway_serves_what_is_recorded_and_follows_changes(demo_urls: tuple[str, str]) -> None:
-    stores = build_stores("memory://", session_ttl_seconds=600)
+    stores = build_stores("memory://", StoreOptions(session_ttl_seconds=600))
     gateway = GatewayServer([], allowed_networks=["127.0.0.0/8"], catalog_seconds=0.0)
     events: list[tuple[str, dict[str, object]]] = []
     gateway.listeners.append(lambda event, fields: events.append((event, fields)))

@@ -19,6 +19,7 @@ import pytest
 from stratus import Context, McpServer, Settings, build_app
 from stratus.gateway.config import Upstream
 from stratus.gateway.served import GatewayServer
+from stratus.stores.base import StoreOptions
 from stratus.stores.factory import build_stores
 from tests.fixtures import sdk_upstream
 from tests.fixtures.servers import uvicorn_serving
@@ -37,7 +38,7 @@ async def _messages(response: httpx.Response) -> AsyncGenerator[dict[str, Any]]:
 def _container(url: str, prefix: str, version: str | None = "2025-11-25") -> Any:
     upstream = Upstream(name="notes", transport="http", url=url, protocol_version=version)
     gateway = GatewayServer([upstream], allowed_networks=["127.0.0.0/8"], use_records=False)
-    stores = build_stores("redis://127.0.0.1:6379/0", session_ttl_seconds=600, prefix=prefix)
+    stores = build_stores("redis://127.0.0.1:6379/0", StoreOptions(session_ttl_seconds=600, prefix=prefix))
     return build_app(gateway, Settings(secret_key="k"), stores=stores)
 
 

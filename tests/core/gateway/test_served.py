@@ -24,6 +24,7 @@ from stratus.errors import RATE_LIMITED
 from stratus.gateway.config import Upstream
 from stratus.gateway.served import GatewayServer
 from stratus.resilience.limiter import RateLimit
+from stratus.stores.base import StoreOptions
 from stratus.stores.factory import build_stores
 from stratus.transport.asgi import read_body
 from tests.fixtures import sdk_upstream
@@ -194,7 +195,7 @@ async def test_an_upstreams_tools_share_one_rate_limit_that_leaves_the_others_al
 
 
 async def test_a_cached_tools_list_is_answered_with_the_upstream_gone() -> None:
-    stores = build_stores("memory://", session_ttl_seconds=600)
+    stores = build_stores("memory://", StoreOptions(session_ttl_seconds=600))
     with uvicorn_serving(build_app(demo, Settings())) as upstream_url:
         upstream = Upstream(name="demo", transport="http", url=f"{upstream_url}/mcp")
         gateway = GatewayServer([upstream], allowed_networks=LOOPBACK, catalog_seconds=0.0, watch=False)

@@ -23,6 +23,7 @@ from stratus.gateway.config import Upstream
 from stratus.gateway.served import GatewayServer
 from stratus.metrics import LocalMetrics
 from stratus.resilience.breaker import BreakerPolicy
+from stratus.stores.base import StoreOptions
 from stratus.stores.factory import build_stores
 from tests.fixtures.clocks import FakeClock
 from tests.fixtures.processes import ServerUrl, free_port, stratus_process
@@ -66,7 +67,7 @@ async def test_an_upstream_dying_mid_call_opens_its_breaker_and_is_reconnected_o
     gateway = GatewayServer([upstream], breaker=breaker, clock=clock, allowed_networks=["127.0.0.0/8"], watch=False)
     events: list[tuple[str, dict[str, Any]]] = []
     gateway.listeners.append(lambda event, fields: events.append((event, fields)))
-    stores = build_stores("memory://", session_ttl_seconds=600, clock=clock)
+    stores = build_stores("memory://", StoreOptions(session_ttl_seconds=600, clock=clock))
     metrics = LocalMetrics()
     app = build_app(gateway, Settings(), stores=stores, metrics=metrics)
     with ExitStack() as stack, anyio.fail_after(60):

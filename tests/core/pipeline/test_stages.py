@@ -22,7 +22,8 @@ from stratus.resilience.limiter import Decision, RateLimit
 from stratus.server.context import Context
 from stratus.server.policy import RateLimits, RetryPolicy
 from stratus.server.principal import Principal
-from stratus.stores.factory import memory_stores
+from stratus.stores.base import StoreOptions
+from stratus.stores.factory import build_stores
 from stratus.stores.records import CallAdmission, CallChecks
 from tests.fixtures.clocks import FakeClock, RecordedSleeps
 
@@ -43,7 +44,7 @@ def test_admission_asks_nothing_for_a_tool_without_limits_or_breaker() -> None:
         return "pong"
 
     clock = FakeClock()
-    stores = memory_stores(session_ttl_seconds=60, clock=clock)
+    stores = build_stores("memory://", StoreOptions(session_ttl_seconds=60, clock=clock))
     admitter = Admitter(server.policy, stores.gate, LocalMetrics(), ClosedBreakers(clock))
     assert admitter.checks_for(server.tools["ping"], None, "s") is NO_CHECKS
 
@@ -57,7 +58,7 @@ def test_admission_names_each_bucket_the_server_declares() -> None:
         return "pong"
 
     clock = FakeClock()
-    stores = memory_stores(session_ttl_seconds=60, clock=clock)
+    stores = build_stores("memory://", StoreOptions(session_ttl_seconds=60, clock=clock))
     admitter = Admitter(server.policy, stores.gate, LocalMetrics(), ClosedBreakers(clock))
     checks = admitter.checks_for(server.tools["ping"], Principal("ann"), "s1")
     assert [key for key, _ in checks.limits] == [f"principal:{Principal('ann').key}", "session:s1"]
@@ -75,7 +76,7 @@ async def test_admission_does_not_load_the_session_with_the_limits_when_a_guard_
         return "pong"
 
     clock = FakeClock()
-    stores = memory_stores(session_ttl_seconds=60, clock=clock)
+    stores = build_stores("memory://", StoreOptions(session_ttl_seconds=60, clock=clock))
     admitter = Admitter(server.policy, stores.gate, LocalMetrics(), ClosedBreakers(clock))
     assert await admitter.with_session(server.tools["ping"], None, "s1") is None
 
@@ -136,7 +137,7 @@ async def test_the_circuit_refuses_while_open_and_records_a_failure_in_the_store
         return "ok"
 
     clock = FakeClock()
-    stores = memory_stores(session_ttl_seconds=60, clock=clock)
+    stores = build_stores("memory://", StoreOptions(session_ttl_seconds=60, clock=clock))
     closed = ClosedBreakers(clock)
     closed.saw("tool:upstream", Admission(True, CircuitState.CLOSED))
     circuit = Circuit(stores.breakers, LocalMetrics(), closed)

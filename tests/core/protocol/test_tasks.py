@@ -16,7 +16,7 @@ import httpx
 import pytest
 
 from stratus import Context, McpServer, Settings
-from stratus.stores.base import Stores
+from stratus.stores.base import StoreOptions, Stores
 from stratus.stores.factory import build_stores
 from stratus.stores.records import TaskRecord
 from stratus.transport.app import build_app
@@ -98,7 +98,7 @@ class Harness:
 @pytest.fixture
 async def harness() -> AsyncIterator[Harness]:
     gates = Gates()
-    stores = build_stores("memory://", session_ttl_seconds=600)
+    stores = build_stores("memory://", StoreOptions(session_ttl_seconds=600))
     app = build_app(task_server(gates), Settings(), stores=stores)
     async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://localhost") as http:
         yield Harness(McpHttp(http), stores, gates)

@@ -11,9 +11,11 @@ from typing import Any
 import pytest
 from moto import mock_aws
 
+from stratus.stores.base import StoreOptions
+from stratus.stores.dynamodb.builder import dynamodb_stores
 from stratus.stores.dynamodb.client import dynamodb_client
 from stratus.stores.dynamodb.schema import create_table
-from stratus.stores.factory import build_stores, dynamodb_stores, memory_stores
+from stratus.stores.factory import build_stores
 from tests.fixtures.clocks import FakeClock
 from tests.fixtures.store_backends import MAX_EVENTS, REDIS_URL, TTL, Backend
 
@@ -38,7 +40,9 @@ async def backend(request: pytest.FixtureRequest, aws_credentials: None) -> Asyn
             client = dynamodb_client(timeout=2.0)
             table = f"stratus-test-{secrets.token_hex(4)}"
             create_table(client, table)
-            stores = dynamodb_stores(client, table, prefix="t", session_ttl_seconds=TTL, timeout=2.0, clock=clock)
+            stores = dynamodb_stores(
+                client, table, StoreOptions(prefix="t", session_ttl_seconds=TTL, timeout=2.0, clock=clock)
+            )
             stores.events.max_events = MAX_EVENTS  # type: ignore[attr-defined]
             try:
                 yield Backend(request.param, stores, clock, dynamo=client, table=table)
@@ -46,13 +50,13 @@ async def backend(request: pytest.FixtureRequest, aws_credentials: None) -> Asyn
                 client.delete_table(TableName=table)
         return
     if request.param == "memory":
-        stores = memory_stores(session_ttl_seconds=TTL, clock=clock)
+        stores = build_stores("memory://", StoreOptions(session_ttl_seconds=TTL, clock=clock))
         stores.events.max_events = MAX_EVENTS  # type: ignore[attr-defined]
         yield Backend("memory", stores, clock)
         return
     prefix = f"stratus-test-{secrets.token_hex(4)}"
     url = request.getfixturevalue("redis_cluster").url if request.param == "redis-cluster" else REDIS_URL
-    stores = build_stores(url, session_ttl_seconds=TTL, prefix=prefix, clock=clock)
+    stores = build_stores(url, StoreOptions(session_ttl_seconds=TTL, prefix=prefix, clock=clock))
     stores.events.max_events = MAX_EVENTS  # type: ignore[attr-defined]
     client = stores.sessions.scripts.client  # type: ignore[attr-defined]
     try:

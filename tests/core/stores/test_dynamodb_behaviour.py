@@ -16,10 +16,11 @@ from stratus import McpServer, Settings
 from stratus.errors import StoreBusyError, StoreUnavailableError
 from stratus.resilience.breaker import BreakerPolicy
 from stratus.resilience.limiter import RateLimit
+from stratus.stores.base import StoreOptions
+from stratus.stores.dynamodb.builder import dynamodb_stores
 from stratus.stores.dynamodb.client import dynamodb_client
 from stratus.stores.dynamodb.schema import create_table
 from stratus.stores.dynamodb.table import ATTEMPTS
-from stratus.stores.factory import dynamodb_stores
 from stratus.transport.app import build_app
 from tests.fixtures.wire import McpHttp
 
@@ -39,7 +40,7 @@ def limited_server() -> McpServer:
 
 async def test_a_handshake_tools_call_with_session_limit_and_breaker_takes_two_requests(table: tuple[Any, str]) -> None:
     client, name = table
-    stores = dynamodb_stores(client, name, prefix="t", session_ttl_seconds=600, timeout=2.0)
+    stores = dynamodb_stores(client, name, StoreOptions(prefix="t", session_ttl_seconds=600, timeout=2.0))
     app = build_app(limited_server(), Settings(), stores=stores)
     async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://localhost") as http:
         session = await McpHttp(http).initialize()
@@ -52,7 +53,7 @@ async def test_a_handshake_tools_call_with_session_limit_and_breaker_takes_two_r
 
 async def test_throttling_becomes_store_unavailable(table: tuple[Any, str]) -> None:
     client, name = table
-    stores = dynamodb_stores(client, name, prefix="t", session_ttl_seconds=600, timeout=2.0)
+    stores = dynamodb_stores(client, name, StoreOptions(prefix="t", session_ttl_seconds=600, timeout=2.0))
     with Stubber(client) as stub:
         for _ in range(2):  # botocore's standard mode tries twice, as configured
             stub.add_client_error("get_item", "ProvisionedThroughputExceededException", http_status_code=400)
@@ -63,7 +64,7 @@ async def test_throttling_becomes_store_unavailable(table: tuple[Any, str]) -> N
 
 async def test_a_breaker_that_keeps_losing_races_gives_up_busy_instead_of_guessing(table: tuple[Any, str]) -> None:
     client, name = table
-    stores = dynamodb_stores(client, name, prefix="t", session_ttl_seconds=600, timeout=2.0)
+    stores = dynamodb_stores(client, name, StoreOptions(prefix="t", session_ttl_seconds=600, timeout=2.0))
     with Stubber(client) as stub:
         for _ in range(ATTEMPTS):
             stub.add_response("get_item", {})
@@ -77,7 +78,9 @@ async def test_a_breaker_that_keeps_losing_races_gives_up_busy_instead_of_guessi
 async def test_a_full_window_refuses_with_the_time_until_the_next(table: tuple[Any, str]) -> None:
     client, name = table
     now = [1_000.0]
-    stores = dynamodb_stores(client, name, prefix="t", session_ttl_seconds=600, timeout=2.0, clock=lambda: now[0])
+    stores = dynamodb_stores(
+        client, name, StoreOptions(prefix="t", session_ttl_seconds=600, timeout=2.0, clock=lambda: now[0])
+    )
     limit = RateLimit(rate=1, burst=2)  # windows of 2 s: [1000, 1002)
     assert [(await stores.rate_limits.acquire("tool:x", limit)).allowed for _ in range(3)] == [True, True, False]
     now[0] = 1_001.5
@@ -95,7 +98,7 @@ async def test_store_calls_do_not_queue_behind_a_full_default_executor(
     client = dynamodb_client(timeout=2.0)
     name = f"stratus-{secrets.token_hex(4)}"
     create_table(client, name)
-    stores = dynamodb_stores(client, name, prefix="t", session_ttl_seconds=600, timeout=2.0)
+    stores = dynamodb_stores(client, name, StoreOptions(prefix="t", session_ttl_seconds=600, timeout=2.0))
     release = threading.Event()
     loop = asyncio.get_running_loop()
     blocked = [loop.run_in_executor(None, release.wait, 10) for _ in range(40)]  # queued before the call below

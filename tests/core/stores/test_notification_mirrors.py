@@ -11,9 +11,9 @@ import pytest
 
 from stratus import McpServer, Settings
 from stratus.protocol.notifications import NOTIFICATIONS, NotificationFollower, NotificationLog, session_log
-from stratus.stores.base import Stores
+from stratus.stores.base import StoreOptions, Stores
+from stratus.stores.dynamodb.builder import dynamodb_stores
 from stratus.stores.dynamodb.replicated_log import MIRRORS
-from stratus.stores.factory import dynamodb_stores
 from stratus.transport.app import build_app
 from tests.fixtures.wire import McpHttp
 
@@ -22,7 +22,7 @@ pytestmark = pytest.mark.anyio
 
 def view(table: tuple[Any, str]) -> Stores:
     client, name = table
-    return dynamodb_stores(client, name, prefix="t", session_ttl_seconds=600, timeout=2.0)
+    return dynamodb_stores(client, name, StoreOptions(prefix="t", session_ttl_seconds=600, timeout=2.0))
 
 
 def items_under(table: tuple[Any, str], stream: str) -> list[dict[str, Any]]:

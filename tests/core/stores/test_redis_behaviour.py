@@ -18,8 +18,10 @@ from stratus.errors import StoreUnavailableError
 from stratus.metrics import LocalMetrics
 from stratus.resilience.breaker import BreakerPolicy
 from stratus.resilience.limiter import RateLimit
-from stratus.stores.factory import build_stores, redis_stores
+from stratus.stores.base import StoreOptions
+from stratus.stores.factory import build_stores
 from stratus.stores.records import SessionRecord
+from stratus.stores.redis.builder import redis_stores
 from stratus.stores.redis.client import MAX_CONNECTIONS, redis_client
 from stratus.stores.redis.lua import SESSION_CREATE
 from stratus.transport.app import build_app
@@ -57,7 +59,7 @@ async def counted() -> AsyncIterator[McpHttp]:
 
     client = Redis.from_url(REDIS_URL, connection_class=CountingConnection)
     prefix = f"stratus-test-{secrets.token_hex(4)}"
-    stores = redis_stores(client, prefix=prefix, session_ttl_seconds=600, timeout=2.0)
+    stores = redis_stores(client, StoreOptions(prefix=prefix, session_ttl_seconds=600, timeout=2.0))
     app = build_app(limited_server(), Settings(), stores=stores)
     async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://localhost") as http:
         yield McpHttp(http)
@@ -155,7 +157,7 @@ async def test_500_concurrent_session_creates_all_succeed_through_a_pool_of_20_c
 ) -> None:
     # A queued create waits for a free connection up to the store timeout: generous, for a loaded machine.
     client = redis_client(own_redis.url, timeout=5.0, max_connections=20)
-    stores = redis_stores(client, prefix="t", session_ttl_seconds=600, timeout=5.0)
+    stores = redis_stores(client, StoreOptions(prefix="t", session_ttl_seconds=600, timeout=5.0))
     records = [SessionRecord(session_id=f"s{index}", protocol_version="2025-11-25") for index in range(500)]
     try:
         with anyio.fail_after(30):
@@ -170,7 +172,7 @@ async def test_500_concurrent_session_creates_all_succeed_through_a_pool_of_20_c
 async def test_a_call_that_finds_every_connection_held_waits_at_most_the_store_timeout(own_redis: OwnRedis) -> None:
     timeout = 0.3
     client = redis_client(own_redis.url, timeout=timeout, max_connections=2)
-    stores = redis_stores(client, prefix="t", session_ttl_seconds=600, timeout=timeout)
+    stores = redis_stores(client, StoreOptions(prefix="t", session_ttl_seconds=600, timeout=timeout))
     held = [client.pubsub() for _ in range(2)]  # a stream following its log holds a connection like these
     try:
         for subscription in held:
@@ -204,7 +206,9 @@ async def test_a_session_create_sent_twice_counts_once_and_a_rival_create_is_ref
 
 
 async def test_open_streams_wait_on_a_pool_of_their_own_and_leave_the_calls_theirs(own_redis: OwnRedis) -> None:
-    stores = build_stores(f"{own_redis.url}?max_connections=2", session_ttl_seconds=600, prefix="w", timeout=0.3)
+    stores = build_stores(
+        f"{own_redis.url}?max_connections=2", StoreOptions(session_ttl_seconds=600, prefix="w", timeout=0.3)
+    )
     try:
         await stores.events.append("s", "first")
         followers = [asyncio.ensure_future(stores.events.wait_after("s", 1, within=5)) for _ in range(5)]

@@ -17,9 +17,10 @@ import anyio
 import pytest
 
 from stratus.errors import StoreUnavailableError
+from stratus.stores.base import StoreOptions
 from stratus.stores.factory import build_stores
 from stratus.stores.records import SessionRecord
-from stratus.stores.urls import WAITING_CONNECTIONS
+from stratus.stores.urls import WAITING_CONNECTIONS, parse_store_url
 from tests.fixtures.clocks import FakeClock
 from tests.fixtures.redis_cluster import OwnRedisCluster
 from tests.fixtures.store_backends import TTL
@@ -34,7 +35,7 @@ elected, the election, and the client finding the new primary."""
 @pytest.mark.anyio
 async def test_a_manual_failover_while_calls_run_loses_no_acknowledged_write(redis_cluster: OwnRedisCluster) -> None:
     prefix = f"failover-{secrets.token_hex(4)}"
-    stores = build_stores(redis_cluster.url, session_ttl_seconds=TTL, prefix=prefix, clock=FakeClock())
+    stores = build_stores(redis_cluster.url, StoreOptions(session_ttl_seconds=TTL, prefix=prefix, clock=FakeClock()))
     roster_primary = redis_cluster.primary_of(f"{prefix}:{{roster}}:expires")
     sessions: list[str] = []
     events: list[tuple[int, str]] = []
@@ -99,7 +100,7 @@ async def test_calls_on_a_killed_primarys_slots_answer_503_until_its_replica_tak
     redis_cluster: OwnRedisCluster,
 ) -> None:
     prefix = f"takeover-{secrets.token_hex(4)}"
-    stores = build_stores(redis_cluster.url, session_ttl_seconds=TTL, prefix=prefix, clock=FakeClock())
+    stores = build_stores(redis_cluster.url, StoreOptions(session_ttl_seconds=TTL, prefix=prefix, clock=FakeClock()))
     roster_primary = redis_cluster.primary_of(f"{prefix}:{{roster}}:expires")
     refused = 0
     try:
@@ -126,7 +127,8 @@ def test_each_node_is_reached_with_the_urls_credentials_tls_and_pool_size() -> N
     from stratus.stores.redis.client import redis_calls_client, redis_waiting_client
 
     url = "rediss+cluster://app:secret@127.0.0.1:7000,127.0.0.1:7001?max_connections=7"
-    calls, waits = redis_calls_client(url, timeout=1.5), redis_waiting_client(url, timeout=1.5)
+    store = parse_store_url(url)
+    calls, waits = redis_calls_client(store, timeout=1.5), redis_waiting_client(store, timeout=1.5)
     assert sorted(calls.nodes_manager.startup_nodes) == ["127.0.0.1:7000", "127.0.0.1:7001"]
     options = calls.connection_kwargs
     assert (options["connection_class"], options["username"], options["password"]) == (SSLConnection, "app", "secret")
