@@ -82,3 +82,34 @@ def test_a_surrogate_pair_escaped_in_json_is_one_character_and_served(served: tu
     response = post(url, body.encode(), headers)  # json.dumps writes 😀 as the pair \ud83d\ude00
     assert response.status_code == 200, response.text
     assert response.json()["result"]["content"][0]["text"] == f"{region}:5"
+
+
+def call_query(url: str, limit_header: str) -> httpx.Response:
+    body = json.dumps(stateless("tools/call", {"name": "query", "arguments": {"region": "eu", "limit": 5}}))
+    headers = {**MIRRORED, "mcp-param-region": "eu", "mcp-param-limit": limit_header}
+    return post(url, body.encode(), headers)
+
+
+@pytest.mark.parametrize(
+    "header",
+    ["1" * 5000, "1e" + "1" * 5000, "5e-" + "1" * 5000, "-" + "9" * 4301],
+    ids=["digits", "exponent", "negative exponent", "negative"],
+)
+def test_an_integer_parameter_header_past_ints_digit_limit_is_a_header_mismatch(
+    served: tuple[str, Path], header: str
+) -> None:
+    url, log = served
+    logged = log.stat().st_size
+    response = call_query(url, header)
+    assert response.status_code == 400, response.text
+    assert response.json()["error"]["code"] == -32020
+    assert "Traceback" not in new_lines(log, logged)
+
+
+@pytest.mark.parametrize("header", ["0" * 5000 + "5", "5." + "0" * 5000, "50" + "0" * 5000 + "e-5001"])
+def test_an_integer_parameter_header_with_zeros_past_the_limit_still_matches_numerically(
+    served: tuple[str, Path], header: str
+) -> None:
+    response = call_query(served[0], header)
+    assert response.status_code == 200, response.text
+    assert response.json()["result"]["content"][0]["text"] == "eu:5"
