@@ -113,3 +113,37 @@ def test_an_integer_parameter_header_with_zeros_past_the_limit_still_matches_num
     response = call_query(served[0], header)
     assert response.status_code == 200, response.text
     assert response.json()["result"]["content"][0]["text"] == "eu:5"
+
+
+@pytest.mark.parametrize(
+    "last_event_id",
+    [
+        b"x-" + b"9" * 5000,
+        b"g-" + b"9" * 5000,
+        b"g-1." + b"9" * 5000,
+        b"x-\xb2",
+        b"g-\xb2",
+        b"g-1.\xb2",
+        b"x-" + b"9" * 20,
+    ],
+    ids=["call stream", "get stream", "own log", "superscript", "get superscript", "own superscript", "20 digits"],
+)
+def test_a_last_event_id_whose_number_names_no_event_is_400_like_any_malformed_id(
+    served: tuple[str, Path], last_event_id: bytes
+) -> None:
+    url, log = served
+    logged = log.stat().st_size
+    opened = post(url, json.dumps(initialize_message()).encode())
+    headers = {
+        b"mcp-session-id": opened.headers["mcp-session-id"].encode(),
+        b"mcp-protocol-version": b"2025-11-25",
+        b"accept": b"text/event-stream",
+        b"last-event-id": last_event_id,  # bytes: a header is Latin-1 on the wire
+    }
+    response = httpx.get(url + "/mcp", headers=headers, timeout=10)
+    assert response.status_code == 400, response.text
+    assert response.json()["error"] == {
+        "code": -32600,
+        "message": "Bad Request: Last-Event-ID must be an event id of this session",
+    }
+    assert "Traceback" not in new_lines(log, logged)
