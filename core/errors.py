@@ -5,6 +5,7 @@ McpError                      a JSON-RPC error with an HTTP status for the trans
 ├── InvalidRequestError       -32600, 400: JSON, but not a JSON-RPC message we accept
 ├── MethodNotFoundError       -32601: unknown method (404 on the 2026-07-28 wire, else 200)
 ├── InvalidParamsError        -32602: params failed validation (unknown tool, bad cursor, ...)
+│   └── UnencodableTextError  -32602, 400: text UTF-8 cannot encode (a lone surrogate) in a request to pass on
 ├── InternalError             -32603, 500: a bug; the message never carries exception text
 ├── HeaderMismatchError       -32020, 400: Mcp-* headers disagree with the body
 ├── MissingCapabilityError    -32021, 400: the request needs a client capability it did not declare
@@ -87,6 +88,16 @@ class InvalidParamsError(McpError):
     """The params of a known method failed validation."""
 
     code = INVALID_PARAMS
+
+
+class UnencodableTextError(InvalidParamsError):
+    """A request to pass on (the gateway's, to an upstream) holds text UTF-8 cannot encode: a lone UTF-16 surrogate.
+    The caller's input, never a failure of where it was going: no breaker counts an McpError."""
+
+    http_status = 400
+
+    def __init__(self, what: str) -> None:
+        super().__init__(f"Invalid params: {what} holds a lone UTF-16 surrogate, which UTF-8 cannot encode")
 
 
 class InternalError(McpError):

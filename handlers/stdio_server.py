@@ -15,15 +15,23 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
+import secrets
 import sys
 from collections.abc import Awaitable, Callable
 from typing import Any
 
+from stratus.errors import InternalError, InvalidRequestError, ParseError
 from stratus.protocol import versions
+from stratus.protocol.jsonrpc import RequestId, decode, error_response, request_id_of
 from stratus.server.server import McpServer
 from stratus.types import ASGIApp, Message
 
+logger = logging.getLogger("stratus.stdio")
 Write = Callable[[bytes], Awaitable[None]]
+MAX_LINE_BYTES = 2**24
+"""The longest line (one message) read from stdin; a longer one is dropped and answered with an error."""
+TOO_LONG = f"Invalid request: a message longer than {MAX_LINE_BYTES} bytes (one line of stdin) is not read"
 SHUTDOWN_SECONDS = 5.0
 """How long calls still running when stdin closes may take to answer before they are cancelled."""
 
@@ -67,7 +75,11 @@ class StdioBridge:
         """Serve until stdin closes; then let running calls answer (bounded), and stop."""
         calls: set[asyncio.Task[None]] = set()
         try:
-            while line := await lines.readline():
+            while (line := await _next_line(lines)) != b"":
+                if line is None:
+                    logger.warning("a stdin line over the limit was dropped", extra={"limit": MAX_LINE_BYTES})
+                    await self._send(error_response(None, InvalidRequestError(TOO_LONG)))
+                    continue
                 if not line.strip():
                     continue
                 if b'"initialize"' in line and not self.session:
@@ -83,9 +95,19 @@ class StdioBridge:
                 task.cancel()
 
     async def _post(self, body: bytes) -> None:
-        headers = {"content-type": "application/json", "accept": "application/json, text/event-stream", **self.session}
-        headers.update(self._mirrored(body))
-        status, answer = await self._exchange("POST", headers, body)
+        """One message to the app, its answer written; a failure of the bridge itself is answered too (with a
+        reference in the log), so a caller never waits for a line that will not come, and the next line is read."""
+        try:
+            headers = {"content-type": "application/json", "accept": "application/json, text/event-stream"}
+            headers.update(self.session)
+            headers.update(self._mirrored(body))
+            status, answer = await self._exchange("POST", headers, body)
+        except Exception:  # the bridge's top level: one line must never end the process
+            reference = secrets.token_hex(8)
+            logger.exception("a stdin message could not be carried to the app", extra={"error_ref": reference})
+            failed = InternalError(f"Internal error (reference {reference})")
+            await self._send(error_response(_request_id(body), failed))
+            return
         if status == 202 or not answer:
             return
         for message in answer if isinstance(answer, list) else [answer]:
@@ -146,8 +168,8 @@ class StdioBridge:
     def _mirrored(self, body: bytes) -> dict[str, str]:
         """The headers a 2026-07-28 request mirrors over HTTP, written from the message (none for other messages)."""
         try:
-            message = json.loads(body)
-        except ValueError:
+            message = decode(body)
+        except ParseError:
             return {}  # the endpoint answers it with the parse error
         params = message.get("params") if isinstance(message, dict) else None
         meta = params.get("_meta") if isinstance(params, dict) else None
@@ -183,10 +205,37 @@ class StdioBridge:
             await self.write(json.dumps(message, separators=(",", ":")).encode() + b"\n")
 
 
+async def _next_line(lines: asyncio.StreamReader) -> bytes | None:
+    """The next line of stdin (b"" once it closes), or None for one over the reader's limit, which is read to its end
+    and dropped, however long, holding at most the limit in memory: the line after it is read as it is."""
+    try:
+        return await lines.readuntil(b"\n")
+    except asyncio.IncompleteReadError as ended:
+        return ended.partial  # stdin closed: its last line, unterminated (or b"")
+    except asyncio.LimitOverrunError as overrun:
+        while True:
+            await lines.readexactly(overrun.consumed)  # the buffered part of the line, dropped
+            try:
+                await lines.readuntil(b"\n")  # the rest of it, if now within the limit
+            except asyncio.IncompleteReadError:
+                pass  # stdin closed within the line: nothing of it is left
+            except asyncio.LimitOverrunError as again:
+                overrun = again
+                continue
+            return None
+
+
+def _request_id(body: bytes) -> RequestId | None:
+    try:
+        return request_id_of(decode(body))
+    except ParseError:
+        return None
+
+
 async def serve_stdio(app: ASGIApp, server: McpServer, *, path: str = "/mcp") -> None:
     """Serve `app` (serving `server`) on this process's stdin and stdout until stdin closes."""
     loop = asyncio.get_running_loop()
-    lines = asyncio.StreamReader(limit=2**24)
+    lines = asyncio.StreamReader(limit=MAX_LINE_BYTES)
     await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(lines), sys.stdin)
     out = sys.stdout.buffer
 

@@ -8,7 +8,7 @@ import base64
 import binascii
 import re
 
-from stratus.errors import HeaderMismatchError
+from stratus.errors import HeaderMismatchError, UnencodableTextError
 
 _SENTINEL_PREFIX, _SENTINEL_SUFFIX = "=?base64?", "?="
 _INVALID_VALUE_CHARACTER = re.compile(r"[^\t -~]")
@@ -20,13 +20,21 @@ first used: compiling a pattern costs a cold start)."""
 def encode_header_value(value: str) -> str:
     """`value` as `Mcp-Name` or an `Mcp-Param-*` header carries it: as it is when that is plain visible ASCII,
     (or empty), else in the Base64 sentinel form `=?base64?...?=` of its UTF-8: a value with non-ASCII, a control
-    character such as CR or LF, or whitespace at either end, and a value that itself looks like the sentinel."""
+    character such as CR or LF, or whitespace at either end, and a value that itself looks like the sentinel.
+
+    Raises:
+        UnencodableTextError: the value holds a lone surrogate, which has no UTF-8.
+    """
     if value == "" or (
         re.fullmatch(_PLAIN_VALUE, value)
         and not (value.startswith(_SENTINEL_PREFIX) and value.endswith(_SENTINEL_SUFFIX))
     ):
         return value
-    return f"{_SENTINEL_PREFIX}{base64.b64encode(value.encode('utf-8')).decode('ascii')}{_SENTINEL_SUFFIX}"
+    try:
+        encoded = value.encode("utf-8")
+    except UnicodeEncodeError:
+        raise UnencodableTextError("a value mirrored in a header") from None
+    return f"{_SENTINEL_PREFIX}{base64.b64encode(encoded).decode('ascii')}{_SENTINEL_SUFFIX}"
 
 
 def decode_header_value(name: str, raw: str) -> str:

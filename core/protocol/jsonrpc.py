@@ -7,6 +7,7 @@ builds no models.
 from __future__ import annotations
 
 import json
+import re
 from typing import Any, NamedTuple
 
 from stratus.errors import InvalidRequestError, McpError, ParseError
@@ -44,19 +45,51 @@ Message = Request | Notification | ClientResponse
 
 def decode(body: bytes) -> Any:
     """Decode a request body, raising ParseError for anything that is not UTF-8 JSON (or nests deeper than the
-    interpreter's recursion limit lets the parser go)."""
+    interpreter's recursion limit lets the parser go, or holds a lone surrogate)."""
     try:
         if body[:1] == b"{" and body[1:2] not in (b"", b"\x00"):
             # What json.loads would find (detect_encoding: no BOM, no UTF-16/32 zero byte), without its layers.
-            return _DECODER.decode(body.decode("utf-8", "surrogatepass"))
-        return json.loads(body)
+            text = body.decode("utf-8")
+        else:
+            text = body.decode(json.detect_encoding(body))
+        value = _DECODER.decode(text)
     except (ValueError, UnicodeDecodeError):
         raise ParseError("Parse error: the body is not valid JSON") from None
     except RecursionError:
         raise ParseError("Parse error: the JSON is nested too deeply") from None
+    # Strict decoding refuses a surrogate written as UTF-8 bytes; an escaped one (`"\ud800"`) parses, and would fail
+    # only when an answer echoing it is encoded. Text with no backslash (most) has none: one memchr tells.
+    escape = text.find("\\")
+    if escape >= 0 and _escapes_lone_surrogate(text, escape):
+        raise ParseError(LONE_SURROGATE)
+    return value
 
 
+LONE_SURROGATE = "Parse error: the JSON holds a lone UTF-16 surrogate (\\ud800 to \\udfff), which is no character"
+"""MCP's messages must be UTF-8, which cannot encode a lone surrogate: such text is refused like invalid UTF-8."""
 _DECODER = json.JSONDecoder()
+_SURROGATE_ESCAPE = r"\\u[dD][89a-fA-F]"
+_ESCAPES_OF_CHARACTERS = (
+    r"(?:[^\\]++|\\[^u]|\\u(?![dD][89a-fA-F])[0-9a-fA-F]{4}"
+    r"|\\u[dD][89abAB][0-9a-fA-F]{2}\\u[dD][c-fC-F][0-9a-fA-F]{2})*+"
+)
+"""Text whose every escape stands for a character: a surrogate's only as the high half before its low half. Matched
+from a backslash that starts an escape, it stops at the first lone surrogate."""
+_patterns: tuple[re.Pattern[str], re.Pattern[str]] | None = None
+"""The two patterns, compiled on first use: compiling costs a cold start, and most bodies never need them."""
+
+
+def _escapes_lone_surrogate(text: str, first_backslash: int) -> bool:
+    """Whether valid JSON text (its first backslash at `first_backslash`) escapes a surrogate that is not the half
+    of a high-low pair. Both scans run in C; the exact one only when some escape is of a surrogate at all."""
+    global _patterns
+    if _patterns is None:
+        _patterns = re.compile(_SURROGATE_ESCAPE), re.compile(_ESCAPES_OF_CHARACTERS)
+    candidate, characters = _patterns
+    if candidate.search(text, first_backslash) is None:
+        return False
+    matched = characters.match(text, first_backslash)
+    return matched is None or matched.end() != len(text)
 
 
 def encode(payload: Any) -> bytes:

@@ -44,9 +44,22 @@ class Position(NamedTuple):
     def parse(cls, text: str) -> Position | None:
         """`<shared>.<own>`, or `<shared>` alone (an id from before sessions had their own logs); None if neither."""
         shared, dot, own = text.partition(".")
-        if not shared.isdigit() or (dot and not own.isdigit()):
+        shared_number, own_number = event_number(shared), event_number(own) if dot else 0
+        if shared_number is None or own_number is None:
             return None
-        return cls(int(shared), int(own) if dot else 0)
+        return cls(shared_number, own_number)
+
+
+MAX_EVENT_NUMBER_DIGITS = 19
+"""An event's number in its log is a counter, below 2**63 in every store: a longer one names no event."""
+
+
+def event_number(text: str) -> int | None:
+    """The number of an event in a `Last-Event-ID` (ASCII digits; `str.isdigit` also takes `²`, which int() refuses),
+    or None when it names none (a number too long for any log's counter among them)."""
+    if not (text.isascii() and text.isdigit()) or len(text) > MAX_EVENT_NUMBER_DIGITS:
+        return None
+    return int(text)
 
 
 class NotificationLog:

@@ -279,7 +279,13 @@ class McpEndpoint:
         whole body, so a client trickling a byte at a time cannot hold it; a Lambda event (Mangum) carries the
         whole body already and needs none."""
         declared = headers.get("content-length")
-        if declared is not None and declared.isdigit() and int(declared) > self.max_body_bytes:
+        # `isdigit` alone takes `²`, which int() refuses; a length of 19 digits or more is past any body limit.
+        if (
+            declared
+            and declared.isascii()
+            and declared.isdigit()
+            and (len(declared) > 18 or int(declared) > self.max_body_bytes)
+        ):
             raise _too_large(self.max_body_bytes)
         if not live:
             return await self._read_chunks(receive)

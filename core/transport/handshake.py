@@ -23,7 +23,7 @@ from stratus.protocol.jsonrpc import (
     request_id_of,
     result_response,
 )
-from stratus.protocol.notifications import NotificationLog, Position
+from stratus.protocol.notifications import NotificationLog, Position, event_number
 from stratus.request.http import HttpRequest
 from stratus.request.outbound import StreamLog
 from stratus.server.principal import Principal
@@ -151,14 +151,15 @@ class HandshakeTransport:
         last_event_id = headers.get("last-event-id")
         token, _, seq = (last_event_id or "").partition("-")
         after = Position.parse(seq) if token == GET_STREAM_PREFIX else None
-        if last_event_id is not None and (not token or not (after or seq.isdigit())):
-            return error_reply(
-                None, InvalidRequestError("Bad Request: Last-Event-ID must be an event id of this session")
-            )
         if last_event_id is None or after is not None:
             refused = await self.session_streams.serve(session, after, send, receive, max_seconds=max_seconds)
             return error_reply(None, refused) if refused else None
-        return await self._resume(session, token, int(seq), send, receive, max_seconds=max_seconds)
+        number = event_number(seq)  # a call stream's event id is `<token>-<number>`
+        if not token or number is None:
+            return error_reply(
+                None, InvalidRequestError("Bad Request: Last-Event-ID must be an event id of this session")
+            )
+        return await self._resume(session, token, number, send, receive, max_seconds=max_seconds)
 
     async def _resume(
         self, session: SessionRecord, token: str, seq: int, send: Send, receive: Receive, *, max_seconds: float

@@ -27,6 +27,9 @@ _DECIMAL_NUMBER = r"(-?[0-9]+)(?:\.([0-9]+))?(?:[eE]([-+]?[0-9]+))?"
 """Patterns stay strings until first used (`re` compiles and caches them then): compiling costs a cold start."""
 _MAX_SCALE = 5000
 """Decimal exponents beyond this name no integer a JSON body can carry (Python parses at most 4,300 digits)."""
+_MAX_DIGITS = 4300
+"""Significant digits beyond this name no integer a JSON body can carry (and int() refuses them, its default
+`sys.get_int_max_str_digits()`)."""
 
 
 def _require(headers: Headers, name: str, expected: str) -> None:
@@ -54,11 +57,19 @@ def _same_value(header: str, body: Any) -> bool:
 def _equals_integer(number: re.Match[str], body: int) -> bool:
     """Whether a decimal number equals an integer exactly (in integers: as floats, 2**53 + 1 is 2**53; and without
     the `decimal` module, which a cold start would pay for)."""
-    whole, fraction, exponent = number.group(1), number.group(2) or "", number.group(3)
-    scale = int(exponent or 0) - len(fraction)
+    whole, fraction, exponent = number.group(1), number.group(2) or "", number.group(3) or "0"
+    sign = "-" if whole.startswith("-") else ""
+    # Zeros that change nothing go first, so only digits that count meet int()'s limit on a string's length.
+    significant = (whole.lstrip("-") + fraction).lstrip("0")
+    kept = significant.rstrip("0")
+    exponent_digits = exponent.lstrip("+-").lstrip("0")
+    if len(exponent_digits) > len(str(_MAX_SCALE)) or len(kept) > _MAX_DIGITS:
+        return False  # no integer a JSON body can carry
+    exponent_sign = "-" if exponent.startswith("-") else ""
+    scale = int(exponent_sign + (exponent_digits or "0")) - len(fraction) + len(significant) - len(kept)
     if abs(scale) > _MAX_SCALE:
         return False
-    digits = int(whole + fraction)
+    digits = int(sign + (kept or "0"))
     power: int = 10 ** abs(scale)
     if scale >= 0:
         return digits * power == body

@@ -15,7 +15,7 @@ from typing import Any
 from hypothesis import given
 from hypothesis import strategies as st
 
-from tests.fixtures.fuzzing import FUZZ, LEAKS, json_values
+from tests.fixtures.fuzzing import FUZZ, LEAKS, hostile_text, json_values, long_digits
 from tests.fixtures.lambda_events import http_event
 from tests.fixtures.lambda_invoke import LambdaContext
 from tests.fixtures.wire import STATELESS, validate
@@ -53,9 +53,12 @@ tool_arguments = st.fixed_dictionaries(
 )
 known_params = st.one_of(
     st.fixed_dictionaries(
-        {"name": st.sampled_from(["add", "forecast", "divide", "nope"]), "arguments": tool_arguments}
+        {
+            "name": st.one_of(st.sampled_from(["add", "forecast", "divide", "nope"]), hostile_text),
+            "arguments": tool_arguments,
+        }
     ),
-    st.fixed_dictionaries({"uri": st.one_of(st.text(max_size=30), st.just("note://welcome"))}),
+    st.fixed_dictionaries({"uri": st.one_of(st.text(max_size=30), st.just("note://welcome"), hostile_text)}),
     st.fixed_dictionaries({"cursor": json_values}),
     st.dictionaries(st.text(max_size=12), json_values, max_size=4),
 )
@@ -79,7 +82,7 @@ def messages(draw: st.DrawFn) -> tuple[Any, dict[str, str], str, bool]:
             "io.modelcontextprotocol/clientCapabilities": {} if not rarely(draw) else draw(json_values),
         }
         params = {**params, "_meta": meta}
-    request_id = draw(st.one_of(st.integers(), st.text(max_size=8)))
+    request_id = draw(st.one_of(st.integers(), st.text(max_size=8), hostile_text))
     message: dict[str, Any] = {"jsonrpc": "2.0", "id": request_id, "method": method, "params": params}
     if rarely(draw):
         for key in draw(st.lists(st.sampled_from(["jsonrpc", "id", "method", "params"]), min_size=1, max_size=2)):
@@ -100,7 +103,7 @@ def messages(draw: st.DrawFn) -> tuple[Any, dict[str, str], str, bool]:
         elif rarely(draw):
             headers["mcp-name"] = draw(st.text(max_size=20))
         if rarely(draw):
-            headers["mcp-param-a"] = draw(st.one_of(st.text(max_size=20), st.just("=?base64?!!?=")))
+            headers["mcp-param-a"] = draw(st.one_of(st.text(max_size=20), st.just("=?base64?!!?="), long_digits))
     elif not rarely(draw):
         headers["mcp-protocol-version"] = "2025-11-25"
     if rarely(draw) and rarely(draw):

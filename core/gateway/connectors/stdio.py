@@ -19,6 +19,7 @@ import os
 import sys
 from collections.abc import AsyncGenerator, AsyncIterator
 
+from stratus.errors import UnencodableTextError
 from stratus.gateway.connectors.contract import UpstreamUnavailableError
 from stratus.gateway.connectors.event_stream import json_object
 from stratus.gateway.demux import Demux
@@ -124,7 +125,10 @@ class StdioTransport:
         process = self.process
         if process is None or process.stdin is None:
             raise UpstreamUnavailableError("is not running")
-        line = json.dumps(message, ensure_ascii=False, separators=(",", ":")).encode() + b"\n"
+        try:
+            line = json.dumps(message, ensure_ascii=False, separators=(",", ":")).encode() + b"\n"
+        except UnicodeEncodeError:
+            raise UnencodableTextError("the request") from None
         async with self._writing:
             try:
                 process.stdin.write(line)

@@ -19,6 +19,7 @@ from collections.abc import AsyncGenerator, AsyncIterator
 from typing import Any
 from urllib.parse import urlsplit
 
+from stratus.errors import UnencodableTextError
 from stratus.gateway.addresses import AddressGuard
 from stratus.gateway.connectors.contract import ERRORS, UpstreamUnavailableError, reason
 from stratus.gateway.connectors.event_stream import json_object
@@ -111,6 +112,8 @@ class WebSocketTransport:
         try:
             async with asyncio.timeout(self.timeout):
                 await self._socket.send(json.dumps(message, ensure_ascii=False, separators=(",", ":")))
+        except UnicodeEncodeError:  # by the socket, before a frame is written
+            raise UnencodableTextError("the request") from None
         except TimeoutError:
             raise UpstreamUnavailableError(f"did not take a message within {self.timeout:g} s") from None
         except ConnectionClosed:

@@ -13,10 +13,12 @@ from pathlib import Path
 
 import pytest
 
+from stratus.errors import UnencodableTextError
 from stratus.gateway.config import Upstream
 from stratus.gateway.connectors import stdio
 from stratus.gateway.connectors.stdio import StdioTransport
 from stratus.gateway.upstream_client import UpstreamClient, UpstreamUnavailableError
+from stratus.pipeline.circuit import is_failure
 from tests.fixtures.peers import text_of
 from tests.fixtures.upstream_connections import connected_client
 
@@ -143,3 +145,13 @@ def assert_reaped(pid: int) -> None:
     """The process is gone from the process table: a zombie would still accept signal 0."""
     with pytest.raises(ProcessLookupError):
         os.kill(pid, 0)
+
+
+async def test_a_lone_surrogate_in_an_argument_is_the_callers_invalid_input_not_an_upstream_failure(
+    connected: UpstreamClient,
+) -> None:
+    with pytest.raises(UnencodableTextError) as refused:
+        await connected.call_tool("add", {"a": "\ud800", "b": 1})
+    assert refused.value.code == -32602 and refused.value.http_status == 400
+    assert not is_failure(refused.value)  # no breaker counts it
+    assert (await connected.call_tool("add", {"a": 4, "b": 5}))["structuredContent"] == {"result": 9}
