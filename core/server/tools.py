@@ -11,7 +11,7 @@ import secrets
 import sys
 import types
 import typing
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any, get_args, get_origin
 
 from stratus.json_text import compact
@@ -182,9 +182,10 @@ class Tool:
         """
         return self.signature.validate(arguments)
 
-    async def run(self, kwargs: dict[str, Any], context: Context) -> Any:
-        """Call the function with validated arguments; whatever it raises propagates."""
-        return await self.signature.call(kwargs, context)
+    def run(self, kwargs: dict[str, Any], context: Context) -> Awaitable[Any]:
+        """Call the function with validated arguments; whatever it raises propagates. The signature's own coroutine,
+        not one around it: every warm call awaits this."""
+        return self.signature.call(kwargs, context)
 
     def result(self, value: Any) -> JsonObject:
         """The `CallToolResult` for a value the function returned."""
