@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Awaitable, Callable, Sequence
+from functools import partial
 from typing import Any
 
 from stratus.errors import McpError
@@ -82,11 +83,12 @@ class Pipeline:
         self.circuit = circuit
         self.retries = retries
         self.clock = clock
+        self.deadline_for: Callable[[HttpRequest | None, float | None], Deadline] = partial(
+            deadline_for, policy, clock=clock
+        )
+        """The deadline of a call of an item with this timeout (stratus.pipeline.timeout.deadline_for)."""
         self.authenticates = authenticates or bool(policy.authenticators)
         """Whether any request can carry a user: the transport authenticates, or the server has authenticators."""
-
-    def deadline_for(self, request: HttpRequest | None, item_timeout: float | None) -> Deadline:
-        return deadline_for(self.policy, request, item_timeout, self.clock)
 
     async def call_tool(
         self, tool: Tool, arguments: JsonObject, context: Context, admitted: CallAdmission | None = None

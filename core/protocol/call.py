@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass, field
 
 from stratus.errors import InvalidParamsError
 from stratus.protocol import versions
@@ -18,29 +17,47 @@ from stratus.stores.records import CallAdmission, SessionRecord
 from stratus.types import JsonObject
 
 
-@dataclass(slots=True, kw_only=True)
 class Call:
-    """One request, with what its era says about the client. Read-only by convention: not frozen, because a frozen
-    dataclass's `__init__` sets each field through `object.__setattr__`, several times the cost of this one, and a
-    Call is built for every request."""
+    """One request, with what its era says about the client. Read-only by convention. A plain slotted class, not a
+    dataclass: it is built for every request, and its era and params, read several times a call, are plain
+    attributes set once here rather than properties computed on each read."""
 
-    request: Request
-    version: str
-    client_capabilities: JsonObject = field(default_factory=dict)
-    client_info: JsonObject | None = None
-    session: SessionRecord | None = None
-    http: HttpRequest | None = None
-    principal: Principal | None = None
-    admitted: CallAdmission | None = None
-    """The store's answers for a tools/call, when the transport fetched them with the session."""
+    __slots__ = (
+        "admitted",
+        "client_capabilities",
+        "client_info",
+        "http",
+        "params",
+        "principal",
+        "request",
+        "session",
+        "stateless",
+        "version",
+    )
 
-    @property
-    def stateless(self) -> bool:
-        return self.version in versions.STATELESS_VERSIONS  # versions.is_stateless, without the call: read often
-
-    @property
-    def params(self) -> JsonObject:
-        return self.request.params
+    def __init__(
+        self,
+        *,
+        request: Request,
+        version: str,
+        client_capabilities: JsonObject | None = None,
+        client_info: JsonObject | None = None,
+        session: SessionRecord | None = None,
+        http: HttpRequest | None = None,
+        principal: Principal | None = None,
+        admitted: CallAdmission | None = None,
+    ) -> None:
+        self.request = request
+        self.params: JsonObject = request.params
+        self.version = version
+        self.stateless = version in versions.STATELESS_VERSIONS
+        self.client_capabilities: JsonObject = {} if client_capabilities is None else client_capabilities
+        self.client_info = client_info
+        self.session = session
+        self.http = http
+        self.principal = principal
+        self.admitted = admitted
+        """The store's answers for a tools/call, when the transport fetched them with the session."""
 
     @property
     def principal_key(self) -> str | None:
