@@ -45,7 +45,7 @@ DIRECT: tuple[tuple[str, tuple[tuple[str, str], ...]], ...] = (
         "session: load from the store (memory), owner check",
         (
             ("HandshakeTransport._session", "transport/handshake.py"),
-            ("HandshakeTransport._admit_tool_call", "transport/handshake.py"),
+            ("HandshakeTransport._tool_call_checks", "transport/handshake.py"),
         ),
     ),
     (

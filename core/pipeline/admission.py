@@ -74,23 +74,26 @@ class Admitter:
             breaker=(f"tool:{tool.policy.group or tool.name}", breaker) if breaker else None,
         )
 
-    async def with_session(self, tool: Tool, principal: Principal | None, session_id: str) -> CallAdmission | None:
-        """Load a handshake-era session together with the tool's limits and breaker (one store round trip).
-
-        None when the session should be loaded on its own: the tool asks the store nothing, or something that runs
-        before the limits could still refuse the call, and a refused call must spend nothing. The gate itself spends
-        nothing unless the session is the caller's and every check passes.
-
-        Raises:
-            StoreUnavailableError: the store could not be reached (sessions fail closed, whatever the limits' policy).
-        """
+    def session_checks(self, tool: Tool, principal: Principal | None, session_id: str) -> CallChecks | None:
+        """What to ask the gate together with loading a handshake-era session (one store round trip), or None when
+        the session should be loaded on its own: the tool asks the store nothing, or something that runs before the
+        limits could still refuse the call, and a refused call must spend nothing. Plain, not a coroutine: most
+        calls ask nothing, and those pay no await for it."""
         checks = self.checks_for(tool, principal, session_id)
         if not checks.limits and checks.breaker is None:
             return None
         if not self._nothing_refuses_before_the_limits(tool, principal):
             return None
-        owner = principal.key if principal else None
-        return await self._ask(checks._replace(session_id=session_id, owner=owner))
+        return checks._replace(session_id=session_id, owner=principal.key if principal else None)
+
+    async def with_session(self, checks: CallChecks) -> CallAdmission:
+        """The gate's answer to `session_checks`: the session (None unless it is the caller's) with the decisions.
+        The gate spends nothing unless the session is the caller's and every check passes.
+
+        Raises:
+            StoreUnavailableError: the store could not be reached (sessions fail closed, whatever the limits' policy).
+        """
+        return await self._ask(checks)
 
     async def admit(self, checks: CallChecks, tool: Tool) -> CallAdmission:
         """The store's answer to `checks`; with the store unreachable and `fail_open`, everything allowed."""

@@ -27,7 +27,7 @@ from stratus.protocol.notifications import NotificationLog, Position, event_numb
 from stratus.request.http import HttpRequest
 from stratus.request.outbound import StreamLog
 from stratus.server.principal import Principal
-from stratus.stores.records import CallAdmission, SessionRecord
+from stratus.stores.records import CallAdmission, CallChecks, SessionRecord
 from stratus.transport.asgi import Headers
 from stratus.transport.http_reply import ACCEPTED, Reply, error_reply
 from stratus.transport.session_stream import GET_STREAM_PREFIX, SessionStreams
@@ -116,7 +116,8 @@ class HandshakeTransport:
             message = parse_message(body)
             if isinstance(message, Request) and message.method == "initialize":
                 return await self._initialize(message, principal)
-            admitted = await self._admit_tool_call(message, headers, principal)
+            checks = self._tool_call_checks(message, headers, principal)
+            admitted = None if checks is None else await self.admitter.with_session(checks)
             if admitted is not None:
                 session = self._check_owner(admitted.session, principal)
             else:
@@ -125,16 +126,16 @@ class HandshakeTransport:
         except McpError as error:
             return error_reply(request_id_of(body), error)
 
-    async def _admit_tool_call(
+    def _tool_call_checks(
         self, message: Request | Notification | ClientResponse, headers: Headers, principal: Principal | None
-    ) -> CallAdmission | None:
-        """For a tools/call, load the session together with the tool's rate limits and breaker (one round trip)."""
+    ) -> CallChecks | None:
+        """For a tools/call, what to ask the store together with loading the session (one round trip), if anything."""
         if not isinstance(message, Request) or message.method != "tools/call":
             return None
         tool = self.dispatcher.server.tools.get(message.params.get("name"))  # type: ignore[arg-type]
         if tool is None:
             return None
-        return await self.admitter.with_session(tool, principal, _session_id(headers))
+        return self.admitter.session_checks(tool, principal, _session_id(headers))
 
     async def stream(
         self, headers: Headers, principal: Principal | None, send: Send, receive: Receive, *, max_seconds: float

@@ -65,7 +65,7 @@ def test_admission_names_each_bucket_the_server_declares() -> None:
     assert checks.breaker is None
 
 
-async def test_admission_does_not_load_the_session_with_the_limits_when_a_guard_could_refuse_first() -> None:
+def test_admission_does_not_load_the_session_with_the_limits_when_a_guard_could_refuse_first() -> None:
     server = McpServer("guarded", rate_limits=RateLimits(per_session=RateLimit(rate=1, burst=1)))
 
     async def nobody(context: Context) -> bool:
@@ -78,7 +78,7 @@ async def test_admission_does_not_load_the_session_with_the_limits_when_a_guard_
     clock = FakeClock()
     stores = build_stores("memory://", StoreOptions(session_ttl_seconds=60, clock=clock))
     admitter = Admitter(server.policy, stores.gate, LocalMetrics(), ClosedBreakers(clock))
-    assert await admitter.with_session(server.tools["ping"], None, "s1") is None
+    assert admitter.session_checks(server.tools["ping"], None, "s1") is None
 
 
 def test_rate_limits_refuse_at_the_first_refusing_bucket_and_count_it() -> None:
