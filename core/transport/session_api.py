@@ -21,7 +21,9 @@ Unlike JSON-RPC, failures carry their HTTP status: 404 for an unknown
 session or method, 400 for bad input, 429 (with Retry-After) when a rate limit refuses the call, 503 naming the
 limit when the deployment holds its maximum of sessions (or the setting, when the caller holds its own quota), 413
 naming STRATUS_MAX_RECORD_BYTES when the session's record would be larger than the store keeps (its capabilities
-at POST /session, its subscriptions later).
+at POST /session, its subscriptions later). A REST call is a request of an open session, so the JSON-RPC wire's
+session lifecycle (`initialize`, `notifications/initialized`) and other notifications are refused with 400:
+`initialize` would open a session whose id no one is told, holding a place until it expires.
 An `/events` stream past a cap on open streams is refused with 429 (503 for the process's cap) and Retry-After,
 naming the setting that raises the cap.
 """
@@ -64,6 +66,18 @@ def rest_status(code: Any, data: Any = None) -> int:
     if isinstance(data, dict) and data.get("setting") == RecordTooLargeError.SETTING:
         return 413
     return _STATUS_BY_CODE.get(code, 400)
+
+
+def _not_a_rest_call(method: str) -> str | None:
+    """Why `method` cannot be a REST call, or None when it can: a REST call is a request of an open session."""
+    if method in ("initialize", "notifications/initialized"):
+        return (
+            f"Bad Request: {method} is not a REST call: sessions are opened with POST /session, which answers the "
+            "new session's id"
+        )
+    if method.startswith("notifications/"):
+        return f"Bad Request: {method} is a notification; a REST call is a request (POST /mcp with sessionId, method)"
+    return None
 
 
 def is_rest_call(body: Any) -> bool:
@@ -152,6 +166,8 @@ class SessionApi:
                 session_id,
                 "Bad Request: a call needs non-empty sessionId and method strings, and params as an object if any",
             )
+        if refusal := _not_a_rest_call(method):
+            return _bad_call(session_id, refusal)
         message = {"jsonrpc": "2.0", "id": f"rest-{secrets.token_hex(6)}", "method": method, "params": params or {}}
         http = http._replace(outbound=SessionOutbound(self.notifications, session_id))
         reply = await self.handshake.post(message, {SESSION_HEADER: session_id}, http, principal)

@@ -1,5 +1,7 @@
 """The session REST API answers in its own shape with an HTTP status, never a JSON-RPC envelope: a session whose
-record would be past what the store keeps is 413 naming STRATUS_MAX_RECORD_BYTES. Served by uvicorn on 127.0.0.1."""
+record would be past what the store keeps is 413 naming STRATUS_MAX_RECORD_BYTES, and a REST call of a method that
+only makes sense on the JSON-RPC wire (`initialize`, which would open a session nobody is told of) is 400 pointing
+at POST /session. Served by uvicorn on 127.0.0.1."""
 
 from __future__ import annotations
 
@@ -11,6 +13,7 @@ from stratus.stores.base import StoreOptions
 from stratus.stores.factory import build_stores
 from tests.fixtures.apps import shared
 from tests.fixtures.servers import uvicorn_serving
+from tests.fixtures.wire import initialize_message
 
 pytestmark = [pytest.mark.anyio, pytest.mark.uvicorn]
 
@@ -51,3 +54,21 @@ async def test_a_rest_call_that_outgrows_the_session_record_is_413_naming_the_se
                 statuses.append(answer.status_code)
     assert statuses == [200, 200, 413]
     assert answer.json()["error"]["data"]["setting"] == "STRATUS_MAX_RECORD_BYTES"
+
+
+@pytest.mark.parametrize("method", ["initialize", "notifications/initialized"])
+async def test_a_rest_call_of_a_json_rpc_lifecycle_method_is_400_pointing_at_post_session(method: str) -> None:
+    stores = build_stores("memory://", StoreOptions(session_ttl_seconds=600))
+    with uvicorn_serving(build_app(shared, Settings(), stores=stores)) as url:
+        async with httpx.AsyncClient(base_url=url, timeout=10) as http:
+            session_id = (await http.post("/session", headers=JSON)).json()["sessionId"]
+            params = initialize_message()["params"]
+            for named in (session_id, "made-up"):
+                body = {"sessionId": named, "method": method, "params": params}
+                refused = await http.post("/mcp", json=body, headers=JSON)
+                assert refused.status_code == 400, refused.text
+                assert refused.json()["sessionId"] == named
+                assert refused.json()["error"]["code"] == -32600
+                assert "POST /session" in refused.json()["error"]["message"]
+                assert "mcp-session-id" not in refused.headers
+    assert (await stores.sessions.census()).active == 1  # the one POST /session opened
