@@ -1,16 +1,37 @@
 """Lambda's own Invoke API (https://docs.aws.amazon.com/lambda/latest/api/API_Invoke.html), for the functions of
-the stack that invoke each other (`STRATUS_TASK_WORKER`: the task worker, invoked with `InvocationType=Event`).
+the stack that invoke each other (`STRATUS_TASK_WORKER`: the task worker, invoked with `InvocationType=Event` by
+`stratus.handlers.task_worker.LambdaLauncher`'s boto3 client).
 
 The containers reach it through `AWS_ENDPOINT_URL_LAMBDA`. `Event` invocations are accepted with 202 and run on
 the target's containers in the background (no retries); `RequestResponse` ones answer the function's payload, or
-its error with `X-Amz-Function-Error: Unhandled`. Signatures are not checked.
+its error with `X-Amz-Function-Error: Unhandled`.
+
+What binds it to the stack's own containers: it runs any event it is given (authorizer claims included), so a
+page in the developer's browser must not reach it, by DNS rebinding or otherwise. Every request must carry
+
+- the per-stack secret, a random path segment (`/<secret>/2015-03-31/functions/...`) that exists only in the
+  containers' environment: `AWS_ENDPOINT_URL_LAMBDA` is `http://127.0.0.1:<port>/<secret>`, and boto3 (any AWS SDK
+  given that endpoint) keeps the endpoint's path in front of the operation's. `stratus local` prints that URL for
+  the developer (`aws lambda invoke --endpoint-url ...`, the sweeper say): a page can read neither a terminal nor
+  a process's environment. Signatures are not checked: the containers' credentials are the developer's or
+  `local`, which a page could know, so a SigV4 signature would add nothing the secret does not give;
+- a Host naming the loopback address and port it listens on (`127.0.0.1:<port>`, `localhost:<port>`, or the
+  address `stratus local` was told to listen on), which a rebound name never is;
+- no content type, or a JSON or octet-stream one (what the SDKs send), never one a page can send cross-origin
+  without asking (`text/plain`, forms).
+
+A request without the secret or with another Host is refused as AWS refuses an unsigned caller (403
+`UnrecognizedClientException`), one with another content type with 415 `UnsupportedMediaTypeException`, before
+its body is read or any function runs.
 """
 
 from __future__ import annotations
 
 import asyncio
+import hmac
 import json
 import re
+import secrets
 from collections.abc import Mapping
 from typing import Any
 
@@ -19,7 +40,10 @@ from stratus.emulator.events import Answer, json_answer
 from stratus.emulator.proxy_integration import Invocation, collect, read_limited, send_answer
 from stratus.types import Receive, Scope, Send
 
-_INVOKE_PATH = re.compile(r"^/2015-03-31/functions/([^/]+)/invocations$")
+_INVOKE_PATH = re.compile(r"^/([^/]*)/2015-03-31/functions/([^/]+)/invocations$")
+_CONTENT_TYPES = {"", "application/json", "application/octet-stream", "binary/octet-stream"}
+"""What the SDKs send for Invoke's payload (boto3 sends none): never a type a page may send without a preflight."""
+_LOOPBACK_NAMES = ("127.0.0.1", "localhost")
 _NAME_IN_ARN = re.compile(r"(?:arn:[^:]+:lambda:[^:]+:\d+:function:)?([A-Za-z0-9_-]+)(?::[A-Za-z0-9$_-]+)?$")
 
 
@@ -29,16 +53,34 @@ class LambdaApi:
     kind = "Lambda API"
     logical_id = "Invoke"
 
-    def __init__(self, pools: Mapping[str, FunctionPool]) -> None:
+    def __init__(self, pools: Mapping[str, FunctionPool], *, host: str = "127.0.0.1") -> None:
         self.pools = pools
+        self.host = host
+        """The address it listens on: a Host naming it (with its port) is accepted beside the loopback names."""
+        self._secret = secrets.token_urlsafe(32)
         self._running: set[asyncio.Task[Any]] = set()
+
+    def endpoint(self, base: str) -> str:
+        """The URL the stack's containers are given (`AWS_ENDPOINT_URL_LAMBDA`): `base` with the stack's secret."""
+        return f"{base}/{self._secret}"
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
             return
-        body, too_large = await read_limited(receive, INVOKE_PAYLOAD_BYTES)
+        headers = dict(scope["headers"])
         matched = _INVOKE_PATH.match(scope["path"])
-        name = _NAME_IN_ARN.match(matched.group(1)) if matched else None
+        secret = matched.group(1) if matched else ""
+        known = hmac.compare_digest(secret.encode(), self._secret.encode())
+        if not (known and self._serves_host(scope, headers.get(b"host", b""))):
+            await send_answer(send, _unrecognized_client())
+            return
+        media_type = headers.get(b"content-type", b"").decode("latin-1").split(";")[0].strip().lower()
+        if media_type not in _CONTENT_TYPES:
+            message = "The content type of the Invoke request body is not JSON."
+            await send_answer(send, _user_error(415, message, "UnsupportedMediaTypeException"))
+            return
+        body, too_large = await read_limited(receive, INVOKE_PAYLOAD_BYTES)
+        name = _NAME_IN_ARN.match(matched.group(2)) if matched else None
         pool = self.pools.get(name.group(1)) if name else None
         if scope["method"] != "POST" or pool is None:
             await send_answer(send, _user_error(404, "Function not found", "ResourceNotFoundException"))
@@ -46,8 +88,13 @@ class LambdaApi:
         if too_large:
             await send_answer(send, _user_error(413, "Request payload too large", "RequestTooLargeException"))
             return
-        event = json.loads(body or b"{}")
-        kind = dict(scope["headers"]).get(b"x-amz-invocation-type", b"RequestResponse").decode()
+        try:
+            event = json.loads(body or b"{}")
+        except ValueError:
+            message = "Could not parse request body into json"
+            await send_answer(send, _user_error(400, message, "InvalidRequestContentException"))
+            return
+        kind = headers.get(b"x-amz-invocation-type", b"RequestResponse").decode("latin-1")
         if kind == "Event":
             task = asyncio.ensure_future(_invoke(pool, event))
             self._running.add(task)
@@ -57,6 +104,22 @@ class LambdaApi:
         payload, error = await _invoke(pool, event)
         extra = [("x-amz-function-error", "Unhandled")] if error else []
         await send_answer(send, json_answer(200, payload, *extra))
+
+    def _serves_host(self, scope: Scope, host: bytes) -> bool:
+        """Whether `host` names the address this API listens on: a loopback name, or the one it was told, with its
+        port."""
+        server = scope.get("server")
+        if not server or server[1] is None:
+            return False
+        port = server[1]
+        accepted = {f"{name}:{port}" for name in (*_LOOPBACK_NAMES, self.host)}
+        return host.decode("latin-1").lower() in accepted
+
+
+def _unrecognized_client() -> Answer:
+    """AWS's answer to a caller it cannot identify (an unsigned or foreign request)."""
+    message = "The security token included in the request is invalid."
+    return json_answer(403, {"message": message}, ("x-amzn-ErrorType", "UnrecognizedClientException"))
 
 
 def _user_error(status: int, message: str, error_type: str) -> Answer:

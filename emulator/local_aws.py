@@ -85,7 +85,7 @@ class LocalAws:
             )
             for name, function in stack.functions.items()
         }
-        self.lambda_api = LambdaApi(self.pools)
+        self.lambda_api = LambdaApi(self.pools, host=self.options.host)
         self.doors: list[Any] = [
             *(HttpApiDoor(api, stack, self.pools) for api in stack.http_apis),
             *(RestApiDoor(api, stack, self.pools, self.options.time_scale) for api in stack.rest_apis),
@@ -159,8 +159,8 @@ class LocalAws:
                 bases[index] = f"http://{self.options.host}:{bound}"
                 if isinstance(door, RestApiDoor):
                     bases[index] += f"/{door.api.stage}"
-                if isinstance(door, LambdaApi):
-                    self._lambda_endpoint = bases[index]
+                if isinstance(door, LambdaApi):  # its URL holds the stack's secret (invoke_api.py)
+                    bases[index] = self._lambda_endpoint = door.endpoint(bases[index])
             self.served = [Served(door.kind, door.logical_id, bases[index]) for index, door in enumerate(self.doors)]
             if started is not None:
                 started.set()

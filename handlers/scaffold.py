@@ -14,13 +14,21 @@ linked there rather than copied, so a release ships whatever they say:
 
 The Makefile's Stratus requirement is pinned to the version running `stratus init`, the one whose template the
 project received.
+
+Nothing is written through a symbolic link inside the project's folder (the folder itself may be reached through
+one): a link where a file or one of its folders would go (`tests` -> ~/.ssh, say) refuses the whole project before
+its first file, naming the link, and each file is then created through folders opened without following links,
+so a link made meanwhile is refused too rather than followed.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
+import os
 import re
 import sys
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from importlib import resources
 from importlib.resources.abc import Traversable
@@ -92,28 +100,93 @@ def _files(folder: Traversable, prefix: Path = Path()) -> list[tuple[Path, Trave
     return found
 
 
+def _link_refused(link: Path) -> ScaffoldError:
+    return ScaffoldError(
+        f"{link} is a symbolic link: stratus init never writes through one inside the project's folder (it could "
+        "write outside it); nothing was written. Remove the link, or create the project in another folder"
+    )
+
+
+def _first_link(target: Path, files: Iterable[Path]) -> Path | None:
+    """The first symbolic link beneath `target` on the way to any of `files` (the file itself included)."""
+    for relative in files:
+        path = target
+        for part in relative.parts:
+            path = path / part
+            if path.is_symlink():
+                return path
+            if not path.exists():
+                break
+    return None
+
+
+def _create(target: Path, relative: Path, text: str, *, executable: bool) -> bool:
+    """Create `relative` beneath `target` with `text`; False when a file is already there (never replaced).
+
+    Each folder on the way is opened without following a link, and the file is created exclusively without
+    following one, so nothing lands outside `target` even if a link appears after `_first_link` looked.
+
+    Raises:
+        ScaffoldError: a symbolic link, or a file, stands where a folder of `relative` goes.
+    """
+    folder = os.open(target, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        for depth, part in enumerate(relative.parts[:-1], start=1):
+            with contextlib.suppress(FileExistsError):
+                os.mkdir(part, dir_fd=folder)
+            try:
+                inner = os.open(part, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW, dir_fd=folder)
+            except NotADirectoryError:
+                there = target.joinpath(*relative.parts[:depth])
+                raise ScaffoldError(f"{there} is a file where the project needs a folder; move it away") from None
+            except OSError:  # ELOOP: a symbolic link
+                raise _link_refused(target.joinpath(*relative.parts[:depth])) from None
+            os.close(folder)
+            folder = inner
+        try:
+            descriptor = os.open(
+                relative.name, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o666, dir_fd=folder
+            )
+        except FileExistsError:  # a file, or a link, appeared meanwhile: kept, never written through
+            return False
+    finally:
+        os.close(folder)
+    with os.fdopen(descriptor, "w", encoding="utf-8") as out:
+        if executable:
+            os.fchmod(out.fileno(), 0o755)
+        out.write(text)
+    return True
+
+
 def init_project(target: Path, *, force: bool = False) -> Created:
     """Write the project's files into `target` (created if missing).
 
     A folder that already holds anything is refused unless `force`; even then an existing file is never
     overwritten, only reported as kept.
+
+    Raises:
+        ScaffoldError: `target` is not a folder, is not empty without `force`, or holds a symbolic link where a
+            file of the project or one of its folders goes (nothing is written then).
     """
     if target.exists() and not target.is_dir():
         raise ScaffoldError(f"{target} exists and is not a folder")
     if target.is_dir() and any(target.iterdir()) and not force:
         raise ScaffoldError(f"{target} is not empty; pass --force to add the missing files (none is overwritten)")
+    files = _files(resources.files("stratus.handlers") / "project-template")
+    link = _first_link(target, (relative for relative, _ in files))
+    if link is not None:
+        raise _link_refused(link)
+    target.mkdir(parents=True, exist_ok=True)
     created = Created()
-    for relative, source in _files(resources.files("stratus.handlers") / "project-template"):
-        destination = target / relative
-        if destination.exists() or destination.is_symlink():
+    for relative, source in files:
+        if (target / relative).exists():
             created.kept.append(relative)
             continue
-        destination.parent.mkdir(parents=True, exist_ok=True)
-        with destination.open("x", encoding="utf-8") as out:  # "x": never replace a file that appeared meanwhile
-            out.write(_render(relative.as_posix(), source.read_text(encoding="utf-8")))
-        if relative.name in _EXECUTABLE:
-            destination.chmod(0o755)
-        created.written.append(relative)
+        text = _render(relative.as_posix(), source.read_text(encoding="utf-8"))
+        if _create(target, relative, text, executable=relative.name in _EXECUTABLE):
+            created.written.append(relative)
+        else:
+            created.kept.append(relative)
     return created
 
 

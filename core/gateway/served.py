@@ -16,7 +16,9 @@ The catalog's reading and building is core/gateway/catalog.py, the forwarding of
 core/gateway/forwarding.py, the subscriptions passed on core/gateway/upstream_subscriptions.py, `/health`'s
 report core/gateway/upstream_health.py and the events told to `listeners` core/gateway/event_bus.py.
 
-A client's resource subscription (`resources/subscribe`, or a `subscriptions/listen` filter) is passed on to the
+A client's resource subscription (`resources/subscribe`, or a `subscriptions/listen` filter) is held to what a read
+of its URI would allow, like any server's (core/protocol/reads.py): a URI no upstream owns (`owner_of`, once the
+catalog was rebuilt for it) is refused, or left out of a listen's acknowledged filter. It is passed on to the
 upstream that owns the resource when it takes subscriptions: a handshake-era one is sent `resources/subscribe` on
 this container's session; a 2026-07-28 one is asked for the URI by this container's `subscriptions/listen`
 stream, reopened with the new filter (the subscription is answered once the upstream acknowledged it). Either
@@ -146,9 +148,14 @@ class GatewayServer(McpServer):
             return params.get("name") not in self.tools
         if method == "prompts/get":
             return params.get("name") not in self.prompts
-        if method == "resources/read":
-            uri = params.get("uri")
-            return uri not in self.resources and not any(t.match(str(uri)) for t in self.templates.values())
+        if method in ("resources/read", "resources/subscribe"):
+            return owner_of(str(params.get("uri")), self.resources, self.templates) is None
+        if method == "subscriptions/listen":
+            notifications = params.get("notifications")
+            uris = notifications.get("resourceSubscriptions") if isinstance(notifications, dict) else None
+            return isinstance(uris, list) and any(
+                owner_of(str(uri), self.resources, self.templates) is None for uri in uris
+            )
         return False
 
     async def _take_records(self, store: CacheStore) -> None:

@@ -58,10 +58,10 @@ class Dispatcher:
         self.running = RunningCalls(stores.pending)
         notices = NotificationLog(stores.events)
         rounds = InputRounds(sealer, stores.cache)
-        self.lifecycle = Lifecycle(server, stores.sessions)
+        reads = self.reads = Reads(server, pipeline, rounds, notices.publish)
+        self.lifecycle = Lifecycle(server, stores.sessions, reads.check_readable)
         self.tool_calls = ToolCalls(server, pipeline, rounds, self.running, notices.publish, lambda: self.tasks)
         listings = Listings(server, paginator)
-        reads = Reads(server, pipeline, rounds, notices.publish)
         shared: dict[str, Method] = {
             "tools/list": listings.tools,
             "tools/call": self.tool_calls.call,
@@ -142,6 +142,7 @@ class Dispatcher:
             self.server,
             self.stores.events,
             self.stream_slots,
+            lambda uris: self.reads.readable(call, uris),
             principal=call.principal_key,
             max_seconds=self.max_stream_seconds,
         )

@@ -1,7 +1,13 @@
 """The methods about the connection rather than the server's items: `server/discover` (2026-07-28), the
-handshake-era `initialize` result, `ping`, `logging/setLevel` and resource subscriptions."""
+handshake-era `initialize` result, `ping`, `logging/setLevel` and resource subscriptions.
+
+A `resources/subscribe` is refused as a `resources/read` of its URI would be (`check_readable`: an unknown URI, or
+one the caller may not read), so no one learns when a resource they may not read changes and the session keeps
+only URIs the server serves."""
 
 from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
 
 from stratus.errors import InvalidParamsError
 from stratus.protocol import versions
@@ -17,9 +23,13 @@ LIST_TTL_MS = 300_000
 
 
 class Lifecycle:
-    def __init__(self, server: McpServer, sessions: SessionStore) -> None:
+    def __init__(
+        self, server: McpServer, sessions: SessionStore, check_readable: Callable[[Call, str], Awaitable[None]]
+    ) -> None:
         self.server = server
         self.sessions = sessions
+        self.check_readable = check_readable
+        """Raises what a `resources/read` of the URI by the call's caller would, before reading (reads.py)."""
 
     def capabilities(self, *, stateless: bool, version: str | None = None) -> JsonObject:
         return server_capabilities(self.server, stateless=stateless, version=version)
@@ -60,6 +70,7 @@ class Lifecycle:
     async def subscribe(self, call: Call) -> JsonObject:
         uri = call.string_param("uri")
         session = call.require_session()
+        await self.check_readable(call, uri)
         await self.server.subscribed(uri)
         if uri not in session.subscriptions:
             session.subscriptions.append(uri)

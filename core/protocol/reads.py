@@ -1,14 +1,30 @@
 """`resources/read`, `prompts/get` and `completion/complete`: one round through the pipeline each (guards,
-authorization, middleware, timeout), with an unexpected exception of user code answered by a reference."""
+authorization, middleware, timeout), with an unexpected exception of user code answered by a reference.
+
+A resource subscription (`resources/subscribe`, a `subscriptions/listen` filter) is held to the checks a read of its
+URI would pass before the read itself (`Reads.check_readable`, `Reads.readable`): the URI must name a resource or
+match a template, and the caller must pass the server's authenticators and the item's scopes, roles and guards. No
+middleware runs and no handler is called: subscribing reads nothing.
+"""
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import secrets
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from typing import Any, TypeVar
 
-from stratus.errors import INVALID_PARAMS, InternalError, InvalidParamsError, McpError
+from stratus.errors import (
+    INVALID_PARAMS,
+    ForbiddenError,
+    InternalError,
+    InvalidParamsError,
+    McpError,
+    UnauthorizedError,
+)
+from stratus.pipeline.current import serving
+from stratus.pipeline.guards import authenticate, authorize
 from stratus.pipeline.pipeline import Pipeline
 from stratus.protocol.call import Call
 from stratus.protocol.rounds import InputRounds
@@ -74,6 +90,53 @@ class Reads:
         # Named by its template, never by the URI the client chose: the name becomes a metric dimension.
         item = target.uri_template if isinstance(target, ResourceTemplate) else target.uri
         return await self._round(call, item, "resources/read", target.access, read, answer, f"Invalid URI {uri}")
+
+    async def check_readable(self, call: Call, uri: str) -> None:
+        """Raise what a `resources/read` of `uri` by this caller would raise before reading.
+
+        Raises:
+            ResourceNotFoundError: no resource or template produces `uri`.
+            UnauthorizedError: the resource is restricted and the request has no user.
+            ForbiddenError: an authenticator, the item's scopes or roles, or one of its guards refused.
+        """
+        context = call.context(deadline=self.pipeline.deadline_for(call.http, None))
+        with serving(context):
+            await self._authorize(call, await self._authenticate(context), uri)
+
+    async def readable(self, call: Call, uris: Sequence[str]) -> list[str]:
+        """The URIs of `uris` this caller could read, in order: unknown URIs and those its access refuses are left
+        out. The server's authenticators run once, for the request, and a refusal of theirs is raised (it refuses
+        the request, as it would refuse a read of any of them)."""
+        if not uris:
+            return []
+        context = call.context(deadline=self.pipeline.deadline_for(call.http, None))
+        kept = []
+        with serving(context):
+            authenticated = await self._authenticate(context)
+            for uri in uris:
+                try:
+                    await self._authorize(call, authenticated, uri)
+                except (ResourceNotFoundError, UnauthorizedError, ForbiddenError):
+                    continue
+                kept.append(uri)
+        return kept
+
+    async def _authenticate(self, context: Context) -> Context:
+        authenticators = self.pipeline.authenticators  # none where the transport ran them for the request
+        return await authenticate(context, authenticators) if authenticators else context
+
+    async def _authorize(self, call: Call, context: Context, uri: str) -> None:
+        target, _ = self._resource_for(uri)
+        if target is None:
+            raise ResourceNotFoundError(uri, stateless=call.stateless)
+        if target.access.restricted:
+            item = target.uri_template if isinstance(target, ResourceTemplate) else target.uri
+            await authorize(
+                dataclasses.replace(context, item=item),
+                target.access,
+                kind="resource",
+                authenticates=self.pipeline.authenticates,
+            )
 
     async def prompt(self, call: Call) -> JsonObject:
         name = call.string_param("name")

@@ -1,7 +1,10 @@
 """`subscriptions/listen` (2026-07-28): a long-lived POST whose SSE response carries the notifications the client
 opted in to, published on any container (see `stratus.protocol.notifications`).
 
-The acknowledgment comes first, with the filter the server agreed to; every message carries the subscription's
+The acknowledgment comes first, with the filter the server agreed to ("the subset the server agreed to honor", as
+the spec has it): only kinds the server serves, and only resource URIs the caller could read (a resource or
+template produces it and its access lets the caller in, as for `resources/read`); the others are left out of it,
+so no one hears when a resource they may not read changes. Every message carries the subscription's
 id (the request's JSON-RPC id) in `_meta`. The stream ends when the client closes it, or gracefully at the
 stream limit with a `complete` result, after which the client listens again.
 """
@@ -9,6 +12,7 @@ stream limit with a `complete` result, after which the client listens again.
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Awaitable, Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from stratus.errors import InvalidParamsError, InvalidRequestError
@@ -73,16 +77,19 @@ async def listen(
     server: McpServer,
     events: EventLogStore,
     slots: StreamSlots,
+    readable: Callable[[Sequence[str]], Awaitable[list[str]]],
     *,
     principal: str | None,
     max_seconds: float,
 ) -> dict[str, Any]:
-    """Serve one subscription on the call's stream; the graceful-closure result once it ends.
+    """Serve one subscription on the call's stream; the graceful-closure result once it ends. `readable` keeps the
+    filter's resource URIs the caller could read.
 
     Raises:
         InvalidRequestError: the response cannot stream (JSON only, or a buffered deployment).
         TooManyStreamsError: the principal or the process holds its maximum of open streams (before anything
             is sent, so the refusal is plain JSON with its HTTP status).
+        McpError: one of the server's authenticators refused the request.
     """
     if http is None or http.outbound is None:
         raise InvalidRequestError(
@@ -90,6 +97,11 @@ async def listen(
             "deployment that streams"
         )
     agreed = agreed_filter(params.get("notifications"), server)
+    if "resourceSubscriptions" in agreed:
+        if kept := await readable(agreed["resourceSubscriptions"]):
+            agreed["resourceSubscriptions"] = kept
+        else:
+            del agreed["resourceSubscriptions"]
     uris: list[str] = agreed.get("resourceSubscriptions", [])
     # Together, so a gateway asks its upstream for all of them at once; each one passed on is withdrawn at the end.
     outcomes = await asyncio.gather(*(server.subscribed(uri) for uri in uris), return_exceptions=True)

@@ -19,7 +19,11 @@ session's open `/events` streams at once, on every container, each with a `{"typ
 
 Unlike JSON-RPC, failures carry their HTTP status: 404 for an unknown
 session or method, 400 for bad input, 429 (with Retry-After) when a rate limit refuses the call, 503 naming the
-limit when the deployment holds its maximum of sessions (or the setting, when the caller holds its own quota).
+limit when the deployment holds its maximum of sessions (or the setting, when the caller holds its own quota), 413
+naming STRATUS_MAX_RECORD_BYTES when the session's record would be larger than the store keeps (its capabilities
+at POST /session, its subscriptions later). A REST call is a request of an open session, so the JSON-RPC wire's
+session lifecycle (`initialize`, `notifications/initialized`) and other notifications are refused with 400:
+`initialize` would open a session whose id no one is told, holding a place until it expires.
 An `/events` stream past a cap on open streams is refused with 429 (503 for the process's cap) and Retry-After,
 naming the setting that raises the cap.
 """
@@ -30,7 +34,14 @@ import math
 import secrets
 from typing import Any
 
-from stratus.errors import INTERNAL_ERROR, INVALID_REQUEST, METHOD_NOT_FOUND, RATE_LIMITED, TooManySessionsError
+from stratus.errors import (
+    INTERNAL_ERROR,
+    INVALID_REQUEST,
+    METHOD_NOT_FOUND,
+    RATE_LIMITED,
+    RecordTooLargeError,
+    TooManySessionsError,
+)
 from stratus.protocol import versions
 from stratus.protocol.notifications import LoggedNotification, NotificationLog, Position
 from stratus.request.http import HttpRequest
@@ -47,11 +58,26 @@ HEARTBEAT_SECONDS = 30.0
 _STATUS_BY_CODE = {METHOD_NOT_FOUND: 404, INTERNAL_ERROR: 500}
 
 
-def rest_status(code: Any) -> int:
-    """The HTTP status of a JSON-RPC error code: Stratus's own -31xxx codes carry theirs (-31429 is 429)."""
+def rest_status(code: Any, data: Any = None) -> int:
+    """The HTTP status of a JSON-RPC error: Stratus's own -31xxx codes carry theirs (-31429 is 429), and a record
+    past the store's limit (`data.setting` is STRATUS_MAX_RECORD_BYTES) is 413."""
     if isinstance(code, int) and -31600 < code < -31399:
         return -code - 31000
+    if isinstance(data, dict) and data.get("setting") == RecordTooLargeError.SETTING:
+        return 413
     return _STATUS_BY_CODE.get(code, 400)
+
+
+def _not_a_rest_call(method: str) -> str | None:
+    """Why `method` cannot be a REST call, or None when it can: a REST call is a request of an open session."""
+    if method in ("initialize", "notifications/initialized"):
+        return (
+            f"Bad Request: {method} is not a REST call: sessions are opened with POST /session, which answers the "
+            "new session's id"
+        )
+    if method.startswith("notifications/"):
+        return f"Bad Request: {method} is a notification; a REST call is a request (POST /mcp with sessionId, method)"
+    return None
 
 
 def is_rest_call(body: Any) -> bool:
@@ -125,6 +151,8 @@ class SessionApi:
             await self.handshake.sessions.create(session)
         except TooManySessionsError as full:  # the deployment's limit, or the caller's quota: data names which
             return Reply(503, {"error": full.message, **full.data})
+        except RecordTooLargeError as large:  # its capabilities: data names STRATUS_MAX_RECORD_BYTES and the limit
+            return Reply(413, {"error": large.message, **large.data})
         return Reply(200, {"sessionId": session.session_id, "message": "Session created"})
 
     async def call(self, body: dict[str, Any], http: HttpRequest, principal: Principal | None) -> Reply:
@@ -138,6 +166,8 @@ class SessionApi:
                 session_id,
                 "Bad Request: a call needs non-empty sessionId and method strings, and params as an object if any",
             )
+        if refusal := _not_a_rest_call(method):
+            return _bad_call(session_id, refusal)
         message = {"jsonrpc": "2.0", "id": f"rest-{secrets.token_hex(6)}", "method": method, "params": params or {}}
         http = http._replace(outbound=SessionOutbound(self.notifications, session_id))
         reply = await self.handshake.post(message, {SESSION_HEADER: session_id}, http, principal)
@@ -150,7 +180,7 @@ class SessionApi:
         if code == RATE_LIMITED:
             retry = (error.get("data") or {}).get("retryAfterSeconds", 1)
             headers = {"retry-after": str(max(1, math.ceil(retry)))}
-        status = reply.status if reply.status != 200 else rest_status(code)
+        status = reply.status if reply.status != 200 else rest_status(code, error.get("data"))
         return Reply(status, {"sessionId": session_id, "error": error}, headers)
 
     async def respond(self, session_id: str, body: Any, http: HttpRequest, principal: Principal | None) -> Reply:
@@ -171,7 +201,7 @@ class SessionApi:
         if reply.payload is None:
             return Reply(200, {"sessionId": session_id, "message": "Response delivered"})
         error = reply.payload.get("error") or {}
-        status = reply.status if reply.status != 200 else rest_status(error.get("code"))
+        status = reply.status if reply.status != 200 else rest_status(error.get("code"), error.get("data"))
         return Reply(status, {"sessionId": session_id, "error": error})
 
     async def events(

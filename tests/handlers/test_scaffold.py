@@ -88,3 +88,36 @@ def test_a_repository_template_the_project_cannot_use_is_refused(edit: str, old:
     assert old in template, edit
     with pytest.raises(ScaffoldError):
         project_template(template.replace(old, new))
+
+
+def _tree(folder: Path) -> list[str]:
+    return sorted(path.relative_to(folder).as_posix() for path in folder.rglob("*"))
+
+
+@pytest.mark.parametrize("link", ["tests", "tests/test_app.py", "app.py"])
+def test_a_symlink_inside_the_folder_is_refused_naming_it_and_nothing_is_written(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], link: str
+) -> None:
+    """`--force` on a folder with a link (a sub-folder or a file, say to ~/.ssh) writes neither through it nor
+    anywhere else: the whole project is refused before its first file."""
+    project, outside = tmp_path / "project", tmp_path / "outside"
+    project.mkdir()
+    outside.mkdir()
+    (project / "notes.txt").write_text("mine\n")
+    target = outside if link == "tests" else outside / "victim"
+    (project / link).parent.mkdir(parents=True, exist_ok=True)
+    (project / link).symlink_to(target)
+    before = _tree(project)
+
+    assert main(["init", str(project), "--force"]) == 2
+    err = capsys.readouterr().err
+    assert str(project / link) in err and "symbolic link" in err
+    assert _tree(outside) == []
+    assert _tree(project) == before
+
+
+def test_the_folder_itself_may_be_reached_through_a_symlink(tmp_path: Path) -> None:
+    (tmp_path / "real").mkdir()
+    (tmp_path / "alias").symlink_to(tmp_path / "real")
+    assert main(["init", str(tmp_path / "alias")]) == 0
+    assert _files(tmp_path / "real") == FILES

@@ -216,3 +216,34 @@ async def test_a_listen_stream_the_2026_upstream_ends_is_reopened_with_the_same_
 
 
 _TOUCH = {"name": "mcp__notes__touch", "arguments": {}}
+
+
+async def test_a_uri_no_upstream_owns_is_refused_and_left_out_of_a_listens_acknowledged_filter() -> None:
+    notes = _notes()
+    unknown = "note://nowhere"
+    with (
+        uvicorn_serving(build_app(notes, Settings()), lifespan="on") as upstream,
+        uvicorn_serving(_container(f"{upstream}/mcp", f"gw-subs-{secrets.token_hex(4)}", None), lifespan="on") as url,
+    ):
+        async with httpx.AsyncClient(base_url=url, timeout=10) as http:
+            session = await McpHttp(http).initialize()
+            with anyio.fail_after(20):
+                refused = await session.request("resources/subscribe", {"uri": unknown})
+                assert refused.json()["error"]["code"] == -32002
+                assert refused.json()["error"]["data"] == {"uri": unknown}
+                body = {
+                    "jsonrpc": "2.0",
+                    "id": "listen-2",
+                    "method": "subscriptions/listen",
+                    "params": {
+                        "_meta": stateless_meta(),
+                        "notifications": {"resourceSubscriptions": [unknown, sdk_upstream.BOARD]},
+                    },
+                }
+                headers = {**BASE_HEADERS, "mcp-protocol-version": STATELESS, "mcp-method": "subscriptions/listen"}
+                async with http.stream("POST", "/mcp", json=body, headers=headers) as stream:
+                    listened = _messages(stream)
+                    acknowledged = await anext(listened)
+                    await listened.aclose()
+    assert acknowledged["params"]["notifications"] == {"resourceSubscriptions": [sdk_upstream.BOARD]}
+    assert ("subscribed", unknown) not in notes.asked
