@@ -36,6 +36,12 @@ def _context(item: str, deadline: Deadline | None = None) -> Context:
     return Context(request_id=1, method="tools/call", protocol_version="2026-07-28", item=item, deadline=deadline)
 
 
+def _admitter(server: McpServer) -> Admitter:
+    clock = FakeClock()
+    stores = build_stores("memory://", StoreOptions(session_ttl_seconds=60, clock=clock))
+    return Admitter(server.policy, stores.gate, LocalMetrics(), ClosedBreakers(clock))
+
+
 def test_admission_asks_nothing_for_a_tool_without_limits_or_breaker() -> None:
     server = McpServer("plain")
 
@@ -43,9 +49,7 @@ def test_admission_asks_nothing_for_a_tool_without_limits_or_breaker() -> None:
     def ping() -> str:
         return "pong"
 
-    clock = FakeClock()
-    stores = build_stores("memory://", StoreOptions(session_ttl_seconds=60, clock=clock))
-    admitter = Admitter(server.policy, stores.gate, LocalMetrics(), ClosedBreakers(clock))
+    admitter = _admitter(server)
     assert admitter.checks_for(server.tools["ping"], None, "s") is NO_CHECKS
 
 
@@ -57,9 +61,7 @@ def test_admission_names_each_bucket_the_server_declares() -> None:
     def ping() -> str:
         return "pong"
 
-    clock = FakeClock()
-    stores = build_stores("memory://", StoreOptions(session_ttl_seconds=60, clock=clock))
-    admitter = Admitter(server.policy, stores.gate, LocalMetrics(), ClosedBreakers(clock))
+    admitter = _admitter(server)
     checks = admitter.checks_for(server.tools["ping"], Principal("ann"), "s1")
     assert [key for key, _ in checks.limits] == [f"principal:{Principal('ann').key}", "session:s1"]
     assert checks.breaker is None
@@ -75,9 +77,7 @@ def test_admission_does_not_load_the_session_with_the_limits_when_a_guard_could_
     def ping() -> str:
         return "pong"
 
-    clock = FakeClock()
-    stores = build_stores("memory://", StoreOptions(session_ttl_seconds=60, clock=clock))
-    admitter = Admitter(server.policy, stores.gate, LocalMetrics(), ClosedBreakers(clock))
+    admitter = _admitter(server)
     assert admitter.session_checks(server.tools["ping"], None, "s1") is None
 
 
