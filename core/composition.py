@@ -128,4 +128,6 @@ def build_dispatcher(
         max_stream_seconds=settings.max_stream_seconds,
         stream_slots=stream_slots or stream_slots_for(settings),
         task_launcher=task_launcher,
+        max_tasks=settings.max_tasks,
+        max_tasks_per_principal=settings.max_tasks_per_principal,
     )

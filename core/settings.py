@@ -101,6 +101,14 @@ class Settings:
     max_streams_per_principal: int = 32
     """At most this many of them open at once for one authenticated principal (0: no cap); one more is refused with
     429. Anonymous callers cannot be told apart: only their sessions' cap and the process's bound them."""
+    max_tasks: int = 200
+    """At most this many tasks run at once in one process (tasks run in process, without `task_worker`); one more
+    is refused with 503 and Retry-After naming this setting."""
+    max_tasks_per_principal: int = 16
+    """At most this many live tasks (working or waiting for input) per principal across every container, counted
+    in the store, so it also bounds the task worker's invocations (0: no cap); one more is refused with 429 naming
+    this setting. A task frees its place when it completes, fails, is cancelled or expires. Anonymous callers
+    cannot be told apart: they share one quota."""
     max_body_bytes: int = 4 * 1024 * 1024
     """Request bodies above this size are refused with 413 and a JSON-RPC error naming this setting. Below every
     front door's own limit (a Function URL's 6 MB invocation payload, API Gateway's 10 MB), so the client gets
@@ -209,6 +217,10 @@ class Settings:
                 f"the {WAITING_CONNECTIONS} connections of a process's pool for long waits, and calls awaiting a "
                 f"client's reply need some too"
             )
+        if self.max_tasks < 1 or self.max_tasks_per_principal < 0:
+            raise SettingsError(
+                f"{PREFIX}MAX_TASKS must be at least 1 and {PREFIX}MAX_TASKS_PER_PRINCIPAL at least 0 (0: no cap)"
+            )
         if store.backend == "dynamodb" and not 0 < self.max_record_bytes <= DYNAMODB_MAX_RECORD_BYTES:
             raise SettingsError(
                 f"{PREFIX}MAX_RECORD_BYTES must be between 1 and {DYNAMODB_MAX_RECORD_BYTES} with DynamoDB: an item "
@@ -307,6 +319,8 @@ _PARSERS: dict[str, Callable[[str], Any]] = {
     "max_streams": _positive_int,
     "max_streams_per_session": _count,
     "max_streams_per_principal": _count,
+    "max_tasks": _positive_int,
+    "max_tasks_per_principal": _count,
     "session_ttl_seconds": _positive_int,
     "max_sessions": _count,
     "max_sessions_per_principal": _count,

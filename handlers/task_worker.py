@@ -53,10 +53,11 @@ async def run_task(settings: Settings, task_id: str, lambda_context: Any = None)
     server = load_server(settings.app)
     metrics, flush = build_telemetry(settings, server.name)
     stores = stores_for(settings)
+    dispatcher = build_dispatcher(server, settings, stores, pipeline_for(server, settings, stores, metrics))
     try:
-        dispatcher = build_dispatcher(server, settings, stores, pipeline_for(server, settings, stores, metrics))
         await dispatcher.tasks.run(task_id, lambda_context=lambda_context)
     finally:
+        await dispatcher.aclose()
         await stores.aclose()
         flush()
 

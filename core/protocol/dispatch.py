@@ -46,6 +46,8 @@ class Dispatcher:
         max_stream_seconds: float = 840.0,
         stream_slots: StreamSlots | None = None,
         task_launcher: TaskLauncher | None = None,
+        max_tasks: int = 0,
+        max_tasks_per_principal: int = 0,
     ) -> None:
         self.server = server
         self.stores = stores
@@ -54,6 +56,8 @@ class Dispatcher:
         self.stream_slots = stream_slots or StreamSlots()
         """This process's open streams, counted against their caps (GET streams, `/events`, listens)."""
         self.task_launcher = task_launcher
+        self.task_caps = (max_tasks, max_tasks_per_principal)
+        """Running tasks in this process and live tasks per principal (0: no cap): `stratus.protocol.task_quota`."""
         self._tasks: TaskService | None = None
         self.running = RunningCalls(stores.pending)
         notices = NotificationLog(stores.events)
@@ -103,8 +107,15 @@ class Dispatcher:
                 self.tool_calls.run,
                 lambda task_id: self.running.cancel(None, task_id, "the task was cancelled"),
                 self.task_launcher,
+                max_tasks=self.task_caps[0],
+                max_tasks_per_principal=self.task_caps[1],
             )
         return self._tasks
+
+    async def aclose(self) -> None:
+        """Stop what the dispatcher runs in the background (the tasks' cancellation watch), at shutdown."""
+        if self._tasks is not None:
+            await self._tasks.watch.aclose()
 
     async def dispatch(self, call: Call) -> JsonObject:
         """The result of `call`.

@@ -39,6 +39,8 @@ from stratus.errors import (
 )
 from stratus.protocol import versions
 from stratus.protocol.jsonrpc import Request
+from stratus.protocol.task_quota import PrincipalTaskQuota, refuse_process
+from stratus.protocol.task_watch import CancellationWatch, task_stream
 from stratus.server.principal import Principal
 from stratus.stores.records import TaskRecord
 from stratus.types import JsonObject
@@ -78,6 +80,11 @@ class InProcessLauncher:
         self.run: Callable[[str], Awaitable[None]] | None = None
         self._running: set[asyncio.Future[None]] = set()
 
+    @property
+    def running(self) -> int:
+        """How many task runs this process holds now."""
+        return len(self._running)
+
     async def launch(self, task_id: str) -> None:
         assert self.run is not None, "the task service binds its runner at construction"
         running = asyncio.ensure_future(self.run(task_id))
@@ -103,6 +110,9 @@ class TaskService:
         run_tool: RunTool,
         stop_tool: StopTool,
         launcher: TaskLauncher | None = None,
+        *,
+        max_tasks: int = 0,
+        max_tasks_per_principal: int = 0,
     ) -> None:
         self.tools = tools
         self.stores = stores
@@ -111,6 +121,11 @@ class TaskService:
         self.launcher = launcher or InProcessLauncher()
         if isinstance(self.launcher, InProcessLauncher):
             self.launcher.run = self.run
+        self.max_tasks = max_tasks
+        """Caps the tasks running in this process (in-process runs only; 0: none): `stratus.protocol.task_quota`."""
+        self.quota = PrincipalTaskQuota(stores.cache, max_tasks_per_principal)
+        self.watch = CancellationWatch(stores.events)
+        """One wait per process for the cancellation of every task running here."""
 
     # -- creation ------------------------------------------------------------------------------------------
 
@@ -138,8 +153,17 @@ class TaskService:
         return asked
 
     async def create(self, call: Call, tool: Tool, arguments: JsonObject) -> JsonObject:
-        """Store the task, start its run, and answer with its handle (durable before it is returned)."""
+        """Store the task, start its run, and answer with its handle (durable before it is returned).
+
+        Raises:
+            TooManyTasksError: the caller's live tasks (429) or this process's running ones (503) are at their cap.
+        """
+        if self.max_tasks and isinstance(self.launcher, InProcessLauncher) and self.launcher.running >= self.max_tasks:
+            raise refuse_process(self.max_tasks)
         ttl_ms = self._ttl_ms(call)
+        task_id = secrets.token_urlsafe(24)
+        owner = call.principal.key if call.principal else None
+        place = await self.quota.take(owner, ttl_ms / 1000)
         request = {
             "tool": tool.name,
             "arguments": arguments,
@@ -147,17 +171,19 @@ class TaskService:
             "ttlMs": ttl_ms,
             "principal": _principal_fields(call.principal),
             "clientCapabilities": call.client_capabilities,
+            "place": place,
         }
         record = TaskRecord(
-            task_id=secrets.token_urlsafe(24),
-            principal=call.principal.key if call.principal else None,
-            status="working",
-            request=json.dumps(request, separators=(",", ":")),
+            task_id=task_id, principal=owner, status="working", request=json.dumps(request, separators=(",", ":"))
         )
-        await self.stores.tasks.create(record, ttl_seconds=ttl_ms / 1000)
-        stored = await self.stores.tasks.get(record.task_id)
-        if stored is None:
-            raise InternalError("The task could not be stored")
+        try:
+            await self.stores.tasks.create(record, ttl_seconds=ttl_ms / 1000)
+            stored = await self.stores.tasks.get(record.task_id)
+            if stored is None:
+                raise InternalError("The task could not be stored")
+        except BaseException:
+            await self.quota.give_back(place)
+            raise
         try:
             await self.launcher.launch(record.task_id)
         except Exception:
@@ -167,6 +193,7 @@ class TaskService:
             await self.stores.tasks.update(
                 record.task_id, status="failed", result=json.dumps({"error": failure.to_error()}), expect=LIVE
             )
+            await self.quota.give_back(place)
             raise failure from None
         if call.stateless:
             return {**self._wire(stored, stateless=True), "resultType": "task"}
@@ -205,7 +232,7 @@ class TaskService:
         loop = asyncio.get_running_loop()
         deadline, seen = loop.time() + RESULT_WAIT_SECONDS, 0
         while task.status not in TERMINAL and (left := deadline - loop.time()) > 0:
-            events = await self.stores.events.wait_after(_stream(task.task_id), seen, left)
+            events = await self.stores.events.wait_after(task_stream(task.task_id), seen, left)
             seen = events[-1].seq if events else seen
             task = await self._own_task(call)
         related = {RELATED_TASK_META: {"taskId": task.task_id}}
@@ -232,8 +259,8 @@ class TaskService:
             if call.stateless:
                 return {}  # cancellation is cooperative: a task that already ended keeps its outcome
             raise InvalidParamsError(f"Cannot cancel task: already in terminal status '{task.status}'")
-        await self.stores.pending.deliver(_cancel_box(task.task_id), "cancelled")
-        await self.stores.events.append(_stream(task.task_id), "cancelled")
+        await self.stores.events.append(task_stream(task.task_id), "cancelled")  # heard by the run's watch
+        await self.quota.give_back(_place(task))
         if call.stateless:
             return {}
         ended = await self._own_task(call)
@@ -311,7 +338,9 @@ class TaskService:
             status = "failed" if "error" in outcome else "completed"
         recorded = await self._record(task_id, status, outcome)
         if recorded is not None:
-            await self.stores.events.append(_stream(task_id), recorded)
+            if recorded in TERMINAL:
+                await self.quota.give_back(_place(task))
+            await self.stores.events.append(task_stream(task_id), recorded)
 
     async def _record(self, task_id: str, status: str, outcome: JsonObject) -> str | None:
         """Move a live task to `status` with `outcome`: the status it ended in, None when it had already moved. An
@@ -336,9 +365,11 @@ class TaskService:
 
     async def _outcome_of(self, call: Call, tool: Tool, arguments: JsonObject) -> JsonObject:
         running = asyncio.ensure_future(self.run_tool(call, tool, arguments))
-        cancelled = asyncio.ensure_future(self._cancellation(call.request.id))
-        done, _ = await asyncio.wait({running, cancelled}, return_when=asyncio.FIRST_COMPLETED)
-        cancelled.cancel()
+        cancelled = self.watch.watch(str(call.request.id))
+        try:
+            done, _ = await asyncio.wait((running, cancelled), return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            self.watch.forget(str(call.request.id))
         if running not in done:
             await self.stop_tool(str(call.request.id))  # the call's cancellation signal, as for any call
             if (await asyncio.wait({running}, timeout=CANCEL_GRACE_SECONDS))[0]:
@@ -353,12 +384,6 @@ class TaskService:
         if result.get("resultType") == "input_required":
             return {"inputRequests": result["inputRequests"]}
         return {"result": result}
-
-    async def _cancellation(self, task_id: object) -> None:
-        box = _cancel_box(str(task_id))
-        await self.stores.pending.open(box, ttl_seconds=MAX_TTL_MS / 1000)
-        while await self.stores.pending.wait(box, within=60.0) is None:
-            continue
 
     def _wire(self, task: TaskRecord, *, stateless: bool) -> JsonObject:
         ttl_ms = json.loads(task.request).get("ttlMs", DEFAULT_TTL_MS)
@@ -391,12 +416,10 @@ def _stored_error(error: JsonObject, meta: JsonObject) -> McpError:
     return failure
 
 
-def _stream(task_id: str) -> str:
-    return f"task:{task_id}"
-
-
-def _cancel_box(task_id: str) -> str:
-    return f"task/{task_id}/cancel"
+def _place(task: TaskRecord) -> str | None:
+    """The key of the place the task holds in its principal's quota (`stratus.protocol.task_quota`), if any."""
+    place = json.loads(task.request).get("place")
+    return place if isinstance(place, str) else None
 
 
 def _answer_key(task_id: str, key: str) -> str:

@@ -4,6 +4,16 @@ requests (sampling, elicitation, roots) whose replies may reach any container.
 The transport drains `messages` onto the call's SSE response; a reply the client POSTs later is handed over by
 the pending-request store, keyed by session and request id, so the container that runs the call gets it
 wherever the reply lands.
+
+A client that does not read its stream must not grow the server's memory: at most `MAX_QUEUED` messages wait
+unsent for one call. Past that, as a production MCP host expects of a stream it cannot deliver on time:
+
+- progress and log notifications (`DROPPABLE`) are lossy by nature: the oldest one waiting is dropped to make room
+  (or, when none waits, the new one is), and the call goes on. On a resumable stream each message was logged first,
+  so a client that resumes with `Last-Event-ID` still gets every one.
+- any other message (a request to the client, another notification) is never dropped: sending one to a full queue
+  with nothing droppable in it fails the call with `ClientNotReadingError`, since the client would never see it
+  in time. The call's result does not go through this queue: the transport writes it after the waiting messages.
 """
 
 from __future__ import annotations
@@ -17,6 +27,10 @@ from stratus.errors import McpError, RecordTooLargeError, RequestTimeoutError
 from stratus.types import JsonObject
 
 LOG_LEVELS = ("debug", "info", "notice", "warning", "error", "critical", "alert", "emergency")
+MAX_QUEUED = 1000
+"""Messages at most waiting unsent on one call's stream (a few hundred KB of progress notifications)."""
+DROPPABLE = frozenset({"notifications/progress", "notifications/message"})
+"""Notifications a full queue drops, oldest first: progress and log messages, which a client can miss."""
 
 
 class ReplyBox(Protocol):
@@ -34,6 +48,18 @@ class ClientError(McpError):
         super().__init__(str(error.get("message", "The client refused the request")), data=error.get("data"))
         code = error.get("code")
         self.code = code if isinstance(code, int) else -32603
+
+
+class ClientNotReadingError(McpError):
+    """A call's stream holds `MAX_QUEUED` unsent messages and none of them may be dropped: the client is not reading
+    it, so the call fails rather than queue without bound."""
+
+    def __init__(self) -> None:
+        super().__init__(
+            f"The client is not reading this call's stream: {MAX_QUEUED} messages wait unsent, none of them "
+            "droppable (stratus.request.outbound.MAX_QUEUED)",
+            data={"maxQueued": MAX_QUEUED},
+        )
 
 
 class EventLog(Protocol):
@@ -92,14 +118,36 @@ class Outbound:
         self.replies = replies
         self.log: StreamLog | None = None
         self.sent = 0
+        self.dropped = 0
+        """Droppable notifications left out of a full queue (`MAX_QUEUED`)."""
         self._arrival: asyncio.Future[None] | None = None
 
     async def _put(self, message: JsonObject) -> None:
         self.sent += 1
         event_id = await self.log.record(message) if self.log is not None else None
-        self.messages.put_nowait((event_id, message))
+        if self._make_room(message):  # no await in between: the bound holds whatever runs concurrently
+            self.messages.put_nowait((event_id, message))
         if self._arrival is not None and not self._arrival.done():
             self._arrival.set_result(None)
+
+    def _make_room(self, message: JsonObject) -> bool:
+        """Whether `message` joins the queue, after dropping the oldest droppable one waiting if it is full.
+
+        Raises:
+            ClientNotReadingError: the queue is full of messages none of which (nor `message`) may be dropped.
+        """
+        if self.messages.qsize() < MAX_QUEUED:
+            return True
+        waiting = [self.messages.get_nowait() for _ in range(self.messages.qsize())]
+        oldest = next((index for index, (_, queued) in enumerate(waiting) if _droppable(queued)), None)
+        if oldest is not None:
+            del waiting[oldest]
+        for item in waiting:
+            self.messages.put_nowait(item)
+        if oldest is not None or _droppable(message):
+            self.dropped += 1
+            return oldest is not None
+        raise ClientNotReadingError
 
     def arrival(self) -> asyncio.Future[None]:
         """A future done once a message is waiting (at once if one is): a plain future, cheaper to wait on than a
@@ -142,6 +190,10 @@ class Outbound:
             raise ClientError(answer["error"] if isinstance(answer["error"], dict) else {})
         result = answer.get("result")
         return result if isinstance(result, dict) else {}
+
+
+def _droppable(message: JsonObject) -> bool:
+    return "id" not in message and message.get("method") in DROPPABLE
 
 
 def level_allows(level: str, threshold: str | None) -> bool:

@@ -99,6 +99,7 @@ def build_app(
 
     async def shutdown() -> None:
         try:
+            await dispatcher.aclose()
             await server.aclose()
         finally:
             await stores.aclose()

@@ -57,6 +57,8 @@ def test_variables_are_parsed_and_overrides_win() -> None:
         {"STRATUS_MAX_STREAMS": "1000"},  # not below the process's 1000 long-wait connections
         {"STRATUS_MAX_STREAMS": "0"},
         {"STRATUS_MAX_STREAMS_PER_SESSION": "-1"},
+        {"STRATUS_MAX_TASKS": "0"},
+        {"STRATUS_MAX_TASKS_PER_PRINCIPAL": "-1"},
         {"STRATUS_MAX_SESSIONS_PER_PRINCIPAL": "many"},
         {"STRATUS_AUTH_MODE": "jwt", "STRATUS_AUTH_ISSUER": "https://auth.example.com/"},
         {
