@@ -12,7 +12,9 @@
   `{"message":"Service Unavailable"}`, over the payload 413 `{"message":"Request Entity Too Large"}`.
 - A function error, a malformed answer, or no permission for API Gateway to invoke the function: 500
   `{"message":"Internal Server Error"}`
-  (https://docs.aws.amazon.com/apigateway/latest/developerguide/http-api-troubleshooting-lambda.html).
+  (https://docs.aws.amazon.com/apigateway/latest/developerguide/http-api-troubleshooting-lambda.html); a throttled
+  invocation (Lambda's 429: no container free, none may start) too, as an integration failure
+  (https://repost.aws/knowledge-center/api-gateway-internal-server-error, "Throttling occurs").
 """
 
 from __future__ import annotations
@@ -22,7 +24,7 @@ import uuid
 from collections.abc import Mapping
 from typing import Any
 
-from stratus.emulator.containers import FunctionError, FunctionPool
+from stratus.emulator.containers import FunctionError, FunctionPool, ThrottledError
 from stratus.emulator.events import (
     Answer,
     MalformedResponseError,
@@ -156,5 +158,5 @@ class HttpApiDoor(FrontDoor):
                     return Answer(invoked.stream.status, invoked.stream.headers, body)
             read = read_v1_response if payload_version == "1.0" else read_v2_response
             return read(invoked.payload)
-        except (FunctionError, MalformedResponseError):
+        except (FunctionError, MalformedResponseError, ThrottledError):
             return json_answer(500, INTERNAL_ERROR)

@@ -17,6 +17,9 @@
   (https://docs.aws.amazon.com/apigateway/latest/developerguide/response-transfer-mode.html): the answer is relayed
   as the function writes it, for at most 15 minutes, and cut after 5 minutes without data (REGIONAL and PRIVATE
   endpoints; 30 s for EDGE).
+- A throttled Lambda invocation (no container free, none may start: Lambda's 429) is not forwarded: API Gateway
+  answers 500 `{"message": "Internal server error"}`
+  (https://repost.aws/knowledge-center/api-gateway-internal-server-error, "Throttling occurs").
 - Mock integrations (SAM's CORS preflights) answer with their configured status and headers.
 """
 
@@ -27,7 +30,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from stratus.emulator.apigateway_http import match_path
-from stratus.emulator.containers import FunctionError, FunctionPool
+from stratus.emulator.containers import FunctionError, FunctionPool, ThrottledError
 from stratus.emulator.events import (
     Answer,
     MalformedResponseError,
@@ -151,5 +154,7 @@ class RestApiDoor(FrontDoor):
                 answer = await read_whole(invocation, container, invoked, read_v1_response)
         except (FunctionError, MalformedResponseError):
             answer = json_answer(502, BAD_GATEWAY)
+        except ThrottledError:
+            answer = json_answer(500, BAD_GATEWAY)
         answer.headers = remap(answer.headers)
         await send_answer(send, answer)

@@ -136,8 +136,9 @@ def run(args: argparse.Namespace) -> int:
     stopped = threading.Event()
     for signum in (signal.SIGINT, signal.SIGTERM):
         signal.signal(signum, lambda *_: stopped.set())
+    aws = LocalAws(stack, options)
     try:
-        with LocalAws(stack, options).running() as aws:
+        with aws.running():
             sys.stdout.write(
                 f"Serving {template} locally (store {store}, up to {args.containers} containers per function, "
                 f"seed {seed}):\n"
@@ -149,4 +150,6 @@ def run(args: argparse.Namespace) -> int:
     except OSError as error:
         sys.stderr.write(f"stratus: {error}\n")
         return 2
+    sys.stdout.write(f"The bill (https://aws.amazon.com/lambda/pricing/):\n{aws.bill.table()}")
+    sys.stdout.flush()
     return 0

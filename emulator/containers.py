@@ -3,7 +3,15 @@ https://docs.aws.amazon.com/lambda/latest/dg/lambda-concurrency.html), one funct
 
 - each container (execution environment) is its own process group and serves one invocation at a time;
 - a new container starts on demand, when every existing one is busy: a real cold start (a new process imports and
-  builds everything), up to `max_containers` per function (beyond it an invocation waits for a free one);
+  builds everything), up to `max_containers` per function (or the function's reserved concurrency, if lower);
+- beyond that a synchronous invocation is throttled: `ThrottledError`, Lambda's 429 TooManyRequestsException
+  (https://docs.aws.amazon.com/lambda/latest/dg/lambda-concurrency.html,
+  https://docs.aws.amazon.com/lambda/latest/dg/troubleshooting-invocation.html). Lambda does not queue synchronous
+  invocations; the emulator waits at most `RELEASE_GRACE_SECONDS` for a container to come free (its own freezing
+  and stream bookkeeping come after the caller has its answer, where Lambda's environment is already free), so a
+  caller's next request right after its answer is not throttled by the emulator's own overhead. Only
+  asynchronous (`Event`) invocations queue without bound, as Lambda's event queue holds them
+  (https://docs.aws.amazon.com/lambda/latest/dg/invocation-async.html);
 - an idle container is frozen (SIGSTOP to its process group; SIGCONT when the next invocation arrives): no code
   runs between invocations, so background tasks do not progress and sockets see no reads;
 - which warm container serves an invocation is not up to the caller (a seeded random choice among the idle ones);
@@ -33,6 +41,7 @@ from contextlib import asynccontextmanager, suppress
 from dataclasses import dataclass, field
 from typing import IO, Any
 
+from stratus.emulator.billing import Bill
 from stratus.emulator.stack import Function
 
 INIT_TIMEOUT_SECONDS = 10.0
@@ -40,9 +49,18 @@ INIT_TIMEOUT_SECONDS = 10.0
 INVOKE_PAYLOAD_BYTES = 6 * 1024 * 1024
 """Synchronous invocation payload, request and response each
 (https://docs.aws.amazon.com/lambda/latest/dg/gettingstarted-limits.html)."""
+RELEASE_GRACE_SECONDS = 0.25
 FREEZE_CHECKS = 400
 FREEZE_CHECK_SECONDS = 0.005
 _LENGTH = struct.Struct(">I")
+
+
+class ThrottledError(Exception):
+    """No container is free and no other may start: Lambda's 429 TooManyRequestsException."""
+
+    def __init__(self, function: str, reason: str) -> None:
+        super().__init__(f"{function}: {reason}")
+        self.reason = reason
 
 
 class FunctionError(Exception):
@@ -81,6 +99,8 @@ class Container(ABC):
         self.environment = dict(environment)
         self.output = output
         self.frozen = False
+        self.request_id = ""
+        self.init_ms: float | None = None
 
     @property
     def pid(self) -> int:
@@ -211,12 +231,20 @@ class FunctionPool:
         max_containers: int,
         rng: random.Random,
         retire_rate: float,
+        bill: Bill | None = None,
     ) -> None:
         if max_containers < 1:
             raise ValueError("a function needs at least one container")
         self.function = function
         self._factory = factory
-        self._max = max_containers
+        reserved = function.reserved_concurrency
+        self._max = max_containers if reserved is None else min(max_containers, reserved)
+        self._throttle_reason = (
+            "ReservedFunctionConcurrentInvocationLimitExceeded"
+            if reserved is not None and reserved <= max_containers
+            else "ConcurrentInvocationLimitExceeded"
+        )
+        self._bill = bill
         self._rng = rng
         self._retire_rate = retire_rate
         self._idle: list[Container] = []
@@ -228,12 +256,18 @@ class FunctionPool:
         self.cold_starts = 0
 
     @asynccontextmanager
-    async def invocation(self) -> AsyncIterator[Container]:
+    async def invocation(self, *, queue: bool = False) -> AsyncIterator[Container]:
         """A container for one invocation, thawed; frozen (or retired) again when the block ends. A block left by
-        an exception other than a function error discards the container (a timeout resets the environment)."""
-        container = await self._acquire()
+        an exception other than a function error discards the container (a timeout resets the environment).
+        Raises ThrottledError when no container is free and none may start, unless `queue` (an Event invocation)
+        waits for one. The invocation is billed (`billing`) when the block ends: the function's full duration,
+        whether or not its caller is still there."""
+        container = await self._acquire(queue=queue)
+        loop = asyncio.get_running_loop()
+        container.request_id = str(uuid.uuid4())
         container.thaw()
         self.served.append(container.pid)
+        started = loop.time()
         keep = False
         try:
             yield container
@@ -242,21 +276,34 @@ class FunctionPool:
             keep = True
             raise
         finally:
+            if self._bill is not None:
+                duration_ms = (loop.time() - started) * 1000
+                self._bill.record(
+                    self.function.name,
+                    self.function.memory_mb,
+                    container.request_id,
+                    duration_ms,
+                    container.pid if container.alive else 0,
+                    container.init_ms,
+                )
+            container.init_ms = None
             await self._release(container, keep=keep and container.alive)
 
     def idle_pids(self) -> list[int]:
         """The PIDs of the warm containers waiting, frozen, for an invocation."""
         return [container.pid for container in self._idle if container.frozen]
 
-    def context(self, deadline_seconds: float) -> dict[str, Any]:
+    def context(self, deadline_seconds: float, request_id: str = "") -> dict[str, Any]:
         """The invocation's context fields (request id, deadline, ARN) for the runtime."""
         return {
-            "awsRequestId": str(uuid.uuid4()),
+            "awsRequestId": request_id or str(uuid.uuid4()),
             "deadlineMs": int((time.time() + deadline_seconds) * 1000),
             "invokedFunctionArn": self.function.arn,
         }
 
-    async def _acquire(self) -> Container:
+    async def _acquire(self, *, queue: bool) -> Container:
+        loop = asyncio.get_running_loop()
+        grace_until = loop.time() + RELEASE_GRACE_SECONDS
         async with self._changed:
             while True:
                 alive = [container for container in self._idle if container.alive]
@@ -270,11 +317,21 @@ class FunctionPool:
                 if self._count < self._max:
                     self._count += 1
                     break
-                await self._changed.wait()
+                if queue:
+                    await self._changed.wait()
+                    continue
+                remaining = grace_until - loop.time()
+                if remaining <= 0:
+                    raise ThrottledError(self.function.name, self._throttle_reason)
+                with suppress(TimeoutError):
+                    async with asyncio.timeout(remaining):
+                        await self._changed.wait()
         container = self._factory(self.function)
         self._busy.add(container)
+        started = loop.time()
         try:
             await container.start()
+            container.init_ms = (loop.time() - started) * 1000
         except BaseException:
             self._busy.discard(container)
             await container.stop()

@@ -11,13 +11,16 @@
   (https://docs.aws.amazon.com/lambda/latest/dg/gettingstarted-limits.html). The function's own timeout is the
   only one.
 - A function error or a malformed answer: 502.
+- A throttled invocation (no container free, none may start): 429 `{"Message":"Rate Exceeded."}`
+  with `x-amzn-ErrorType: TooManyRequestsException`, Lambda's own throttle answer
+  (https://docs.aws.amazon.com/lambda/latest/dg/troubleshooting-invocation.html).
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 
-from stratus.emulator.containers import INVOKE_PAYLOAD_BYTES, FunctionError, FunctionPool
+from stratus.emulator.containers import INVOKE_PAYLOAD_BYTES, FunctionError, FunctionPool, ThrottledError
 from stratus.emulator.events import (
     Answer,
     MalformedResponseError,
@@ -85,4 +88,6 @@ class FunctionUrlDoor(FrontDoor):
                 answer = await read_whole(invocation, container, invoked, read_v2_response)
         except (FunctionError, MalformedResponseError):
             answer = json_answer(502, BAD_GATEWAY)
+        except ThrottledError:
+            answer = json_answer(429, {"Message": "Rate Exceeded."}, ("x-amzn-ErrorType", "TooManyRequestsException"))
         await send_answer(send, answer)

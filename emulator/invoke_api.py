@@ -4,7 +4,13 @@ the stack that invoke each other (`STRATUS_TASK_WORKER`: the task worker, invoke
 
 The containers reach it through `AWS_ENDPOINT_URL_LAMBDA`. `Event` invocations are accepted with 202 and run on
 the target's containers in the background (no retries); `RequestResponse` ones answer the function's payload, or
-its error with `X-Amz-Function-Error: Unhandled`.
+its error with `X-Amz-Function-Error: Unhandled`; a throttled `RequestResponse` one (no container free, none may
+start) is answered 429 `TooManyRequestsException` with its `Reason`
+(https://docs.aws.amazon.com/lambda/latest/api/API_Invoke.html#API_Invoke_Errors), while `Event` ones wait in the
+queue for a container, as Lambda's event queue does (https://docs.aws.amazon.com/lambda/latest/dg/invocation-async.html).
+
+`GET <AWS_ENDPOINT_URL_LAMBDA>/stratus/bill` answers the bill so far (`billing.Bill.summary`): JSON, function name
+to `{"invocations", "billedMs", "gbSeconds", "memoryMb"}`, under the same secret and Host checks as Invoke.
 
 What binds it to the stack's own containers: it runs any event it is given (authorizer claims included), so a
 page in the developer's browser must not reach it, by DNS rebinding or otherwise. Every request must carry
@@ -35,12 +41,14 @@ import secrets
 from collections.abc import Mapping
 from typing import Any
 
-from stratus.emulator.containers import INVOKE_PAYLOAD_BYTES, FunctionError, FunctionPool
+from stratus.emulator.billing import Bill
+from stratus.emulator.containers import INVOKE_PAYLOAD_BYTES, FunctionError, FunctionPool, ThrottledError
 from stratus.emulator.events import Answer, json_answer
 from stratus.emulator.proxy_integration import Invocation, collect, read_limited, send_answer
 from stratus.types import Receive, Scope, Send
 
 _INVOKE_PATH = re.compile(r"^/([^/]*)/2015-03-31/functions/([^/]+)/invocations$")
+_BILL_PATH = re.compile(r"^/([^/]*)/stratus/bill$")
 _CONTENT_TYPES = {"", "application/json", "application/octet-stream", "binary/octet-stream"}
 """What the SDKs send for Invoke's payload (boto3 sends none): never a type a page may send without a preflight."""
 _LOOPBACK_NAMES = ("127.0.0.1", "localhost")
@@ -53,8 +61,9 @@ class LambdaApi:
     kind = "Lambda API"
     logical_id = "Invoke"
 
-    def __init__(self, pools: Mapping[str, FunctionPool], *, host: str = "127.0.0.1") -> None:
+    def __init__(self, pools: Mapping[str, FunctionPool], *, host: str = "127.0.0.1", bill: Bill | None = None) -> None:
         self.pools = pools
+        self.bill = bill
         self.host = host
         """The address it listens on: a Host naming it (with its port) is accepted beside the loopback names."""
         self._secret = secrets.token_urlsafe(32)
@@ -69,10 +78,19 @@ class LambdaApi:
             return
         headers = dict(scope["headers"])
         matched = _INVOKE_PATH.match(scope["path"])
-        secret = matched.group(1) if matched else ""
+        billing = _BILL_PATH.match(scope["path"])
+        found = matched or billing
+        secret = found.group(1) if found else ""
         known = hmac.compare_digest(secret.encode(), self._secret.encode())
         if not (known and self._serves_host(scope, headers.get(b"host", b""))):
             await send_answer(send, _unrecognized_client())
+            return
+        if billing:
+            summary = self.bill.summary() if self.bill is not None and scope["method"] == "GET" else None
+            if summary is None:
+                await send_answer(send, _user_error(404, "Not found", "ResourceNotFoundException"))
+            else:
+                await send_answer(send, json_answer(200, summary))
             return
         media_type = headers.get(b"content-type", b"").decode("latin-1").split(";")[0].strip().lower()
         if media_type not in _CONTENT_TYPES:
@@ -96,12 +114,21 @@ class LambdaApi:
             return
         kind = headers.get(b"x-amz-invocation-type", b"RequestResponse").decode("latin-1")
         if kind == "Event":
-            task = asyncio.ensure_future(_invoke(pool, event))
+            task = asyncio.ensure_future(_invoke(pool, event, queue=True))
             self._running.add(task)
             task.add_done_callback(self._running.discard)
             await send_answer(send, json_answer(202, {}))
             return
-        payload, error = await _invoke(pool, event)
+        try:
+            payload, error = await _invoke(pool, event)
+        except ThrottledError as throttled:
+            answer = json_answer(
+                429,
+                {"Reason": throttled.reason, "Type": "User", "message": "Rate Exceeded."},
+                ("x-amzn-ErrorType", "TooManyRequestsException"),
+            )
+            await send_answer(send, answer)
+            return
         extra = [("x-amz-function-error", "Unhandled")] if error else []
         await send_answer(send, json_answer(200, payload, *extra))
 
@@ -127,9 +154,9 @@ def _user_error(status: int, message: str, error_type: str) -> Answer:
     return json_answer(status, {"Type": "User", "Message": message}, ("x-amzn-ErrorType", error_type))
 
 
-async def _invoke(pool: FunctionPool, event: Any) -> tuple[Any, bool]:
+async def _invoke(pool: FunctionPool, event: Any, *, queue: bool = False) -> tuple[Any, bool]:
     try:
-        async with pool.invocation() as container:
+        async with pool.invocation(queue=queue) as container:
             invocation = Invocation(pool)
             invoked = await invocation.run(container, event)
             if invoked.stream is not None:

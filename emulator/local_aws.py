@@ -26,6 +26,7 @@ import uvicorn
 
 from stratus.emulator.apigateway_http import HttpApiDoor
 from stratus.emulator.apigateway_rest import RestApiDoor
+from stratus.emulator.billing import Bill
 from stratus.emulator.containers import Container, FunctionPool, HandlerContainer
 from stratus.emulator.function_url import FunctionUrlDoor
 from stratus.emulator.invoke_api import LambdaApi
@@ -75,6 +76,7 @@ class LocalAws:
         stack = with_time_scale(stack, self.options.time_scale)
         self.stack = stack
         rng = random.Random(self.options.seed)  # noqa: S311 - reproducible scheduling, not secrets
+        self.bill = Bill(self.options.output)
         self.pools = {
             name: FunctionPool(
                 function,
@@ -82,10 +84,11 @@ class LocalAws:
                 max_containers=self.options.containers,
                 rng=random.Random(rng.random()),  # noqa: S311 - as above
                 retire_rate=self.options.retire_rate,
+                bill=self.bill,
             )
             for name, function in stack.functions.items()
         }
-        self.lambda_api = LambdaApi(self.pools, host=self.options.host)
+        self.lambda_api = LambdaApi(self.pools, host=self.options.host, bill=self.bill)
         self.doors: list[Any] = [
             *(HttpApiDoor(api, stack, self.pools) for api in stack.http_apis),
             *(RestApiDoor(api, stack, self.pools, self.options.time_scale) for api in stack.rest_apis),

@@ -66,7 +66,7 @@ class Invocation:
         self.deadline = asyncio.get_running_loop().time() + timeout
         try:
             async with asyncio.timeout_at(self.deadline):
-                invoked: Invoked = await container.invoke(event, self.pool.context(timeout))
+                invoked: Invoked = await container.invoke(event, self.pool.context(timeout, container.request_id))
                 return invoked
         except TimeoutError:
             await container.stop()

@@ -42,6 +42,8 @@ class Function:
     environment: Mapping[str, str]
     layers: tuple[str, ...]
     code_dir: Path
+    reserved_concurrency: int | None = None
+    """ReservedConcurrentExecutions: the most containers it may have at once (0: every invocation throttled)."""
 
     @property
     def behind_web_adapter(self) -> bool:
@@ -258,6 +260,12 @@ def _function(resolver: Resolver, logical_id: str, code_dir: Path) -> Function:
         environment={key: str(value) for key, value in variables.items()},
         layers=tuple(str(layer) for layer in properties.get("Layers") or ()),
         code_dir=code_dir,
+        # https://docs.aws.amazon.com/lambda/latest/dg/configuration-concurrency.html
+        reserved_concurrency=(
+            int(properties["ReservedConcurrentExecutions"])
+            if properties.get("ReservedConcurrentExecutions") is not None
+            else None
+        ),
     )
 
 
