@@ -11,6 +11,12 @@ URI = "bench://board"
 server = McpServer("notify-bench", "1.0.0")
 
 
+@server.resource(URI, mime_type="text/plain")
+def board() -> str:
+    """The resource the bench's client subscribes to (a subscription names a resource the server has)."""
+    return "the board"
+
+
 @server.tool()
 async def touch(ctx: Context) -> float:
     """Publishes an update of URI; returns the CLOCK_MONOTONIC time (shared by every process) it started."""
