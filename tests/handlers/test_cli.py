@@ -70,3 +70,14 @@ def test_serve_finds_the_app_in_the_folder_it_runs_in(
     assert main(["serve", "--app", "userapp_probe:thing"]) == 2
     assert "userapp_probe:thing is not an McpServer" in capsys.readouterr().err
     monkeypatch.delitem(sys.modules, "userapp_probe", raising=False)
+
+
+def test_version_prints_the_distribution_version(capsys: pytest.CaptureFixture[str]) -> None:
+    import stratus
+    from stratus.version import __version__
+
+    with pytest.raises(SystemExit) as exited:
+        main(["--version"])
+    assert exited.value.code == 0
+    assert capsys.readouterr().out.strip() == f"stratus {__version__}"
+    assert stratus.__version__ == __version__
