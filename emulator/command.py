@@ -7,6 +7,7 @@ so `stratus serve` and the other commands start as light as before.
 from __future__ import annotations
 
 import argparse
+import importlib
 import os
 import secrets
 import signal
@@ -18,6 +19,18 @@ from typing import Any
 DEFAULT_PORT = 3000  # as `sam local start-api`
 DEFAULT_CONTAINERS = 2
 DEFAULT_RETIRE_RATE = 0.02
+LOCAL_PACKAGES = {"httpx": "httpx", "yaml": "pyyaml", "samtranslator": "aws-sam-translator"}
+"""What the `[local]` extra brings: the module imported -> the package that provides it."""
+
+
+def missing_package() -> str | None:
+    """The first package of the `[local]` extra that cannot be imported, or None when every one can."""
+    for module, package in LOCAL_PACKAGES.items():
+        try:
+            importlib.import_module(module)
+        except ImportError:
+            return package
+    return None
 
 
 def _parameter(text: str) -> tuple[str, str]:
@@ -100,7 +113,13 @@ def _overrides(args: argparse.Namespace) -> tuple[dict[str, str], str]:
 
 
 def run(args: argparse.Namespace) -> int:
-    """Serve until interrupted; 2 when the template or the settings are refused."""
+    """Serve until interrupted; 2 when the template or the settings are refused, or the `[local]` extra is missing."""
+    if (package := missing_package()) is not None:
+        sys.stderr.write(
+            f"stratus: stratus local needs the {package} package, which is not installed: "
+            "pip install 'stratus-mcp[local]'\n"
+        )
+        return 2
     from stratus.emulator.intrinsics import TemplateError
     from stratus.emulator.local_aws import LocalAws, Options
     from stratus.emulator.stack import read_stack

@@ -81,3 +81,16 @@ def test_version_prints_the_distribution_version(capsys: pytest.CaptureFixture[s
     assert exited.value.code == 0
     assert capsys.readouterr().out.strip() == f"stratus {__version__}"
     assert stratus.__version__ == __version__
+
+
+def test_local_without_its_extra_names_the_package_and_the_install_command() -> None:
+    import subprocess
+
+    hide_httpx = (
+        "import sys; sys.modules['httpx'] = None; from stratus.handlers.cli import main; sys.exit(main(['local']))"
+    )
+    done = subprocess.run([sys.executable, "-c", hide_httpx], capture_output=True, text=True, timeout=60, check=False)
+    assert done.returncode == 2
+    assert done.stderr.strip().splitlines() == [
+        "stratus: stratus local needs the httpx package, which is not installed: pip install 'stratus-mcp[local]'"
+    ]
