@@ -94,3 +94,13 @@ def test_local_without_its_extra_names_the_package_and_the_install_command() -> 
     assert done.stderr.strip().splitlines() == [
         "stratus: stratus local needs the httpx package, which is not installed: pip install 'stratus-mcp[local]'"
     ]
+
+
+def test_an_app_attribute_the_module_lacks_names_the_module_and_its_servers(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    assert main(["serve", "--app", "examples.add:srv"]) == 2
+    err = capsys.readouterr().err
+    assert "module 'examples.add' has no attribute 'srv'" in err
+    assert "its McpServer: server" in err
+    assert "--app examples.add:server" in err
