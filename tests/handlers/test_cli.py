@@ -97,10 +97,24 @@ def test_local_without_its_extra_names_the_package_and_the_install_command() -> 
 
 
 def test_an_app_attribute_the_module_lacks_names_the_module_and_its_servers(
-    capsys: pytest.CaptureFixture[str],
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    assert main(["serve", "--app", "examples.add:srv"]) == 2
+    (tmp_path / "userapp_lacks.py").write_text("from stratus import McpServer\nserver = McpServer('x', '1')\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.delitem(sys.modules, "userapp_lacks", raising=False)
+    assert main(["serve", "--app", "userapp_lacks:srv"]) == 2
     err = capsys.readouterr().err
-    assert "module 'examples.add' has no attribute 'srv'" in err
+    assert "module 'userapp_lacks' has no attribute 'srv'" in err
     assert "its McpServer: server" in err
-    assert "--app examples.add:server" in err
+    assert "--app userapp_lacks:server" in err
+    monkeypatch.delitem(sys.modules, "userapp_lacks", raising=False)
+
+
+def test_serve_refuses_a_bad_log_level_before_serving(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setenv("STRATUS_LOG_LEVEL", "LOUD")
+    assert main(["serve", "--port", "1"]) == 2
+    printed = capsys.readouterr()
+    assert "Serving" not in printed.out
+    assert "STRATUS_LOG_LEVEL='LOUD'" in printed.err
