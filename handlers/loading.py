@@ -8,6 +8,7 @@ from pathlib import Path
 from types import ModuleType
 
 from stratus.server.server import McpServer
+from stratus.server.signature import ToolSignatureError
 from stratus.settings import Settings
 
 APP_SETTING = "STRATUS_APP (--app)"
@@ -25,6 +26,10 @@ def load_server(reference: str) -> McpServer:
         raise ValueError(f"{APP_SETTING} must be MODULE:ATTRIBUTE, got {reference!r}")
     try:
         module = importlib.import_module(module_name)
+    except ToolSignatureError as error:
+        raise ValueError(
+            f"{APP_SETTING} names {reference}, but {module_name!r} declares an unusable tool: {error}"
+        ) from None
     except ImportError as error:  # said to the operator at start-up, never to a client
         raise ImportError(
             f"{APP_SETTING} names {reference}, but {module_name!r} cannot be imported: {error} (is the module's "
