@@ -20,6 +20,7 @@ from stratus.server.server import McpServer
 from stratus.server.tools import ToolError
 from stratus.settings import Settings
 from stratus.transport.app import build_app
+from stratus.version import __version__ as __version__
 
 __all__ = [
     "Audio",

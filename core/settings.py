@@ -6,6 +6,7 @@ value fails at cold start with a message naming it, not on the ten-thousandth re
 
 from __future__ import annotations
 
+import difflib
 import importlib.util
 import os
 from collections.abc import Callable, Mapping
@@ -18,8 +19,20 @@ from stratus.stores.urls import WAITING_CONNECTIONS, StoreConfigError, StoreUrl,
 PREFIX = "STRATUS_"
 
 
+LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")
+"""The levels `STRATUS_LOG_LEVEL` accepts, in any case."""
+
+
 class SettingsError(ValueError):
-    """A configuration value is missing, unknown or malformed."""
+    """A configuration value is missing, unknown or malformed; `problems` holds one message per problem, each naming
+    the variable, its value and what is accepted."""
+
+    def __init__(self, problems: str | list[str]) -> None:
+        self.problems = [problems] if isinstance(problems, str) else list(problems)
+        if len(self.problems) == 1:
+            super().__init__(self.problems[0])
+        else:
+            super().__init__(f"{len(self.problems)} problems in the settings:\n  " + "\n  ".join(self.problems))
 
 
 def _csv(value: str) -> tuple[str, ...]:
@@ -27,10 +40,9 @@ def _csv(value: str) -> tuple[str, ...]:
 
 
 def _positive_int(value: str) -> int:
-    number = int(value)
-    if number <= 0:
+    if not value.strip().isdigit() or int(value) <= 0:
         raise ValueError("must be a positive integer")
-    return number
+    return int(value)
 
 
 def _flag(value: str) -> bool:
@@ -41,17 +53,19 @@ def _flag(value: str) -> bool:
 
 
 def _positive_float(value: str) -> float:
-    number = float(value)
+    try:
+        number = float(value)
+    except ValueError:
+        number = 0.0
     if not 0 < number < float("inf"):
-        raise ValueError("must be a positive number")
+        raise ValueError("must be a positive number of seconds, e.g. 2.5")
     return number
 
 
 def _count(value: str) -> int:
-    number = int(value)
-    if number < 0:
+    if not value.strip().isdigit():
         raise ValueError("must be 0 or a positive integer")
-    return number
+    return int(value)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -179,56 +193,79 @@ class Settings:
     inside the stage, where the front door routes it; empty for the HTTP API, a Function URL or a custom domain."""
 
     def __post_init__(self) -> None:
+        problems = self._problems()
+        if problems:
+            raise SettingsError(problems)
+
+    def _problems(self) -> list[str]:
+        """Every problem of these settings, one message each naming the variable, its value and what is accepted."""
+        problems: list[str] = []
         if not self.mcp_path.startswith("/"):
-            raise SettingsError(f"{PREFIX}MCP_PATH must start with '/', got {self.mcp_path!r}")
+            problems.append(f"{PREFIX}MCP_PATH={self.mcp_path!r}: must start with '/', e.g. /mcp")
         if ":" not in self.app:
-            raise SettingsError(f"{PREFIX}APP must be 'module:attribute', got {self.app!r}")
+            problems.append(f"{PREFIX}APP={self.app!r}: must be 'module:attribute', e.g. examples.demo:server")
         if self.telemetry not in ("local", "emf", "powertools"):
-            raise SettingsError(f"{PREFIX}TELEMETRY must be local, emf or powertools, got {self.telemetry!r}")
+            problems.append(f"{PREFIX}TELEMETRY={self.telemetry!r}: must be local, emf or powertools")
         if self.auth_mode not in ("off", "jwt", "gateway"):
-            raise SettingsError(f"{PREFIX}AUTH_MODE must be off, jwt or gateway, got {self.auth_mode!r}")
+            problems.append(f"{PREFIX}AUTH_MODE={self.auth_mode!r}: must be off, jwt or gateway")
+        if self.log_level.upper() not in LOG_LEVELS:
+            problems.append(f"{PREFIX}LOG_LEVEL={self.log_level!r}: must be one of {', '.join(LOG_LEVELS)}")
+        if self.limits_on_store_failure not in ("open", "closed"):
+            problems.append(f"{PREFIX}LIMITS_ON_STORE_FAILURE={self.limits_on_store_failure!r}: must be open or closed")
         if self.auth_mode == "jwt":
-            missing = [name for name in ("auth_issuer", "auth_audience", "auth_jwks_url") if not getattr(self, name)]
-            if missing:
-                names = ", ".join(PREFIX + name.upper() for name in missing)
-                raise SettingsError(f"{PREFIX}AUTH_MODE=jwt needs {names}")
-            for name in ("auth_audience", "auth_jwks_url"):
-                if not str(getattr(self, name)).startswith(("https://", "http://")):
-                    raise SettingsError(f"{PREFIX}{name.upper()} must be an http(s) URL")
-            audience_path = "/" + str(self.auth_audience).split("://", 1)[-1].partition("/")[2]
-            stage = self.auth_stage_path.rstrip("/")
-            if stage and not (stage.startswith("/") and audience_path.startswith(stage + "/")):
-                raise SettingsError(
-                    f"{PREFIX}AUTH_STAGE_PATH must begin the path of {PREFIX}AUTH_AUDIENCE (e.g. /v1 for "
-                    f"https://api.example.com/v1/mcp), got {self.auth_stage_path!r}"
-                )
+            problems.extend(self._jwt_problems())
+        if not 0 < self.max_streams < WAITING_CONNECTIONS:
+            problems.append(
+                f"{PREFIX}MAX_STREAMS={self.max_streams}: must be between 1 and {WAITING_CONNECTIONS - 1}: every open "
+                f"stream holds one of the {WAITING_CONNECTIONS} connections of a process's pool for long waits, and "
+                "calls awaiting a client's reply need some too"
+            )
+        if self.max_tasks < 1:
+            problems.append(f"{PREFIX}MAX_TASKS={self.max_tasks}: must be at least 1")
+        if self.max_tasks_per_principal < 0:
+            problems.append(
+                f"{PREFIX}MAX_TASKS_PER_PRINCIPAL={self.max_tasks_per_principal}: must be 0 (no cap) or more"
+            )
         try:
             store = parse_store_url(self.store)
         except StoreConfigError as exc:
-            raise SettingsError(f"{PREFIX}STORE: {exc}") from None
+            problems.append(f"{PREFIX}STORE: {exc}")
+            return problems
         if store.shared and not self.secret_key:
-            raise SettingsError(
+            problems.append(
                 f"{PREFIX}SECRET_KEY must be set when {PREFIX}STORE is shared ({store.scheme}): every "
                 "container must sign and check cursors and request state with the same key"
             )
-        if not 0 < self.max_streams < WAITING_CONNECTIONS:
-            raise SettingsError(
-                f"{PREFIX}MAX_STREAMS must be between 1 and {WAITING_CONNECTIONS - 1}: every open stream holds one of "
-                f"the {WAITING_CONNECTIONS} connections of a process's pool for long waits, and calls awaiting a "
-                f"client's reply need some too"
-            )
-        if self.max_tasks < 1 or self.max_tasks_per_principal < 0:
-            raise SettingsError(
-                f"{PREFIX}MAX_TASKS must be at least 1 and {PREFIX}MAX_TASKS_PER_PRINCIPAL at least 0 (0: no cap)"
-            )
         if store.backend == "dynamodb" and not 0 < self.max_record_bytes <= DYNAMODB_MAX_RECORD_BYTES:
-            raise SettingsError(
-                f"{PREFIX}MAX_RECORD_BYTES must be between 1 and {DYNAMODB_MAX_RECORD_BYTES} with DynamoDB: an item "
-                "is at most 400 KB, keys and attribute names included"
+            problems.append(
+                f"{PREFIX}MAX_RECORD_BYTES={self.max_record_bytes}: must be between 1 and {DYNAMODB_MAX_RECORD_BYTES} "
+                "with DynamoDB: an item is at most 400 KB, keys and attribute names included"
             )
-        self._check_installed(store)
+        problems.extend(self._missing_packages(store))
+        return problems
 
-    def _check_installed(self, store: StoreUrl) -> None:
+    def _jwt_problems(self) -> list[str]:
+        missing = [name for name in ("auth_issuer", "auth_audience", "auth_jwks_url") if not getattr(self, name)]
+        if missing:
+            names = ", ".join(PREFIX + name.upper() for name in missing)
+            return [f"{PREFIX}AUTH_MODE=jwt needs {names}"]
+        problems = [
+            f"{PREFIX}{name.upper()}={getattr(self, name)!r}: must be an http(s) URL"
+            for name in ("auth_audience", "auth_jwks_url")
+            if not str(getattr(self, name)).startswith(("https://", "http://"))
+        ]
+        if problems:
+            return problems
+        audience_path = "/" + str(self.auth_audience).split("://", 1)[-1].partition("/")[2]
+        stage = self.auth_stage_path.rstrip("/")
+        if stage and not (stage.startswith("/") and audience_path.startswith(stage + "/")):
+            problems.append(
+                f"{PREFIX}AUTH_STAGE_PATH={self.auth_stage_path!r}: must begin the path of {PREFIX}AUTH_AUDIENCE "
+                "(e.g. /v1 for https://api.example.com/v1/mcp)"
+            )
+        return problems
+
+    def _missing_packages(self, store: StoreUrl) -> list[str]:
         """A setting that needs an optional package names the package and the extra that brings it, at start-up
         rather than as a bare "No module named" on the first request that needs it (nothing is imported here)."""
         needed = [
@@ -239,37 +276,49 @@ class Settings:
             if self.telemetry == "powertools"
             else None,
         ]
-        for module, extra, setting in filter(None, needed):
-            if importlib.util.find_spec(module) is None:
-                raise SettingsError(
-                    f"{setting} needs the {module} package, which is not installed: pip install 'stratus-mcp[{extra}]'"
-                )
-        if self.limits_on_store_failure not in ("open", "closed"):
-            raise SettingsError(f"{PREFIX}LIMITS_ON_STORE_FAILURE must be open or closed")
+        return [
+            f"{setting} needs the {module} package, which is not installed: pip install 'stratus-mcp[{extra}]'"
+            for module, extra, setting in filter(None, needed)
+            if importlib.util.find_spec(module) is None
+        ]
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None, **overrides: Any) -> Settings:
         """Settings from `STRATUS_*` variables, with keyword overrides (e.g. from command-line flags) on top.
 
         Raises:
-            SettingsError: an unknown variable, or a value that does not parse.
+            SettingsError: unknown variables, or values that do not parse or are refused: every one at once.
         """
         environ = os.environ if environ is None else environ
-        known = {field.name: field for field in fields(cls)}
+        known = [PREFIX + field.name.upper() for field in fields(cls)]
+        problems: list[str] = []
         values: dict[str, Any] = session_api_settings(environ)
         for key, raw in environ.items():
             if not key.startswith(PREFIX):
                 continue
+            if key not in known:
+                problems.append(_unknown(key, raw, known))
+                continue
             name = key[len(PREFIX) :].lower()
-            if name not in known:
-                raise SettingsError(f"unknown setting {key}; known: {', '.join(PREFIX + k.upper() for k in known)}")
-            parse = _PARSERS.get(name, str)
             try:
-                values[name] = parse(raw)
+                values[name] = _PARSERS.get(name, str)(raw)
             except ValueError as exc:
-                raise SettingsError(f"{key}={raw!r}: {exc}") from None
+                problems.append(f"{key}={raw!r}: {exc}")
         values.update({key: value for key, value in overrides.items() if value is not None})
-        return cls(**values)
+        try:
+            settings = cls(**values)  # the values that parsed are checked too, so every problem is told at once
+        except SettingsError as exc:
+            problems.extend(exc.problems)
+        if problems:
+            raise SettingsError(problems)
+        return settings
+
+
+def _unknown(key: str, raw: str, known: list[str]) -> str:
+    close = difflib.get_close_matches(key, known, n=1)
+    if close:
+        return f"unknown setting {key}={raw!r}: did you mean {close[0]}?"
+    return f"unknown setting {key}={raw!r}; known: {', '.join(known)}"
 
 
 SEED_PREFIX = "MCP_HTTP_"
@@ -324,7 +373,7 @@ _PARSERS: dict[str, Callable[[str], Any]] = {
     "session_ttl_seconds": _positive_int,
     "max_sessions": _count,
     "max_sessions_per_principal": _count,
-    "store_timeout_seconds": float,
-    "max_stream_seconds": float,
+    "store_timeout_seconds": _positive_float,
+    "max_stream_seconds": _positive_float,
     "keepalive_seconds": _positive_float,
 }

@@ -7,17 +7,34 @@ so `stratus serve` and the other commands start as light as before.
 from __future__ import annotations
 
 import argparse
+import importlib
 import os
 import secrets
 import signal
 import sys
 import threading
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from stratus.emulator.local_aws import Served
+    from stratus.emulator.stack import Stack
 
 DEFAULT_PORT = 3000  # as `sam local start-api`
 DEFAULT_CONTAINERS = 2
 DEFAULT_RETIRE_RATE = 0.02
+LOCAL_PACKAGES = {"httpx": "httpx", "yaml": "pyyaml", "samtranslator": "aws-sam-translator"}
+"""What the `[local]` extra brings: the module imported -> the package that provides it."""
+
+
+def missing_package() -> str | None:
+    """The first package of the `[local]` extra that cannot be imported, or None when every one can."""
+    for module, package in LOCAL_PACKAGES.items():
+        try:
+            importlib.import_module(module)
+        except ImportError:
+            return package
+    return None
 
 
 def _parameter(text: str) -> tuple[str, str]:
@@ -82,6 +99,23 @@ def add_parser(commands: Any) -> None:
     local.add_argument("--seed", type=int, help="seed of the container choices and retirements (default: random)")
 
 
+def mcp_path(stack: Stack, overrides: dict[str, str]) -> str:
+    """The MCP endpoint's path the containers serve: the local `STRATUS_MCP_PATH`, else the template's, else /mcp."""
+    if "STRATUS_MCP_PATH" in overrides:
+        return overrides["STRATUS_MCP_PATH"]
+    paths = (function.environment.get("STRATUS_MCP_PATH") for function in stack.functions.values())
+    return next((path for path in paths if path), "/mcp")
+
+
+def door_lines(served: list[Served], path: str) -> list[str]:
+    """One line per front door with the URL a client connects to: its base (a REST API's with its stage) and the
+    MCP path; the Lambda API's endpoint as it is."""
+    return [
+        f"  {door.kind:<13} {door.logical_id:<24} {door.url}{'' if door.kind == 'Lambda API' else path}"
+        for door in served
+    ]
+
+
 def _overrides(args: argparse.Namespace) -> tuple[dict[str, str], str]:
     """The local environment every function gets on top of the template's, and the store URL."""
     store = args.store or os.environ.get("STRATUS_STORE") or "memory://"
@@ -90,6 +124,8 @@ def _overrides(args: argparse.Namespace) -> tuple[dict[str, str], str]:
         # The template's key is an SSM parameter; every container of a run signs with the same one.
         "STRATUS_SECRET_KEY": os.environ.get("STRATUS_SECRET_KEY") or secrets.token_hex(32),
     }
+    if path := os.environ.get("STRATUS_MCP_PATH"):
+        overrides["STRATUS_MCP_PATH"] = path
     app = args.app or os.environ.get("STRATUS_APP")
     if app:
         overrides["STRATUS_APP"] = app
@@ -100,7 +136,13 @@ def _overrides(args: argparse.Namespace) -> tuple[dict[str, str], str]:
 
 
 def run(args: argparse.Namespace) -> int:
-    """Serve until interrupted; 2 when the template or the settings are refused."""
+    """Serve until interrupted; 2 when the template or the settings are refused, or the `[local]` extra is missing."""
+    if (package := missing_package()) is not None:
+        sys.stderr.write(
+            f"stratus: stratus local needs the {package} package, which is not installed: "
+            "pip install 'stratus-mcp[local]'\n"
+        )
+        return 2
     from stratus.emulator.intrinsics import TemplateError
     from stratus.emulator.local_aws import LocalAws, Options
     from stratus.emulator.stack import read_stack
@@ -143,8 +185,8 @@ def run(args: argparse.Namespace) -> int:
                 f"Serving {template} locally (store {store}, up to {args.containers} containers per function, "
                 f"seed {seed}):\n"
             )
-            for served in aws.served:
-                sys.stdout.write(f"  {served.kind:<13} {served.logical_id:<24} {served.url}\n")
+            for line in door_lines(aws.served, mcp_path(stack, overrides)):
+                sys.stdout.write(line + "\n")
             sys.stdout.flush()
             stopped.wait()
     except OSError as error:

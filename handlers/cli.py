@@ -1,5 +1,6 @@
 """The `stratus` command line.
 
+    stratus --version
     stratus init DIR [--force]
     stratus serve [--app MODULE:ATTR | --gateway FILE] [--host HOST] [--port PORT] [--store URL]
     stratus local [--template FILE] [--parameter NAME=VALUE]... [--app MODULE:ATTR | --gateway FILE] [--store URL]
@@ -27,6 +28,7 @@ from stratus.handlers.secrets import settings_from_env
 from stratus.server.server import McpServer
 from stratus.settings import SettingsError
 from stratus.transport.asgi import Router
+from stratus.version import __version__
 
 SHUTDOWN_GRACE_SECONDS = 5
 """How long `stratus serve` waits for open requests and streams when told to stop."""
@@ -34,6 +36,7 @@ SHUTDOWN_GRACE_SECONDS = 5
 
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="stratus", description="Serve MCP servers locally and on AWS Lambda.")
+    parser.add_argument("--version", action="version", version=f"stratus {__version__}")
     commands = parser.add_subparsers(dest="command", required=True)
     serve = commands.add_parser("serve", help="run a server locally under uvicorn")
     serve.add_argument("--app", help="the server as MODULE:ATTR (default: the demo server, or STRATUS_APP)")

@@ -5,8 +5,10 @@ from __future__ import annotations
 import importlib
 import os
 from pathlib import Path
+from types import ModuleType
 
 from stratus.server.server import McpServer
+from stratus.server.signature import ToolSignatureError
 from stratus.settings import Settings
 
 APP_SETTING = "STRATUS_APP (--app)"
@@ -24,16 +26,36 @@ def load_server(reference: str) -> McpServer:
         raise ValueError(f"{APP_SETTING} must be MODULE:ATTRIBUTE, got {reference!r}")
     try:
         module = importlib.import_module(module_name)
+    except ToolSignatureError as error:
+        raise ValueError(
+            f"{APP_SETTING} names {reference}, but {module_name!r} declares an unusable tool: {error}"
+        ) from None
     except ImportError as error:  # said to the operator at start-up, never to a client
         raise ImportError(
             f"{APP_SETTING} names {reference}, but {module_name!r} cannot be imported: {error} (is the module's "
             "folder the current one, or on PYTHONPATH?)"
         ) from error
-    server = getattr(module, attribute, None)
+    if not hasattr(module, attribute):
+        raise ValueError(
+            f"{APP_SETTING} names {reference}, but module {module_name!r} has no attribute {attribute!r}"
+            + _offer(module)
+        )
+    server = getattr(module, attribute)
     if not isinstance(server, McpServer):
-        found = f"{module_name} has no {attribute!r}" if server is None else f"it is a {type(server).__name__}"
-        raise ValueError(f"{reference} is not an McpServer ({found}): set {APP_SETTING} to your server's")
+        raise ValueError(
+            f"{reference} is not an McpServer (it is a {type(server).__name__}): set {APP_SETTING} to your server's"
+        )
     return server
+
+
+def _offer(module: ModuleType) -> str:
+    """What the module does hold: its McpServer instances (with the reference to pass), else its public names."""
+    servers = sorted(name for name, value in vars(module).items() if isinstance(value, McpServer))
+    if servers:
+        return f"; its McpServer: {', '.join(servers)} (e.g. --app {module.__name__}:{servers[0]})"
+    public = sorted(name for name in vars(module) if not name.startswith("_"))
+    shown = ", ".join(public[:20]) + (", ..." if len(public) > 20 else "")
+    return f" and no McpServer; its public names: {shown or '(none)'}"
 
 
 def load_served(settings: Settings) -> McpServer:

@@ -78,6 +78,19 @@ class ArgumentsError(Exception):
         self.problems = problems
 
 
+class ToolSignatureError(TypeError):
+    """A tool's parameter has a type that cannot be described to a client as JSON (a plain class, a callable):
+    raised when the tool is registered, naming the tool and the parameter."""
+
+    def __init__(self, tool: str, parameter: str, annotation: Any, reason: str) -> None:
+        super().__init__(
+            f"tool {tool!r}: parameter {parameter!r} has type {annotation!r}, which cannot be described as JSON "
+            f"Schema ({reason}); use a JSON type, a pydantic model, a dataclass or a TypedDict"
+        )
+        self.tool = tool
+        self.parameter = parameter
+
+
 class Signature:
     """What a handler takes: client-supplied parameters and, optionally, the execution context."""
 
@@ -135,6 +148,31 @@ class Signature:
                 self._model_name, __config__=ConfigDict(extra="ignore", arbitrary_types_allowed=False), **fields
             )
         return self._model
+
+    def check(self, tool: str) -> None:
+        """Build the arguments' model and schema now, unless every parameter is plain (which needs no pydantic):
+        a parameter pydantic cannot describe fails the tool's registration rather than every `tools/list`.
+
+        Raises:
+            ToolSignatureError: naming the tool and the first parameter that cannot be described.
+        """
+        if self.plain:
+            return
+        try:
+            self.json_schema()
+            return
+        except Exception as error:  # noqa: BLE001 - pydantic raises several kinds; the parameter is found below
+            whole = error
+        from pydantic import TypeAdapter
+
+        for parameter in self.parameters:
+            if scalar_params.is_plain(parameter.annotation, parameter.default, not parameter.required):
+                continue
+            try:
+                TypeAdapter(parameter.annotation).json_schema()
+            except Exception as error:
+                raise ToolSignatureError(tool, parameter.name, parameter.annotation, type(error).__name__) from error
+        raise ToolSignatureError(tool, "(arguments)", None, str(whole)) from whole
 
     def schema_extras(self, key: str) -> dict[str, Any]:
         """Parameters whose `json_schema_extra` sets `key`, with its value (e.g. `x-mcp-header`)."""

@@ -97,6 +97,8 @@ class Tool:
         """Whether a call may (`optional`) or must (`required`) run as a task; None: never."""
         self.name = name
         self.signature = Signature(fn, model_name=f"{name}_arguments")
+        if input_schema is None:
+            self.signature.check(name)  # plain parameters: nothing built, cold start pays nothing
         self.title = title
         self.description = description or self.signature.docstring.summary or ""
         self.annotations = annotations

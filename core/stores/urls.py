@@ -88,8 +88,8 @@ def _redis_url(url: str) -> StoreUrl:
     is down. A cluster has database 0 only.
 
     Raises:
-        StoreConfigError: no host; for a cluster, a node without a host or with a bad port, or a database other than
-        0; a `max_connections` that is not a whole number.
+        StoreConfigError: no host; a database that is not a number; for a cluster, a node without a host or with a
+        bad port, or a database other than 0; a `max_connections` that is not a whole number.
     """
     parts = urlsplit(url)
     options = [option for option in parts.query.split("&") if option.partition("=")[0] != "max_connections"]
@@ -98,6 +98,10 @@ def _redis_url(url: str) -> StoreUrl:
     if parts.scheme not in CLUSTER_SCHEMES:
         if not parts.hostname:
             raise StoreConfigError(f"store {url!r}: a Redis URL needs a host, e.g. redis://127.0.0.1:6379/0")
+        if parts.path not in ("", "/") and not parts.path[1:].isdigit():
+            raise StoreConfigError(
+                f"store {url!r}: the Redis database must be a number, e.g. redis://127.0.0.1:6379/0; got {parts.path!r}"
+            )
         return StoreUrl(url, parts.scheme, "redis", redis_url=parts.geturl(), max_connections=max_connections)
     example = "e.g. redis+cluster://10.0.0.1:6379,10.0.0.2:6379"
     credentials, _, nodes = parts.netloc.rpartition("@")

@@ -165,3 +165,43 @@ def test_every_setting_has_one_docstring_of_its_own() -> None:
         if isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant) and is_doc:
             extra.append(following.lineno if following else 0)
     assert (undocumented, extra) == ([], [])
+
+
+def test_an_unknown_log_level_is_refused_at_start_naming_what_is_accepted() -> None:
+    with pytest.raises(SettingsError) as caught:
+        Settings.from_env({"STRATUS_LOG_LEVEL": "LOUD"})
+    assert caught.value.problems == ["STRATUS_LOG_LEVEL='LOUD': must be one of DEBUG, INFO, WARNING, ERROR, CRITICAL"]
+    assert Settings.from_env({"STRATUS_LOG_LEVEL": "debug"}).log_level == "debug"
+
+
+def test_a_redis_database_that_is_not_a_number_is_refused() -> None:
+    from stratus.stores.urls import StoreConfigError, parse_store_url
+
+    with pytest.raises(StoreConfigError):
+        parse_store_url("redis://127.0.0.1:6379/zero")
+    assert parse_store_url("redis://127.0.0.1:6379/3").redis_url == "redis://127.0.0.1:6379/3"
+    with pytest.raises(SettingsError) as caught:
+        Settings.from_env({"STRATUS_STORE": "redis://127.0.0.1:6379/zero", "STRATUS_SECRET_KEY": "k"})
+    assert "STRATUS_STORE" in str(caught.value) and "'/zero'" in str(caught.value)
+
+
+def test_a_mistyped_setting_gets_a_did_you_mean() -> None:
+    with pytest.raises(SettingsError) as caught:
+        Settings.from_env({"STRATUS_LOG_LEVL": "INFO"})
+    assert "did you mean STRATUS_LOG_LEVEL?" in str(caught.value)
+
+
+def test_every_problem_is_reported_at_once_one_per_setting() -> None:
+    environ = {
+        "STRATUS_LOG_LEVEL": "LOUD",
+        "STRATUS_MAX_BODY_BYTES": "lots",
+        "STRATUS_STOER": "memory://",
+        "STRATUS_AUTH_MODE": "basic",
+        "STRATUS_LIMITS_ON_STORE_FAILURE": "maybe",
+    }
+    with pytest.raises(SettingsError) as caught:
+        Settings.from_env(environ)
+    problems = caught.value.problems
+    assert len(problems) == len(environ)
+    for name, value in environ.items():
+        assert any(name in problem and repr(value) in problem for problem in problems), name

@@ -44,8 +44,8 @@ async def test_stratus_local_serves_the_buffered_api_and_the_streaming_url() -> 
         printed = output.read().decode()
     assert seen == {"buffered": [], "streaming": [1, 2, 3]}
     for line in [
-        f"HTTP API      ServerlessHttpApi        http://127.0.0.1:{port}",
-        f"REST API      StreamingRestApi         http://127.0.0.1:{port + 1}/v1",
-        f"Function URL  StreamingFunctionUrl     http://127.0.0.1:{port + 2}",
+        f"HTTP API      ServerlessHttpApi        http://127.0.0.1:{port}/mcp",
+        f"REST API      StreamingRestApi         http://127.0.0.1:{port + 1}/v1/mcp",
+        f"Function URL  StreamingFunctionUrl     http://127.0.0.1:{port + 2}/mcp",
     ]:
         assert line in printed

@@ -70,3 +70,51 @@ def test_serve_finds_the_app_in_the_folder_it_runs_in(
     assert main(["serve", "--app", "userapp_probe:thing"]) == 2
     assert "userapp_probe:thing is not an McpServer" in capsys.readouterr().err
     monkeypatch.delitem(sys.modules, "userapp_probe", raising=False)
+
+
+def test_version_prints_the_distribution_version(capsys: pytest.CaptureFixture[str]) -> None:
+    import stratus
+    from stratus.version import __version__
+
+    with pytest.raises(SystemExit) as exited:
+        main(["--version"])
+    assert exited.value.code == 0
+    assert capsys.readouterr().out.strip() == f"stratus {__version__}"
+    assert stratus.__version__ == __version__
+
+
+def test_local_without_its_extra_names_the_package_and_the_install_command() -> None:
+    import subprocess
+
+    hide_httpx = (
+        "import sys; sys.modules['httpx'] = None; from stratus.handlers.cli import main; sys.exit(main(['local']))"
+    )
+    done = subprocess.run([sys.executable, "-c", hide_httpx], capture_output=True, text=True, timeout=60, check=False)
+    assert done.returncode == 2
+    assert done.stderr.strip().splitlines() == [
+        "stratus: stratus local needs the httpx package, which is not installed: pip install 'stratus-mcp[local]'"
+    ]
+
+
+def test_an_app_attribute_the_module_lacks_names_the_module_and_its_servers(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    (tmp_path / "userapp_lacks.py").write_text("from stratus import McpServer\nserver = McpServer('x', '1')\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.delitem(sys.modules, "userapp_lacks", raising=False)
+    assert main(["serve", "--app", "userapp_lacks:srv"]) == 2
+    err = capsys.readouterr().err
+    assert "module 'userapp_lacks' has no attribute 'srv'" in err
+    assert "its McpServer: server" in err
+    assert "--app userapp_lacks:server" in err
+    monkeypatch.delitem(sys.modules, "userapp_lacks", raising=False)
+
+
+def test_serve_refuses_a_bad_log_level_before_serving(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setenv("STRATUS_LOG_LEVEL", "LOUD")
+    assert main(["serve", "--port", "1"]) == 2
+    printed = capsys.readouterr()
+    assert "Serving" not in printed.out
+    assert "STRATUS_LOG_LEVEL='LOUD'" in printed.err

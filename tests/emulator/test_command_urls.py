@@ -1,0 +1,32 @@
+"""`stratus local` prints each front door's full MCP endpoint, ready to paste into a client."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from stratus.emulator.command import door_lines, mcp_path
+from stratus.emulator.local_aws import Served
+from stratus.emulator.stack import read_stack
+
+TEMPLATE = Path(__file__).resolve().parents[2] / "template.yaml"
+
+
+def test_each_door_is_printed_with_its_stage_and_the_mcp_path() -> None:
+    served = [
+        Served("HTTP API", "ServerlessHttpApi", "http://127.0.0.1:3000"),
+        Served("REST API", "StreamingRestApi", "http://127.0.0.1:3001/v1"),
+        Served("Function URL", "StreamingFunctionUrl", "http://127.0.0.1:3002"),
+        Served("Lambda API", "Lambda", "http://127.0.0.1:3003/secret"),
+    ]
+    assert door_lines(served, "/mcp") == [
+        "  HTTP API      ServerlessHttpApi        http://127.0.0.1:3000/mcp",
+        "  REST API      StreamingRestApi         http://127.0.0.1:3001/v1/mcp",
+        "  Function URL  StreamingFunctionUrl     http://127.0.0.1:3002/mcp",
+        "  Lambda API    Lambda                   http://127.0.0.1:3003/secret",
+    ]
+
+
+def test_the_mcp_path_is_the_local_setting_else_the_templates_else_mcp() -> None:
+    stack = read_stack(TEMPLATE, {})
+    assert mcp_path(stack, {}) == "/mcp"
+    assert mcp_path(stack, {"STRATUS_MCP_PATH": "/v2/mcp"}) == "/v2/mcp"
