@@ -97,6 +97,12 @@ def add_parser(commands: Any) -> None:
         help=f"chance a container is retired after an invocation (default: {DEFAULT_RETIRE_RATE})",
     )
     local.add_argument("--seed", type=int, help="seed of the container choices and retirements (default: random)")
+    local.add_argument(
+        "--throttle",
+        action="store_true",
+        help="answer 429 at once when a function's containers are all busy, as Lambda does past its concurrency "
+        "(default: wait for one)",
+    )
 
 
 def mcp_path(stack: Stack, overrides: dict[str, str]) -> str:
@@ -164,6 +170,7 @@ def run(args: argparse.Namespace) -> int:
     seed = args.seed if args.seed is not None else secrets.randbelow(2**31)
     options = Options(
         containers=args.containers,
+        throttle=args.throttle,
         retire_rate=args.retire_rate,
         seed=seed,
         environment=overrides,

@@ -4,7 +4,8 @@ https://docs.aws.amazon.com/lambda/latest/dg/lambda-concurrency.html), one funct
 - each container (execution environment) is its own process group and serves one invocation at a time;
 - a new container starts on demand, when every existing one is busy: a real cold start (a new process imports and
   builds everything), up to `max_containers` per function (or the function's reserved concurrency, if lower);
-- beyond that a synchronous invocation is throttled: `ThrottledError`, Lambda's 429 TooManyRequestsException
+- beyond that a synchronous invocation is throttled (with `--throttle`, or always past a reserved concurrency):
+  `ThrottledError`, Lambda's 429 TooManyRequestsException
   (https://docs.aws.amazon.com/lambda/latest/dg/lambda-concurrency.html,
   https://docs.aws.amazon.com/lambda/latest/dg/troubleshooting-invocation.html). Lambda does not queue synchronous
   invocations; the emulator waits at most `RELEASE_GRACE_SECONDS` for a container to come free (its own freezing
@@ -232,6 +233,7 @@ class FunctionPool:
         rng: random.Random,
         retire_rate: float,
         bill: Bill | None = None,
+        throttle: bool = True,
     ) -> None:
         if max_containers < 1:
             raise ValueError("a function needs at least one container")
@@ -239,11 +241,14 @@ class FunctionPool:
         self._factory = factory
         reserved = function.reserved_concurrency
         self._max = max_containers if reserved is None else min(max_containers, reserved)
+        by_reservation = reserved is not None and reserved <= max_containers
         self._throttle_reason = (
             "ReservedFunctionConcurrentInvocationLimitExceeded"
-            if reserved is not None and reserved <= max_containers
+            if by_reservation
             else "ConcurrentInvocationLimitExceeded"
         )
+        self._throttles = throttle or by_reservation
+        """Whether a synchronous invocation finding no container is refused; else it waits for one."""
         self._bill = bill
         self._rng = rng
         self._retire_rate = retire_rate
@@ -317,7 +322,7 @@ class FunctionPool:
                 if self._count < self._max:
                     self._count += 1
                     break
-                if queue:
+                if queue or not self._throttles:
                     await self._changed.wait()
                     continue
                 remaining = grace_until - loop.time()

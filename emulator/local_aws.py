@@ -44,6 +44,10 @@ class Options:
 
     containers: int = 2
     """Most containers per function at once."""
+    throttle: bool = False
+    """Refuse an invocation that finds all `containers` busy, as Lambda refuses one past its concurrency (429),
+    instead of waiting for one. Off by default while every open stream holds a container for its whole duration;
+    a template's ReservedConcurrentExecutions throttles either way."""
     retire_rate: float = 0.0
     """The chance that a container is retired after an invocation."""
     seed: int | None = None
@@ -82,6 +86,7 @@ class LocalAws:
                 function,
                 self._container,
                 max_containers=self.options.containers,
+                throttle=self.options.throttle,
                 rng=random.Random(rng.random()),  # noqa: S311 - as above
                 retire_rate=self.options.retire_rate,
                 bill=self.bill,

@@ -41,7 +41,7 @@ def output() -> Iterator[IO[bytes]]:
 
 @pytest.fixture(scope="module")
 def one_container(output: IO[bytes]) -> Iterator[LocalAws]:
-    with serving(TEMPLATE, containers=1, output=output) as aws:
+    with serving(TEMPLATE, containers=1, throttle=True, output=output) as aws:
         yield aws
 
 
