@@ -95,17 +95,28 @@ def test_the_template_is_well_formed_yaml_with_every_referenced_resource_defined
     assert {"BufferedFunction", "StreamingFunction", "StateTable"} <= resources
 
 
-def test_the_http_api_routes_every_json_route_of_the_app_to_the_buffered_function() -> None:
-    events = _parsed_template()["Resources"]["BufferedFunction"]["Properties"]["Events"]
+def test_the_http_api_routes_every_path_the_app_serves_with_any_method_so_preflights_reach_it() -> None:
+    template = _parsed_template()
+    events = template["Resources"]["BufferedFunction"]["Properties"]["Events"]
     routes = {(event["Properties"]["Path"], event["Properties"]["Method"]) for event in events.values()}
     assert routes == {
-        ("/mcp", "ANY"),
-        ("/session", "POST"),
-        ("/session/{sessionId}", "DELETE"),
-        ("/health", "GET"),
-        ("/.well-known/oauth-protected-resource", "GET"),
-        ("/.well-known/oauth-protected-resource/mcp", "GET"),
+        (path, "ANY")
+        for path in (
+            "/mcp",
+            "/session",
+            "/session/{sessionId}",
+            "/session/{sessionId}/responses",
+            "/events/{sessionId}",
+            "/health",
+            "/health/live",
+            "/.well-known/oauth-protected-resource",
+            "/.well-known/oauth-protected-resource/mcp",
+        )
     }
+    # The app answers preflights (core/transport/cors.py): no CorsConfiguration makes API Gateway answer them.
+    http_apis = [r for r in template["Resources"].values() if r["Type"] == "AWS::Serverless::HttpApi"]
+    assert all("CorsConfiguration" not in api.get("Properties", {}) for api in http_apis)
+    assert "HttpApi" not in template["Globals"]
 
 
 def test_the_buffered_function_uses_snapstart_on_a_published_alias_unless_turned_off() -> None:
