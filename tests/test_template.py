@@ -342,3 +342,29 @@ def test_auth_settings_are_parameters_passed_to_both_functions() -> None:
     variables = _environment()
     assert variables["STRATUS_AUTH_MODE"] == "AuthMode"
     assert variables["STRATUS_AUTH_JWKS_URL"] == ["HasAuthJwksUrl", "AuthJwksUrl", "AWS::NoValue"]
+
+
+def _translated() -> dict[str, Any]:
+    from stratus.emulator.stack import load_template, translate
+
+    return translate(load_template(Path(__file__).parent.parent / "template.yaml"), {}, "us-east-1")
+
+
+def test_the_elasticache_rule_checks_both_subnets_and_security_groups() -> None:
+    assertions = _translated()["Rules"]["ElastiCacheNeedsSubnets"]["Assertions"]
+    checked = {assertion["Assert"]["Fn::Not"][0]["Fn::EachMemberEquals"][0]["Ref"] for assertion in assertions}
+    assert checked == {"VpcSubnetIds", "VpcSecurityGroupIds"}
+
+
+def test_the_rest_api_has_only_its_v1_stage() -> None:
+    resources = _translated()["Resources"]
+    stages = [r["Properties"]["StageName"] for r in resources.values() if r["Type"] == "AWS::ApiGateway::Stage"]
+    deployments = [r["Properties"] for r in resources.values() if r["Type"] == "AWS::ApiGateway::Deployment"]
+    assert stages == ["v1"]
+    assert all("StageName" not in deployment for deployment in deployments)  # SAM's implicit "Stage"
+
+
+def test_the_web_adapter_layer_arn_names_the_partition() -> None:
+    layers = _translated()["Resources"]["StreamingFunction"]["Properties"]["Layers"]
+    arns = [branch["Fn::Sub"] for branch in layers[0]["Fn::If"][1:]]
+    assert all(arn.startswith("arn:${AWS::Partition}:lambda:${AWS::Region}:753240598075:layer:") for arn in arns)
