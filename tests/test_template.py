@@ -6,6 +6,8 @@ import re
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from stratus.stores.dynamodb.schema import table_definition
 
 TEMPLATE = (Path(__file__).parent.parent / "template.yaml").read_text(encoding="utf-8")
@@ -93,17 +95,28 @@ def test_the_template_is_well_formed_yaml_with_every_referenced_resource_defined
     assert {"BufferedFunction", "StreamingFunction", "StateTable"} <= resources
 
 
-def test_the_http_api_routes_every_json_route_of_the_app_to_the_buffered_function() -> None:
-    events = _parsed_template()["Resources"]["BufferedFunction"]["Properties"]["Events"]
+def test_the_http_api_routes_every_path_the_app_serves_with_any_method_so_preflights_reach_it() -> None:
+    template = _parsed_template()
+    events = template["Resources"]["BufferedFunction"]["Properties"]["Events"]
     routes = {(event["Properties"]["Path"], event["Properties"]["Method"]) for event in events.values()}
     assert routes == {
-        ("/mcp", "ANY"),
-        ("/session", "POST"),
-        ("/session/{sessionId}", "DELETE"),
-        ("/health", "GET"),
-        ("/.well-known/oauth-protected-resource", "GET"),
-        ("/.well-known/oauth-protected-resource/mcp", "GET"),
+        (path, "ANY")
+        for path in (
+            "/mcp",
+            "/session",
+            "/session/{sessionId}",
+            "/session/{sessionId}/responses",
+            "/events/{sessionId}",
+            "/health",
+            "/health/live",
+            "/.well-known/oauth-protected-resource",
+            "/.well-known/oauth-protected-resource/mcp",
+        )
     }
+    # The app answers preflights (core/transport/cors.py): no CorsConfiguration makes API Gateway answer them.
+    http_apis = [r for r in template["Resources"].values() if r["Type"] == "AWS::Serverless::HttpApi"]
+    assert all("CorsConfiguration" not in api.get("Properties", {}) for api in http_apis)
+    assert "HttpApi" not in template["Globals"]
 
 
 def test_the_buffered_function_uses_snapstart_on_a_published_alias_unless_turned_off() -> None:
@@ -144,9 +157,85 @@ def test_iam_is_least_privilege_and_grants_every_dynamodb_call_the_stores_make()
             assert not any("*" in action for action in actions), (function, actions)
             if any(action.startswith("dynamodb:") for action in actions):
                 assert statement["Resource"] == "StateTable.Arn", function  # the table, not "*"
-    for function in ("BufferedFunction", "StreamingFunction", "TaskWorkerFunction"):
+    for function in ("BufferedFunction", "StreamingFunction", "SweeperFunction", "TaskWorkerFunction"):
         granted = {action for statement in _granted(function) for action in _actions(statement)}
         assert used <= granted, (function, used - granted)
+
+
+def _dynamodb_granted(function: str) -> set[str]:
+    return {
+        action for statement in _granted(function) for action in _actions(statement) if action.startswith("dynamodb:")
+    }
+
+
+# A transaction is authorised action by action: TransactWriteItems needs the permission of each Put, Update, Delete
+# and ConditionCheck in it (https://docs.aws.amazon.com/amazondynamodb/latest/developerguide/transaction-apis-iam.html).
+_TRANSACTION_ACTIONS = {
+    "Put": "PutItem",
+    "Update": "UpdateItem",
+    "Delete": "DeleteItem",
+    "ConditionCheck": "ConditionCheckItem",
+}
+
+
+def test_the_sweeper_is_granted_exactly_the_dynamodb_calls_a_run_makes(
+    aws_credentials: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Recorded against moto: sweeps that remove expired sessions (with and without a limit) and keep a live one."""
+    import asyncio
+    import secrets
+    import time
+
+    import botocore.client
+    from moto import mock_aws
+
+    from stratus.handlers import sweeper
+    from stratus.stores.base import StoreOptions
+    from stratus.stores.dynamodb.client import dynamodb_client
+    from stratus.stores.dynamodb.schema import create_table
+    from stratus.stores.factory import build_stores
+    from stratus.stores.records import SessionRecord
+
+    monkeypatch.setenv("STRATUS_SECRET_KEY", "k")
+    monkeypatch.setenv("STRATUS_SESSION_TTL_SECONDS", "600")
+    made: set[str] = set()
+    original = botocore.client.BaseClient._make_api_call
+
+    def recording(client: Any, operation: str, params: dict[str, Any]) -> Any:
+        if client.meta.service_model.service_name == "dynamodb":
+            if operation == "TransactWriteItems":
+                made.update(_TRANSACTION_ACTIONS[kind] for item in params["TransactItems"] for kind in item)
+            else:
+                made.add(operation)
+        return original(client, operation, params)
+
+    async def open_sessions(url: str, prefix: str, names: list[str], ago: float, limit: int) -> None:
+        options = StoreOptions(
+            session_ttl_seconds=600, prefix=prefix, max_sessions=limit, clock=lambda: time.time() - ago
+        )
+        stores = build_stores(url, options)
+        try:
+            for name in names:
+                await stores.sessions.create(SessionRecord(session_id=name, protocol_version="2025-11-25"))
+        finally:
+            await stores.aclose()
+
+    with mock_aws():
+        for limit in (0, 100):
+            prefix = f"iam-{secrets.token_hex(4)}"
+            create_table(dynamodb_client(timeout=2.0), prefix)
+            url = f"dynamodb://{prefix}"
+            monkeypatch.setenv("STRATUS_STORE", url)
+            monkeypatch.setenv("STRATUS_STORE_PREFIX", prefix)
+            monkeypatch.setenv("STRATUS_MAX_SESSIONS", str(limit))
+            asyncio.run(open_sessions(url, prefix, ["stale-1", "stale-2"], 660, limit))
+            asyncio.run(open_sessions(url, prefix, ["fresh"], 0, limit))
+            monkeypatch.setattr(botocore.client.BaseClient, "_make_api_call", recording)
+            assert sweeper.handler({"source": "aws.events"}, None) == {"swept": 2, "activeSessions": 1}
+            assert sweeper.handler({"source": "aws.events"}, None) == {"swept": 0, "activeSessions": 1}
+            monkeypatch.setattr(botocore.client.BaseClient, "_make_api_call", original)
+    assert {"GetItem", "PutItem", "BatchGetItem", "Query", "UpdateItem"} <= made  # the cursor item and the sweep
+    assert _dynamodb_granted("SweeperFunction") == {f"dynamodb:{operation}" for operation in made}
 
 
 def _actions(statement: dict[str, Any]) -> list[str]:
@@ -253,3 +342,29 @@ def test_auth_settings_are_parameters_passed_to_both_functions() -> None:
     variables = _environment()
     assert variables["STRATUS_AUTH_MODE"] == "AuthMode"
     assert variables["STRATUS_AUTH_JWKS_URL"] == ["HasAuthJwksUrl", "AuthJwksUrl", "AWS::NoValue"]
+
+
+def _translated() -> dict[str, Any]:
+    from stratus.emulator.stack import load_template, translate
+
+    return translate(load_template(Path(__file__).parent.parent / "template.yaml"), {}, "us-east-1")
+
+
+def test_the_elasticache_rule_checks_both_subnets_and_security_groups() -> None:
+    assertions = _translated()["Rules"]["ElastiCacheNeedsSubnets"]["Assertions"]
+    checked = {assertion["Assert"]["Fn::Not"][0]["Fn::EachMemberEquals"][0]["Ref"] for assertion in assertions}
+    assert checked == {"VpcSubnetIds", "VpcSecurityGroupIds"}
+
+
+def test_the_rest_api_has_only_its_v1_stage() -> None:
+    resources = _translated()["Resources"]
+    stages = [r["Properties"]["StageName"] for r in resources.values() if r["Type"] == "AWS::ApiGateway::Stage"]
+    deployments = [r["Properties"] for r in resources.values() if r["Type"] == "AWS::ApiGateway::Deployment"]
+    assert stages == ["v1"]
+    assert all("StageName" not in deployment for deployment in deployments)  # SAM's implicit "Stage"
+
+
+def test_the_web_adapter_layer_arn_names_the_partition() -> None:
+    layers = _translated()["Resources"]["StreamingFunction"]["Properties"]["Layers"]
+    arns = [branch["Fn::Sub"] for branch in layers[0]["Fn::If"][1:]]
+    assert all(arn.startswith("arn:${AWS::Partition}:lambda:${AWS::Region}:753240598075:layer:") for arn in arns)

@@ -31,10 +31,10 @@ async def test_unrouted_paths_and_methods_get_api_gateways_own_answers(stack: Lo
     async with httpx.AsyncClient(timeout=20) as http:
         for method, path in [
             ("GET", "/nope"),
-            ("GET", "/session"),
-            ("PUT", "/health"),
             ("DELETE", "/session/a/b"),
-            ("GET", "/events/abc"),
+            ("POST", "/session/a/b/responses"),
+            ("GET", "/events/abc/def"),
+            ("OPTIONS", "/nope"),
             ("GET", "/"),
         ]:
             answer = await http.request(method, f"{http_api}{path}")
@@ -44,8 +44,9 @@ async def test_unrouted_paths_and_methods_get_api_gateways_own_answers(stack: Lo
             answer = await http.post(f"{rest_api}{path}", json={})
             assert (answer.status_code, answer.json()) == (403, MISSING_TOKEN), path
         assert (await http.get(f"{rest_api}/v1/health/live")).json() == {"status": "ok"}
-        # SAM's deployment also creates a stage named Stage.
-        assert (await http.get(f"{rest_api}/Stage/health/live")).status_code == 200
+        # OpenApiVersion keeps SAM's deployment from creating a stage named Stage.
+        answer = await http.get(f"{rest_api}/Stage/health/live")
+        assert (answer.status_code, answer.json()) == (403, MISSING_TOKEN)
         # A Function URL has no routes: the app answers every path.
         assert (await http.get(f"{stack.url('StreamingFunctionUrl')}/nope")).status_code == 404
 
@@ -69,7 +70,44 @@ async def test_the_sdk_lists_and_calls_tools_through_the_http_api(stack: LocalAw
             assert result.structured_content == {"result": 7}
 
 
-async def test_the_session_rest_api_has_only_its_json_routes_on_the_http_api(stack: LocalAws) -> None:
+PREFLIGHT = {"origin": "http://localhost:5173", "access-control-request-method": "POST"}
+
+
+async def test_a_preflight_to_every_path_the_app_serves_reaches_it_through_the_http_api(stack: LocalAws) -> None:
+    """No CorsConfiguration: API Gateway routes OPTIONS like any method, so the app answers every preflight
+    (https://docs.aws.amazon.com/apigateway/latest/developerguide/http-api-cors.html)."""
+    async with httpx.AsyncClient(base_url=stack.url("ServerlessHttpApi"), timeout=20) as http:
+        for path in ["/mcp", "/session", "/session/abc", "/session/abc/responses", "/events/abc"]:
+            invoked = len(stack.pools[BUFFERED].served)
+            answer = await http.options(path, headers={**PREFLIGHT, "access-control-request-headers": "mcp-session-id"})
+            assert answer.status_code == 204, (path, answer.status_code, answer.text)
+            assert answer.headers["access-control-allow-origin"] == PREFLIGHT["origin"], path
+            assert "POST" in answer.headers["access-control-allow-methods"], path
+            assert answer.headers["access-control-allow-headers"] == "mcp-session-id", path
+            assert len(stack.pools[BUFFERED].served) == invoked + 1, path  # the app answered, not API Gateway
+        for path in [
+            "/health",
+            "/health/live",
+            "/.well-known/oauth-protected-resource",
+            "/.well-known/oauth-protected-resource/mcp",
+        ]:
+            invoked = len(stack.pools[BUFFERED].served)
+            answer = await http.options(path, headers=PREFLIGHT)
+            assert answer.content != b'{"message":"Not Found"}', path  # not API Gateway's own 404
+            assert len(stack.pools[BUFFERED].served) == invoked + 1, path
+
+
+async def test_session_responses_reach_the_app_through_the_http_api(stack: LocalAws) -> None:
+    async with httpx.AsyncClient(base_url=stack.url("ServerlessHttpApi"), timeout=20) as http:
+        created = await http.post("/session", headers=JSON_BODY)
+        session_id = created.json()["sessionId"]
+        invoked = len(stack.pools[BUFFERED].served)
+        answer = await http.post(f"/session/{session_id}/responses", json={"responses": []}, headers=JSON_BODY)
+        assert len(stack.pools[BUFFERED].served) == invoked + 1
+        assert answer.content != b'{"message":"Not Found"}', answer.text
+
+
+async def test_the_session_rest_api_is_served_through_the_http_api(stack: LocalAws) -> None:
     async with httpx.AsyncClient(base_url=stack.url("ServerlessHttpApi"), timeout=20) as http:
         created = await http.post("/session", headers=JSON_BODY)
         assert created.status_code == 200
@@ -82,7 +120,7 @@ async def test_the_session_rest_api_has_only_its_json_routes_on_the_http_api(sta
         added = await http.post("/mcp", json=call, headers=JSON_BODY)
         assert added.status_code == 200 and added.json()["result"]["structuredContent"] == {"result": 3}
         events = await http.get(f"/events/{session_id}")
-        assert (events.status_code, events.json()) == (404, {"message": "Not Found"})  # the streaming function's
+        assert events.status_code == 405  # the app: /events streams from the streaming function only
         assert (await http.delete(f"/session/{session_id}")).status_code == 200
         assert (await http.delete(f"/session/{session_id}")).status_code == 404
 
