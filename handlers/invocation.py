@@ -15,7 +15,7 @@ import asyncio
 import logging
 from typing import Any
 
-from stratus.handlers.front_doors import http_api, reader_for
+from stratus.handlers.front_doors import reader_for
 from stratus.types import ASGIApp, Message, Scope
 
 logger = logging.getLogger("stratus.lambda")
@@ -70,8 +70,7 @@ class Cycle:
 
 def invoke(app: ASGIApp, event: dict[str, Any], context: Any) -> dict[str, Any]:
     """The front door's answer to `event`, the app run on the container's event loop."""
-    # The buffered function's own doors send payload 2.0: asked first, without the registry's loop.
-    reader = http_api.Reader(event, context) if http_api.infer(event, context) else reader_for(event, context)
+    reader = reader_for(event, context)
     cycle = Cycle(reader.body)
     asyncio.get_event_loop().run_until_complete(cycle.run(app, reader.scope))
     return reader({"status": cycle.status, "headers": cycle.headers, "body": b"".join(cycle.chunks)})
