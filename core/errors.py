@@ -15,8 +15,9 @@ McpError                      a JSON-RPC error with an HTTP status for the trans
 │   └── CircuitOpenError      -31503: the tool's circuit breaker is open
 ├── TooManySessionsError      -31503, 503: the deployment's maximum session count is reached (STRATUS_MAX_SESSIONS)
 │   └── PrincipalSessionsFullError   ... or the caller's own quota of sessions (STRATUS_MAX_SESSIONS_PER_PRINCIPAL)
-├── TooManyStreamsError       -31429, 429 / -31503, 503: a cap on open streams is reached (names its setting)
-├── TooManyTasksError         -31429, 429 / -31503, 503: a cap on running tasks is reached (names its setting)
+├── CapReachedError           -31429, 429 (the caller's cap) / -31503, 503 (the process's); names its setting
+│   ├── TooManyStreamsError   ... on open streams
+│   └── TooManyTasksError     ... on running tasks
 ├── ResponseTooLargeError     -32603: an answer past the buffered front door's payload limit (names its setting)
 ├── RecordTooLargeError       -32603: a value past what the state store keeps in one record (names its setting)
 └── HttpError                 -32600, refused before the JSON-RPC message is read (403, 405, 406, 413, 415, 421)
@@ -256,10 +257,10 @@ class PrincipalSessionsFullError(TooManySessionsError):
         self.limit = limit
 
 
-class TooManyStreamsError(McpError):
-    """A cap on open streams (SSE responses that follow the notification log) is reached. A cap of the caller's own
-    (per session, per principal) is 429; the process's cap is 503, the server being busy. Either way the client
-    retries after `Retry-After`, and `data.setting` names what raises the cap."""
+class CapReachedError(McpError):
+    """A cap on what a caller holds at once is reached: a cap of the caller's own (per session, per principal) is 429,
+    the process's is 503, the server being busy. Either way the client retries after `Retry-After`, and
+    `data.setting` names what raises the cap."""
 
     RETRY_AFTER_SECONDS = 5
 
@@ -273,20 +274,13 @@ class TooManyStreamsError(McpError):
         self.headers = {"retry-after": str(self.RETRY_AFTER_SECONDS)}
 
 
-class TooManyTasksError(McpError):
-    """A cap on running tasks is reached: the principal's own (429) or the process's (503). The client retries after
-    `Retry-After` (or once one of its tasks has ended), and `data.setting` names what raises the cap."""
+class TooManyStreamsError(CapReachedError):
+    """A cap on open streams (SSE responses that follow the notification log) is reached."""
 
-    RETRY_AFTER_SECONDS = 5
 
-    def __init__(self, message: str, *, setting: str, limit: int, busy: bool) -> None:
-        super().__init__(
-            message,
-            data={"setting": setting, "limit": limit, "retryAfterSeconds": self.RETRY_AFTER_SECONDS},
-            http_status=503 if busy else 429,
-        )
-        self.code = CIRCUIT_OPEN if busy else RATE_LIMITED
-        self.headers = {"retry-after": str(self.RETRY_AFTER_SECONDS)}
+class TooManyTasksError(CapReachedError):
+    """A cap on running tasks is reached: the principal's own (429) or the process's (503); the client may also retry
+    once one of its tasks has ended."""
 
 
 class HttpError(McpError):
