@@ -8,7 +8,8 @@ import dataclasses
 import random
 import re
 import tempfile
-from collections.abc import Callable, Iterator
+from collections.abc import AsyncIterator, Callable, Iterator
+from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import IO
 
@@ -49,6 +50,24 @@ async def _until(condition: Callable[[], bool]) -> None:
     with anyio.fail_after(WAIT_SECONDS):
         while not condition():  # noqa: ASYNC110 - another thread's state, bounded by fail_after
             await anyio.sleep(0.01)
+
+
+@asynccontextmanager
+async def _container_held(aws: LocalAws, function: str, tmp_path: Path) -> AsyncIterator[httpx.AsyncClient]:
+    """The function's one container held by a tools/call (through the HTTP API or the Function URL) until the block
+    ends; yields a client for what the block asks meanwhile."""
+    door = "ServerlessHttpApi" if function == BUFFERED else "StreamingFunctionUrl"
+    url = f"{aws.url(door)}/mcp"
+    pool = aws.pools[function]
+    release = tmp_path / "release"
+    async with httpx.AsyncClient(timeout=WAIT_SECONDS) as http:
+        session = await initialize(http, url)
+        served = len(pool.served)
+        holding = asyncio.ensure_future(call_tool(http, url, session, "hold_until", {"path": str(release)}))
+        await _until(lambda: len(pool.served) == served + 1)
+        yield http
+        release.write_text("go")
+        await holding
 
 
 def _reports(output: IO[bytes]) -> list[re.Match[str]]:
@@ -107,40 +126,25 @@ async def test_a_request_finding_no_free_container_is_refused_at_once_and_never_
     answers as it answers Lambda's 429, and that request never runs, not even once the container is free."""
     url = f"{one_container.url(door)}/mcp"
     pool = one_container.pools[function]
-    release = tmp_path / "release"
     with anyio.fail_after(WAIT_SECONDS):
-        async with httpx.AsyncClient(timeout=WAIT_SECONDS) as http:
-            session = await initialize(http, url)
+        async with _container_held(one_container, function, tmp_path) as http:
             served = len(pool.served)
-            holding = asyncio.ensure_future(call_tool(http, url, session, "hold_until", {"path": str(release)}))
-            await _until(lambda: len(pool.served) == served + 1)
             refused = await http.post(
                 url, json={"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": _INIT}, headers=HEADERS
             )
-            release.write_text("go")
-            await holding
     assert refused.status_code == status, refused.text
     if error_type is not None:
         assert refused.headers["x-amzn-errortype"] == error_type
-    assert len(pool.served) == served + 1
+    assert len(pool.served) == served
 
 
 async def test_the_invoke_api_answers_a_throttled_invocation_with_too_many_requests(
     one_container: LocalAws, tmp_path: Path
 ) -> None:
-    url = f"{one_container.url('ServerlessHttpApi')}/mcp"
-    pool = one_container.pools[BUFFERED]
-    release = tmp_path / "release"
     invoke = f"{one_container.url('Invoke')}/2015-03-31/functions/{BUFFERED}/invocations"
     with anyio.fail_after(WAIT_SECONDS):
-        async with httpx.AsyncClient(timeout=WAIT_SECONDS) as http:
-            session = await initialize(http, url)
-            served = len(pool.served)
-            holding = asyncio.ensure_future(call_tool(http, url, session, "hold_until", {"path": str(release)}))
-            await _until(lambda: len(pool.served) == served + 1)
+        async with _container_held(one_container, BUFFERED, tmp_path) as http:
             refused = await http.post(invoke, content=b"{}")
-            release.write_text("go")
-            await holding
     assert refused.status_code == 429
     assert refused.headers["x-amzn-errortype"] == "TooManyRequestsException"
     assert refused.json()["Reason"] == "ConcurrentInvocationLimitExceeded"
