@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import dataclasses
 import logging
 import secrets
 from collections.abc import Awaitable, Callable, Sequence
@@ -65,9 +64,9 @@ class McpEndpoint:
         self.dispatcher = dispatcher
         self.authenticator = authenticator
         self.server_authenticators = tuple(server_authenticators)
-        self._authenticates = authenticator is not None or bool(self.server_authenticators)
         """The server's own authenticators (`McpServer(authenticators=...)`), run here for every request after the
         deployment's (`STRATUS_AUTH_MODE`), so sessions, tasks, streams and quotas are bound to whom they establish."""
+        self._authenticates = authenticator is not None or bool(self.server_authenticators)
         self.handshake = handshake
         self.session_api = SessionApi(self.handshake)
         self.guard = guard
@@ -135,9 +134,10 @@ class McpEndpoint:
         principal = await self.authenticator.authenticate(headers, scope) if self.authenticator else None
         if not self.server_authenticators:
             return principal
-        context = Context(request_id="", method="", protocol_version="", request=self._request(scope, headers))
-        context = await authenticate(dataclasses.replace(context, user=principal), self.server_authenticators)
-        return context.user
+        context = Context(
+            request_id="", method="", protocol_version="", request=self._request(scope, headers), user=principal
+        )
+        return (await authenticate(context, self.server_authenticators)).user
 
     def _request(self, scope: Scope, headers: Headers) -> HttpRequest:
         """What a handler may read of the request: headers, the Lambda event and context, the authorizer's claims."""
