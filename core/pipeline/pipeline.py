@@ -73,10 +73,10 @@ class Pipeline:
         retries: Retries,
         clock: Clock = time.monotonic,
         authenticates: bool = True,
-        authenticators: Sequence[Authenticator] | None = None,
+        authenticators: Sequence[Authenticator] = (),
     ) -> None:
         self.policy = policy
-        self.authenticators = tuple(policy.authenticators if authenticators is None else authenticators)
+        self.authenticators = tuple(authenticators)
         """The server's authenticators this pipeline runs: none where the transport ran them for the request."""
         self.metrics = metrics
         self.admitter = admitter
