@@ -19,6 +19,8 @@ from stratus.stores.urls import WAITING_CONNECTIONS, StoreConfigError, StoreUrl,
 PREFIX = "STRATUS_"
 
 
+MAX_POLL_RETRY_SECONDS = 3600.0
+"""The longest `retry:` a stream may suggest: a client told to wait longer would miss notifications for hours."""
 LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")
 """The levels `STRATUS_LOG_LEVEL` accepts, in any case."""
 
@@ -59,6 +61,16 @@ def _positive_float(value: str) -> float:
         number = 0.0
     if not 0 < number < float("inf"):
         raise ValueError("must be a positive number of seconds, e.g. 2.5")
+    return number
+
+
+def _seconds(value: str) -> float:
+    try:
+        number = float(value)
+    except ValueError:
+        number = -1.0
+    if not 0 <= number < float("inf"):
+        raise ValueError("must be 0 or a positive number of seconds, e.g. 2.5")
     return number
 
 
@@ -106,6 +118,16 @@ class Settings:
     stream with keep-alive comments until its result, so no front door cuts a silent response (API Gateway REST
     streaming ends one idle for 5 minutes). A session's GET stream and a resumed stream write one after this long
     without an event too."""
+    poll_hold_seconds: float = 0.0
+    """How long a stream with nothing to relay stays open (a session's GET stream and `/events`, a resumed call's
+    stream) before it ends with an event carrying the id to resume from and a `retry:` delay, so that no Lambda
+    invocation is held by an idle or departed client. 0: relay what happened since the client's `Last-Event-ID` and
+    end at once, the cheapest; a hold lowers the notification latency by up to its length, at the price of that much
+    Lambda time per poll (docs/deploy.md, "What it costs"). Streams of sessions before 2025-11-25, whose clients do not
+    resume, stay open up to `max_stream_seconds`."""
+    poll_retry_seconds: float = 5.0
+    """The `retry:` an ended GET or `/events` stream suggests: how soon an idle client polls again, and so the longest
+    a list change or resource update waits to reach it (docs/deploy.md, "What it costs")."""
     max_streams: int = 500
     """At most this many streams (GET streams and their resumptions, `/events`, `subscriptions/listen`) open at once
     in one process, counted per process like the connection pool they hold: below the pool's 1000, so one more is
@@ -219,6 +241,16 @@ class Settings:
                 f"{PREFIX}MAX_STREAMS={self.max_streams}: must be between 1 and {WAITING_CONNECTIONS - 1}: every open "
                 f"stream holds one of the {WAITING_CONNECTIONS} connections of a process's pool for long waits, and "
                 "calls awaiting a client's reply need some too"
+            )
+        if not 0 <= self.poll_hold_seconds < self.max_stream_seconds:
+            problems.append(
+                f"{PREFIX}POLL_HOLD_SECONDS={self.poll_hold_seconds}: must be 0 or more and below "
+                f"{PREFIX}MAX_STREAM_SECONDS ({self.max_stream_seconds})"
+            )
+        if not 0 < self.poll_retry_seconds <= MAX_POLL_RETRY_SECONDS:
+            problems.append(
+                f"{PREFIX}POLL_RETRY_SECONDS={self.poll_retry_seconds}: must be above 0 and at most "
+                f"{MAX_POLL_RETRY_SECONDS:g}"
             )
         if self.max_tasks < 1:
             problems.append(f"{PREFIX}MAX_TASKS={self.max_tasks}: must be at least 1")
@@ -376,4 +408,6 @@ _PARSERS: dict[str, Callable[[str], Any]] = {
     "store_timeout_seconds": _positive_float,
     "max_stream_seconds": _positive_float,
     "keepalive_seconds": _positive_float,
+    "poll_hold_seconds": _seconds,
+    "poll_retry_seconds": _positive_float,
 }

@@ -294,6 +294,11 @@ class FunctionPool:
             container.init_ms = None
             await self._release(container, keep=keep and container.alive)
 
+    @property
+    def busy(self) -> int:
+        """How many invocations are running now."""
+        return len(self._busy)
+
     def idle_pids(self) -> list[int]:
         """The PIDs of the warm containers waiting, frozen, for an invocation."""
         return [container.pid for container in self._idle if container.frozen]

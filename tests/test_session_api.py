@@ -15,7 +15,7 @@ import pytest
 
 from tests.fixtures.apps import LIMIT
 from tests.fixtures.processes import shared_store_environment, stratus_processes
-from tests.fixtures.wire import initialize_message
+from tests.fixtures.wire import initialize_message, sse_fields
 
 SHARED_APP = "tests.fixtures.apps:shared"
 
@@ -24,10 +24,46 @@ pytestmark = [pytest.mark.anyio, pytest.mark.uvicorn]
 JSON = {"content-type": "application/json"}
 
 
+HELD = {"STRATUS_SECRET_KEY": "k", "STRATUS_POLL_HOLD_SECONDS": "30"}
+"""`/events` streams that stay open while nothing happens, as the seed's clients keep them (the default is a poll)."""
+
+
+async def test_events_is_a_poll_that_ends_with_where_to_come_back_and_the_next_one_gets_what_came_meanwhile(
+    request: pytest.FixtureRequest,
+) -> None:
+    environment = shared_store_environment("redis", request, f"rest-{secrets.token_hex(4)}")
+    with stratus_processes(2, SHARED_APP, {"STRATUS_SECRET_KEY": "k", **environment}) as (first, second):
+        async with (
+            httpx.AsyncClient(base_url=first, timeout=10) as on_first,
+            httpx.AsyncClient(base_url=second, timeout=10) as on_second,
+        ):
+            session_id = (await on_first.post("/session", headers=JSON)).json()["sessionId"]
+            opened = sse_fields((await on_second.get(f"/events/{session_id}")).text)
+            assert [json.loads(event["data"])["type"] for event in opened] == ["connected", "heartbeat"]
+            place = opened[-1]
+            assert place["retry"] == "5000" and place["id"].startswith("g-")
+
+            counted = {"name": "count_to_three", "arguments": {}, "_meta": {"progressToken": "p"}}
+            assert (await rest_call(on_first, session_id, "tools/call", counted)).status_code == 200
+            polled = sse_fields(
+                (await on_first.get(f"/events/{session_id}", headers={"last-event-id": place["id"]})).text
+            )
+            kinds = [json.loads(event["data"])["type"] for event in polled]
+            assert kinds == ["connected", "notification", "notification", "notification", "notification", "heartbeat"]
+            assert [event["id"] for event in polled[1:-1]] == [f"g-0.{own}" for own in range(1, 5)]
+            assert polled[-1]["id"] == "g-0.4" and polled[-1]["retry"] == "5000"
+
+            again = sse_fields((await on_second.get(f"/events/{session_id}", headers={"last-event-id": "g-0.4"})).text)
+            assert [json.loads(event["data"])["type"] for event in again] == ["connected", "heartbeat"]
+            bad = await on_second.get(f"/events/{session_id}", headers={"last-event-id": "7-1"})
+            assert bad.status_code == 400 and "Last-Event-ID" in bad.json()["error"]
+
+
 async def events_of(response: httpx.Response) -> AsyncGenerator[dict[str, Any]]:
+    """The events of an open stream as they arrive, heartbeats (its keep-alives and places to resume) left out."""
     async for line in response.aiter_lines():
-        if line.startswith("data: "):
-            yield json.loads(line[len("data: ") :])
+        if line.startswith("data: ") and (event := json.loads(line[len("data: ") :]))["type"] != "heartbeat":
+            yield event
 
 
 async def rest_call(http: httpx.AsyncClient, session_id: str, method: str, params: Any = None) -> httpx.Response:
@@ -39,7 +75,7 @@ async def test_a_rest_session_works_on_every_process_and_its_events_carry_notifi
     request: pytest.FixtureRequest,
 ) -> None:
     environment = shared_store_environment("redis", request, f"rest-{secrets.token_hex(4)}")
-    with stratus_processes(2, SHARED_APP, {"STRATUS_SECRET_KEY": "k", **environment}) as (
+    with stratus_processes(2, SHARED_APP, {**HELD, **environment}) as (
         first,
         second,
     ):
@@ -93,7 +129,7 @@ async def test_a_rest_call_streams_progress_logs_and_questions_to_events_and_del
     request: pytest.FixtureRequest,
 ) -> None:
     environment = shared_store_environment("redis", request, f"rest-{secrets.token_hex(4)}")
-    with stratus_processes(2, SHARED_APP, {"STRATUS_SECRET_KEY": "k", **environment}) as (first, second):
+    with stratus_processes(2, SHARED_APP, {**HELD, **environment}) as (first, second):
         async with (
             httpx.AsyncClient(base_url=first, timeout=10) as on_first,
             httpx.AsyncClient(base_url=second, timeout=10) as on_second,

@@ -150,7 +150,7 @@ async def test_streams_that_end_at_their_time_limit_free_their_places() -> None:
 async def test_a_stream_whose_store_fails_under_it_still_ends_with_a_complete_response(
     kind: str, own_redis: OwnRedis, caplog: pytest.LogCaptureFixture
 ) -> None:
-    settings = Settings(store=own_redis.url, secret_key="k", store_timeout_seconds=0.5)
+    settings = Settings(store=own_redis.url, secret_key="k", store_timeout_seconds=0.5, poll_hold_seconds=30)
     server_log = logging.getLogger("uvicorn.error")
     with uvicorn_serving(build_app(shared, settings), lifespan="on") as url:
         server_log.addHandler(caplog.handler)

@@ -197,6 +197,7 @@ async def test_a_dropped_stream_is_followed_on_the_other_process_until_the_call_
         "STRATUS_SECRET_KEY": "k",
         "STRATUS_STORE": "redis://127.0.0.1:6379/0",
         "STRATUS_STORE_PREFIX": f"follow-{secrets.token_hex(4)}",
+        "STRATUS_POLL_HOLD_SECONDS": "1",
     }
     body = {"jsonrpc": "2.0", "id": 11, "method": "tools/call", "params": {"name": "ask_user"}}
     with stratus_processes(2, "tests.fixtures.apps:shared", environment) as (first, second):
@@ -226,26 +227,24 @@ async def test_a_dropped_stream_is_followed_on_the_other_process_until_the_call_
                         if line.startswith("id: "):
                             priming = line[len("id: ") :]
                             break  # the client drops the stream right after the priming event
+                # The client polls from the priming id, on the other process, until the call's answer arrives.
                 resumed_events: list[dict[str, Any]] = []
-                while not resumed_events:
-                    async with on_second.stream(
-                        "GET", "/mcp", headers={**headers, "last-event-id": priming}
-                    ) as resumed:
-                        if resumed.status_code == 404:  # the call has not logged its request yet
-                            await anyio.sleep(0.05)  # bounded by fail_after above
-                            continue
-                        async for line in resumed.aiter_lines():
-                            if not line.startswith("data: ") or not line[6:]:
-                                continue
-                            message = json.loads(line[6:])
-                            resumed_events.append(message)
-                            if message.get("method") == "elicitation/create":  # answer it on this process
-                                answer = {
-                                    "jsonrpc": "2.0",
-                                    "id": message["id"],
-                                    "result": {"action": "accept", "content": {"name": "Lin"}},
-                                }
-                                assert (await on_second.post("/mcp", json=answer, headers=headers)).status_code == 202
+                last = priming
+                for _ in range(20):  # each poll holds up to 1 s for the next event: bounded, and by fail_after above
+                    polled = await on_second.get("/mcp", headers={**headers, "last-event-id": last})
+                    assert polled.status_code == 200  # a poll while the call runs is never an error
+                    last = sse_ids(polled.text)[-1]
+                    for message in sse_events(polled.text):
+                        resumed_events.append(message)
+                        if message.get("method") == "elicitation/create":  # answer it on this process
+                            answer = {
+                                "jsonrpc": "2.0",
+                                "id": message["id"],
+                                "result": {"action": "accept", "content": {"name": "Lin"}},
+                            }
+                            assert (await on_second.post("/mcp", json=answer, headers=headers)).status_code == 202
+                    if resumed_events and "result" in resumed_events[-1]:
+                        break
     assert resumed_events[0]["method"] == "elicitation/create"
     assert resumed_events[-1]["result"]["content"] == [{"type": "text", "text": "hello Lin (accept)"}]
 

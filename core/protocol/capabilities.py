@@ -12,12 +12,13 @@ def server_capabilities(server: McpServer, *, stateless: bool, version: str | No
     """Capabilities for `server/discover` (stateless) or `initialize` (handshake era, at the negotiated `version`)."""
     capabilities: dict[str, Any] = {}
     # Subscriptions and list changes reach a handshake-era session's GET stream or a subscriptions/listen stream.
+    changes = {"listChanged": True} if server.list_changes or server.dynamic else {}
     if server.tools or server.dynamic:
-        capabilities["tools"] = {"listChanged": True}
+        capabilities["tools"] = {**changes}
     if server.resources or server.templates or server.dynamic:
-        capabilities["resources"] = {"subscribe": True, "listChanged": True}
+        capabilities["resources"] = {"subscribe": True, **changes}
     if server.prompts or server.dynamic:
-        capabilities["prompts"] = {"listChanged": True}
+        capabilities["prompts"] = {**changes}
     if server.prompts or server.templates or server.dynamic:
         capabilities["completions"] = {}
     if not stateless:
@@ -28,3 +29,9 @@ def server_capabilities(server: McpServer, *, stateless: bool, version: str | No
         elif version is not None and versions.at_least(version, versions.TASKS_SINCE):
             capabilities["tasks"] = {"cancel": {}, "requests": {"tools": {"call": {}}}}
     return capabilities
+
+
+def notifies_outside_calls(server: McpServer) -> bool:
+    """Whether a session may get notifications outside its calls: list changes, or updates of resources it can
+    subscribe to. When none can come, a GET stream would only make its client poll for nothing."""
+    return bool(server.list_changes or server.dynamic or server.resources or server.templates)

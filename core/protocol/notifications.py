@@ -80,6 +80,11 @@ class NotificationLog:
         """Tell the session's open streams, wherever they are, that it ended."""
         await self.events.append(session_log(session_id), json.dumps({"session": session_id, "ended": True}))
 
+    async def supersede(self, session_id: str, kind: str) -> None:
+        """Tell the session's open streams of `kind`, wherever they are, that a newer one took over: each checks
+        whether it still holds its claim, and stops if not."""
+        await self.events.append(session_log(session_id), json.dumps({"session": session_id, "superseded": kind}))
+
 
 class LoggedNotification(NamedTuple):
     """One published notification and the stream's position once it is relayed."""
@@ -90,6 +95,8 @@ class LoggedNotification(NamedTuple):
     """The session it is addressed to; None for a server-wide notification."""
     ended: bool = False
     """The session ended: its streams close."""
+    superseded: str | None = None
+    """A newer stream of this kind took over the session's one: a mark for the streams, never relayed."""
 
 
 def _logged(position: Position, data: str) -> LoggedNotification:
@@ -99,7 +106,14 @@ def _logged(position: Position, data: str) -> LoggedNotification:
         return LoggedNotification(position, entry)
     message = entry.get("message")
     ended = entry.get("ended") is True
-    return LoggedNotification(position, message if isinstance(message, dict) else {}, session, ended)
+    superseded = entry.get("superseded")
+    return LoggedNotification(
+        position,
+        message if isinstance(message, dict) else {},
+        session,
+        ended,
+        superseded if isinstance(superseded, str) else None,
+    )
 
 
 class _Cursor:
@@ -163,12 +177,17 @@ class NotificationFollower:
         return cls(events, Position(*(log[-1].seq if log else 0 for log in kept)), session_id=session_id)
 
     async def next(self, within: float) -> list[LoggedNotification]:
-        """The notices after the last ones returned, waiting at most `within` seconds for one; [] if none came."""
+        """The notices after the last ones returned, waiting at most `within` seconds for one; [] if none came.
+
+        With `within` 0 the logs are read once, and a missing number that may still land is waited out (at most
+        its grace): a poll must not leave an event behind that its next poll, with a fresh grace, would skip again.
+        """
         loop = asyncio.get_running_loop()
         deadline = loop.time() + within
         cursors = [self._shared] if self._own is None else [self._shared, self._own]
-        while (left := deadline - loop.time()) > 0:
-            found = await self.events.wait_any({cursor.stream: cursor.last for cursor in cursors}, left)
+        while True:
+            left = max(0.0, deadline - loop.time())
+            found = await self._read({cursor.stream: cursor.last for cursor in cursors}, left)
             if not found:
                 return []
             notices: list[LoggedNotification] = []
@@ -179,7 +198,14 @@ class NotificationFollower:
             mine = [notice for notice in notices if notice.session in (None, self.session_id)]
             if mine:
                 return mine
-            if not notices:  # only numbers past a gap still within its grace
-                await asyncio.sleep(min(GAP_POLL_SECONDS, max(0.0, deadline - loop.time())))
-            # else: only entries addressed to other sessions (a shared log written before sessions had their own)
-        return []
+            if not notices:  # only numbers past a gap still within its grace: each round moves towards its end
+                await asyncio.sleep(GAP_POLL_SECONDS)
+            elif left <= 0:  # only entries addressed to other sessions (a shared log written before sessions had
+                return []  # their own)
+
+    async def _read(self, after: dict[str, int], within: float) -> dict[str, list[StreamEvent]]:
+        if within > 0:
+            return await self.events.wait_any(after, within)
+        # Nothing to wait for: plain reads, without the subscription a wait takes on Redis.
+        read = await asyncio.gather(*(self.events.read_after(stream, seq) for stream, seq in after.items()))
+        return {stream: events for stream, events in zip(after, read, strict=True) if events}

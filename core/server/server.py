@@ -60,6 +60,7 @@ class McpServer:
         retry: RetryPolicy | None = None,
         breaker: BreakerPolicy | None = None,
         deadline_margin: float = 0.5,
+        list_changes: bool = True,
     ) -> None:
         """Describe the server and what applies to every call.
 
@@ -78,6 +79,10 @@ class McpServer:
             retry: retry policy for the idempotent tools (annotated `idempotentHint`) that raise retryable errors.
             breaker: circuit breaker applied to every tool (a tool's own policy wins).
             deadline_margin: seconds kept back from Lambda's remaining time, so a timeout answers first.
+            list_changes: whether the lists of tools, resources and prompts may change while it runs (a handler
+                calling `ctx.notify_list_changed`). False declares them fixed: no `listChanged` is advertised, and
+                with no resources to subscribe to either, a handshake-era client's GET stream is answered 405, so
+                it never polls for notifications that cannot come.
         """
         self.name = name
         self.version = version
@@ -86,6 +91,7 @@ class McpServer:
         self.website_url = website_url
         self.icons = icons
         self.page_size = page_size
+        self.list_changes = list_changes
         self.tools: dict[str, Tool] = {}
         self.resources: dict[str, Resource] = {}
         self.templates: dict[str, ResourceTemplate] = {}

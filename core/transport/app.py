@@ -18,6 +18,7 @@ from stratus.transport.handshake import BatchLimits, HandshakeTransport
 from stratus.transport.health import Health, live
 from stratus.transport.http_guards import HostOriginGuard
 from stratus.transport.metadata import WELL_KNOWN, ProtectedResourceMetadata
+from stratus.transport.polling import Polling
 from stratus.types import ASGIApp
 
 if TYPE_CHECKING:
@@ -63,6 +64,7 @@ def build_app(
         stream_slots,
         BatchLimits(settings.max_batch_length, settings.max_batch_response_bytes),
         keepalive_seconds=settings.keepalive_seconds,
+        polling=Polling(settings.poll_hold_seconds, settings.poll_retry_seconds),
     )
     endpoint = McpEndpoint(
         dispatcher,

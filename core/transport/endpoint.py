@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 from stratus.errors import HttpError, InternalError, McpError, StoreUnavailableError
 from stratus.pipeline.guards import authenticate
 from stratus.protocol import versions
+from stratus.protocol.capabilities import notifies_outside_calls
 from stratus.protocol.dispatch import Dispatcher
 from stratus.protocol.jsonrpc import decode
 from stratus.request.aws_context import authorizer_claims, request_context
@@ -115,6 +116,13 @@ class McpEndpoint:
             raise HttpError(405, "Method Not Allowed: send JSON-RPC messages with POST", headers=_ALLOW_POST)
         principal = await self._authenticate(scope, headers) if self._authenticates else None
         if method == "GET":  # a session's GET stream, or the resumption of one of its streams
+            if not headers.get("last-event-id") and not notifies_outside_calls(self.dispatcher.server):
+                raise HttpError(
+                    405,
+                    "Method Not Allowed: this server sends no notifications outside calls (its lists are fixed and "
+                    "it has no resources to subscribe to), so it offers no GET stream",
+                    headers=_ALLOW_POST,
+                )
             if "aws.event" in scope:  # a buffered Lambda response cannot stream
                 raise HttpError(405, "Method Not Allowed: this deployment does not stream", headers=_ALLOW_POST)
             return await self.handshake.stream(headers, principal, send, receive, max_seconds=self.max_stream_seconds)
@@ -174,7 +182,14 @@ class McpEndpoint:
             return await self.session_api.delete(session_id, principal)
         if "aws.event" in scope:  # a buffered Lambda response cannot stream
             raise HttpError(405, "Method Not Allowed: this deployment does not stream", headers={"allow": "POST"})
-        return await self.session_api.events(session_id, principal, send, receive, max_seconds=self.max_stream_seconds)
+        return await self.session_api.events(
+            session_id,
+            principal,
+            send,
+            receive,
+            last_event_id=headers.get("last-event-id"),
+            max_seconds=self.max_stream_seconds,
+        )
 
     async def _rest_body(self, scope: Scope, receive: Receive, headers: Headers) -> Any:
         """A REST request's JSON body, {} when it has none (JSON only, within the body limit)."""

@@ -23,13 +23,14 @@ from stratus.protocol.jsonrpc import (
     request_id_of,
     result_response,
 )
-from stratus.protocol.notifications import NotificationLog, Position, event_number
+from stratus.protocol.notifications import NotificationLog, Position
 from stratus.request.http import HttpRequest
 from stratus.request.outbound import StreamLog
 from stratus.server.principal import Principal
 from stratus.stores.records import CallAdmission, CallChecks, SessionRecord
 from stratus.transport.asgi import Headers
 from stratus.transport.http_reply import ACCEPTED, Reply, error_reply
+from stratus.transport.polling import Polling, parse_call_position
 from stratus.transport.session_stream import GET_STREAM_PREFIX, SessionStreams
 from stratus.transport.sse import KEEPALIVE_SECONDS
 from stratus.types import Receive, Send
@@ -91,6 +92,7 @@ class HandshakeTransport:
         batch_limits: BatchLimits | None = None,
         *,
         keepalive_seconds: float = KEEPALIVE_SECONDS,
+        polling: Polling | None = None,
     ) -> None:
         self.dispatcher = dispatcher
         self.admitter = admitter
@@ -100,7 +102,7 @@ class HandshakeTransport:
         self.events = stores.events
         self.stream_slots = stream_slots
         self.session_streams = SessionStreams(
-            self.sessions, self.events, stores.cache, stream_slots, keepalive_seconds=keepalive_seconds
+            self.sessions, self.events, stores.cache, stream_slots, keepalive_seconds=keepalive_seconds, polling=polling
         )
 
     async def post(self, body: Any, headers: Headers, http: HttpRequest, principal: Principal | None) -> Reply:
@@ -155,22 +157,29 @@ class HandshakeTransport:
         if last_event_id is None or after is not None:
             refused = await self.session_streams.serve(session, after, send, receive, max_seconds=max_seconds)
             return error_reply(None, refused) if refused else None
-        number = event_number(seq)  # a call stream's event id is `<token>-<number>`
-        if not token or number is None:
+        resumed = parse_call_position(seq)  # a call stream's event id is `<token>-<number>[.<polls>]`
+        if not token or resumed is None:
             return error_reply(
                 None, InvalidRequestError("Bad Request: Last-Event-ID must be an event id of this session")
             )
-        return await self._resume(session, token, number, send, receive, max_seconds=max_seconds)
+        return await self._resume(session, token, resumed, send, receive, max_seconds=max_seconds)
 
     async def _resume(
-        self, session: SessionRecord, token: str, seq: int, send: Send, receive: Receive, *, max_seconds: float
+        self,
+        session: SessionRecord,
+        token: str,
+        after: tuple[int, int],
+        send: Send,
+        receive: Receive,
+        *,
+        max_seconds: float,
     ) -> Reply | None:
-        """Replay a call's stream after event `seq`, then follow it until its final response (404 when the session
-        has no such stream; a refusal when a stream cap is reached)."""
+        """Replay a call's stream after the event `after` names, then follow it until its final response (404 when
+        the session has no such stream; a refusal when a stream cap is reached)."""
         key = f"{session.session_id}/{token}"
-        if not await self.events.read_after(key, 0):
+        if not await self.events.read_after(key, max(after[0] - 1, 0)):  # the event named, or any when it is 0
             return error_reply(None, SessionNotFoundError("Not Found: no such stream in this session"))
-        refused = await self.session_streams.resume(session, key, token, seq, send, receive, max_seconds=max_seconds)
+        refused = await self.session_streams.resume(session, key, token, after, send, receive, max_seconds=max_seconds)
         return error_reply(None, refused) if refused else None
 
     async def delete(self, headers: Headers, principal: Principal | None) -> Reply:

@@ -3,8 +3,9 @@ as the MCP endpoint.
 
     POST   /session              [{"capabilities"}] -> {"sessionId", "message"}
     POST   /mcp                  {"sessionId", "method", "params"} -> {"sessionId", "result"} or {"sessionId", "error"}
-    GET    /events/{sessionId}   SSE: {"type": "connected"}, {"type": "heartbeat"}, {"type": "notification", "data"},
-                                 {"type": "request", "data"}, {"type": "closed"}
+    GET    /events/{sessionId}   SSE, a poll: {"type": "connected"}, {"type": "notification", "data"},
+                                 {"type": "request", "data"}, then {"type": "heartbeat"} with the id to come back
+                                 with (`Last-Event-ID`) and a `retry:`; {"type": "closed"} once the session ended
     POST   /session/{sessionId}/responses  {"id", "result"} or {"id", "error"} -> {"sessionId", "message"}
     DELETE /session/{sessionId}  -> {"message"}
 
@@ -16,6 +17,10 @@ arrives, in order, on the session's `/events` streams wherever they are open; th
 continues. A session declares what it can answer when it is opened (`{"capabilities": {"elicitation": {}}}`);
 without that, a tool that asks gets the usual missing-capability error instead of waiting. DELETE ends the
 session's open `/events` streams at once, on every container, each with a `{"type": "closed"}` event.
+
+An `/events` stream is a poll (`stratus.transport.polling`): it relays what happened since its `Last-Event-ID` (or
+from now), holds for `STRATUS_POLL_HOLD_SECONDS` while nothing happens, and ends with a heartbeat that carries the id
+and `retry:` (`STRATUS_POLL_RETRY_SECONDS`); a browser's EventSource comes back by itself with that id.
 
 Unlike JSON-RPC, failures carry their HTTP status: 404 for an unknown
 session or method, 400 for bad input, 429 (with Retry-After) when a rate limit refuses the call, 503 naming the
@@ -50,7 +55,7 @@ from stratus.server.principal import Principal
 from stratus.stores.records import SessionRecord
 from stratus.transport.handshake import SESSION_HEADER, HandshakeTransport
 from stratus.transport.http_reply import Reply
-from stratus.transport.session_stream import get_event_id
+from stratus.transport.session_stream import GET_STREAM_PREFIX, get_event_id
 from stratus.transport.sse import SseWriter
 from stratus.types import Receive, Send
 
@@ -93,12 +98,15 @@ def is_rest_call(body: Any) -> bool:
 class SeedEventStream:
     """The `/events/{sessionId}` framing: typed JSON events, a heartbeat every `idle_seconds`."""
 
-    exclusive = False
+    kind = "events"
 
     def __init__(self, heartbeat_seconds: float = HEARTBEAT_SECONDS) -> None:
         self.idle_seconds = heartbeat_seconds
 
-    async def open(self, writer: SseWriter, session: SessionRecord, after: Position) -> None:
+    def polls(self, session: SessionRecord) -> bool:
+        return True  # EventSource comes back by itself, with Last-Event-ID, after the `retry:` it was given
+
+    async def open(self, writer: SseWriter, session: SessionRecord) -> None:
         await writer.event({"type": "connected", "sessionId": session.session_id})
 
     async def idle(self, writer: SseWriter) -> None:
@@ -107,6 +115,9 @@ class SeedEventStream:
     async def notice(self, writer: SseWriter, notice: LoggedNotification) -> None:
         kind = "request" if notice.session is not None and "id" in notice.message else "notification"
         await writer.event({"type": kind, "data": notice.message}, event_id=get_event_id(notice.position))
+
+    async def pause(self, writer: SseWriter, position: Position, retry_ms: int) -> None:
+        await writer.event({"type": "heartbeat"}, event_id=get_event_id(position), retry_ms=retry_ms)
 
     async def closing(self, writer: SseWriter, session: SessionRecord) -> None:
         await writer.event({"type": "closed", "sessionId": session.session_id})
@@ -205,13 +216,28 @@ class SessionApi:
         return Reply(status, {"sessionId": session_id, "error": error})
 
     async def events(
-        self, session_id: str, principal: Principal | None, send: Send, receive: Receive, *, max_seconds: float
+        self,
+        session_id: str,
+        principal: Principal | None,
+        send: Send,
+        receive: Receive,
+        *,
+        last_event_id: str | None,
+        max_seconds: float,
     ) -> Reply | None:
+        """The session's events after `last_event_id` (from now when None), as a poll that ends with a heartbeat
+        carrying the id to come back with and a `retry:`."""
+        after = None
+        if last_event_id is not None:
+            token, _, position = last_event_id.partition("-")
+            after = Position.parse(position) if token == GET_STREAM_PREFIX else None
+            if after is None:
+                return Reply(400, {"error": "Last-Event-ID must be an id this session's events carried"})
         session = await self._own_session(session_id, principal)
         if session is None:
             return _unknown_session()
         refused = await self.handshake.session_streams.serve(
-            session, None, send, receive, max_seconds=max_seconds, framing=self.framing
+            session, after, send, receive, max_seconds=max_seconds, framing=self.framing
         )
         if refused is not None:  # a stream cap: 429 (503 for the process's) naming the setting that raises it
             return Reply(refused.http_status, {"error": refused.message, **(refused.data or {})}, refused.headers)

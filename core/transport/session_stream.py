@@ -1,11 +1,16 @@
 """A handshake-era session's standalone GET stream: server-wide notifications, from any container.
 
 Notifications that are not part of a call (`notifications/resources/updated`, list changes) are appended to one
-server-wide event log (`stratus.protocol.notifications`); every open GET stream follows it, and its session's own
-log, and relays what its session wants (resource updates only for URIs it subscribed to). Event ids are
-`g-<position in the shared log>.<position in the session's log>`, so a client that reconnects with `Last-Event-ID`
-gets exactly what it missed, wherever it reconnects. A session holds at
-most one GET stream at a time, claimed in the shared cache: a second one is refused with 409.
+server-wide event log (`stratus.protocol.notifications`); every GET stream reads it, and its session's own log, and
+relays what its session wants (resource updates only for URIs it subscribed to). Event ids are
+`g-<position in the shared log>.<position in the session's log>`, so a client that comes back with `Last-Event-ID`
+gets exactly what it missed, wherever it comes back.
+
+From 2025-11-25 on, a stream is a poll (`stratus.transport.polling`): it relays what happened since the client's
+`Last-Event-ID`, holds for `STRATUS_POLL_HOLD_SECONDS` while nothing happens, and ends with an event carrying the id
+to come back with and a `retry:`. A stream that waits at all is the session's only one: a newer one takes it over
+(a reconnect after a drop is served at once), and the older stops before its next write, so no event goes out twice
+to one client.
 
 Every stream served here (GET streams, their resumptions and a call stream's, `/events`) takes a place among the
 process's open streams first (`stratus.resilience.stream_slots`), freed however it ends. Once its headers are sent a
@@ -25,12 +30,13 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from stratus.errors import McpError, StoreUnavailableError, TooManyStreamsError
 from stratus.protocol import versions
-from stratus.protocol.notifications import LoggedNotification, NotificationFollower, Position
+from stratus.protocol.notifications import LoggedNotification, NotificationFollower, NotificationLog, Position
 from stratus.resilience.stream_slots import StreamSlots
 from stratus.stores.base import SessionStore
 from stratus.stores.records import SessionRecord
 from stratus.transport.asgi import until_disconnected
-from stratus.transport.sse import KEEPALIVE_SECONDS, RECONNECT_MS, SseWriter
+from stratus.transport.polling import Polling, call_event_id, call_retry_ms
+from stratus.transport.sse import KEEPALIVE_SECONDS, SseWriter
 from stratus.types import Receive, Send
 
 if TYPE_CHECKING:
@@ -47,13 +53,6 @@ def get_event_id(position: Position) -> str:
 logger = logging.getLogger("stratus.transport")
 
 
-class StreamConflictError(McpError):
-    """The session already has its GET stream open."""
-
-    code = -32600
-    http_status = 409
-
-
 def wanted_by(session: SessionRecord, message: dict[str, Any]) -> bool:
     """Whether the session's GET stream carries this notification."""
     if message.get("method") == "notifications/resources/updated":
@@ -66,31 +65,41 @@ class StreamFraming(Protocol):
 
     idle_seconds: float
     """How long the stream may stay silent before `idle` writes something."""
-    exclusive: bool
-    """Whether a session may hold only one such stream at a time."""
+    kind: str
+    """What the session holds one of at a time, while it waits: a newer stream of the kind takes over."""
 
-    async def open(self, writer: SseWriter, session: SessionRecord, after: Position) -> None: ...
+    def polls(self, session: SessionRecord) -> bool:
+        """Whether the session's client comes back with `Last-Event-ID` once the stream ends: then it is a poll."""
+
+    async def open(self, writer: SseWriter, session: SessionRecord) -> None: ...
 
     async def idle(self, writer: SseWriter) -> None: ...
 
     async def notice(self, writer: SseWriter, notice: LoggedNotification) -> None: ...
+
+    async def pause(self, writer: SseWriter, position: Position, retry_ms: int) -> None:
+        """End a poll: an event with the id to come back with, and `retry:`."""
 
     async def closing(self, writer: SseWriter, session: SessionRecord) -> None:
         """Write what a stream says as it ends because its session was ended."""
 
 
 class McpGetStream:
-    """The MCP GET stream: JSON-RPC notifications with `g-<n>.<m>` ids, a priming event at 2025-11-25, keep-alive
-    comments, one per session."""
+    """The MCP GET stream: JSON-RPC notifications with `g-<n>.<m>` ids, keep-alive comments, one per session; a poll
+    from 2025-11-25 on, ended by an event with an id and empty data (the priming event's form, which clients pass
+    over)."""
 
-    exclusive = True
+    kind = "get-stream"
 
     def __init__(self, idle_seconds: float = KEEPALIVE_SECONDS) -> None:
         self.idle_seconds = idle_seconds
 
-    async def open(self, writer: SseWriter, session: SessionRecord, after: Position) -> None:
-        if versions.at_least(session.protocol_version, versions.PRIMING_SINCE):
-            await writer.prime(get_event_id(after), RECONNECT_MS)
+    def polls(self, session: SessionRecord) -> bool:
+        # Clients of earlier revisions need not come back when a stream ends; their streams stay open.
+        return versions.at_least(session.protocol_version, versions.PRIMING_SINCE)
+
+    async def open(self, writer: SseWriter, session: SessionRecord) -> None:
+        return None
 
     async def idle(self, writer: SseWriter) -> None:
         await writer.comment("keep-alive")
@@ -98,8 +107,34 @@ class McpGetStream:
     async def notice(self, writer: SseWriter, notice: LoggedNotification) -> None:
         await writer.event(notice.message, event_id=get_event_id(notice.position))
 
+    async def pause(self, writer: SseWriter, position: Position, retry_ms: int) -> None:
+        await writer.prime(get_event_id(position), retry_ms)
+
     async def closing(self, writer: SseWriter, session: SessionRecord) -> None:
         return None  # the stream just ends
+
+
+class _Claim:
+    """A session's hold on its one waiting stream of a kind, in the shared cache: a newer stream takes it and marks
+    the session's log, and the older one, wherever it runs, wakes on the mark and stops before its next write."""
+
+    def __init__(self, cache: CacheStore, kind: str, key: str, token: str) -> None:
+        self.cache = cache
+        self.kind = kind
+        self.key = key
+        self.token = token
+
+    @classmethod
+    async def take(
+        cls, cache: CacheStore, events: EventLogStore, session_id: str, kind: str, ttl_seconds: float
+    ) -> _Claim:
+        claim = cls(cache, kind, f"{session_id}/{kind}", secrets.token_hex(8))
+        await cache.set(claim.key, claim.token, ttl_seconds)
+        await NotificationLog(events).supersede(session_id, kind)
+        return claim
+
+    async def held(self) -> bool:
+        return await self.cache.get(self.key) == self.token
 
 
 class SessionStreams:
@@ -113,6 +148,7 @@ class SessionStreams:
         slots: StreamSlots | None = None,
         *,
         keepalive_seconds: float = KEEPALIVE_SECONDS,
+        polling: Polling | None = None,
     ) -> None:
         self.sessions = sessions
         self.events = events
@@ -120,6 +156,7 @@ class SessionStreams:
         self.slots = slots or StreamSlots()
         self.keepalive_seconds = keepalive_seconds
         """A stream with nothing to send for this long writes a keep-alive comment (STRATUS_KEEPALIVE_SECONDS)."""
+        self.polling = polling or Polling()
 
     async def serve(
         self,
@@ -131,96 +168,135 @@ class SessionStreams:
         max_seconds: float,
         framing: StreamFraming | None = None,
     ) -> McpError | None:
-        """Stream the session's notifications after position `after` (from now when None) until the client leaves,
-        the session ends or `max_seconds` pass; the error to answer instead when a stream cap is reached
-        (`TooManyStreamsError`) or the session's stream is already open (an exclusive framing). The framing is the
-        MCP GET stream's unless one is given."""
+        """Stream the session's notifications after position `after` (from now when None): as a poll (until nothing
+        happened for the hold) when its client comes back, else until the client leaves, the session ends or
+        `max_seconds` pass; the error to answer instead when a stream cap is reached (`TooManyStreamsError`). The
+        framing is the MCP GET stream's unless one is given."""
         framing = framing or McpGetStream(self.keepalive_seconds)
+        polls = framing.polls(session)
+        hold = self.polling.hold_seconds if polls else max_seconds
         try:
             slot = self.slots.take(session.session_id, session.principal)
         except TooManyStreamsError as full:
             return full
         with slot:
-            claim = f"{session.session_id}/get-stream"
-            if framing.exclusive and not await self.cache.claim(claim, max_seconds + framing.idle_seconds):
-                return StreamConflictError("Conflict: this session already has its GET stream open")
-            try:
-                start = after
-                if start is None:
-                    start = (await NotificationFollower.from_now(self.events, session_id=session.session_id)).last
+            claim = None
+            if hold > 0:
+                ttl = max_seconds + framing.idle_seconds
+                claim = await _Claim.take(self.cache, self.events, session.session_id, framing.kind, ttl)
+            start = after
+            if start is None:
+                start = (await NotificationFollower.from_now(self.events, session_id=session.session_id)).last
 
-                async def relay(writer: SseWriter) -> None:
-                    await self._relay(session, start, writer, max_seconds, framing)
+            async def relay(writer: SseWriter) -> None:
+                await framing.open(writer, session)
+                if polls and hold > 0:  # an id to come back with should the connection drop during the hold
+                    await framing.pause(writer, start, self.polling.retry_ms)
+                reached = await self._relay(
+                    session, start, writer, framing, hold=hold, max_seconds=max_seconds, claim=claim
+                )
+                if polls and reached is not None:
+                    await framing.pause(writer, reached, self.polling.retry_ms)
 
-                await stream_until_gone(send, receive, relay)
-                return None
-            finally:
-                if framing.exclusive:
-                    with contextlib.suppress(StoreUnavailableError):  # the claim then expires on its own
-                        await self.cache.delete(claim)
+            await stream_until_gone(send, receive, relay)
+            return None
 
     async def resume(
         self,
         session: SessionRecord,
         key: str,
         token: str,
-        seq: int,
+        after: tuple[int, int],
         send: Send,
         receive: Receive,
         *,
         max_seconds: float,
     ) -> McpError | None:
-        """Replay a call's stream (kept in the event log under `key`) after event `seq`, then follow it until its
-        final response (the call may still run, on any container); the error to answer instead when a stream cap
-        is reached."""
+        """Replay a call's stream (kept in the event log under `key`) after event number `after[0]`, then follow it
+        until its final response (the call may still run, on any container): from 2025-11-25 on as the poll-th
+        (`after[1]` + 1) poll of the call, which ends after the hold with an event to come back from; the error to
+        answer instead when a stream cap is reached."""
         try:
             slot = self.slots.take(session.session_id, session.principal)
         except TooManyStreamsError as full:
             return full
+        polls = versions.at_least(session.protocol_version, versions.PRIMING_SINCE)
+        hold = self.polling.hold_seconds if polls else max_seconds
         with slot:
 
             async def replay(writer: SseWriter) -> None:
                 loop = asyncio.get_running_loop()
-                last, deadline = seq, loop.time() + max_seconds
-                while (left := deadline - loop.time()) > 0:
-                    events = await self.events.wait_after(key, last, min(self.keepalive_seconds, left))
-                    if not events:
-                        await writer.comment("keep-alive")
+                (last, poll), end = after, loop.time() + max_seconds
+                poll += polls
+                quiet_end = loop.time() + hold
+                while True:
+                    within = max(0.0, min(self.keepalive_seconds, min(end, quiet_end) - loop.time()))
+                    if within > 0:
+                        events = await self.events.wait_after(key, last, within)
+                    else:  # a plain read: no subscription to take for a wait of nothing
+                        events = await self.events.read_after(key, last)
                     for event in events:
                         last = event.seq
                         if not event.data:  # the priming event, already seen by the client
                             continue
                         message = json.loads(event.data)
-                        await writer.event(message, event_id=f"{token}-{event.seq}")
+                        await writer.event(message, event_id=call_event_id(token, event.seq))
                         if "id" in message and "method" not in message:  # the call's response: the stream is done
                             return
-                # At the time limit the client reconnects again with the last id it got.
+                    if loop.time() >= min(end, quiet_end):
+                        break
+                    if events:
+                        quiet_end = loop.time() + hold
+                    else:
+                        await writer.comment("keep-alive")
+                if polls:
+                    await writer.prime(call_event_id(token, last, poll), call_retry_ms(poll))
+                # Otherwise, at the time limit, the client reconnects again with the last id it got.
 
             await stream_until_gone(send, receive, replay)
             return None
 
     async def _relay(
-        self, session: SessionRecord, after: Position, writer: SseWriter, max_seconds: float, framing: StreamFraming
-    ) -> None:
+        self,
+        session: SessionRecord,
+        after: Position,
+        writer: SseWriter,
+        framing: StreamFraming,
+        *,
+        hold: float,
+        max_seconds: float,
+        claim: _Claim | None,
+    ) -> Position | None:
+        """Relay the session's notifications after `after` until nothing happened for `hold` seconds or `max_seconds`
+        passed (the position reached), or the session ended or a newer stream took over (None: nothing to resume)."""
         loop = asyncio.get_running_loop()
-        deadline = loop.time() + max_seconds
-        await framing.open(writer, session, after)
+        end = loop.time() + max_seconds
+        quiet_end = loop.time() + hold
         follower = NotificationFollower(self.events, after, session_id=session.session_id)
-        while (left := deadline - loop.time()) > 0:
-            notices = await follower.next(min(framing.idle_seconds, left))
-            if not any(notice.ended for notice in notices):
+        while True:
+            within = max(0.0, min(framing.idle_seconds, min(end, quiet_end) - loop.time()))
+            notices = await follower.next(within)
+            if within > 0 and not any(notice.ended for notice in notices):
                 current = await self.sessions.load(session.session_id)  # an open stream counts as activity
                 if current is None:  # the session ended or expired: so does its stream
-                    return
+                    return None
                 session = current  # its subscriptions may have changed
-            if not notices:
-                await framing.idle(writer)
             for notice in notices:
                 if notice.ended:  # the session was ended, on whichever container: the stream closes at once
                     await framing.closing(writer, session)
-                    return
+                    return None
+                if notice.superseded is not None:
+                    if claim is not None and notice.superseded == claim.kind and not await claim.held():
+                        return None  # a newer stream of the session took over, from where its client left off
+                    continue
                 if notice.session is not None or wanted_by(session, notice.message):
                     await framing.notice(writer, notice)
+            if loop.time() >= min(end, quiet_end):
+                return follower.last
+            if notices:
+                quiet_end = loop.time() + hold
+            else:
+                await framing.idle(writer)
 
 
 async def stream_until_gone(send: Send, receive: Receive, follow: Callable[[SseWriter], Awaitable[None]]) -> None:

@@ -40,13 +40,16 @@ class SseWriter:
         await send({"type": "http.response.start", "status": 200, "headers": [*SSE_HEADERS, *extra]})
         return cls(send)
 
-    async def event(self, message: Any, *, event_id: str | None = None) -> None:
+    async def event(self, message: Any, *, event_id: str | None = None, retry_ms: int | None = None) -> None:
         lines = f"id: {event_id}\n" if event_id else ""
+        if retry_ms is not None:
+            lines += f"retry: {retry_ms}\n"
         data = json.dumps(message, separators=(",", ":"), ensure_ascii=False)
         await self._write(f"{lines}event: message\ndata: {data}\n\n")
 
     async def prime(self, event_id: str, retry_ms: int) -> None:
-        """The priming event (an id and empty data) a client resumes from, and how soon to reconnect."""
+        """An event with an id and empty data, which a client resumes from without passing anything on, and how soon
+        to reconnect: the priming event of a call's stream, and the last event of a poll."""
         await self._write(f"id: {event_id}\nretry: {retry_ms}\ndata: \n\n")
 
     async def comment(self, text: str) -> None:

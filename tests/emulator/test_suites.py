@@ -14,7 +14,7 @@ STRATUS_MAX_STREAM_SECONDS ends them soon here, so that a closed test's stream f
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncGenerator, Iterator
+from collections.abc import Iterator
 from typing import Any
 
 import anyio
@@ -27,6 +27,7 @@ from stratus.emulator.local_aws import LocalAws
 from tests.fixtures.browser import REPORT_TIMEOUT_SECONDS, PageServer, check_report, headless_chromium
 from tests.fixtures.emulated_stack import DOORS, STORES, TEMPLATE, serving
 from tests.fixtures.servers import uvicorn_serving
+from tests.fixtures.wire import sse_fields
 
 pytestmark = [pytest.mark.anyio, pytest.mark.uvicorn]
 APP = "tests.fixtures.apps:shared"
@@ -57,12 +58,6 @@ async def test_the_sdk_client_lists_and_calls_tools_in_each_era_through_each_doo
                 assert result.structured_content == {"result": a + 5}
 
 
-async def _events(response: httpx.Response) -> AsyncGenerator[dict[str, Any]]:
-    async for line in response.aiter_lines():
-        if line.startswith("data: "):
-            yield json.loads(line[len("data: ") :])
-
-
 async def _call(http: httpx.AsyncClient, session_id: str, method: str, params: Any = None) -> httpx.Response:
     body = {"sessionId": session_id, "method": method, **({"params": params} if params is not None else {})}
     return await http.post("/mcp", json=body, headers=JSON)
@@ -83,22 +78,30 @@ async def test_a_rest_session_and_its_events_through_each_streaming_door(stack: 
         }
         subscribed = await _call(http, session_id, "resources/subscribe", {"uri": "note://board"})
         assert subscribed.json() == {"sessionId": session_id, "result": {}}
+        # `/events` is a poll: connected, then a heartbeat with the place to come back from (as EventSource does).
         with anyio.fail_after(TEST_SECONDS):
-            async with http.stream("GET", f"/events/{session_id}") as stream:
-                assert stream.status_code == 200
-                assert stream.headers["content-type"].startswith("text/event-stream")
-                events = _events(stream)
-                assert await anext(events) == {"type": "connected", "sessionId": session_id}
-                touched = await _call(
-                    http, session_id, "tools/call", {"name": "touch", "arguments": {"uri": "note://board"}}
-                )
-                assert touched.status_code == 200
-                notified = await anext(events)
-                await events.aclose()
-        assert notified == {
-            "type": "notification",
-            "data": {"jsonrpc": "2.0", "method": "notifications/resources/updated", "params": {"uri": "note://board"}},
-        }
+            opened = sse_fields((await http.get(f"/events/{session_id}")).text)
+            assert [json.loads(event["data"]) for event in opened] == [
+                {"type": "connected", "sessionId": session_id},
+                {"type": "heartbeat"},
+            ]
+            touched = await _call(
+                http, session_id, "tools/call", {"name": "touch", "arguments": {"uri": "note://board"}}
+            )
+            assert touched.status_code == 200
+            polled = await http.get(f"/events/{session_id}", headers={"last-event-id": opened[-1]["id"]})
+        assert polled.status_code == 200 and polled.headers["content-type"].startswith("text/event-stream")
+        assert [json.loads(event["data"]) for event in sse_fields(polled.text)][1:] == [
+            {
+                "type": "notification",
+                "data": {
+                    "jsonrpc": "2.0",
+                    "method": "notifications/resources/updated",
+                    "params": {"uri": "note://board"},
+                },
+            },
+            {"type": "heartbeat"},
+        ]
         closed = await http.delete(f"/session/{session_id}")
         assert closed.status_code == 200 and closed.json() == {"message": "Session closed successfully"}
         after = await _call(http, session_id, "tools/list")

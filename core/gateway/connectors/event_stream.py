@@ -30,6 +30,10 @@ class SseEvents:
 
     def __init__(self, limit: int = MAX_EVENT_CHARS) -> None:
         self.limit = limit
+        self.last_id: str | None = None
+        """The last event id the stream carried: where a client resumes it from (`Last-Event-ID`)."""
+        self.retry_ms: int | None = None
+        """The last `retry:` the stream suggested: how long to wait before resuming it."""
         self._name = ""
         self._data: list[str] = []
         self._size = 0
@@ -48,25 +52,32 @@ class SseEvents:
         value = value.removeprefix(" ")
         if field == "event":
             self._name = value
+        elif field == "id" and "\0" not in value:
+            self.last_id = value
+        elif field == "retry" and value.isascii() and value.isdigit():
+            self.retry_ms = int(value)
         elif field == "data":
             self._size += len(value) + 1
             if self._size > self.limit:
                 raise SseEventError(f"sent an event over {self.limit} characters")
             self._data.append(value)
-        return None  # a comment (keep-alive), an id, a retry, or a field SSE does not define
+        return None  # a comment (keep-alive), or a field SSE does not define
 
     def end(self) -> tuple[str, str] | None:
         """The last event, if the body ended without the blank line that closes it."""
         return self.feed("")
 
 
-async def messages(chunks: AsyncIterator[bytes], limit: int = MAX_EVENT_CHARS) -> AsyncGenerator[JsonObject, None]:
-    """The JSON objects of an SSE body's `message` events (anything else skipped).
+async def messages(
+    chunks: AsyncIterator[bytes], limit: int = MAX_EVENT_CHARS, *, events: SseEvents | None = None
+) -> AsyncGenerator[JsonObject, None]:
+    """The JSON objects of an SSE body's `message` events (anything else skipped), read through `events` when given
+    (its `last_id` and `retry_ms` then tell the caller where and when to resume).
 
     Raises:
         SseEventError: a line or an event outgrew the bound.
     """
-    events = SseEvents(limit)
+    events = events or SseEvents(limit)
     async with contextlib.aclosing(bounded_lines(chunks, limit)) as lines:
         async for line in lines:
             event = events.feed(line)

@@ -15,7 +15,7 @@ from collections.abc import AsyncGenerator, AsyncIterator
 
 from stratus.gateway.addresses import AddressGuard
 from stratus.gateway.connectors.contract import ERRORS, SessionLostError, UpstreamUnavailableError, reason
-from stratus.gateway.connectors.event_stream import bounded_body, json_object, messages
+from stratus.gateway.connectors.event_stream import SseEvents, bounded_body, json_object, messages
 from stratus.gateway.connectors.http11 import Http11Pool
 from stratus.gateway.mirrored_headers import ParameterHeaders, mirrored_headers
 from stratus.protocol import versions
@@ -62,21 +62,28 @@ class StreamableHttpTransport:
         yield answer
 
     async def notifications(self) -> AsyncIterator[JsonObject]:
-        """A handshake-era session's GET stream (none without a session, or when the upstream offers none)."""
-        if self.session_id is None:
-            return
-        headers = {**self._headers({}), "accept": "text/event-stream"}
-        del headers["content-type"]
-        try:
-            async with self.pool.request("GET", self.url, headers) as response:  # no timeout: idle is not failed
-                if response.status != 200:
-                    return  # 405: the upstream keeps no stream for its sessions
-                async with contextlib.aclosing(messages(response.chunks())) as inbound:
-                    async for message in inbound:
-                        if "id" not in message:
-                            yield message
-        except ERRORS:
-            return  # the stream broke: the watcher ends, and the next use checks the connection
+        """A handshake-era session's GET stream (none without a session, or when the upstream offers none). An
+        upstream that ends the stream after an event id and a `retry:` (a poll, 2025-11-25) is polled again after
+        that delay with `Last-Event-ID`, so nothing it published meanwhile is missed."""
+        events = SseEvents()
+        while self.session_id is not None:
+            headers = {**self._headers({}), "accept": "text/event-stream"}
+            del headers["content-type"]
+            if events.last_id is not None:
+                headers["last-event-id"] = events.last_id
+            try:
+                async with self.pool.request("GET", self.url, headers) as response:  # no timeout: idle is not failed
+                    if response.status != 200:
+                        return  # 405: the upstream keeps no stream for its sessions
+                    async with contextlib.aclosing(messages(response.chunks(), events=events)) as inbound:
+                        async for message in inbound:
+                            if "id" not in message:
+                                yield message
+            except ERRORS:
+                return  # the stream broke: the watcher ends, and the next use checks the connection
+            if events.last_id is None or events.retry_ms is None:
+                return  # ended without a place to come back from: the watcher ends
+            await asyncio.sleep(events.retry_ms / 1000)
 
     async def send(self, message: JsonObject) -> None:
         try:

@@ -90,7 +90,8 @@ async def test_an_upstreams_list_change_drops_its_cached_lists_and_reaches_the_g
             catalog_seconds=3600,
         )
         gateway.listeners.append(lambda event, fields: heard.set() if event == "list:changed" else None)
-        with uvicorn_serving(build_app(gateway, Settings()), lifespan="on") as url, anyio.fail_after(20):
+        held = Settings(poll_hold_seconds=30)  # the client's GET stream stays open until the change arrives
+        with uvicorn_serving(build_app(gateway, held), lifespan="on") as url, anyio.fail_after(20):
             async with httpx.AsyncClient(base_url=url, timeout=10) as http:
                 session = await McpHttp(http).initialize()
                 stream_headers = {**session.headers, "accept": "text/event-stream"}
@@ -105,3 +106,5 @@ async def test_an_upstreams_list_change_drops_its_cached_lists_and_reaches_the_g
                     async for line in lines:
                         if "notifications/tools/list_changed" in line:
                             break
+                    else:
+                        raise AssertionError("the stream ended without the list change")

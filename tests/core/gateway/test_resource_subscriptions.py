@@ -39,7 +39,8 @@ def _container(url: str, prefix: str, version: str | None = "2025-11-25") -> Any
     upstream = Upstream(name="notes", transport="http", url=url, protocol_version=version)
     gateway = GatewayServer([upstream], allowed_networks=["127.0.0.0/8"], use_records=False)
     stores = build_stores("redis://127.0.0.1:6379/0", StoreOptions(session_ttl_seconds=600, prefix=prefix))
-    return build_app(gateway, Settings(secret_key="k"), stores=stores)
+    # The subscriber's GET stream holds until the update arrives.
+    return build_app(gateway, Settings(secret_key="k", poll_hold_seconds=30), stores=stores)
 
 
 async def test_an_upstream_resource_update_reaches_the_subscriber_on_another_container() -> None:

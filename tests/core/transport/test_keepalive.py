@@ -36,7 +36,7 @@ def _server() -> McpServer:
 @pytest.fixture
 def url() -> Iterator[str]:
     RELEASE.clear()
-    with uvicorn_serving(build_app(_server(), Settings(keepalive_seconds=0.2))) as base:
+    with uvicorn_serving(build_app(_server(), Settings(keepalive_seconds=0.2, poll_hold_seconds=5))) as base:
         yield base
     RELEASE.set()
 
@@ -93,7 +93,8 @@ def test_a_quick_call_still_answers_plain_json(url: str) -> None:
 
 
 def test_a_silent_get_stream_keeps_alive_at_the_configured_interval(url: str) -> None:
-    """Not at the 15 s default: the client's 3 s read timeout would end the test first."""
+    """Not at the 15 s default: the client's 3 s read timeout would end the test first. (A GET stream that holds
+    while nothing happens: `STRATUS_POLL_HOLD_SECONDS` is 5 here.)"""
     with httpx.Client(base_url=url, timeout=3) as http:
         opened = http.post("/mcp", json=initialize_message("2025-11-25"), headers=BASE_HEADERS)
         session = {"mcp-session-id": opened.headers["mcp-session-id"], "mcp-protocol-version": "2025-11-25"}

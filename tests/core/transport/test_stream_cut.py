@@ -23,12 +23,13 @@ import pytest
 from stratus import McpServer, Settings, build_app
 from tests.fixtures.redis_server import OwnRedis
 from tests.fixtures.servers import uvicorn_serving
-from tests.fixtures.wire import BASE_HEADERS, initialize_message
+from tests.fixtures.wire import BASE_HEADERS, initialize_message, sse_fields
 
 pytestmark = pytest.mark.uvicorn
 RELEASE = threading.Event()
 KEEPALIVE = 0.1
 MAX_STREAM = 0.3
+HOLD = 0.2
 CALL = {"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "ponder", "arguments": {}}}
 
 
@@ -47,7 +48,7 @@ def _server() -> McpServer:
 @pytest.fixture
 def url() -> Iterator[str]:
     RELEASE.clear()
-    settings = Settings(keepalive_seconds=KEEPALIVE, max_stream_seconds=MAX_STREAM)
+    settings = Settings(keepalive_seconds=KEEPALIVE, max_stream_seconds=MAX_STREAM, poll_hold_seconds=HOLD)
     with uvicorn_serving(build_app(_server(), settings)) as base:
         yield base
     RELEASE.set()
@@ -67,7 +68,7 @@ def _answer(lines: Iterator[str]) -> dict[str, Any]:
     return dict(json.loads(data.removeprefix("data:")))
 
 
-def test_a_2025_11_25_stream_cut_at_its_time_limit_is_resumed_from_its_priming_id(url: str) -> None:
+def test_a_2025_11_25_stream_cut_at_its_time_limit_is_polled_from_its_priming_id_until_the_answer(url: str) -> None:
     with httpx.Client(base_url=url, timeout=5) as http:
         session = _session(http, "2025-11-25")
         cut = http.post("/mcp", json=CALL, headers={**BASE_HEADERS, **session})  # read to its end: the cut
@@ -75,12 +76,24 @@ def test_a_2025_11_25_stream_cut_at_its_time_limit_is_resumed_from_its_priming_i
         assert '"result"' not in cut.text
         ids = [line.removeprefix("id:").strip() for line in cut.text.splitlines() if line.startswith("id:")]
         assert len(ids) == 1 and ids[0].endswith("-0"), cut.text  # the priming event's, and only that
-        resume = {"accept": "text/event-stream", **session, "last-event-id": ids[0]}
-        with http.stream("GET", "/mcp", headers=resume) as resumed:  # the call is still running
-            assert resumed.status_code == 200, resumed.read()
-            RELEASE.set()
-            answer = _answer(resumed.iter_lines())
-    assert answer["result"]["content"][0]["text"] == "done"
+        token = ids[0].removesuffix("-0")
+        resume = {"accept": "text/event-stream", **session}
+        # The call still runs: the poll holds, then answers 200 with where to come back from, counting the poll.
+        waiting = http.get("/mcp", headers={**resume, "last-event-id": ids[0]})
+        assert waiting.status_code == 200
+        (pause,) = sse_fields(waiting.text)
+        assert pause["id"].startswith(f"{token}-") and pause["id"].endswith(".1")
+        assert (pause["retry"], pause["data"]) == ("1000", "")
+        RELEASE.set()
+        last, answer = pause["id"], None
+        for _ in range(25):  # each poll holds 0.2 s: bounded to 5 s
+            polled = sse_fields(http.get("/mcp", headers={**resume, "last-event-id": last}).text)
+            last = polled[-1]["id"]
+            if '"result"' in polled[-1]["data"]:
+                answer = json.loads(polled[-1]["data"])
+                break
+    assert answer is not None and answer["result"]["content"][0]["text"] == "done"
+    assert last.startswith(f"{token}-") and "." not in last  # the answer keeps its one id, however many polls it took
 
 
 @pytest.mark.parametrize("version", ["2025-06-18", "2025-03-26"])
