@@ -42,7 +42,7 @@ class Cycle:
             self._body = None
             return {"type": "http.request", "body": body, "more_body": False}
         if not self.complete:
-            if self._gone is None:
+            if self._gone is None or self._gone.cancelled():  # a waiter cancelled before (a stream's watch) took it
                 self._gone = asyncio.get_running_loop().create_future()
             await self._gone
         return {"type": "http.disconnect"}
@@ -55,7 +55,7 @@ class Cycle:
         self.chunks.append(message.get("body", b""))
         if not message.get("more_body", False):
             self.complete = True
-            if self._gone is not None:
+            if self._gone is not None and not self._gone.done():
                 self._gone.set_result(None)
 
     async def run(self, app: ASGIApp, scope: Scope) -> None:

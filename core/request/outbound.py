@@ -113,7 +113,10 @@ def _compact(message: JsonObject) -> str:
 class Outbound:
     """The queue of messages (with their event ids, when the stream is resumable) for one call's response."""
 
-    def __init__(self, replies: ReplyBox | None = None) -> None:
+    def __init__(self, replies: ReplyBox | None = None, *, buffered: bool = False) -> None:
+        self.buffered = buffered
+        """The response is sent whole once the call ends (a buffered front door): its messages arrive with the
+        result, so the client cannot be asked anything mid-call, and nothing needs logging for a resumption."""
         self.messages: asyncio.Queue[tuple[str | None, JsonObject]] = asyncio.Queue()
         self.replies = replies
         self.log: StreamLog | None = None

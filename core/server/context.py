@@ -226,6 +226,11 @@ class Context:
         if self.inputs is not None:
             return self.inputs.answer(method, params, key)
         outbound = self.outbound
+        if outbound is not None and outbound.buffered:
+            raise StreamRequiredError(
+                f"{what} needs the client to answer mid-call, which a buffered front door (API Gateway's HTTP API) "
+                "cannot carry: call it through a streaming front door (the Function URL or the REST API)"
+            )
         if outbound is None or not outbound.can_request:
             raise StreamRequiredError(f"{what} needs a streamed (SSE) response, which this request does not have")
         within = self.deadline.remaining() if self.deadline is not None else ASK_TIMEOUT_SECONDS

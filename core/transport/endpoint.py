@@ -123,12 +123,16 @@ class McpEndpoint:
                     "it has no resources to subscribe to), so it offers no GET stream",
                     headers=_ALLOW_POST,
                 )
-            if "aws.event" in scope:  # a buffered Lambda response cannot stream
-                raise HttpError(405, "Method Not Allowed: this deployment does not stream", headers=_ALLOW_POST)
-            return await self.handshake.stream(headers, principal, send, receive, max_seconds=self.max_stream_seconds)
+            buffered = "aws.event" in scope  # a buffered Lambda response: sent whole, so only a poll can be served
+            return await self.handshake.stream(
+                headers, principal, send, receive, max_seconds=self.max_stream_seconds, buffered=buffered
+            )
         if method == "POST":
-            if "aws.event" in scope:  # behind Mangum: one buffered JSON answer, no client-gone signal
-                return await self._post(receive, headers, self._request(scope, headers), principal)
+            if "aws.event" in scope:  # behind API Gateway: the answer is sent whole, with no client-gone signal
+                http = self._request(scope, headers)
+                if accepts_event_stream(headers.get("accept")):  # progress and log lines before the result, in it
+                    http = http._replace(outbound=Outbound(buffered=True))
+                return await self._post(receive, headers, http, principal, send)
             http = self._request(scope, headers)._replace(disconnected=CancellationSignal())
             if accepts_event_stream(headers.get("accept")):
                 http = http._replace(outbound=Outbound())
@@ -180,8 +184,6 @@ class McpEndpoint:
             )
         if kind == "session":
             return await self.session_api.delete(session_id, principal)
-        if "aws.event" in scope:  # a buffered Lambda response cannot stream
-            raise HttpError(405, "Method Not Allowed: this deployment does not stream", headers={"allow": "POST"})
         return await self.session_api.events(
             session_id,
             principal,
@@ -189,6 +191,7 @@ class McpEndpoint:
             receive,
             last_event_id=headers.get("last-event-id"),
             max_seconds=self.max_stream_seconds,
+            buffered="aws.event" in scope,
         )
 
     async def _rest_body(self, scope: Scope, receive: Receive, headers: Headers) -> Any:
@@ -210,8 +213,8 @@ class McpEndpoint:
         check_json_body(headers)
         check_accepts_json(headers)
         body = decode(await self._read_body(receive, headers, live=http.disconnected is not None))
-        if http.disconnected is None:  # behind Mangum: nothing can stream, nothing signals the client gone
-            return await self._answer(body, headers, http, principal)
+        if http.disconnected is None:  # a buffered front door: nothing signals the client gone
+            return await self._answer_or_stream(body, headers, http, principal, send)
         if not _is_stateless(body, headers):
             # Only a 2026-07-28 call is cancelled by its client leaving; a handshake-era client may resume.
             return await self._answer_or_stream(body, headers, http, principal, send)
@@ -231,8 +234,10 @@ class McpEndpoint:
             return await self._answer(body, headers, http, principal)
         assert send is not None
         if not _may_send_before_answer(body, headers):
-            # Nothing to relay: the call runs without an outbound queue, and only a long silence opens the stream.
-            return await self._stream(self._answer(body, headers, http._replace(outbound=None), principal), None, send)
+            # Nothing to relay: the call runs without an outbound queue, and only a long silence opens the stream
+            # (not a buffered one: nothing cuts it for idling).
+            silent = self._answer(body, headers, http._replace(outbound=None), principal)
+            return await silent if http.outbound.buffered else await self._stream(silent, None, send)
         return await self._stream(self._answer(body, headers, http, principal), http.outbound, send)
 
     async def _stream(self, answer: Awaitable[Reply], outbound: Outbound | None, send: Send) -> Reply | None:

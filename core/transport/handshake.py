@@ -140,12 +140,20 @@ class HandshakeTransport:
         return self.admitter.session_checks(tool, principal, _session_id(headers))
 
     async def stream(
-        self, headers: Headers, principal: Principal | None, send: Send, receive: Receive, *, max_seconds: float
+        self,
+        headers: Headers,
+        principal: Principal | None,
+        send: Send,
+        receive: Receive,
+        *,
+        max_seconds: float,
+        buffered: bool = False,
     ) -> Reply | None:
         """GET: the session's own stream of notifications, or with `Last-Event-ID` the resumption of a stream.
 
-        Returns a Reply only to refuse (unknown session or stream: 404; GET stream already open: 409; a stream cap
-        reached: 429, or 503 for the process's, with Retry-After); None once the stream was served.
+        Returns a Reply only to refuse (unknown session or stream: 404; a stream cap reached: 429, or 503 for the
+        process's, with Retry-After; `buffered`, a session whose client does not poll: 405); None once the stream
+        was served. A `buffered` response (behind API Gateway's HTTP API) is sent whole, once it ends.
         """
         try:
             session = await self._session(headers, principal)
@@ -155,14 +163,16 @@ class HandshakeTransport:
         token, _, seq = (last_event_id or "").partition("-")
         after = Position.parse(seq) if token == GET_STREAM_PREFIX else None
         if last_event_id is None or after is not None:
-            refused = await self.session_streams.serve(session, after, send, receive, max_seconds=max_seconds)
+            refused = await self.session_streams.serve(
+                session, after, send, receive, max_seconds=max_seconds, buffered=buffered
+            )
             return error_reply(None, refused) if refused else None
         resumed = parse_call_position(seq)  # a call stream's event id is `<token>-<number>[.<polls>]`
         if not token or resumed is None:
             return error_reply(
                 None, InvalidRequestError("Bad Request: Last-Event-ID must be an event id of this session")
             )
-        return await self._resume(session, token, resumed, send, receive, max_seconds=max_seconds)
+        return await self._resume(session, token, resumed, send, receive, max_seconds=max_seconds, buffered=buffered)
 
     async def _resume(
         self,
@@ -173,13 +183,16 @@ class HandshakeTransport:
         receive: Receive,
         *,
         max_seconds: float,
+        buffered: bool,
     ) -> Reply | None:
         """Replay a call's stream after the event `after` names, then follow it until its final response (404 when
         the session has no such stream; a refusal when a stream cap is reached)."""
         key = f"{session.session_id}/{token}"
         if not await self.events.read_after(key, max(after[0] - 1, 0)):  # the event named, or any when it is 0
             return error_reply(None, SessionNotFoundError("Not Found: no such stream in this session"))
-        refused = await self.session_streams.resume(session, key, token, after, send, receive, max_seconds=max_seconds)
+        refused = await self.session_streams.resume(
+            session, key, token, after, send, receive, max_seconds=max_seconds, buffered=buffered
+        )
         return error_reply(None, refused) if refused else None
 
     async def delete(self, headers: Headers, principal: Principal | None) -> Reply:
@@ -257,7 +270,7 @@ class HandshakeTransport:
             return None
         if message.method == "initialize":
             raise InvalidRequestError("Invalid request: initialize cannot be sent inside a session or a batch")
-        if http.outbound is not None:
+        if http.outbound is not None and not http.outbound.buffered:
             http.outbound.replies = SessionReplies(self.pending, session.session_id)
             priming = versions.at_least(session.protocol_version, versions.PRIMING_SINCE)
             http.outbound.log = StreamLog(self.events, session.session_id, priming=priming)

@@ -224,6 +224,7 @@ class SessionApi:
         *,
         last_event_id: str | None,
         max_seconds: float,
+        buffered: bool = False,
     ) -> Reply | None:
         """The session's events after `last_event_id` (from now when None), as a poll that ends with a heartbeat
         carrying the id to come back with and a `retry:`."""
@@ -237,7 +238,7 @@ class SessionApi:
         if session is None:
             return _unknown_session()
         refused = await self.handshake.session_streams.serve(
-            session, after, send, receive, max_seconds=max_seconds, framing=self.framing
+            session, after, send, receive, max_seconds=max_seconds, framing=self.framing, buffered=buffered
         )
         if refused is not None:  # a stream cap: 429 (503 for the process's) naming the setting that raises it
             return Reply(refused.http_status, {"error": refused.message, **(refused.data or {})}, refused.headers)

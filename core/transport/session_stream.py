@@ -53,6 +53,25 @@ def get_event_id(position: Position) -> str:
 logger = logging.getLogger("stratus.transport")
 
 
+BUFFERED_MAX_HOLD_SECONDS = 20.0
+"""The longest a poll answered through a buffered front door holds: API Gateway ends an integration after 30 s."""
+
+
+class PollsOnlyError(McpError):
+    """A buffered front door (API Gateway's HTTP API) sends an answer whole, once it ends: it can serve a stream only
+    as a poll, which clients make from 2025-11-25 on."""
+
+    code = -32600
+    http_status = 405
+
+    def __init__(self, version: str) -> None:
+        super().__init__(
+            "Method Not Allowed: this front door answers GET streams as polls, which clients make from protocol "
+            f"version 2025-11-25 on (this session negotiated {version}); use a streaming front door"
+        )
+        self.headers = {"allow": "POST, DELETE"}
+
+
 def wanted_by(session: SessionRecord, message: dict[str, Any]) -> bool:
     """Whether the session's GET stream carries this notification."""
     if message.get("method") == "notifications/resources/updated":
@@ -167,6 +186,7 @@ class SessionStreams:
         *,
         max_seconds: float,
         framing: StreamFraming | None = None,
+        buffered: bool = False,
     ) -> McpError | None:
         """Stream the session's notifications after position `after` (from now when None): as a poll (until nothing
         happened for the hold) when its client comes back, else until the client leaves, the session ends or
@@ -174,7 +194,9 @@ class SessionStreams:
         framing is the MCP GET stream's unless one is given."""
         framing = framing or McpGetStream(self.keepalive_seconds)
         polls = framing.polls(session)
-        hold = self.polling.hold_seconds if polls else max_seconds
+        if buffered and not polls:
+            return PollsOnlyError(session.protocol_version)
+        hold = self._hold(buffered) if polls else max_seconds
         try:
             slot = self.slots.take(session.session_id, session.principal)
         except TooManyStreamsError as full:
@@ -211,17 +233,20 @@ class SessionStreams:
         receive: Receive,
         *,
         max_seconds: float,
+        buffered: bool = False,
     ) -> McpError | None:
         """Replay a call's stream (kept in the event log under `key`) after event number `after[0]`, then follow it
         until its final response (the call may still run, on any container): from 2025-11-25 on as the poll-th
         (`after[1]` + 1) poll of the call, which ends after the hold with an event to come back from; the error to
         answer instead when a stream cap is reached."""
+        polls = versions.at_least(session.protocol_version, versions.PRIMING_SINCE)
+        if buffered and not polls:
+            return PollsOnlyError(session.protocol_version)
+        hold = self._hold(buffered) if polls else max_seconds
         try:
             slot = self.slots.take(session.session_id, session.principal)
         except TooManyStreamsError as full:
             return full
-        polls = versions.at_least(session.protocol_version, versions.PRIMING_SINCE)
-        hold = self.polling.hold_seconds if polls else max_seconds
         with slot:
 
             async def replay(writer: SseWriter) -> None:
@@ -255,6 +280,10 @@ class SessionStreams:
 
             await stream_until_gone(send, receive, replay)
             return None
+
+    def _hold(self, buffered: bool) -> float:
+        # A buffered answer is sent whole once the poll ends, within API Gateway's 30 s integration timeout.
+        return min(self.polling.hold_seconds, BUFFERED_MAX_HOLD_SECONDS) if buffered else self.polling.hold_seconds
 
     async def _relay(
         self,

@@ -16,8 +16,8 @@ pytestmark = [pytest.mark.anyio, pytest.mark.uvicorn]
 
 
 async def test_stratus_local_serves_the_buffered_api_and_the_streaming_url() -> None:
-    """Through the HTTP API (buffered function) progress never reaches the client; through the Function URL (the
-    streaming function behind the Web Adapter) it streams."""
+    """Both give the official client its progress: through the HTTP API (the buffered function) with the result, in
+    one SSE body; through the Function URL (the streaming function behind the Web Adapter) as it happens."""
     environment = {
         "STRATUS_SECRET_KEY": "k",
         "STRATUS_STORE": "redis://127.0.0.1:6379/0",
@@ -42,7 +42,7 @@ async def test_stratus_local_serves_the_buffered_api_and_the_streaming_url() -> 
                 assert counted.content[0].text == "done"  # type: ignore[union-attr]
         output.seek(0)
         printed = output.read().decode()
-    assert seen == {"buffered": [], "streaming": [1, 2, 3]}
+    assert seen == {"buffered": [1, 2, 3], "streaming": [1, 2, 3]}
     for line in [
         f"HTTP API      ServerlessHttpApi        http://127.0.0.1:{port}/mcp",
         f"REST API      StreamingRestApi         http://127.0.0.1:{port + 1}/v1/mcp",

@@ -121,7 +121,8 @@ async def test_the_session_rest_api_is_served_through_the_http_api(stack: LocalA
         added = await http.post("/mcp", json=call, headers=JSON_BODY)
         assert added.status_code == 200 and added.json()["result"]["structuredContent"] == {"result": 3}
         events = await http.get(f"/events/{session_id}")
-        assert events.status_code == 405  # the app: /events streams from the streaming function only
+        assert events.status_code == 200  # a poll: sent whole once it ends
+        assert events.headers["content-type"] == "text/event-stream"
         assert (await http.delete(f"/session/{session_id}")).status_code == 200
         assert (await http.delete(f"/session/{session_id}")).status_code == 404
 

@@ -109,14 +109,18 @@ async def test_a_rest_session_and_its_events_through_each_streaming_door(stack: 
         assert (await http.delete(f"/session/{session_id}")).status_code == 404
 
 
-async def test_the_session_rest_api_on_the_http_api_without_events(stack: LocalAws) -> None:
-    """The HTTP API serves the buffered function's JSON routes; the event stream is the streaming doors'."""
+async def test_the_session_rest_api_on_the_http_api_with_events_as_polls(stack: LocalAws) -> None:
+    """The HTTP API serves the buffered function's JSON routes, and `/events` as a poll, sent whole once it ends."""
     async with httpx.AsyncClient(base_url=stack.url("ServerlessHttpApi"), timeout=20) as http:
         session_id = (await http.post("/session", headers=JSON)).json()["sessionId"]
         added = await _call(http, session_id, "tools/call", {"name": "add", "arguments": {"a": 4, "b": 4}})
         assert added.json()["result"]["structuredContent"] == {"result": 8}
-        # Routed (ANY /events/{sessionId}); the buffered app refuses the stream itself.
-        assert (await http.get(f"/events/{session_id}")).status_code == 405
+        polled = await http.get(f"/events/{session_id}")
+        assert polled.status_code == 200
+        assert [json.loads(event["data"]) for event in sse_fields(polled.text)] == [
+            {"type": "connected", "sessionId": session_id},
+            {"type": "heartbeat"},
+        ]
         assert (await http.delete(f"/session/{session_id}")).status_code == 200
 
 
