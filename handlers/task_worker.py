@@ -1,8 +1,10 @@
 """Tasks on Lambda: a container is frozen once its response is sent, so a task runs in its own invocation.
 
-`LambdaLauncher` invokes the task worker function asynchronously (`InvocationType=Event`) with the task's id;
-`handler` is that function's entry point: it loads the stored task and runs it to its end within the invocation's
-time (`template.yaml`: TaskWorkerFunction, 15 minutes). boto3 is imported only when a task is launched.
+`LambdaLauncher` invokes the task worker function asynchronously (`InvocationType=Event`) with the task's id, or
+with a relayed call's (a call through a buffered front door that may ask its client something mid-call:
+`stratus.protocol.relayed_calls`); `handler` is that function's entry point: it loads the stored task or call and
+runs it to its end within the invocation's time (`template.yaml`: TaskWorkerFunction, 15 minutes). boto3 is
+imported only when a task or call is launched.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ from stratus.handlers.secrets import settings_from_env
 from stratus.handlers.telemetry import build_telemetry
 
 TASK_EVENT_KEY = "stratusTask"
+CALL_EVENT_KEY = "stratusCall"
 logger = logging.getLogger("stratus.tasks")
 
 
@@ -37,7 +40,13 @@ class LambdaLauncher:
         return self._client
 
     async def launch(self, task_id: str) -> None:
-        payload = json.dumps({TASK_EVENT_KEY: task_id}).encode()
+        await self._invoke({TASK_EVENT_KEY: task_id})
+
+    async def launch_call(self, call_id: str) -> None:
+        await self._invoke({CALL_EVENT_KEY: call_id})
+
+    async def _invoke(self, event: dict[str, str]) -> None:
+        payload = json.dumps(event).encode()
         await asyncio.to_thread(
             self.client().invoke, FunctionName=self.function, InvocationType="Event", Payload=payload
         )
@@ -48,14 +57,21 @@ def task_launcher(settings: Settings) -> LambdaLauncher | None:
     return LambdaLauncher(settings.task_worker) if settings.task_worker else None
 
 
-async def run_task(settings: Settings, task_id: str, lambda_context: Any = None) -> None:
-    """Run one stored task with the deployment's server, pipeline and stores (built for this run, then closed)."""
+async def run_task(settings: Settings, task_id: str, lambda_context: Any = None, *, relayed: bool = False) -> None:
+    """Run one stored task, or one relayed call, with the deployment's server, pipeline and stores (built for this
+    run, then closed)."""
     server = load_server(settings.app)
     metrics, flush = build_telemetry(settings, server.name)
     stores = stores_for(settings)
     dispatcher = build_dispatcher(server, settings, stores, pipeline_for(server, settings, stores, metrics))
     try:
-        await dispatcher.tasks.run(task_id, lambda_context=lambda_context)
+        if relayed:
+            from stratus.protocol.relayed_calls import RelayedCalls
+
+            relays = RelayedCalls(server.tools, stores, dispatcher.tool_calls.run)
+            await relays.run(task_id, lambda_context=lambda_context)
+        else:
+            await dispatcher.tasks.run(task_id, lambda_context=lambda_context)
     finally:
         await dispatcher.aclose()
         await stores.aclose()
@@ -63,8 +79,12 @@ async def run_task(settings: Settings, task_id: str, lambda_context: Any = None)
 
 
 def handler(event: Any, context: Any) -> dict[str, Any]:
-    """The task worker's entry point: `{"stratusTask": "<task id>"}`."""
-    task_id = event.get(TASK_EVENT_KEY) if isinstance(event, dict) else None
+    """The task worker's entry point: `{"stratusTask": "<task id>"}` or `{"stratusCall": "<call id>"}`."""
+    fields = event if isinstance(event, dict) else {}
+    call_id, task_id = fields.get(CALL_EVENT_KEY), fields.get(TASK_EVENT_KEY)
+    if isinstance(call_id, str):
+        asyncio.run(run_task(settings_from_env(), call_id, context, relayed=True))
+        return {"ran": True, "callId": call_id}
     if not isinstance(task_id, str):
         logger.warning("task worker invoked without a task id")
         return {"ran": False}

@@ -7,7 +7,7 @@ The methods live with what they serve: `lifecycle` (discover, initialize, ping, 
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, cast
 
 from stratus.errors import MethodNotFoundError
 from stratus.pipeline.pipeline import Pipeline
@@ -29,6 +29,7 @@ from stratus.stores.base import Stores
 from stratus.types import JsonObject
 
 if TYPE_CHECKING:
+    from stratus.protocol.relayed_calls import RelayedCalls
     from stratus.protocol.task_service import TaskLauncher, TaskService
 
 
@@ -59,6 +60,7 @@ class Dispatcher:
         self.task_caps = (max_tasks, max_tasks_per_principal)
         """Running tasks in this process and live tasks per principal (0: no cap): `stratus.protocol.task_quota`."""
         self._tasks: TaskService | None = None
+        self._relays: RelayedCalls | None = None
         self.running = RunningCalls(stores.pending)
         notices = NotificationLog(stores.events)
         rounds = InputRounds(sealer, stores.cache)
@@ -111,6 +113,17 @@ class Dispatcher:
                 max_tasks_per_principal=self.task_caps[1],
             )
         return self._tasks
+
+    @property
+    def relays(self) -> RelayedCalls | None:
+        """Where calls that may ask their client mid-call run when a buffered front door answers them: the task
+        worker, when the launcher can start a call there (None otherwise); built on first use."""
+        if self._relays is None and callable(getattr(self.task_launcher, "launch_call", None)):
+            from stratus.protocol.relayed_calls import CallLauncher, RelayedCalls
+
+            launcher = cast("CallLauncher", self.task_launcher)
+            self._relays = RelayedCalls(self.server.tools, self.stores, self.tool_calls.run, launcher)
+        return self._relays
 
     async def aclose(self) -> None:
         """Stop what the dispatcher runs in the background (the tasks' cancellation watch), at shutdown."""

@@ -169,7 +169,7 @@ class TaskService:
             "arguments": arguments,
             "version": call.version,
             "ttlMs": ttl_ms,
-            "principal": _principal_fields(call.principal),
+            "principal": principal_fields(call.principal),
             "clientCapabilities": call.client_capabilities,
             "place": place,
         }
@@ -324,7 +324,7 @@ class TaskService:
             ),
             version=request["version"],
             client_capabilities=request.get("clientCapabilities") or {},
-            principal=_principal_from(request["principal"]),
+            principal=principal_from(request["principal"]),
             http=HttpRequest("POST", "", {}, lambda_context=lambda_context) if lambda_context else None,
         )
         if tool is None:
@@ -426,7 +426,7 @@ def _answer_key(task_id: str, key: str) -> str:
     return f"task:{task_id}:answer:{key}"
 
 
-def _principal_fields(principal: Principal | None) -> JsonObject | None:
+def principal_fields(principal: Principal | None) -> JsonObject | None:
     """What a task keeps of its caller to run as it: identity, scopes, roles and the issuer (no token)."""
     if principal is None:
         return None
@@ -439,7 +439,7 @@ def _principal_fields(principal: Principal | None) -> JsonObject | None:
     }
 
 
-def _principal_from(fields: JsonObject | None) -> Principal | None:
+def principal_from(fields: JsonObject | None) -> Principal | None:
     if fields is None:
         return None
     return Principal(

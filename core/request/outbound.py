@@ -41,6 +41,29 @@ class ReplyBox(Protocol):
     async def wait(self, request_id: str, within: float) -> str | None: ...
 
 
+class PendingReplies(Protocol):
+    """The shared store where clients' replies to server requests land (`stratus.stores.base.PendingRequestStore`)."""
+
+    async def open(self, request_key: str, ttl_seconds: float) -> None: ...
+
+    async def wait(self, request_key: str, within: float) -> str | None: ...
+
+
+class SessionReplies:
+    """The replies of one session's client, by request id, through the shared pending-request store: a reply POSTed
+    to any container reaches the call awaiting it, wherever that runs."""
+
+    def __init__(self, pending: PendingReplies, session_id: str) -> None:
+        self.pending = pending
+        self.session_id = session_id
+
+    async def open(self, request_id: str, ttl_seconds: float) -> None:
+        await self.pending.open(f"{self.session_id}/{request_id}", ttl_seconds)
+
+    async def wait(self, request_id: str, within: float) -> str | None:
+        return await self.pending.wait(f"{self.session_id}/{request_id}", within)
+
+
 class ClientError(McpError):
     """The client answered a server request with an error; its code and message are passed on."""
 
@@ -72,9 +95,10 @@ class StreamLog:
     """One resumable stream: its events are appended to the session's event log under a random token, and each
     carries the id `<token>-<seq>`, which names the stream it belongs to."""
 
-    def __init__(self, events: EventLog, session_id: str, *, priming: bool) -> None:
+    def __init__(self, events: EventLog, session_id: str, *, priming: bool, token: str | None = None) -> None:
         self.events = events
-        self.token = secrets.token_hex(8)
+        self.token = token or secrets.token_hex(8)
+        """The stream's name among the session's: random, or the one a call run elsewhere was given."""
         self.key = f"{session_id}/{self.token}"
         self.priming = priming
         self._opened = False

@@ -7,15 +7,15 @@ import asyncio
 import contextlib
 import logging
 import secrets
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Sequence
 from typing import TYPE_CHECKING, Any
 
-from stratus.errors import HttpError, InternalError, McpError, StoreUnavailableError
+from stratus.errors import HttpError, InternalError, McpError
 from stratus.pipeline.guards import authenticate
 from stratus.protocol import versions
 from stratus.protocol.capabilities import notifies_outside_calls
 from stratus.protocol.dispatch import Dispatcher
-from stratus.protocol.jsonrpc import decode
+from stratus.protocol.jsonrpc import decode, request_id_of
 from stratus.request.aws_context import authorizer_claims, request_context
 from stratus.request.http import HttpRequest
 from stratus.request.outbound import Outbound
@@ -25,12 +25,13 @@ from stratus.server.policy import Authenticator
 from stratus.server.principal import Principal
 from stratus.transport.asgi import Headers, request_headers, route_path, send_response, until_disconnected
 from stratus.transport.buffered_limit import buffered_body
+from stratus.transport.call_relay import CallRelay
 from stratus.transport.cors import exposing_to, is_preflight, preflight_headers
 from stratus.transport.handshake import SESSION_HEADER, HandshakeTransport
 from stratus.transport.http_guards import HostOriginGuard, check_accepts_json, check_json_body
 from stratus.transport.http_reply import Reply, error_reply
 from stratus.transport.session_api import SessionApi, is_rest_call
-from stratus.transport.sse import KEEPALIVE_SECONDS, RECONNECT_MS, SseWriter, accepts_event_stream
+from stratus.transport.sse import KEEPALIVE_SECONDS, accepts_event_stream
 from stratus.transport.stateless import handle_stateless, request_meta_version
 from stratus.types import Message, Receive, Scope, Send
 
@@ -214,6 +215,21 @@ class McpEndpoint:
         check_accepts_json(headers)
         body = decode(await self._read_body(receive, headers, live=http.disconnected is not None))
         if http.disconnected is None:  # a buffered front door: nothing signals the client gone
+            relayed = await self.handshake.relay(body, headers, http, principal)
+            if relayed is not None and send is not None:  # run in the task worker; its stream relayed from the store
+                session, (key, token) = relayed
+                refused = await self.handshake.session_streams.resume(
+                    session,
+                    key,
+                    token,
+                    (0, 0),
+                    send,
+                    receive,
+                    max_seconds=self.max_stream_seconds,
+                    buffered=True,
+                    until_asked=True,
+                )
+                return error_reply(request_id_of(body), refused) if refused else None
             return await self._answer_or_stream(body, headers, http, principal, send)
         if not _is_stateless(body, headers):
             # Only a 2026-07-28 call is cancelled by its client leaving; a handshake-era client may resume.
@@ -251,7 +267,7 @@ class McpEndpoint:
         """
         outbound = outbound or Outbound()
         work = asyncio.ensure_future(answer)
-        writer: _Relay | None = None
+        writer: CallRelay | None = None
         loop = asyncio.get_running_loop()
         cut_at = loop.time() + self.max_stream_seconds
         interval = self.keepalive_seconds
@@ -268,7 +284,7 @@ class McpEndpoint:
                 waiting: set[asyncio.Future[Any]] = {work, outbound.arrival()}
                 done, _ = await asyncio.wait(waiting, timeout=wait, return_when=asyncio.FIRST_COMPLETED)
                 if not outbound.messages.empty():
-                    writer = writer or await _Relay.open(send, outbound)
+                    writer = writer or await CallRelay.open(send, outbound)
                     await writer.event(*outbound.messages.get_nowait())
                     continue
                 if work in done:
@@ -281,7 +297,7 @@ class McpEndpoint:
                         await writer.event(await outbound.record_final(reply.payload), reply.payload)
                     await writer.close()
                     return None
-                writer = writer or await _Relay.open(send, outbound)
+                writer = writer or await CallRelay.open(send, outbound)
                 await writer.comment("keep-alive")
         finally:
             if not work.done():
@@ -358,50 +374,6 @@ class _Response:
         if self.started and not self.ended:
             with contextlib.suppress(OSError):
                 await self({"type": "http.response.body", "body": b"", "more_body": False})
-
-
-class _Relay:
-    """An SSE response that stops writing, quietly, once the client has gone (the call itself goes on)."""
-
-    def __init__(self, writer: SseWriter) -> None:
-        self.writer = writer
-        self.gone = False
-        self.resumable = False
-        """Whether the client got an event id to resume this stream from (the priming event's, or an event's)."""
-
-    @classmethod
-    async def open(cls, send: Send, outbound: Outbound) -> _Relay:
-        log = outbound.log
-        primed = False
-        if log is not None and log.priming:
-            # Logged before the priming id goes out, so that resuming from it finds the stream; with the store
-            # unreachable the stream goes unprimed (and so is not cut) rather than hand out an id that leads nowhere.
-            with contextlib.suppress(StoreUnavailableError):
-                await log.open()
-                primed = True
-        relay = cls(await SseWriter.start(send))
-        if log is not None and primed:
-            await relay._do(lambda: relay.writer.prime(log.priming_id, RECONNECT_MS))
-            relay.resumable = True
-        return relay
-
-    async def event(self, event_id: str | None, message: Any) -> None:
-        await self._do(lambda: self.writer.event(message, event_id=event_id))
-        self.resumable = self.resumable or event_id is not None
-
-    async def comment(self, text: str) -> None:
-        await self._do(lambda: self.writer.comment(text))
-
-    async def close(self) -> None:
-        await self._do(self.writer.close)
-
-    async def _do(self, write: Callable[[], Awaitable[None]]) -> None:
-        if self.gone:
-            return
-        try:
-            await write()
-        except OSError:  # the connection is gone; what is left is in the event log for a resuming client
-            self.gone = True
 
 
 def _may_send_before_answer(body: Any, headers: Headers) -> bool:

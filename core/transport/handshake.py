@@ -25,7 +25,7 @@ from stratus.protocol.jsonrpc import (
 )
 from stratus.protocol.notifications import NotificationLog, Position
 from stratus.request.http import HttpRequest
-from stratus.request.outbound import StreamLog
+from stratus.request.outbound import SessionReplies, StreamLog
 from stratus.server.principal import Principal
 from stratus.stores.records import CallAdmission, CallChecks, SessionRecord
 from stratus.transport.asgi import Headers
@@ -37,8 +37,9 @@ from stratus.types import Receive, Send
 
 if TYPE_CHECKING:
     from stratus.pipeline.admission import Admitter
+    from stratus.protocol.relayed_calls import RelayedStream
     from stratus.resilience.stream_slots import StreamSlots
-    from stratus.stores.base import PendingRequestStore, Stores
+    from stratus.stores.base import Stores
 
 SESSION_HEADER = "mcp-session-id"
 
@@ -64,20 +65,6 @@ class BatchLimits(NamedTuple):
     """More messages than this: the batch is refused (`STRATUS_MAX_BATCH_LENGTH`)."""
     max_response_bytes: int = 4 * 1024 * 1024
     """Once the answers reach this size, the remaining requests are not run (`STRATUS_MAX_BATCH_RESPONSE_BYTES`)."""
-
-
-class SessionReplies:
-    """The replies of one session's client, by request id, through the shared pending-request store."""
-
-    def __init__(self, pending: PendingRequestStore, session_id: str) -> None:
-        self.pending = pending
-        self.session_id = session_id
-
-    async def open(self, request_id: str, ttl_seconds: float) -> None:
-        await self.pending.open(f"{self.session_id}/{request_id}", ttl_seconds)
-
-    async def wait(self, request_id: str, within: float) -> str | None:
-        return await self.pending.wait(f"{self.session_id}/{request_id}", within)
 
 
 class HandshakeTransport:
@@ -194,6 +181,37 @@ class HandshakeTransport:
             session, key, token, after, send, receive, max_seconds=max_seconds, buffered=buffered
         )
         return error_reply(None, refused) if refused else None
+
+    async def relay(
+        self, body: Any, headers: Headers, http: HttpRequest, principal: Principal | None
+    ) -> tuple[SessionRecord, RelayedStream] | None:
+        """Through a buffered front door, start a tools/call that may ask its client something mid-call in the task
+        worker (`stratus.protocol.relayed_calls`): its session and where its stream is kept; None for any other
+        request, which is answered as usual (its refusals included)."""
+        if http.outbound is None or not http.outbound.buffered or (relays := self.dispatcher.relays) is None:
+            return None
+        from stratus.protocol.relayed_calls import may_ask  # loaded with `relays`
+
+        try:
+            message = parse_message(body)
+            if not isinstance(message, Request) or message.method != "tools/call":
+                return None
+            tool = self.dispatcher.server.tools.get(message.params.get("name"))  # type: ignore[arg-type]
+            if tool is None or tool.task_support == "required" or isinstance(message.params.get("task"), dict):
+                return None
+            session = await self._session(headers, principal)
+        except McpError:
+            return None
+        call = Call(
+            request=message,
+            version=session.protocol_version,
+            client_capabilities=session.client_capabilities,
+            client_info=session.client_info,
+            session=session,
+            http=http,
+            principal=principal,
+        )
+        return (session, await relays.start(call, tool)) if may_ask(call, tool) else None
 
     async def delete(self, headers: Headers, principal: Principal | None) -> Reply:
         try:

@@ -234,15 +234,21 @@ class SessionStreams:
         *,
         max_seconds: float,
         buffered: bool = False,
+        until_asked: bool = False,
     ) -> McpError | None:
         """Replay a call's stream (kept in the event log under `key`) after event number `after[0]`, then follow it
         until its final response (the call may still run, on any container): from 2025-11-25 on as the poll-th
         (`after[1]` + 1) poll of the call, which ends after the hold with an event to come back from; the error to
-        answer instead when a stream cap is reached."""
+        answer instead when a stream cap is reached. `until_asked`: the first answer to a call relayed from a buffered
+        front door, which waits for the call's result as long as a buffered answer can, and ends after a question
+        to the client, who must have it to answer."""
         polls = versions.at_least(session.protocol_version, versions.PRIMING_SINCE)
         if buffered and not polls:
             return PollsOnlyError(session.protocol_version)
         hold = self._hold(buffered) if polls else max_seconds
+        if buffered:
+            max_seconds = min(max_seconds, BUFFERED_MAX_HOLD_SECONDS)
+            hold = max_seconds if until_asked else hold
         try:
             slot = self.slots.take(session.session_id, session.principal)
         except TooManyStreamsError as full:
@@ -268,6 +274,8 @@ class SessionStreams:
                         await writer.event(message, event_id=call_event_id(token, event.seq))
                         if "id" in message and "method" not in message:  # the call's response: the stream is done
                             return
+                        if until_asked and "id" in message:  # a question: the client needs it now to answer
+                            quiet_end = end = loop.time()
                     if loop.time() >= min(end, quiet_end):
                         break
                     if events:

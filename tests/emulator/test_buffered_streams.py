@@ -8,11 +8,13 @@ import json
 from collections.abc import Iterator
 from typing import Any
 
+import anyio
 import httpx
 import pytest
 
 from stratus.emulator.local_aws import LocalAws
 from tests.fixtures.emulated_stack import HEADERS, TEMPLATE, VERSION, call_tool, initialize, serving
+from tests.fixtures.sdk_answers import ASKED, call_the_asking_tools
 from tests.fixtures.wire import sse_fields
 
 pytestmark = [pytest.mark.anyio, pytest.mark.uvicorn]
@@ -65,9 +67,12 @@ async def test_a_call_answers_its_progress_then_its_result_in_one_sse_body(stack
     assert quiet.json()["result"]["structuredContent"] == {"result": 5}
 
 
-async def test_a_tool_that_asks_mid_call_is_told_which_front_door_can_carry_it(stack: LocalAws) -> None:
+async def test_a_tool_asking_a_client_that_does_not_resume_is_told_which_front_door_can_carry_it(
+    stack: LocalAws,
+) -> None:
+    """Before 2025-11-25 a client need not resume a call's stream, so the call cannot run elsewhere and be polled."""
     async with httpx.AsyncClient(timeout=20) as http:
-        headers = await _session(http, _url(stack))
+        headers = await _session(http, _url(stack), "2025-06-18")
         refused = await _tool_call(http, _url(stack), headers, {"name": "greet", "arguments": {}})
     error = refused.json()["error"]
     assert error["code"] == -32603
@@ -94,3 +99,47 @@ async def test_a_session_whose_client_does_not_poll_is_refused_a_get_stream_nami
     assert refused.status_code == 405 and refused.headers["allow"] == "POST, DELETE"
     message = refused.json()["error"]["message"]
     assert "2025-11-25" in message and "2025-03-26" in message and "streaming front door" in message
+
+
+async def test_a_call_that_asks_runs_in_the_task_worker_and_its_question_and_result_reach_the_client_by_polls(
+    stack: LocalAws,
+) -> None:
+    worker = stack.pools["stratus-local-TaskWorkerFunction"]
+    async with httpx.AsyncClient(timeout=30) as http:
+        headers = await _session(http, _url(stack))
+        runs = len(worker.served)
+        asked = await _tool_call(http, _url(stack), headers, {"name": "greet", "arguments": {}})
+        assert asked.status_code == 200 and asked.headers["content-type"] == "text/event-stream"
+        question, place = sse_fields(asked.text)
+        request = json.loads(question["data"])
+        assert request["method"] == "elicitation/create" and request["params"]["message"] == "Your name?"
+        assert place["data"] == "" and place["retry"] == "1000" and place["id"].endswith(".1")
+        assert len(worker.served) == runs + 1  # the call runs in the task worker, not in the buffered function
+
+        answer = {"jsonrpc": "2.0", "id": request["id"], "result": {"action": "accept", "content": {"name": "Ada"}}}
+        assert (await http.post(_url(stack), json=answer, headers=headers)).status_code == 202
+        last, result = place["id"], None
+        for _ in range(10):  # each poll holds up to 20 s for the result: bounded
+            polled = await http.get(_url(stack), headers={**headers, "last-event-id": last})
+            assert polled.status_code == 200  # a poll while the call runs is never an error
+            events = sse_fields(polled.text)
+            last = events[-1]["id"]
+            if events[-1]["data"] and "result" in (message := json.loads(events[-1]["data"])):
+                result = message
+                break
+    assert result == {"jsonrpc": "2.0", "id": 7, "result": {"content": [{"type": "text", "text": "hello Ada"}]}}
+
+
+@pytest.fixture(scope="module")
+def asking_stack() -> Iterator[LocalAws]:
+    with serving(TEMPLATE, app="tests.fixtures.apps:shared") as aws:
+        yield aws
+
+
+async def test_the_official_client_samples_elicits_and_hears_progress_through_the_http_api(
+    asking_stack: LocalAws,
+) -> None:
+    with anyio.fail_after(60):
+        texts, progressed = await call_the_asking_tools(f"{asking_stack.url('ServerlessHttpApi')}/mcp", "legacy")
+    assert texts == ASKED
+    assert progressed == [1, 2, 3]

@@ -1,0 +1,143 @@
+"""Handshake-era calls that may ask their client something mid-call, through a buffered front door: run in another
+invocation, their stream relayed through the store.
+
+API Gateway's HTTP API sends an answer whole, once it ends. A call waiting there for its client's answer to an
+elicitation, sampling or roots request would wait for an answer the client cannot give before it has the question.
+So such a call is stored and started in the task worker (an asynchronous invocation, `CallLauncher`), and runs
+there with a stream log of its own (`StreamLog`): what it sends, its questions and at last its response are appended
+to it, and its client's replies reach it through the pending-request store (a POST landing on any container). The
+buffered answer relays the log until the call asks something or ends (`stratus.transport.session_stream`), and the
+client polls the rest with GET and `Last-Event-ID`, as it resumes any call's stream.
+
+Asynchronous invocation may deliver an event more than once ("How Lambda handles errors and retries with
+asynchronous invocation", https://docs.aws.amazon.com/lambda/latest/dg/invocation-async-error-handling.html): a run
+first moves its record from `working` to `running`, and a delivery that finds it moved does nothing.
+"""
+
+from __future__ import annotations
+
+import json
+import secrets
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any, NamedTuple, Protocol
+
+from stratus.errors import InvalidParamsError, McpError
+from stratus.protocol import versions
+from stratus.protocol.call import Call
+from stratus.protocol.jsonrpc import Request, error_response, result_response
+from stratus.protocol.task_service import RunTool, principal_fields, principal_from
+from stratus.request.http import HttpRequest
+from stratus.request.outbound import Outbound, SessionReplies, StreamLog
+from stratus.stores.records import TaskRecord
+from stratus.types import JsonObject
+
+if TYPE_CHECKING:
+    from stratus.server.tools import Tool
+    from stratus.stores.base import Stores
+
+ASKING_CAPABILITIES = ("elicitation", "sampling", "roots")
+"""What a client must declare for a call to ask it something mid-call."""
+RUN_MARGIN_SECONDS = 60.0
+"""How long a relayed call's record outlives its tool's timeout (or the worker's 15 minutes)."""
+WORKER_SECONDS = 900.0
+
+
+class CallLauncher(Protocol):
+    """Starts a stored call's run in another invocation (`stratus.handlers.task_worker.LambdaLauncher`)."""
+
+    async def launch_call(self, call_id: str) -> None: ...
+
+
+class RelayedStream(NamedTuple):
+    """Where a relayed call's stream is kept: its session's log under `<session>/<token>`."""
+
+    key: str
+    token: str
+
+
+class RelayedOutbound(Outbound):
+    """A relayed call's messages to its client, appended to its stream log only: the buffered answer and the
+    client's polls read them there, on whichever container they land."""
+
+    async def _put(self, message: JsonObject) -> None:
+        assert self.log is not None, "a relayed call always has its stream log"
+        self.sent += 1
+        await self.log.record(message)
+
+
+def may_ask(call: Call, tool: Tool) -> bool:
+    """Whether the call could ask its client something mid-call: a tool that takes a `Context`, in a session whose
+    client declared a capability to be asked and resumes streams (2025-11-25 on)."""
+    return (
+        tool.signature.context_parameter is not None
+        and versions.at_least(call.version, versions.PRIMING_SINCE)
+        and any(capability in call.client_capabilities for capability in ASKING_CAPABILITIES)
+    )
+
+
+class RelayedCalls:
+    """Starts calls in another invocation and runs them there."""
+
+    def __init__(
+        self, tools: Mapping[str, Tool], stores: Stores, run_tool: RunTool, launcher: CallLauncher | None = None
+    ) -> None:
+        self.tools = tools
+        self.stores = stores
+        self.run_tool = run_tool
+        self.launcher = launcher
+
+    async def start(self, call: Call, tool: Tool) -> RelayedStream:
+        """Store the call with a stream log of its own, and start its run elsewhere; where its stream is kept."""
+        assert call.session is not None, "only a session's calls are relayed"
+        session_id = call.session.session_id
+        log = StreamLog(self.stores.events, session_id, priming=True)
+        await log.open()  # a poll that comes before the call has sent anything finds the stream
+        request = {
+            "session": session_id,
+            "token": log.token,
+            "id": call.request.id,
+            "params": call.params,
+            "principal": principal_fields(call.principal),
+        }
+        call_id = f"call-{secrets.token_urlsafe(18)}"
+        ttl = (tool.policy.timeout or WORKER_SECONDS) + RUN_MARGIN_SECONDS
+        owner = call.principal.key if call.principal else None
+        record = TaskRecord(task_id=call_id, principal=owner, status="working", request=json.dumps(request))
+        assert self.launcher is not None, "only a dispatcher with a launcher starts relayed calls"
+        await self.stores.tasks.create(record, ttl_seconds=ttl)
+        await self.launcher.launch_call(call_id)
+        return RelayedStream(log.key, log.token)
+
+    async def run(self, call_id: str, *, lambda_context: Any = None) -> None:
+        """Run a stored call once, its messages and response appended to its stream log."""
+        record = await self.stores.tasks.get(call_id)
+        if record is None or not await self.stores.tasks.update(
+            call_id, status="running", result=None, expect=("working",)
+        ):
+            return  # unknown, expired, or delivered again: another run has it
+        request = json.loads(record.request)
+        session = await self.stores.sessions.load(request["session"])
+        outbound = RelayedOutbound(SessionReplies(self.stores.pending, request["session"]))
+        outbound.log = StreamLog(self.stores.events, request["session"], priming=True, token=request["token"])
+        message = Request(id=request["id"], method="tools/call", params=request["params"])
+        if session is None:  # ended meanwhile: its client is gone, and nothing may run on its behalf
+            await outbound.record_final(error_response(message.id, McpError("The session ended before the call ran")))
+            return
+        call = Call(
+            request=message,
+            version=session.protocol_version,
+            client_capabilities=session.client_capabilities,
+            client_info=session.client_info,
+            session=session,
+            http=HttpRequest("POST", "", {}, lambda_context=lambda_context, outbound=outbound),
+            principal=principal_from(request["principal"]),
+        )
+        try:
+            tool = self.tools.get(call.string_param("name"))
+            if tool is None:
+                raise InvalidParamsError(f"Unknown tool: {call.params.get('name')}")
+            response = result_response(message.id, await self.run_tool(call, tool, call.object_param("arguments")))
+        except McpError as error:
+            response = error_response(message.id, error)
+        await outbound.record_final(response)
+        await self.stores.tasks.update(call_id, status="completed", result=None, expect=("running",))
