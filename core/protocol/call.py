@@ -59,6 +59,27 @@ class Call:
         self.admitted = admitted
         """The store's answers for a tools/call, when the transport fetched them with the session."""
 
+    @classmethod
+    def in_session(
+        cls,
+        request: Request,
+        session: SessionRecord,
+        http: HttpRequest | None,
+        principal: Principal | None,
+        admitted: CallAdmission | None = None,
+    ) -> Call:
+        """A handshake-era request of `session`: its version and its client's capabilities and info."""
+        return cls(
+            request=request,
+            version=session.protocol_version,
+            client_capabilities=session.client_capabilities,
+            client_info=session.client_info,
+            session=session,
+            http=http,
+            principal=principal,
+            admitted=admitted,
+        )
+
     @property
     def principal_key(self) -> str | None:
         return self.principal.key if self.principal else None

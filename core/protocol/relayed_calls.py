@@ -123,14 +123,11 @@ class RelayedCalls:
         if session is None:  # ended meanwhile: its client is gone, and nothing may run on its behalf
             await outbound.record_final(error_response(message.id, McpError("The session ended before the call ran")))
             return
-        call = Call(
-            request=message,
-            version=session.protocol_version,
-            client_capabilities=session.client_capabilities,
-            client_info=session.client_info,
-            session=session,
-            http=HttpRequest("POST", "", {}, lambda_context=lambda_context, outbound=outbound),
-            principal=principal_from(request["principal"]),
+        call = Call.in_session(
+            message,
+            session,
+            HttpRequest("POST", "", {}, lambda_context=lambda_context, outbound=outbound),
+            principal_from(request["principal"]),
         )
         try:
             tool = self.tools.get(call.string_param("name"))

@@ -202,15 +202,7 @@ class HandshakeTransport:
             session = await self._session(headers, principal)
         except McpError:
             return None
-        call = Call(
-            request=message,
-            version=session.protocol_version,
-            client_capabilities=session.client_capabilities,
-            client_info=session.client_info,
-            session=session,
-            http=http,
-            principal=principal,
-        )
+        call = Call.in_session(message, session, http, principal)
         return (session, await relays.start(call, tool)) if may_ask(call, tool) else None
 
     async def delete(self, headers: Headers, principal: Principal | None) -> Reply:
@@ -292,16 +284,7 @@ class HandshakeTransport:
             http.outbound.replies = SessionReplies(self.pending, session.session_id)
             priming = versions.at_least(session.protocol_version, versions.PRIMING_SINCE)
             http.outbound.log = StreamLog(self.events, session.session_id, priming=priming)
-        call = Call(
-            request=message,
-            version=session.protocol_version,
-            client_capabilities=session.client_capabilities,
-            client_info=session.client_info,
-            session=session,
-            http=http,
-            principal=principal,
-            admitted=admitted,
-        )
+        call = Call.in_session(message, session, http, principal, admitted)
         try:
             result = await self.dispatcher.dispatch(call)
         except McpError as error:
