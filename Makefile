@@ -31,10 +31,10 @@ check: $(VENV)/.installed  ## lint and type-check
 unit: $(VENV)/.installed  ## the pytest suite
 	$(BIN)/python -m pytest
 
-conformance: $(VENV)/.installed  ## the official MCP conformance suite: one process, the emulated stack on Redis / a Redis Cluster / DynamoDB, a gateway
+conformance: $(VENV)/.installed  ## the official MCP conformance suite: one process, the emulated stack on Redis / a Redis Cluster (through the HTTP API) / DynamoDB, a gateway
 	bash scripts/conformance
 	CONFORMANCE_TARGET=emulated-redis bash scripts/conformance
-	CONFORMANCE_TARGET=emulated-redis-cluster bash scripts/conformance
+	CONFORMANCE_TARGET=emulated-redis-cluster CONFORMANCE_DOOR=ServerlessHttpApi bash scripts/conformance
 	CONFORMANCE_TARGET=emulated-dynamodb bash scripts/conformance
 	CONFORMANCE_TARGET=gateway bash scripts/conformance
 

@@ -31,6 +31,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 from stratus.errors import McpError, StoreUnavailableError, TooManyStreamsError
 from stratus.protocol import versions
 from stratus.protocol.notifications import LoggedNotification, NotificationFollower, NotificationLog, Position
+from stratus.request.outbound import BUFFERED_HOLD_SECONDS
 from stratus.resilience.stream_slots import StreamSlots
 from stratus.stores.base import SessionStore
 from stratus.stores.records import SessionRecord
@@ -51,10 +52,6 @@ def get_event_id(position: Position) -> str:
 
 
 logger = logging.getLogger("stratus.transport")
-
-
-BUFFERED_MAX_HOLD_SECONDS = 20.0
-"""The longest a poll answered through a buffered front door holds: API Gateway ends an integration after 30 s."""
 
 
 class PollsOnlyError(McpError):
@@ -247,7 +244,7 @@ class SessionStreams:
             return PollsOnlyError(session.protocol_version)
         hold = self._hold(buffered) if polls else max_seconds
         if buffered:
-            max_seconds = min(max_seconds, BUFFERED_MAX_HOLD_SECONDS)
+            max_seconds = min(max_seconds, BUFFERED_HOLD_SECONDS)
             hold = max_seconds if until_asked else hold
         try:
             slot = self.slots.take(session.session_id, session.principal)
@@ -291,7 +288,7 @@ class SessionStreams:
 
     def _hold(self, buffered: bool) -> float:
         # A buffered answer is sent whole once the poll ends, within API Gateway's 30 s integration timeout.
-        return min(self.polling.hold_seconds, BUFFERED_MAX_HOLD_SECONDS) if buffered else self.polling.hold_seconds
+        return min(self.polling.hold_seconds, BUFFERED_HOLD_SECONDS) if buffered else self.polling.hold_seconds
 
     async def _relay(
         self,

@@ -4,6 +4,7 @@ is sent whole once it ends: a call answers progress and log lines before its res
 
 from __future__ import annotations
 
+import asyncio
 import json
 from collections.abc import Iterator
 from typing import Any
@@ -15,6 +16,7 @@ import pytest
 from stratus.emulator.local_aws import LocalAws
 from tests.fixtures.emulated_stack import HEADERS, TEMPLATE, VERSION, call_tool, initialize, serving
 from tests.fixtures.sdk_answers import ASKED, call_the_asking_tools
+from tests.fixtures.streams import LISTEN_HEADERS, listen_body
 from tests.fixtures.wire import sse_fields
 
 pytestmark = [pytest.mark.anyio, pytest.mark.uvicorn]
@@ -143,3 +145,22 @@ async def test_the_official_client_samples_elicits_and_hears_progress_through_th
         texts, progressed = await call_the_asking_tools(f"{asking_stack.url('ServerlessHttpApi')}/mcp", "legacy")
     assert texts == ASKED
     assert progressed == [1, 2, 3]
+
+
+async def test_a_listen_is_a_long_poll_ending_with_the_first_change_it_relays(stack: LocalAws) -> None:
+    """Acknowledgment, the change, the graceful close, in one body; changes are announced until one lands after the
+    listen began following (bounded)."""
+    async with httpx.AsyncClient(timeout=30) as http:
+        listening = asyncio.ensure_future(http.post(_url(stack), json=listen_body(), headers=LISTEN_HEADERS))
+        announcer = await initialize(http, _url(stack))
+        for _ in range(10):
+            await call_tool(http, _url(stack), announcer, "announce", {})
+            if (await asyncio.wait({listening}, timeout=1))[0]:
+                break
+        answered = await listening
+    assert answered.status_code == 200 and answered.headers["content-type"] == "text/event-stream"
+    ack, change, close = [json.loads(event["data"]) for event in sse_fields(answered.text)]
+    assert ack["method"] == "notifications/subscriptions/acknowledged"
+    assert change["method"] == "notifications/tools/list_changed"
+    assert change["params"]["_meta"] == ack["params"]["_meta"]  # tagged with the subscription's id
+    assert close["result"]["_meta"].items() >= ack["params"]["_meta"].items()
