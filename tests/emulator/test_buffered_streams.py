@@ -138,13 +138,20 @@ def asking_stack() -> Iterator[LocalAws]:
         yield aws
 
 
-async def test_the_official_client_samples_elicits_and_hears_progress_through_the_http_api(
+async def test_the_official_client_samples_elicits_and_hears_progress_and_logs_through_the_http_api(
     asking_stack: LocalAws,
 ) -> None:
+    logged: list[Any] = []
+
+    async def on_log(params: Any) -> None:
+        logged.append(params.data)
+
     with anyio.fail_after(60):
-        texts, progressed = await call_the_asking_tools(f"{asking_stack.url('ServerlessHttpApi')}/mcp", "legacy")
+        url = f"{asking_stack.url('ServerlessHttpApi')}/mcp"
+        texts, progressed = await call_the_asking_tools(url, "legacy", logging_callback=on_log)
     assert texts == ASKED
     assert progressed == [1, 2, 3]
+    assert logged == ["counting"]
 
 
 async def test_a_listen_is_a_long_poll_ending_with_the_first_change_it_relays(stack: LocalAws) -> None:
