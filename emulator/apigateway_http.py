@@ -24,7 +24,7 @@ import uuid
 from collections.abc import Mapping
 from typing import Any
 
-from stratus.emulator.containers import FunctionError, FunctionPool, ThrottledError
+from stratus.emulator.containers import ClientGoneError, FunctionError, FunctionPool, ThrottledError
 from stratus.emulator.events import (
     Answer,
     MalformedResponseError,
@@ -139,7 +139,7 @@ class HttpApiDoor(FrontDoor):
             event = v2_event(
                 request, api_id=self.api.api_id, route_key=route_key, stage=self.api.stage, path_parameters=variables
             )
-        invoking = asyncio.ensure_future(self._invoke(pool, event, route.payload_version))
+        invoking = asyncio.ensure_future(self._invoke(pool, event, route.payload_version, request.gone))
         try:
             return await asyncio.wait_for(asyncio.shield(invoking), route.timeout_ms / 1000)
         except TimeoutError:
@@ -148,9 +148,11 @@ class HttpApiDoor(FrontDoor):
             invoking.add_done_callback(self._running.discard)
             return json_answer(503, UNAVAILABLE)
 
-    async def _invoke(self, pool: FunctionPool, event: dict[str, Any], payload_version: str) -> Answer:
+    async def _invoke(
+        self, pool: FunctionPool, event: dict[str, Any], payload_version: str, gone: asyncio.Future[None] | None
+    ) -> Answer:
         try:
-            async with pool.invocation() as container:
+            async with pool.invocation(gone=gone) as container:
                 invocation = Invocation(pool)
                 invoked = await invocation.run(container, event)
                 if invoked.stream is not None:
@@ -160,3 +162,5 @@ class HttpApiDoor(FrontDoor):
             return read(invoked.payload)
         except (FunctionError, MalformedResponseError, ThrottledError):
             return json_answer(500, INTERNAL_ERROR)
+        except ClientGoneError:
+            return json_answer(500, INTERNAL_ERROR)  # dropped while it waited; no one reads this

@@ -30,7 +30,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from stratus.emulator.apigateway_http import match_path
-from stratus.emulator.containers import FunctionError, FunctionPool, ThrottledError
+from stratus.emulator.containers import ClientGoneError, FunctionError, FunctionPool, ThrottledError
 from stratus.emulator.events import (
     Answer,
     MalformedResponseError,
@@ -130,12 +130,19 @@ class RestApiDoor(FrontDoor):
         event = v1_event(
             request, api_id=self.api.api_id, stage=stage, resource=method.path, path=path, path_parameters=variables
         )
-        await self._invoke(send, pool, method, event)
+        await self._invoke(send, pool, method, event, request.gone)
 
-    async def _invoke(self, send: Send, pool: FunctionPool, method: RestMethod, event: dict[str, Any]) -> None:
+    async def _invoke(
+        self,
+        send: Send,
+        pool: FunctionPool,
+        method: RestMethod,
+        event: dict[str, Any],
+        gone: asyncio.Future[None] | None,
+    ) -> None:
         timeout = method.timeout_ms / 1000
         try:
-            async with pool.invocation() as container:
+            async with pool.invocation(gone=gone) as container:
                 invocation = Invocation(pool)
                 try:
                     invoked = await asyncio.wait_for(invocation.run(container, event), timeout)
@@ -156,5 +163,7 @@ class RestApiDoor(FrontDoor):
             answer = json_answer(502, BAD_GATEWAY)
         except ThrottledError:
             answer = json_answer(500, BAD_GATEWAY)
+        except ClientGoneError:
+            return  # dropped while it waited: no one to answer
         answer.headers = remap(answer.headers)
         await send_answer(send, answer)

@@ -64,6 +64,10 @@ class ThrottledError(Exception):
         self.reason = reason
 
 
+class ClientGoneError(Exception):
+    """The client left while its request waited for a container: it is dropped, never invoked."""
+
+
 class FunctionError(Exception):
     """The invocation failed: an error the handler raised, a crash, a timeout, or an oversized payload."""
 
@@ -258,16 +262,21 @@ class FunctionPool:
         self._changed = asyncio.Condition()
         self.served: list[int] = []
         """The PID of the container that served each invocation, in order."""
+        self.dropped = 0
+        """Requests dropped because their client left while they waited for a container."""
         self.cold_starts = 0
 
     @asynccontextmanager
-    async def invocation(self, *, queue: bool = False) -> AsyncIterator[Container]:
+    async def invocation(
+        self, *, queue: bool = False, gone: asyncio.Future[None] | None = None
+    ) -> AsyncIterator[Container]:
         """A container for one invocation, thawed; frozen (or retired) again when the block ends. A block left by
         an exception other than a function error discards the container (a timeout resets the environment).
         Raises ThrottledError when no container is free and none may start, unless `queue` (an Event invocation)
         waits for one. The invocation is billed (`billing`) when the block ends: the function's full duration,
-        whether or not its caller is still there."""
-        container = await self._acquire(queue=queue)
+        whether or not its caller is still there. A request whose client left (`gone`) while it waited for a container
+        is dropped with ClientGoneError: nothing is left to answer."""
+        container = await self._acquire_while_wanted(queue, gone)
         loop = asyncio.get_running_loop()
         container.request_id = str(uuid.uuid4())
         container.thaw()
@@ -310,6 +319,23 @@ class FunctionPool:
             "deadlineMs": int((time.time() + deadline_seconds) * 1000),
             "invokedFunctionArn": self.function.arn,
         }
+
+    async def _acquire_while_wanted(self, queue: bool, gone: asyncio.Future[None] | None) -> Container:
+        if gone is None:
+            return await self._acquire(queue=queue)
+        acquiring = asyncio.ensure_future(self._acquire(queue=queue))
+        waiting: set[asyncio.Future[Any]] = {acquiring, gone}
+        await asyncio.wait(waiting, return_when=asyncio.FIRST_COMPLETED)
+        if acquiring.done():
+            return acquiring.result()
+        acquiring.cancel()
+        self.dropped += 1
+        try:
+            container = await acquiring
+        except asyncio.CancelledError:
+            raise ClientGoneError from None
+        await self._release(container, keep=True)  # acquired just as the client left
+        raise ClientGoneError
 
     async def _acquire(self, *, queue: bool) -> Container:
         loop = asyncio.get_running_loop()

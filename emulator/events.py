@@ -13,12 +13,13 @@ address the client connected to (a rebound page names another Host, as it would 
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import binascii
 import json
 import time
 import uuid
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from email.utils import formatdate
 from typing import Any
 from urllib.parse import parse_qsl
@@ -38,6 +39,8 @@ class Request:
     body: bytes
     domain: str
     source_ip: str = "127.0.0.1"
+    gone: asyncio.Future[None] | None = field(default=None, compare=False)
+    """Done once the client has left (the local server reported it): a request still queued then is dropped."""
 
     def header(self, name: str) -> str | None:
         values = [value for key, value in self.headers if key == name]

@@ -20,7 +20,13 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from stratus.emulator.containers import INVOKE_PAYLOAD_BYTES, FunctionError, FunctionPool, ThrottledError
+from stratus.emulator.containers import (
+    INVOKE_PAYLOAD_BYTES,
+    ClientGoneError,
+    FunctionError,
+    FunctionPool,
+    ThrottledError,
+)
 from stratus.emulator.events import (
     Answer,
     MalformedResponseError,
@@ -76,7 +82,7 @@ class FunctionUrlDoor(FrontDoor):
             authorizer = {"iam": {"accountId": ACCOUNT_ID, "userArn": "unverified-locally"}}
         event = v2_event(request, api_id=self.url.url_id, route_key="$default", stage="$default", authorizer=authorizer)
         try:
-            async with pool.invocation() as container:
+            async with pool.invocation(gone=request.gone) as container:
                 invocation = Invocation(pool)
                 invoked = await invocation.run(container, event)
                 stream = invoked.stream
@@ -90,4 +96,6 @@ class FunctionUrlDoor(FrontDoor):
             answer = json_answer(502, BAD_GATEWAY)
         except ThrottledError:
             answer = json_answer(429, {"Message": "Rate Exceeded."}, ("x-amzn-ErrorType", "TooManyRequestsException"))
+        except ClientGoneError:
+            return  # dropped while it waited: no one to answer
         await send_answer(send, answer)

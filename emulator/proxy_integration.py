@@ -176,6 +176,11 @@ def preflight(cors: Mapping[str, Any] | None, request: Request) -> Answer | None
     return Answer(204, headers, b"")
 
 
+async def _until_disconnected(receive: Receive) -> None:
+    while (await receive())["type"] != "http.disconnect":
+        pass
+
+
 class FrontDoor(ABC):
     """An ASGI app playing one AWS front door."""
 
@@ -195,6 +200,7 @@ class FrontDoor(ABC):
         headers = tuple(
             (name.decode("latin-1").lower(), value.decode("latin-1").strip(" \t")) for name, value in scope["headers"]
         )
+        gone = asyncio.ensure_future(_until_disconnected(receive))
         request = Request(
             method=scope["method"],
             path=scope["path"],
@@ -203,11 +209,15 @@ class FrontDoor(ABC):
             body=body,
             domain=listening_address(scope),
             source_ip=(scope.get("client") or ("127.0.0.1", 0))[0],
+            gone=gone,
         )
-        if too_large:
-            await send_answer(send, self.too_large())
-            return
-        await self.handle(request, send)
+        try:
+            if too_large:
+                await send_answer(send, self.too_large())
+                return
+            await self.handle(request, send)
+        finally:
+            gone.cancel()
 
     @abstractmethod
     async def handle(self, request: Request, send: Send) -> None:

@@ -10,7 +10,8 @@ import pytest
 
 from stratus.stores.dynamodb.schema import table_definition
 
-TEMPLATE = (Path(__file__).parent.parent / "template.yaml").read_text(encoding="utf-8")
+TEMPLATE_PATH = Path(__file__).parent.parent / "template.yaml"
+TEMPLATE = TEMPLATE_PATH.read_text(encoding="utf-8")
 
 
 def test_the_handlers_named_in_the_template_exist() -> None:
@@ -368,3 +369,14 @@ def test_the_web_adapter_layer_arn_names_the_partition() -> None:
     layers = _translated()["Resources"]["StreamingFunction"]["Properties"]["Layers"]
     arns = [branch["Fn::Sub"] for branch in layers[0]["Fn::If"][1:]]
     assert all(arn.startswith("arn:${AWS::Partition}:lambda:${AWS::Region}:753240598075:layer:") for arn in arns)
+
+
+@pytest.mark.parametrize(("value", "reserved"), [("", None), ("40", 40)])
+def test_the_streaming_functions_reserved_concurrency_is_a_parameter_the_emulator_enforces(
+    value: str, reserved: int | None
+) -> None:
+    from stratus.emulator.stack import read_stack
+
+    stack = read_stack(TEMPLATE_PATH, {"StreamingReservedConcurrency": value})
+    assert stack.functions["stratus-local-StreamingFunction"].reserved_concurrency == reserved
+    assert stack.functions["stratus-local-BufferedFunction"].reserved_concurrency is None

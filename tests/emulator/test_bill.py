@@ -164,3 +164,28 @@ async def test_a_reserved_concurrency_of_zero_throttles_every_invocation() -> No
         async with pool.invocation():
             pass
     assert raised.value.reason == "ReservedFunctionConcurrentInvocationLimitExceeded"
+
+
+@pytest.fixture(scope="module")
+def queueing(output: IO[bytes]) -> Iterator[LocalAws]:
+    with serving(TEMPLATE, containers=1, output=output) as aws:
+        yield aws
+
+
+async def test_a_request_queued_for_a_busy_function_is_dropped_once_its_client_leaves(
+    queueing: LocalAws, tmp_path: Path
+) -> None:
+    """Without throttling, a request that finds no free container waits for one; one whose client left meanwhile is
+    dropped, so it never runs (nor bills) after the container frees."""
+    pool = queueing.pools[STREAMING]
+    url = f"{queueing.url('StreamingFunctionUrl')}/mcp"
+    init = {"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": _INIT}
+    with anyio.fail_after(WAIT_SECONDS):
+        async with _container_held(queueing, STREAMING, tmp_path):
+            served = len(pool.served)
+            async with httpx.AsyncClient(timeout=0.5) as impatient:
+                with pytest.raises(httpx.ReadTimeout):
+                    await impatient.post(url, json=init, headers=HEADERS)  # queued; the client gives up and leaves
+            await _until(lambda: pool.dropped == 1)
+        await _until(lambda: pool.busy == 0)
+    assert len(pool.served) == served
