@@ -46,8 +46,9 @@ class Options:
     """Most containers per function at once."""
     throttle: bool = False
     """Refuse an invocation that finds all `containers` busy, as Lambda refuses one past its concurrency (429),
-    instead of waiting for one. Off by default while every open stream holds a container for its whole duration;
-    a template's ReservedConcurrentExecutions throttles either way."""
+    instead of waiting for one. Off by default: `containers` is a local cap far below the 1,000 an account's
+    functions share, so throttling at it would refuse what AWS serves; a template's ReservedConcurrentExecutions
+    (`StreamingReservedConcurrency`) throttles either way. A request that waits is dropped if its client leaves."""
     retire_rate: float = 0.0
     """The chance that a container is retired after an invocation."""
     seed: int | None = None
