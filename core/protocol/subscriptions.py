@@ -11,9 +11,8 @@ stream limit with a `complete` result, after which the client listens again.
 The stream is held open while the client listens, and billed so on Lambda: the Python SDK (2.3) ends its loop at a
 graceful close and leaves listening again to the application ("no replay: re-listen and refetch"), so a listen
 ended early would silently stop the notifications of every client that does not loop. Through a buffered front
-door, which sends an answer whole once it ends, a listen is a long poll instead: the acknowledgment, then the first
-notifications it relays (or nothing, after 20 s), then the graceful close; a client that loops hears every change
-after a re-listen's refetch.
+door, which sends an answer whole once it ends, a listen acknowledges and closes at once: held, it would bill the
+wait and still deliver its acknowledgment late. Listening needs a streaming front door (docs/deploy.md).
 """
 
 from __future__ import annotations
@@ -24,7 +23,6 @@ from typing import TYPE_CHECKING, Any
 
 from stratus.errors import InvalidParamsError, InvalidRequestError
 from stratus.protocol.notifications import NotificationFollower
-from stratus.request.outbound import BUFFERED_HOLD_SECONDS
 from stratus.server.server import McpServer
 
 if TYPE_CHECKING:
@@ -140,16 +138,13 @@ async def _follow(
 
     async def relay() -> None:
         loop = asyncio.get_running_loop()
-        # Sent whole once it ends, a buffered answer is a long poll: it ends with the first notifications it relays.
-        deadline = loop.time() + (min(max_seconds, BUFFERED_HOLD_SECONDS) if outbound.buffered else max_seconds)
+        # A buffered answer arrives whole once it ends: holding it would bill the wait and still deliver the
+        # acknowledgment late, so there a listen acknowledges and closes at once.
+        deadline = loop.time() + (0.0 if outbound.buffered else max_seconds)
         while (left := deadline - loop.time()) > 0:
-            relayed = False
             for notice in await follower.next(min(KEEPALIVE_SECONDS, left)):
                 if wanted(agreed, notice.message):
                     await outbound.notify(notice.message["method"], {**notice.message["params"], "_meta": meta})
-                    relayed = True
-            if relayed and outbound.buffered:
-                return
 
     following = asyncio.ensure_future(relay())
     gone = asyncio.ensure_future(http.disconnected.wait()) if http.disconnected else None

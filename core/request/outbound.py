@@ -30,7 +30,7 @@ LOG_LEVELS = ("debug", "info", "notice", "warning", "error", "critical", "alert"
 MAX_QUEUED = 1000
 """Messages at most waiting unsent on one call's stream (a few hundred KB of progress notifications)."""
 BUFFERED_HOLD_SECONDS = 20.0
-"""The longest a buffered answer waits for something to carry (a poll, a relayed call's first answer, a listen):
+"""The longest a buffered answer waits for something to carry (a poll, a relayed call's first answer):
 API Gateway's HTTP API ends an integration after 30 s
 (https://docs.aws.amazon.com/apigateway/latest/developerguide/http-api-quotas.html)."""
 DROPPABLE = frozenset({"notifications/progress", "notifications/message"})
