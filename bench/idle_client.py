@@ -3,7 +3,7 @@ Function URL, the template's defaults, its GET stream answered as polls; beside 
 held to the stream's time limit (`STRATUS_POLL_HOLD_SECONDS` = 839 s), which is how every GET stream was served
 before polls: one invocation per client for as long as it stays connected.
 
-    .venv/bin/python bench/idle_client.py [--minutes 10]
+    .venv/bin/python bench/idle_client.py [--minutes 10] [--door StreamingFunctionUrl|StreamingRestApi] [--polls-only]
 
 Polls are measured from the emulator's REPORT lines (billed duration, rounded up to the millisecond, times the
 template's 512 MB). A held stream is billed only when it ends, up to 14 minutes after its client left, so its row is
@@ -51,12 +51,12 @@ def stack(hold: str | None) -> Iterator[LocalAws]:
 SAMPLE_SECONDS = 0.1
 
 
-async def idle(aws: LocalAws, seconds: float, *, sampled: bool) -> dict[str, Any]:
+async def idle(aws: LocalAws, seconds: float, *, sampled: bool, door: str) -> dict[str, Any]:
     """Connect, list the tools, stay idle for `seconds`, leave; the streaming function's bill over the idle spell
     (`sampled`: the time an invocation was seen running instead)."""
     loop = asyncio.get_running_loop()
     pool = aws.pools[STREAMING]
-    async with Client(f"{aws.url('StreamingFunctionUrl')}/mcp", mode="legacy") as client:
+    async with Client(f"{aws.url(door)}/mcp", mode="legacy") as client:
         await client.list_tools()
         entry = aws.bill.summary().get(STREAMING, {})
         billed, invocations, started = entry.get("billedMs", 0), entry.get("invocations", 0), loop.time()
@@ -81,11 +81,14 @@ async def idle(aws: LocalAws, seconds: float, *, sampled: bool) -> dict[str, Any
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--minutes", type=float, default=10.0)
-    seconds = parser.parse_args().minutes * 60
+    parser.add_argument("--door", choices=("StreamingFunctionUrl", "StreamingRestApi"), default="StreamingFunctionUrl")
+    parser.add_argument("--polls-only", action="store_true", help="leave out the held-stream row")
+    args = parser.parse_args()
+    rows = [("polls (defaults)", None)] + ([] if args.polls_only else [("held streams (before polls)", HELD_SECONDS)])
     figures = {}
-    for label, hold in (("polls (defaults)", None), ("held streams (before polls)", HELD_SECONDS)):
+    for label, hold in rows:
         with stack(hold) as aws:
-            figures[label] = asyncio.run(idle(aws, seconds, sampled=hold is not None))
+            figures[label] = asyncio.run(idle(aws, args.minutes * 60, sampled=hold is not None, door=args.door))
     print(f"{'GET stream':<30} {'idle s':>7} {'invocations':>11} {'billed s':>9} {'GB-s/client-hour':>17} {'share':>7}")
     for label, row in figures.items():
         print(
