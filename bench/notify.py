@@ -35,8 +35,14 @@ TARGET_MEDIAN_MS = 5.0
 
 @contextmanager
 def serving(prefix: str) -> Iterator[str]:
-    """One `stratus serve` process on the shared Redis."""
-    environment = {"STRATUS_STORE": REDIS_URL, "STRATUS_STORE_PREFIX": prefix, "STRATUS_SECRET_KEY": "bench"}
+    """One `stratus serve` process on the shared Redis. Its GET streams hold (`STRATUS_POLL_HOLD_SECONDS`): the
+    latency measured is a held stream's; a poll adds up to its retry delay (docs/deploy.md, "What it costs")."""
+    environment = {
+        "STRATUS_STORE": REDIS_URL,
+        "STRATUS_STORE_PREFIX": prefix,
+        "STRATUS_SECRET_KEY": "bench",
+        "STRATUS_POLL_HOLD_SECONDS": "600",
+    }
     with stratus_process.serving("--app", "bench.notify_app:server", environment=environment) as (url, _):
         yield url
 
