@@ -194,6 +194,8 @@ class SessionStreams:
         if buffered and not polls:
             return PollsOnlyError(session.protocol_version)
         hold = self._hold(buffered) if polls else max_seconds
+        if buffered:
+            max_seconds = min(max_seconds, BUFFERED_HOLD_SECONDS)
         try:
             slot = self.slots.take(session.session_id, session.principal)
         except TooManyStreamsError as full:
