@@ -25,13 +25,14 @@ from stratus.errors import InvalidParamsError, McpError
 from stratus.protocol import versions
 from stratus.protocol.call import Call
 from stratus.protocol.jsonrpc import Request, error_response, result_response
-from stratus.protocol.task_service import RunTool, principal_fields, principal_from
+from stratus.protocol.kept_principal import principal_fields, principal_from
 from stratus.request.http import HttpRequest
 from stratus.request.outbound import Outbound, SessionReplies, StreamLog
 from stratus.stores.records import TaskRecord
 from stratus.types import JsonObject
 
 if TYPE_CHECKING:
+    from stratus.protocol.task_service import RunTool
     from stratus.server.tools import Tool
     from stratus.stores.base import Stores
 

@@ -39,9 +39,9 @@ from stratus.errors import (
 )
 from stratus.protocol import versions
 from stratus.protocol.jsonrpc import Request
+from stratus.protocol.kept_principal import principal_fields, principal_from
 from stratus.protocol.task_quota import PrincipalTaskQuota, refuse_process
 from stratus.protocol.task_watch import CancellationWatch, task_stream
-from stratus.server.principal import Principal
 from stratus.stores.records import TaskRecord
 from stratus.types import JsonObject
 
@@ -313,6 +313,11 @@ class TaskService:
         task = await self.stores.tasks.get(task_id)
         if task is None or task.status != "working":
             return
+        # Asynchronous invocation can deliver one launch more than once ("How Lambda handles errors and retries with
+        # asynchronous invocation", Lambda developer guide): each launch, named by the task's last update, runs once.
+        launch = f"task:{task_id}:run:{task.updated_at!r}"
+        if not await self.stores.cache.claim(launch, max(task.expires_at - task.updated_at, 1.0)):
+            return
         request = json.loads(task.request)
         asked = list(_outcome(task).get("asked", []))
         # Like a multi round-trip retry, the run starts over with every answer the client has given so far.
@@ -424,27 +429,3 @@ def _place(task: TaskRecord) -> str | None:
 
 def _answer_key(task_id: str, key: str) -> str:
     return f"task:{task_id}:answer:{key}"
-
-
-def principal_fields(principal: Principal | None) -> JsonObject | None:
-    """What a task keeps of its caller to run as it: identity, scopes, roles and the issuer (no token)."""
-    if principal is None:
-        return None
-    issuer = principal.claims.get("iss")
-    return {
-        "subject": principal.subject,
-        "scopes": sorted(principal.scopes),
-        "roles": sorted(principal.roles),
-        "claims": {"iss": issuer} if isinstance(issuer, str) else {},
-    }
-
-
-def principal_from(fields: JsonObject | None) -> Principal | None:
-    if fields is None:
-        return None
-    return Principal(
-        subject=fields["subject"],
-        scopes=frozenset(fields["scopes"]),
-        roles=frozenset(fields["roles"]),
-        claims=fields["claims"],
-    )

@@ -16,6 +16,7 @@ import httpx
 import pytest
 
 from stratus import Context, McpServer, Settings
+from stratus.protocol.task_service import InProcessLauncher
 from stratus.stores.base import StoreOptions, Stores
 from stratus.stores.factory import build_stores
 from stratus.stores.records import TaskRecord
@@ -72,6 +73,13 @@ def task_server(gates: Gates) -> McpServer:
         )
         gates.runs += 1
         return f"{first['content']['name']} {last['content']['name']}"
+
+    @server.tool(task="optional")
+    async def tally() -> int:
+        """Counts its runs, once the test releases it."""
+        gates.runs += 1
+        await gates.release.wait()
+        return gates.runs
 
     @server.tool(task="optional", timeout=0.05)
     async def stuck() -> str:
@@ -138,6 +146,7 @@ async def test_a_handshake_session_sees_task_support_only_from_2025_11_25(harnes
         "broken": {"taskSupport": "optional"},
         "stuck": {"taskSupport": "optional"},
         "two_names": {"taskSupport": "optional"},
+        "tally": {"taskSupport": "optional"},
     }
     assert all("execution" not in tool for tool in result_of(await older.request("tools/list"))["tools"])
 
@@ -319,3 +328,27 @@ async def test_a_task_waits_for_input_takes_answers_one_at_a_time_and_runs_again
     assert done["status"] == "completed"
     assert done["result"]["content"][0]["text"] == "Ada Lovelace"
     assert harness.gates.runs == 1  # the tool body past its questions ran once, with both answers
+
+
+class DeliveredTwice(InProcessLauncher):
+    """Asynchronous invocation as AWS documents it may behave: each launch delivered twice, the runs overlapping."""
+
+    async def launch(self, task_id: str) -> None:
+        await super().launch(task_id)
+        await super().launch(task_id)
+
+
+async def test_a_launch_delivered_twice_runs_its_task_once() -> None:
+    gates = Gates()
+    stores = build_stores("memory://", StoreOptions(session_ttl_seconds=600))
+    app = build_app(task_server(gates), Settings(), stores=stores, task_launcher=DeliveredTwice())
+    async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://localhost") as http:
+        harness = Harness(McpHttp(http), stores, gates)
+        session = await harness.mcp.initialize("2025-11-25")
+        created = result_of(await session.request("tools/call", {"name": "tally", "arguments": {}, "task": {}}))
+        task_id = created["task"]["taskId"]
+        gates.release.set()
+        await harness.ended(task_id)
+        fetched = result_of(await session.request("tasks/result", {"taskId": task_id}))
+    assert gates.runs == 1
+    assert fetched["structuredContent"] == {"result": 1}
