@@ -13,6 +13,8 @@ import secrets
 import signal
 import sys
 import threading
+from collections.abc import Iterator, Mapping
+from contextlib import ExitStack, contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -23,7 +25,13 @@ if TYPE_CHECKING:
 DEFAULT_PORT = 3000  # as `sam local start-api`
 DEFAULT_CONTAINERS = 2
 DEFAULT_RETIRE_RATE = 0.02
-LOCAL_PACKAGES = {"httpx": "httpx", "yaml": "pyyaml", "samtranslator": "aws-sam-translator"}
+LOCAL_PACKAGES = {
+    "httpx": "httpx",
+    "yaml": "pyyaml",
+    "samtranslator": "aws-sam-translator",
+    "boto3": "boto3",
+    "moto": "moto",
+}
 """What the `[local]` extra brings: the module imported -> the package that provides it."""
 
 
@@ -75,7 +83,9 @@ def add_parser(commands: Any) -> None:
     local.add_argument("--app", help="the server as MODULE:ATTR (default: STRATUS_APP, else the template's ServerApp)")
     local.add_argument("--gateway", metavar="FILE", help='serve the upstreams of a {"mcpServers": ...} file as one')
     local.add_argument(
-        "--store", help="state store URL shared by every container (default: STRATUS_STORE, else memory://)"
+        "--store",
+        help="state store URL shared by every container (default: STRATUS_STORE, else an embedded DynamoDB, as the "
+        "deployed stack's table)",
     )
     local.add_argument("--host", default="127.0.0.1", help="interface to bind (default: 127.0.0.1)")
     local.add_argument(
@@ -122,11 +132,10 @@ def door_lines(served: list[Served], path: str) -> list[str]:
     ]
 
 
-def _overrides(args: argparse.Namespace) -> tuple[dict[str, str], str]:
-    """The local environment every function gets on top of the template's, and the store URL."""
-    store = args.store or os.environ.get("STRATUS_STORE") or "memory://"
+def _overrides(args: argparse.Namespace, store: Mapping[str, str]) -> dict[str, str]:
+    """The local environment every function gets on top of the template's: the shared `store`'s settings first."""
     overrides = {
-        "STRATUS_STORE": store,
+        **store,
         # The template's key is an SSM parameter; every container of a run signs with the same one.
         "STRATUS_SECRET_KEY": os.environ.get("STRATUS_SECRET_KEY") or secrets.token_hex(32),
     }
@@ -138,7 +147,7 @@ def _overrides(args: argparse.Namespace) -> tuple[dict[str, str], str]:
     gateway = args.gateway or os.environ.get("STRATUS_GATEWAY_CONFIG")
     if gateway:
         overrides["STRATUS_GATEWAY_CONFIG"] = str(Path(gateway).resolve())
-    return overrides, store
+    return overrides
 
 
 def run(args: argparse.Namespace) -> int:
@@ -149,13 +158,32 @@ def run(args: argparse.Namespace) -> int:
             "pip install 'stratus-mcp[local]'\n"
         )
         return 2
+    named = args.store or os.environ.get("STRATUS_STORE")
+    with ExitStack() as held:
+        shared = {"STRATUS_STORE": named} if named else held.enter_context(_embedded_store())
+        return _serve(args, _overrides(args, shared))
+
+
+@contextmanager
+def _embedded_store() -> Iterator[dict[str, str]]:
+    """DynamoDB on 127.0.0.1 with the stack's table (stratus.emulator.local_dynamodb), for every container to share."""
+    from stratus.emulator.local_dynamodb import embedded_dynamodb
+
+    server, settings = embedded_dynamodb()
+    try:
+        yield settings
+    finally:
+        server.stop()
+
+
+def _serve(args: argparse.Namespace, overrides: dict[str, str]) -> int:
+    store = overrides["STRATUS_STORE"]
     from stratus.emulator.intrinsics import TemplateError
     from stratus.emulator.local_aws import LocalAws, Options
     from stratus.emulator.stack import read_stack
     from stratus.handlers.loading import load_server
     from stratus.stores.urls import StoreConfigError, parse_store_url
 
-    overrides, store = _overrides(args)
     template = Path(args.template)
     try:
         parse_store_url(store)
@@ -180,7 +208,7 @@ def run(args: argparse.Namespace) -> int:
     if store.startswith("memory:") and args.containers > 1:
         sys.stderr.write(
             "stratus: memory:// is each container's own: state does not follow a request to another container "
-            "(pass --store redis://... to share it, as the deployed stack shares its table)\n"
+            "(leave --store out for the embedded DynamoDB, or pass --store redis://... to share one)\n"
         )
     stopped = threading.Event()
     for signum in (signal.SIGINT, signal.SIGTERM):

@@ -2,14 +2,16 @@
 
 from __future__ import annotations
 
+import asyncio
 import tempfile
 import uuid
 
 import anyio
+import httpx
 import pytest
 from mcp import Client
 
-from tests.fixtures.emulated_stack import free_ports
+from tests.fixtures.emulated_stack import call_tool, free_ports, initialize
 from tests.fixtures.processes import stratus_process
 
 pytestmark = [pytest.mark.anyio, pytest.mark.uvicorn]
@@ -49,3 +51,25 @@ async def test_stratus_local_serves_the_buffered_api_and_the_streaming_url() -> 
         f"Function URL  StreamingFunctionUrl     http://127.0.0.1:{port + 2}/mcp",
     ]:
         assert line in printed
+
+
+async def test_stratus_local_with_no_store_named_shares_an_embedded_dynamodb_among_its_containers() -> None:
+    """A handshake-era session opened through the HTTP API (the buffered function) is served by both containers of the
+    streaming function, and its calls' answers show both did: they share one store, as the deployed stack does."""
+    with tempfile.TemporaryFile() as output:
+        command_line = ("local", "--seed", "3", "--retire-rate", "0", "--containers", "2")
+        first = free_ports(4)
+        with stratus_process(
+            "tests.fixtures.emulator_apps:probe", {}, command_line=command_line, output=output, port=first
+        ) as url:
+            streaming = f"http://127.0.0.1:{int(url.rsplit(':', 1)[1]) + 2}/mcp"
+            async with httpx.AsyncClient(timeout=20) as http:
+                session = await initialize(http, f"{url}/mcp")
+                with anyio.fail_after(30):
+                    served = await asyncio.gather(
+                        *(call_tool(http, streaming, session, "whoami", {}) for _ in range(6))
+                    )
+        output.seek(0)
+        printed = output.read().decode()
+    assert len({pid for pid, _ in served}) == 2  # both containers, one session
+    assert "store dynamodb://stratus-local" in printed

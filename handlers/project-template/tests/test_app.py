@@ -101,7 +101,12 @@ class Session:
         return response
 
     def request(self, method: str, params: dict[str, Any]) -> dict[str, Any]:
-        answer = json.loads(self.post({"jsonrpc": "2.0", "id": 1, "method": method, "params": params})["body"])
+        response = self.post({"jsonrpc": "2.0", "id": 1, "method": method, "params": params})
+        body = response["body"]
+        if response["headers"].get("content-type") == "text/event-stream":
+            # The call sent something first (a log line, progress): the answer is the stream's last event.
+            body = [line[len("data: ") :] for line in body.splitlines() if line.startswith("data: ")][-1]
+        answer = json.loads(body)
         assert "error" not in answer, answer
         result: dict[str, Any] = answer["result"]
         return result
