@@ -83,6 +83,22 @@ class JsonFormatter(logging.Formatter):
         return json.dumps(entry, default=str, separators=(",", ":"))
 
 
+class ConsoleFormatter(logging.Formatter):
+    """One line per record for a terminal, as uvicorn writes its own: `LEVEL:    logger: message`, then the fields
+    the code logged with it (an error's reference, a tool's log fields). Only what the code logged explicitly."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        fields = " ".join(
+            f"{key}={value}"
+            for key, value in vars(record).items()
+            if key not in _STANDARD_ATTRIBUTES and key[0] != "_" and key != "color_message"
+        )
+        line = f"{record.levelname + ':':<9} {record.name}: {record.getMessage()}" + (f" ({fields})" if fields else "")
+        if record.exc_info and record.exc_info[0] is not None:
+            line += "\n" + self.formatException(record.exc_info)
+        return line
+
+
 def configure_logging(formatter: logging.Formatter, level: str) -> None:
     """Format every root handler's records with `formatter` and correlation ids (the Lambda runtime installs one
     handler; without any, log to stderr), and set the level of Stratus's loggers."""

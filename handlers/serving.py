@@ -34,6 +34,7 @@ from types import ModuleType
 from typing import Any
 
 from stratus import Settings
+from stratus.observability import ConsoleFormatter
 from stratus.transport.endpoint import REST_PREFIXES
 from stratus.types import ASGIApp, Receive, Scope, Send
 
@@ -87,11 +88,22 @@ class RedactingAccessFilter(logging.Filter):
         return True
 
 
-def log_config() -> dict[str, Any]:
-    """uvicorn's own logging configuration, with the access log redacted."""
+def log_config(level: str = "INFO", *, console: bool = False) -> dict[str, Any]:
+    """uvicorn's own logging configuration, with the access log redacted (each request's outcome); with `console`,
+    Stratus's loggers on it too at `level`: a tool's own log lines (`ctx.info`), its errors with their reference, a
+    store that does not answer. (With telemetry `emf` or `powertools` they go to the root's JSON handler instead.)"""
     config = copy.deepcopy(LOGGING_CONFIG)
     config.setdefault("filters", {})["redact_paths"] = {"()": RedactingAccessFilter}
     config["loggers"]["uvicorn.access"]["filters"] = ["redact_paths"]
+    if not console:
+        return config
+    config["formatters"]["stratus"] = {"()": ConsoleFormatter}
+    config["handlers"]["stratus"] = {
+        "formatter": "stratus",
+        "class": "logging.StreamHandler",
+        "stream": "ext://sys.stderr",
+    }
+    config["loggers"]["stratus"] = {"handlers": ["stratus"], "level": level.upper(), "propagate": False}
     return config
 
 
@@ -189,7 +201,7 @@ def serve(app: ASGIApp, settings: Settings, *, host: str, port: int, **options: 
         host=host,
         port=port,
         log_level=settings.log_level.lower(),
-        log_config=log_config(),
+        log_config=log_config(settings.log_level, console=settings.telemetry == "local"),
         http=guarded_protocol(settings.serve_header_timeout_seconds, limit),
         ws="none",
         **options,

@@ -288,7 +288,7 @@ class HandshakeTransport:
         try:
             result = await self.dispatcher.dispatch(call)
         except McpError as error:
-            return Reply(error.http_status, error_response(message.id, error), error.headers)
+            return error_reply(message.id, error)
         return Reply(200, result_response(message.id, result))
 
     async def _batch(self, body: list[Any], headers: Headers, http: HttpRequest, principal: Principal | None) -> Reply:

@@ -2,14 +2,16 @@
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Mapping
 from types import MappingProxyType
 from typing import Any, NamedTuple
 
-from stratus.errors import McpError
+from stratus.errors import McpError, StoreUnavailableError
 from stratus.protocol.jsonrpc import RequestId, error_response
 
 _NO_HEADERS: Mapping[str, str] = MappingProxyType({})
+logger = logging.getLogger("stratus.transport")
 
 
 class Reply(NamedTuple):
@@ -24,5 +26,8 @@ ACCEPTED = Reply(202)
 
 
 def error_reply(request_id: RequestId | None, error: McpError) -> Reply:
-    """A JSON-RPC error response at the error's HTTP status."""
+    """A JSON-RPC error response at the error's HTTP status. A store that did not answer is logged: the client is
+    told to retry, the operator needs to know."""
+    if isinstance(error, StoreUnavailableError):
+        logger.warning("the state store did not answer: the request was answered %d (STRATUS_STORE)", error.http_status)
     return Reply(error.http_status, error_response(request_id, error), error.headers)
