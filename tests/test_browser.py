@@ -1,6 +1,7 @@
 """A real browser: headless Chromium loads a page from one origin that drives Stratus on another through the
-REST API and an EventSource (notifications, a call's log and progress, an elicitation answered over REST, the
-closing event), and reports what it received back to the page's server."""
+REST API and an EventSource that polls (notifications, a call's log and progress, an elicitation answered over REST,
+the end of its session), and reports what it received back to the page's server. The polls suggest `retry:` 1 s
+(STRATUS_POLL_RETRY_SECONDS) to keep the exchange short."""
 
 from __future__ import annotations
 
@@ -14,7 +15,8 @@ pytestmark = pytest.mark.uvicorn
 
 
 def test_a_page_on_another_origin_uses_the_rest_api_receives_notifications_and_answers_questions() -> None:
-    with stratus_process("tests.fixtures.apps:shared", {"STRATUS_SECRET_KEY": "k"}) as stratus_url:
+    environment = {"STRATUS_SECRET_KEY": "k", "STRATUS_POLL_RETRY_SECONDS": "1"}
+    with stratus_process("tests.fixtures.apps:shared", environment) as stratus_url:
         pages = PageServer(stratus_url)
         with uvicorn_serving(pages) as page_url, headless_chromium(f"{page_url}/page.html"):
             report = pages.reports.get(timeout=REPORT_TIMEOUT_SECONDS)

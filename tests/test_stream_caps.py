@@ -52,30 +52,39 @@ async def admitted_once_freed(http: httpx.AsyncClient, method: str, path: str, *
 
 
 async def test_a_session_past_its_stream_cap_is_refused_naming_the_setting_and_a_closed_stream_frees_it() -> None:
-    settings = redis_settings(max_streams_per_session=2, max_streams=10)
+    """A session holds one `/events` stream and one GET stream at a time (a newer one takes over); with a cap of 1
+    the second kind is refused, naming the setting, until the first ends."""
+    settings = redis_settings(max_streams_per_session=1, max_streams=10)
     with uvicorn_serving(build_app(shared, settings), lifespan="on") as url:
         async with httpx.AsyncClient(base_url=url, timeout=10) as http, AsyncExitStack() as streams:
             session_id = await rest_session(http)
-            held = [await events_stream(streams, http, session_id) for _ in range(2)]
+            held = await events_stream(streams, http, session_id)
 
-            refused = await http.get(f"/events/{session_id}")
-            body = assert_refused(refused, 429, "STRATUS_MAX_STREAMS_PER_SESSION", 2)
-            assert body == {
-                "error": "Too many open streams for this session (2); close one, or raise "
-                "STRATUS_MAX_STREAMS_PER_SESSION",
-                "setting": "STRATUS_MAX_STREAMS_PER_SESSION",
-                "limit": 2,
-                "retryAfterSeconds": 5,
-            }
             # The session's MCP GET stream counts too, refused as a JSON-RPC error.
             get_stream = await http.get("/mcp", headers={**BASE_HEADERS, "mcp-session-id": session_id})
-            assert assert_refused(get_stream, 429, "STRATUS_MAX_STREAMS_PER_SESSION", 2)["error"]["code"] == -31429
+            body = assert_refused(get_stream, 429, "STRATUS_MAX_STREAMS_PER_SESSION", 1)
+            assert body["error"]["code"] == -31429
+            assert body["error"]["message"] == (
+                "Too many open streams for this session (1); close one, or raise STRATUS_MAX_STREAMS_PER_SESSION"
+            )
 
             other = await rest_session(http)
             await events_stream(streams, http, other)  # another session's stream still opens
 
-            await held[0].response.aclose()
-            await admitted_once_freed(http, "GET", f"/events/{session_id}")
+            await held.response.aclose()
+            await admitted_once_freed(http, "GET", "/mcp", headers={**BASE_HEADERS, "mcp-session-id": session_id})
+
+
+async def test_a_sessions_newer_events_stream_takes_over_the_older_which_ends() -> None:
+    settings = redis_settings(max_streams_per_session=4, max_streams=10)
+    with uvicorn_serving(build_app(shared, settings), lifespan="on") as url:
+        async with httpx.AsyncClient(base_url=url, timeout=10) as http, AsyncExitStack() as streams:
+            session_id = await rest_session(http)
+            older = await events_stream(streams, http, session_id)
+            await events_stream(streams, http, session_id)
+            with anyio.fail_after(WAIT_SECONDS):
+                rest = [event async for event in older.events]  # read to its end: it ended
+            assert rest == [{"type": "heartbeat"}]  # its place to come back from, then nothing more
 
 
 async def test_the_process_cap_refuses_with_503_a_listen_and_an_events_stream_until_one_ends() -> None:

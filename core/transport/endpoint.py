@@ -31,7 +31,7 @@ from stratus.transport.handshake import SESSION_HEADER, HandshakeTransport
 from stratus.transport.http_guards import HostOriginGuard, check_accepts_json, check_json_body
 from stratus.transport.http_reply import Reply, error_reply
 from stratus.transport.session_api import SessionApi, is_rest_call
-from stratus.transport.sse import KEEPALIVE_SECONDS, accepts_event_stream
+from stratus.transport.sse import KEEPALIVE_SECONDS, SseWriter, accepts_event_stream
 from stratus.transport.stateless import handle_stateless, request_meta_version
 from stratus.types import Message, Receive, Scope, Send
 
@@ -215,22 +215,7 @@ class McpEndpoint:
         check_accepts_json(headers)
         body = decode(await self._read_body(receive, headers, live=http.disconnected is not None))
         if http.disconnected is None:  # a buffered front door: nothing signals the client gone
-            relayed = await self.handshake.relay(body, headers, http, principal)
-            if relayed is not None and send is not None:  # run in the task worker; its stream relayed from the store
-                session, (key, token) = relayed
-                refused = await self.handshake.session_streams.resume(
-                    session,
-                    key,
-                    token,
-                    (0, 0),
-                    send,
-                    receive,
-                    max_seconds=self.max_stream_seconds,
-                    buffered=True,
-                    until_asked=True,
-                )
-                return error_reply(request_id_of(body), refused) if refused else None
-            return await self._answer_or_stream(body, headers, http, principal, send)
+            return await self._buffered(body, headers, http, principal, send, receive)
         if not _is_stateless(body, headers):
             # Only a 2026-07-28 call is cancelled by its client leaving; a handshake-era client may resume.
             return await self._answer_or_stream(body, headers, http, principal, send)
@@ -240,20 +225,55 @@ class McpEndpoint:
         finally:
             watcher.cancel()
 
+    async def _buffered(
+        self,
+        body: Any,
+        headers: Headers,
+        http: HttpRequest,
+        principal: Principal | None,
+        send: Send | None,
+        receive: Receive,
+    ) -> Reply | None:
+        """A buffered front door's answer, sent whole once it is complete: plain JSON, or, when the call sent
+        something first (progress, log lines), those and its result as one SSE body. A call that may ask its client
+        something mid-call runs in the task worker instead, and its stream is relayed from the store."""
+        outbound = http.outbound
+        if outbound is None or send is None or not _streamable(body) or not _may_send_before_answer(body, headers):
+            return await self._answer(body, headers, http._replace(outbound=None), principal)
+        relayed = await self.handshake.relay(body, headers, http, principal)
+        if relayed is not None:
+            session, (key, token) = relayed
+            refused = await self.handshake.session_streams.resume(
+                session,
+                key,
+                token,
+                (0, 0),
+                send,
+                receive,
+                max_seconds=self.max_stream_seconds,
+                buffered=True,
+                until_asked=True,
+            )
+            return error_reply(request_id_of(body), refused) if refused else None
+        reply = await self._answer(body, headers, http, principal)
+        if outbound.messages.empty() or reply.payload is None:
+            return reply
+        writer = await SseWriter.start(send)
+        while not outbound.messages.empty():
+            event_id, message = outbound.messages.get_nowait()
+            await writer.event(message, event_id=event_id)
+        await writer.event(reply.payload)
+        await writer.close()
+        return None
+
     async def _answer_or_stream(
         self, body: Any, headers: Headers, http: HttpRequest, principal: Principal | None, send: Send | None
     ) -> Reply | None:
-        # An initialize's answer carries the new session's id in a header, which a stream's headers, sent before the
-        # answer exists, could not carry: it is always answered as plain JSON, however long it takes.
-        streamable = send is not None and not isinstance(body, list) and not is_rest_call(body) and not _opens(body)
-        if http.outbound is None or not streamable:
+        if http.outbound is None or send is None or not _streamable(body):
             return await self._answer(body, headers, http, principal)
-        assert send is not None
         if not _may_send_before_answer(body, headers):
-            # Nothing to relay: the call runs without an outbound queue, and only a long silence opens the stream
-            # (not a buffered one: nothing cuts it for idling).
-            silent = self._answer(body, headers, http._replace(outbound=None), principal)
-            return await silent if http.outbound.buffered else await self._stream(silent, None, send)
+            # Nothing to relay: the call runs without an outbound queue, and only a long silence opens the stream.
+            return await self._stream(self._answer(body, headers, http._replace(outbound=None), principal), None, send)
         return await self._stream(self._answer(body, headers, http, principal), http.outbound, send)
 
     async def _stream(self, answer: Awaitable[Reply], outbound: Outbound | None, send: Send) -> Reply | None:
@@ -385,6 +405,12 @@ def _may_send_before_answer(body: Any, headers: Headers) -> bool:
     params = body.get("params")
     meta = params.get("_meta") if isinstance(params, dict) else None
     return isinstance(meta, dict) and ("progressToken" in meta or versions.LOG_LEVEL_META in meta)
+
+
+def _streamable(body: Any) -> bool:
+    """Whether a body's answer may be SSE: one JSON-RPC message, not a batch, a REST call or an `initialize` (whose
+    answer carries the new session's id in a header, which a stream's headers, sent first, could not carry)."""
+    return not isinstance(body, list) and not is_rest_call(body) and not _opens(body)
 
 
 def _opens(body: Any) -> bool:

@@ -197,7 +197,9 @@ class HandshakeTransport:
             if not isinstance(message, Request) or message.method != "tools/call":
                 return None
             tool = self.dispatcher.server.tools.get(message.params.get("name"))  # type: ignore[arg-type]
-            if tool is None or tool.task_support == "required" or isinstance(message.params.get("task"), dict):
+            if tool is None or tool.signature.context_parameter is None:  # a tool without a Context cannot ask
+                return None
+            if tool.task_support == "required" or isinstance(message.params.get("task"), dict):
                 return None
             session = await self._session(headers, principal)
         except McpError:

@@ -126,9 +126,9 @@ async def test_the_session_rest_api_on_the_http_api_with_events_as_polls(stack: 
 
 @pytest.fixture(scope="module", params=STORES)
 def browser_stack(request: pytest.FixtureRequest) -> Iterator[LocalAws]:
-    """The page holds its event stream open for the whole exchange while a call waits for the answer it posts: three
-    containers at once, and a stream that outlives the exchange."""
-    environment = {"STRATUS_MAX_STREAM_SECONDS": str(TEST_SECONDS)}
+    """The page polls its event stream while a call waits for the answer it posts (three containers at once); its
+    polls suggest `retry:` 1 s to keep the exchange short."""
+    environment = {"STRATUS_MAX_STREAM_SECONDS": str(TEST_SECONDS), "STRATUS_POLL_RETRY_SECONDS": "1"}
     with serving(TEMPLATE, store=request.param, app=APP, containers=3, environment=environment) as aws:
         yield aws
 
