@@ -21,6 +21,7 @@ from __future__ import annotations
 import asyncio
 import json
 import secrets
+from collections import deque
 from typing import Protocol
 
 from stratus.errors import McpError, RecordTooLargeError, RequestTimeoutError
@@ -145,7 +146,8 @@ class Outbound:
         self.buffered = buffered
         """The response is sent whole once the call ends (a buffered front door): its messages arrive with the
         result, so the client cannot be asked anything mid-call, and nothing needs logging for a resumption."""
-        self.messages: asyncio.Queue[tuple[str | None, JsonObject]] = asyncio.Queue()
+        self.messages: deque[tuple[str | None, JsonObject]] = deque()
+        """Waiting to be written, oldest first (a plain deque: the writer waits on `arrival`, never on the queue)."""
         self.replies = replies
         self.log: StreamLog | None = None
         self.sent = 0
@@ -157,7 +159,7 @@ class Outbound:
         self.sent += 1
         event_id = await self.log.record(message) if self.log is not None else None
         if self._make_room(message):  # no await in between: the bound holds whatever runs concurrently
-            self.messages.put_nowait((event_id, message))
+            self.messages.append((event_id, message))
         if self._arrival is not None and not self._arrival.done():
             self._arrival.set_result(None)
 
@@ -167,14 +169,15 @@ class Outbound:
         Raises:
             ClientNotReadingError: the queue is full of messages none of which (nor `message`) may be dropped.
         """
-        if self.messages.qsize() < MAX_QUEUED:
+        if len(self.messages) < MAX_QUEUED:
             return True
-        waiting = [self.messages.get_nowait() for _ in range(self.messages.qsize())]
+        waiting = list(self.messages)
+        self.messages.clear()
         oldest = next((index for index, (_, queued) in enumerate(waiting) if _droppable(queued)), None)
         if oldest is not None:
             del waiting[oldest]
         for item in waiting:
-            self.messages.put_nowait(item)
+            self.messages.append(item)
         if oldest is not None or _droppable(message):
             self.dropped += 1
             return oldest is not None
@@ -185,7 +188,7 @@ class Outbound:
         task around `messages.get()`."""
         if self._arrival is None or self._arrival.done():
             self._arrival = asyncio.get_running_loop().create_future()
-        if not self.messages.empty():
+        if self.messages:
             self._arrival.set_result(None)
         return self._arrival
 

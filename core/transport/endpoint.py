@@ -256,11 +256,11 @@ class McpEndpoint:
             )
             return error_reply(request_id_of(body), refused) if refused else None
         reply = await self._answer(body, headers, http, principal)
-        if outbound.messages.empty() or reply.payload is None:
+        if not outbound.messages or reply.payload is None:
             return reply
         writer = await SseWriter.start(send)
-        while not outbound.messages.empty():
-            event_id, message = outbound.messages.get_nowait()
+        while outbound.messages:
+            event_id, message = outbound.messages.popleft()
             await writer.event(message, event_id=event_id)
         await writer.event(reply.payload)
         await writer.close()
@@ -303,16 +303,16 @@ class McpEndpoint:
                 wait = min(interval, max(0.0, cut_at - loop.time())) if cuttable else interval
                 waiting: set[asyncio.Future[Any]] = {work, outbound.arrival()}
                 done, _ = await asyncio.wait(waiting, timeout=wait, return_when=asyncio.FIRST_COMPLETED)
-                if not outbound.messages.empty():
+                if outbound.messages:
                     writer = writer or await CallRelay.open(send, outbound)
-                    await writer.event(*outbound.messages.get_nowait())
+                    await writer.event(*outbound.messages.popleft())
                     continue
                 if work in done:
                     reply = work.result()
                     if writer is None:
                         return reply
-                    while not outbound.messages.empty():
-                        await writer.event(*outbound.messages.get_nowait())
+                    while outbound.messages:
+                        await writer.event(*outbound.messages.popleft())
                     if reply.payload is not None:
                         await writer.event(await outbound.record_final(reply.payload), reply.payload)
                     await writer.close()

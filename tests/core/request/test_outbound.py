@@ -18,8 +18,8 @@ BOUND = 5.0
 
 def unsent(outbound: Outbound) -> list[dict[str, object]]:
     messages = []
-    while not outbound.messages.empty():
-        messages.append(outbound.messages.get_nowait()[1])
+    while outbound.messages:
+        messages.append(outbound.messages.popleft()[1])
     return messages
 
 
@@ -38,7 +38,7 @@ async def test_a_request_to_the_client_is_kept_while_log_messages_around_it_are_
     outbound = Outbound(pending)
     asking = asyncio.ensure_future(outbound.request("roots/list", {}, within=BOUND))
     async with asyncio.timeout(BOUND):
-        while outbound.messages.empty():
+        while not outbound.messages:
             await outbound.arrival()
     for n in range(MAX_QUEUED + 10):
         await outbound.notify("notifications/message", {"level": "info", "data": n})
@@ -59,11 +59,11 @@ async def test_a_call_whose_queue_is_full_of_undroppable_messages_fails_and_drop
     for _ in range(MAX_QUEUED):
         await outbound.notify("notifications/resources/list_changed", {})
     await outbound.notify("notifications/progress", {"progressToken": "t", "progress": 1})
-    assert outbound.messages.qsize() == MAX_QUEUED and outbound.dropped == 1
+    assert len(outbound.messages) == MAX_QUEUED and outbound.dropped == 1
     with pytest.raises(ClientNotReadingError) as refused:
         await outbound.notify("notifications/resources/list_changed", {})
     assert "not reading" in str(refused.value) and "MAX_QUEUED" in str(refused.value)
-    assert outbound.messages.qsize() == MAX_QUEUED
+    assert len(outbound.messages) == MAX_QUEUED
     # The dropped progress notification is still in the log, for a client that resumes the stream.
     logged = await events.read_after(outbound.log.key, 0)
     assert any("notifications/progress" in event.data for event in logged)
