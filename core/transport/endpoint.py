@@ -129,14 +129,13 @@ class McpEndpoint:
                 headers, principal, send, receive, max_seconds=self.max_stream_seconds, buffered=buffered
             )
         if method == "POST":
+            streams = accepts_event_stream(headers.get("accept"))
             if "aws.event" in scope:  # behind API Gateway: the answer is sent whole, with no client-gone signal
-                http = self._request(scope, headers)
-                if accepts_event_stream(headers.get("accept")):  # progress and log lines before the result, in it
-                    http = http._replace(outbound=Outbound(buffered=True))
+                # Progress and log lines before the result go in it, with the result.
+                http = self._request(scope, headers, outbound=Outbound(buffered=True) if streams else None)
                 return await self._post(receive, headers, http, principal, send)
-            http = self._request(scope, headers)._replace(disconnected=CancellationSignal())
-            if accepts_event_stream(headers.get("accept")):
-                http = http._replace(outbound=Outbound())
+            outbound = Outbound() if streams else None
+            http = self._request(scope, headers, disconnected=CancellationSignal(), outbound=outbound)
             return await self._post(receive, headers, http, principal, send)
         return await self.handshake.delete(headers, principal)
 
@@ -152,7 +151,14 @@ class McpEndpoint:
         )
         return (await authenticate(context, self.server_authenticators)).user
 
-    def _request(self, scope: Scope, headers: Headers) -> HttpRequest:
+    def _request(
+        self,
+        scope: Scope,
+        headers: Headers,
+        *,
+        disconnected: CancellationSignal | None = None,
+        outbound: Outbound | None = None,
+    ) -> HttpRequest:
         """What a handler may read of the request: headers, the Lambda event and context, the authorizer's claims."""
         event = scope.get("aws.event")
         context = request_context(scope, headers, trust_header=self.guard.trust_request_context_header)
@@ -161,6 +167,8 @@ class McpEndpoint:
             scope.get("path", ""),
             headers,
             lambda_context=scope.get("aws.context") if "aws.event" in scope else None,
+            disconnected=disconnected,
+            outbound=outbound,
             lambda_event=event if isinstance(event, dict) else None,
             authorizer_claims=authorizer_claims(context),
         )
