@@ -18,8 +18,6 @@ Rules learned from the official clients (Python SDK 1.30 and 2.3, TypeScript SDK
 
 from __future__ import annotations
 
-from typing import NamedTuple
-
 from stratus.protocol.notifications import event_number
 
 CALL_RETRY_MS = 1000
@@ -30,17 +28,17 @@ MAX_CALL_RETRY_MS = 60_000
 """The longest `retry:` a call's poll suggests. At the stretch above, 950 polls span about 2.5 hours."""
 
 
-class Polling(NamedTuple):
-    """How streams end when they have nothing to relay (`STRATUS_POLL_HOLD_SECONDS`, `STRATUS_POLL_RETRY_SECONDS`)."""
+class Polling:
+    """How streams end when they have nothing to relay (`STRATUS_POLL_HOLD_SECONDS`, `STRATUS_POLL_RETRY_SECONDS`).
+    A plain class: a NamedTuple's class costs a cold start more to create."""
 
-    hold_seconds: float = 0.0
-    """A stream with nothing to relay for this long ends; 0 ends it once it relayed what is already there."""
-    retry_seconds: float = 5.0
-    """The `retry:` a session's ended GET or `/events` stream suggests."""
+    __slots__ = ("hold_seconds", "retry_ms")
 
-    @property
-    def retry_ms(self) -> int:
-        return max(1, round(self.retry_seconds * 1000))
+    def __init__(self, hold_seconds: float = 0.0, retry_seconds: float = 5.0) -> None:
+        self.hold_seconds = hold_seconds
+        """A stream with nothing to relay for this long ends; 0 ends it once it relayed what is already there."""
+        self.retry_ms = max(1, round(retry_seconds * 1000))
+        """The `retry:` a session's ended GET or `/events` stream suggests."""
 
 
 def call_retry_ms(polls: int) -> int:
