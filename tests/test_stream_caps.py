@@ -203,3 +203,40 @@ async def stream_of_kind(kind: str, http: httpx.AsyncClient) -> tuple[str, dict[
             if line.startswith("id: "):
                 return "/mcp", {**headers, "last-event-id": line[4:]}
     raise AssertionError("the call's stream had no priming event")
+
+
+async def test_a_newer_resumption_of_a_calls_stream_takes_over_and_the_older_stops_at_its_next_event() -> None:
+    settings = redis_settings(max_streams_per_session=4)
+    init = {
+        "jsonrpc": "2.0",
+        "id": 1,
+        "method": "initialize",
+        "params": {"protocolVersion": "2025-11-25", "capabilities": {"elicitation": {}}, "clientInfo": {"name": "t"}},
+    }
+    ask = {"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "ask_user"}}
+    with uvicorn_serving(build_app(shared, settings), lifespan="on") as url:
+        async with httpx.AsyncClient(base_url=url, timeout=10) as http, AsyncExitStack() as streams:
+            opened_session = await http.post("/mcp", json=init, headers=BASE_HEADERS)
+            headers = {
+                **BASE_HEADERS,
+                "mcp-session-id": opened_session.headers["mcp-session-id"],
+                "mcp-protocol-version": "2025-11-25",
+            }
+            with anyio.fail_after(WAIT_SECONDS):
+                async with http.stream("POST", "/mcp", json=ask, headers=headers) as posted:
+                    priming = ""
+                    async for line in posted.aiter_lines():
+                        if line.startswith("id: "):
+                            priming = line[4:]
+                            break  # the client drops the call's stream after its priming event
+                resume = {**headers, "last-event-id": priming}
+                older = await streams.enter_async_context(opened(http, "GET", "/mcp", headers=resume))
+                newer = await streams.enter_async_context(opened(http, "GET", "/mcp", headers=resume))
+                asked = newer.first
+                assert asked is not None and asked == older.first  # both replayed the question
+                answer = {"jsonrpc": "2.0", "id": asked["id"], "result": {"action": "decline"}}
+                assert (await http.post("/mcp", json=answer, headers=headers)).status_code == 202
+                result = await anext(newer.events)
+                rest = [event async for event in older.events]  # read to its end: it stopped
+            assert result["result"]["content"][0]["text"].startswith("hello")
+            assert rest == []  # the result went out once, on the newer stream

@@ -142,11 +142,14 @@ class _Claim:
 
     @classmethod
     async def take(
-        cls, cache: CacheStore, events: EventLogStore, session_id: str, kind: str, ttl_seconds: float
+        cls, cache: CacheStore, events: EventLogStore | None, session_id: str, kind: str, ttl_seconds: float
     ) -> _Claim:
+        """Claim the session's stream of `kind`, and mark its log (when `events` is given) for the streams that
+        follow it; a stream that follows another log checks its claim whenever it wakes."""
         claim = cls(cache, kind, f"{session_id}/{kind}", secrets.token_hex(8))
         await cache.set(claim.key, claim.token, ttl_seconds)
-        await NotificationLog(events).supersede(session_id, kind)
+        if events is not None:
+            await NotificationLog(events).supersede(session_id, kind)
         return claim
 
     async def held(self) -> bool:
@@ -253,6 +256,9 @@ class SessionStreams:
         except TooManyStreamsError as full:
             return full
         with slot:
+            claim = None
+            if hold > 0 and not until_asked:  # a resumption that waits is the call stream's only one
+                claim = await _Claim.take(self.cache, None, session.session_id, f"call-{token}", max_seconds + hold)
 
             async def replay(writer: SseWriter) -> None:
                 loop = asyncio.get_running_loop()
@@ -263,6 +269,8 @@ class SessionStreams:
                     within = max(0.0, min(self.keepalive_seconds, min(end, quiet_end) - loop.time()))
                     if within > 0:
                         events = await self.events.wait_after(key, last, within)
+                        if claim is not None and not await claim.held():
+                            return  # a newer resumption took over, from where its client left off
                     else:  # a plain read: no subscription to take for a wait of nothing
                         events = await self.events.read_after(key, last)
                     for event in events:
