@@ -7,10 +7,19 @@ import json
 import os
 import platform
 import re
+import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
+import anyio
+import httpx
+import pytest
+
 from tests.fixtures.distribution import Distribution, FreshVenv
+from tests.fixtures.emulated_stack import call_tool, free_ports, initialize
+
+LOCAL_START_SECONDS = 60
 
 SAM_ENV = {"SAM_CLI_TELEMETRY": "0", "AWS_DEFAULT_REGION": "us-east-1", "AWS_REGION": "us-east-1"}
 
@@ -105,3 +114,43 @@ def test_sam_build_packs_the_users_module_and_requirement_with_stratus(
     assert served["answer"]["statusCode"] == 200, served["answer"]
     tools = json.loads(served["answer"]["body"])["result"]["tools"]
     assert [tool["name"] for tool in tools] == ["count_words"]
+
+
+@pytest.mark.anyio
+async def test_stratus_local_serves_the_new_project_with_no_flags_and_its_tool_answers(
+    installed: FreshVenv, distribution: Distribution, outside: Path
+) -> None:
+    """The README's "your own project" path, outside the repository: the wheel with its `local` extra, `stratus
+    init`, then `stratus local` with nothing but a port (its store the embedded DynamoDB), and a tools/call through
+    the Function URL."""
+    installed.run(
+        installed.python, "-m", "pip", "install", "--quiet", f"{distribution.wheel}[local]", cwd=installed.root
+    )
+    project = _init(installed, outside)
+    first = free_ports(4)
+    with tempfile.TemporaryFile() as output:
+        process = subprocess.Popen(  # noqa: ASYNC220 - started once, ended by PID below
+            [str(installed.bin / "stratus"), "local", "--port", str(first)],
+            cwd=project,
+            env=installed.environment(),
+            stdout=output,
+            stderr=subprocess.STDOUT,
+        )
+        try:
+            url = f"http://127.0.0.1:{first + 2}/mcp"  # the Function URL
+            async with httpx.AsyncClient(timeout=30) as http:
+                with anyio.fail_after(LOCAL_START_SECONDS):
+                    while process.poll() is None:
+                        try:
+                            session = await initialize(http, url)
+                            break
+                        except httpx.TransportError:
+                            await anyio.sleep(0.2)  # polling a process start-up, bounded by fail_after
+                if process.poll() is not None:
+                    output.seek(0)
+                    pytest.fail(f"stratus local exited: {output.read().decode(errors='replace')[-3000:]}")
+                counted, _ = await call_tool(http, url, session, "count_words", {"text": "one two three"})
+        finally:
+            process.terminate()
+            process.wait(20)
+    assert counted == 3
