@@ -3,18 +3,29 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import os
+import signal
 import tempfile
+import time
 import uuid
+from pathlib import Path
 
 import anyio
 import httpx
 import pytest
 from mcp import Client
 
-from tests.fixtures.emulated_stack import call_tool, free_ports, initialize
+from tests.fixtures.emulated_stack import HEADERS, VERSION, call_tool, free_ports, initialize
 from tests.fixtures.processes import stratus_process
 
 pytestmark = [pytest.mark.anyio, pytest.mark.uvicorn]
+INITIALIZE = {
+    "jsonrpc": "2.0",
+    "id": 0,
+    "method": "initialize",
+    "params": {"protocolVersion": VERSION, "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}},
+}
 
 
 async def test_stratus_local_serves_the_buffered_api_and_the_streaming_url() -> None:
@@ -73,3 +84,42 @@ async def test_stratus_local_with_no_store_named_shares_an_embedded_dynamodb_amo
         printed = output.read().decode()
     assert len({pid for pid, _ in served}) == 2  # both containers, one session
     assert "store dynamodb://stratus-local" in printed
+
+
+def _children(pid: int) -> list[int]:
+    """The processes whose parent is `pid` (the containers `stratus local` started)."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            with contextlib.suppress(OSError):
+                fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
+                if int(fields[1]) == pid:
+                    found.append(int(entry.name))
+    return found
+
+
+def _running(pid: int) -> bool:
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except OSError:
+        return False
+    return state != "Z"
+
+
+@pytest.mark.anyio(False)
+@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM])
+def test_stopping_stratus_local_leaves_no_container_behind_frozen_or_not(signum: int) -> None:
+    command_line = ("local", "--retire-rate", "0", "--containers", "2")
+    with stratus_process("tests.fixtures.emulator_apps:probe", {}, command_line=command_line) as url:
+        streaming = f"http://127.0.0.1:{int(url.rsplit(':', 1)[1]) + 2}/mcp"
+        with httpx.Client(timeout=20) as http:
+            for door in (f"{url}/mcp", streaming):  # a container of each shape starts, answers, and is frozen
+                assert http.post(door, json=INITIALIZE, headers=HEADERS).status_code == 200
+        containers = _children(url.pid)
+        assert len(containers) >= 2
+        os.kill(url.pid, signum)
+        url.process.wait(20)
+    deadline = time.monotonic() + 10
+    while any(_running(pid) for pid in containers) and time.monotonic() < deadline:
+        time.sleep(0.05)  # polling other processes' exit, bounded by the deadline
+    assert [pid for pid in containers if _running(pid)] == []
