@@ -17,7 +17,7 @@ import pytest
 from mcp import Client
 
 from tests.fixtures.emulated_stack import HEADERS, VERSION, call_tool, free_ports, initialize
-from tests.fixtures.processes import stratus_process
+from tests.fixtures.processes import ServerUrl, stratus_process
 
 pytestmark = [pytest.mark.anyio, pytest.mark.uvicorn]
 INITIALIZE = {
@@ -111,6 +111,7 @@ def _running(pid: int) -> bool:
 def test_stopping_stratus_local_leaves_no_container_behind_frozen_or_not(signum: int) -> None:
     command_line = ("local", "--retire-rate", "0", "--containers", "2")
     with stratus_process("tests.fixtures.emulator_apps:probe", {}, command_line=command_line) as url:
+        assert isinstance(url, ServerUrl)
         streaming = f"http://127.0.0.1:{int(url.rsplit(':', 1)[1]) + 2}/mcp"
         with httpx.Client(timeout=20) as http:
             for door in (f"{url}/mcp", streaming):  # a container of each shape starts, answers, and is frozen
