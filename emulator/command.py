@@ -11,6 +11,7 @@ import importlib
 import os
 import secrets
 import signal
+import subprocess
 import sys
 import threading
 from collections.abc import Iterator, Mapping
@@ -176,6 +177,36 @@ def _embedded_store() -> Iterator[dict[str, str]]:
         server.stop()
 
 
+def _check_template_app(stack: Stack) -> None:
+    """Refuse a template whose app the containers could not import, as they would import it: from the function's code
+    folder, with this Python's packages (and not from where `stratus local` runs).
+
+    Raises:
+        ImportError: naming the app, the folder, why, and the flags that name another app.
+    """
+    for function in stack.functions.values():
+        app = function.environment.get("STRATUS_APP")
+        if not app:
+            continue
+        module = app.split(":", 1)[0]
+        environment = {**os.environ, "PYTHONPATH": str(function.code_dir)}
+        tried = subprocess.run(  # noqa: S603 - this Python, importing the template's own module
+            [sys.executable, "-c", f"import importlib; importlib.import_module({module!r})"],
+            cwd=function.code_dir,
+            env=environment,
+            capture_output=True,
+            text=True,
+            check=False,
+        )
+        if tried.returncode != 0:
+            reason = (tried.stderr.strip().splitlines() or ["it failed"])[-1]
+            raise ImportError(
+                f"the template's app {app} cannot be imported from {function.code_dir} ({reason}): pass --app "
+                "MODULE:ATTR, or --parameter ServerApp=MODULE:ATTR"
+            )
+        return  # every function serves the same app
+
+
 def _serve(args: argparse.Namespace, overrides: dict[str, str]) -> int:
     store = overrides["STRATUS_STORE"]
     from stratus.emulator.intrinsics import TemplateError
@@ -192,6 +223,8 @@ def _serve(args: argparse.Namespace, overrides: dict[str, str]) -> int:
         if not template.is_file():
             raise TemplateError(f"no template at {template}: pass --template FILE")
         stack = read_stack(template, dict(args.parameter))
+        if "STRATUS_APP" not in overrides:
+            _check_template_app(stack)
     except (StoreConfigError, TemplateError, ValueError, ImportError) as error:
         sys.stderr.write(f"stratus: {error}\n")
         return 2

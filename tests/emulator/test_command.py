@@ -6,6 +6,8 @@ import asyncio
 import contextlib
 import os
 import signal
+import subprocess
+import sys
 import tempfile
 import time
 import uuid
@@ -124,3 +126,25 @@ def test_stopping_stratus_local_leaves_no_container_behind_frozen_or_not(signum:
     while any(_running(pid) for pid in containers) and time.monotonic() < deadline:
         time.sleep(0.05)  # polling other processes' exit, bounded by the deadline
     assert [pid for pid in containers if _running(pid)] == []
+
+
+@pytest.mark.anyio(False)
+def test_a_template_whose_app_the_containers_cannot_import_is_refused_naming_the_flags(tmp_path: Path) -> None:
+    """The repository's template names `examples.demo:server`, which only the repository has: copied elsewhere, it is
+    refused at start rather than served by containers that all fail to start."""
+    template = tmp_path / "template.yaml"
+    template.write_text((Path(__file__).parents[2] / "template.yaml").read_text(encoding="utf-8"), encoding="utf-8")
+    environment = {key: value for key, value in os.environ.items() if not key.startswith(("STRATUS_", "PYTHONPATH"))}
+    ran = subprocess.run(
+        [sys.executable, "-m", "stratus.handlers.cli", "local", "--template", str(template), "--store", "memory://"],
+        cwd=tmp_path,
+        env=environment,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert ran.returncode == 2
+    assert f"the template's app examples.demo:server cannot be imported from {tmp_path}" in ran.stderr
+    assert "No module named 'examples'" in ran.stderr
+    assert "pass --app MODULE:ATTR, or --parameter ServerApp=MODULE:ATTR" in ran.stderr
