@@ -30,6 +30,7 @@ from stratus.emulator.billing import Bill
 from stratus.emulator.containers import Container, FunctionPool, HandlerContainer
 from stratus.emulator.function_url import FunctionUrlDoor
 from stratus.emulator.invoke_api import LambdaApi
+from stratus.emulator.proxy_integration import FrontDoor
 from stratus.emulator.stack import Function, Stack, with_time_scale
 from stratus.emulator.web_adapter import WebAdapterContainer
 
@@ -101,6 +102,9 @@ class LocalAws:
             *(FunctionUrlDoor(url, stack, self.pools) for url in stack.function_urls),
             self.lambda_api,
         ]
+        for door in self.doors:
+            if isinstance(door, FrontDoor):
+                door.access_log = self.options.output or sys.stdout.buffer
         self.served: list[Served] = []
         self._lambda_endpoint = ""
 

@@ -10,16 +10,18 @@ until the function ends or times out.
 from __future__ import annotations
 
 import asyncio
+import time
 from abc import ABC, abstractmethod
 from collections.abc import AsyncIterator, Callable, Mapping
-from typing import Any
+from typing import IO, Any
 
 from stratus.emulator.containers import FunctionError, FunctionPool, Invoked, Streamed
 from stratus.emulator.events import Answer, Request
 from stratus.emulator.intrinsics import ACCOUNT_ID
 from stratus.emulator.resource_policy import api_gateway_may_invoke
 from stratus.emulator.stack import Stack
-from stratus.types import Receive, Scope, Send
+from stratus.handlers.serving import redact_path
+from stratus.types import Message, Receive, Scope, Send
 
 
 def listening_address(scope: Scope) -> str:
@@ -190,10 +192,33 @@ class FrontDoor(ABC):
     def __init__(self, logical_id: str, pools: Mapping[str, FunctionPool]) -> None:
         self.logical_id = logical_id
         self.pools = pools
+        self.access_log: IO[bytes] | None = None
+        """Where a line per request goes (`[door] METHOD /path STATUS N ms`, ids in paths redacted); None: nowhere."""
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
             return
+        if self.access_log is None:
+            await self._serve(scope, receive, send)
+            return
+        status = 0
+        started = time.monotonic()
+
+        async def watched(message: Message) -> None:
+            nonlocal status
+            if message["type"] == "http.response.start":
+                status = message["status"]
+            await send(message)
+
+        try:
+            await self._serve(scope, receive, watched)
+        finally:
+            took = (time.monotonic() - started) * 1000
+            line = f"[{self.logical_id}] {scope['method']} {redact_path(scope['path'])} {status or '-'} {took:.0f} ms\n"
+            self.access_log.write(line.encode())
+            self.access_log.flush()
+
+    async def _serve(self, scope: Scope, receive: Receive, send: Send) -> None:
         body, too_large = await read_limited(receive, self.max_request_bytes)
         # A field value's leading and trailing whitespace is not part of it (RFC 9110 section 5.5): AWS's front doors
         # parse HTTP that way, while the local server hands the raw bytes over.

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -58,6 +59,10 @@ async def test_stratus_local_serves_the_buffered_api_and_the_streaming_url() -> 
         output.seek(0)
         printed = output.read().decode()
     assert seen == {"buffered": [1, 2, 3], "streaming": [1, 2, 3]}
+    # A line per request at each front door, and the tool's own log line from each shape's container.
+    assert re.search(r"(?m)^\[ServerlessHttpApi\] POST /mcp 200 \d+ ms$", printed)
+    assert re.search(r"(?m)^\[StreamingFunctionUrl\] POST /mcp 200 \d+ ms$", printed)
+    assert printed.count('"message":"counting"') == 2, printed[-3000:]
     for line in [
         f"HTTP API      ServerlessHttpApi        http://127.0.0.1:{port}/mcp",
         f"REST API      StreamingRestApi         http://127.0.0.1:{port + 1}/v1/mcp",
