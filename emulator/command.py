@@ -133,7 +133,7 @@ def door_lines(served: list[Served], path: str) -> list[str]:
     ]
 
 
-def _overrides(args: argparse.Namespace, store: Mapping[str, str]) -> dict[str, str]:
+def container_overrides(args: argparse.Namespace, store: Mapping[str, str]) -> dict[str, str]:
     """The local environment every function gets on top of the template's: the shared `store`'s settings first."""
     overrides = {
         **store,
@@ -142,6 +142,8 @@ def _overrides(args: argparse.Namespace, store: Mapping[str, str]) -> dict[str, 
     }
     if path := os.environ.get("STRATUS_MCP_PATH"):
         overrides["STRATUS_MCP_PATH"] = path
+    if level := os.environ.get("STRATUS_LOG_LEVEL"):  # the containers' log lines at the level asked for locally
+        overrides["STRATUS_LOG_LEVEL"] = level
     app = args.app or os.environ.get("STRATUS_APP")
     if app:
         overrides["STRATUS_APP"] = app
@@ -162,7 +164,7 @@ def run(args: argparse.Namespace) -> int:
     named = args.store or os.environ.get("STRATUS_STORE")
     with ExitStack() as held:
         shared = {"STRATUS_STORE": named} if named else held.enter_context(_embedded_store())
-        return _serve(args, _overrides(args, shared))
+        return _serve(args, container_overrides(args, shared))
 
 
 @contextmanager

@@ -1,10 +1,14 @@
-"""`stratus local` prints each front door's full MCP endpoint, ready to paste into a client."""
+"""`stratus local` prints each front door's full MCP endpoint, ready to paste into a client, and hands its local
+settings to every container."""
 
 from __future__ import annotations
 
+import argparse
 from pathlib import Path
 
-from stratus.emulator.command import door_lines, mcp_path
+import pytest
+
+from stratus.emulator.command import container_overrides, door_lines, mcp_path
 from stratus.emulator.local_aws import Served
 from stratus.emulator.stack import read_stack
 
@@ -30,3 +34,11 @@ def test_the_mcp_path_is_the_local_setting_else_the_templates_else_mcp() -> None
     stack = read_stack(TEMPLATE, {})
     assert mcp_path(stack, {}) == "/mcp"
     assert mcp_path(stack, {"STRATUS_MCP_PATH": "/v2/mcp"}) == "/v2/mcp"
+
+
+def test_the_local_log_level_reaches_every_container(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("STRATUS_LOG_LEVEL", "DEBUG")
+    args = argparse.Namespace(app=None, gateway=None)
+    overrides = container_overrides(args, {"STRATUS_STORE": "memory://"})
+    assert overrides["STRATUS_LOG_LEVEL"] == "DEBUG"
+    assert overrides["STRATUS_STORE"] == "memory://"
