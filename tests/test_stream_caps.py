@@ -51,6 +51,29 @@ async def admitted_once_freed(http: httpx.AsyncClient, method: str, path: str, *
             await anyio.sleep(0.02)  # polling the server's notice of a closed connection, bounded by fail_after
 
 
+async def eliciting_session(http: httpx.AsyncClient) -> dict[str, str]:
+    """The headers of a new 2025-11-25 session whose client can be asked (elicitation)."""
+    init = {
+        "jsonrpc": "2.0",
+        "id": 1,
+        "method": "initialize",
+        "params": {"protocolVersion": "2025-11-25", "capabilities": {"elicitation": {}}, "clientInfo": {"name": "t"}},
+    }
+    session = (await http.post("/mcp", json=init, headers=BASE_HEADERS)).headers["mcp-session-id"]
+    return {**BASE_HEADERS, "mcp-session-id": session, "mcp-protocol-version": "2025-11-25"}
+
+
+async def dropped_call(http: httpx.AsyncClient, headers: dict[str, str]) -> dict[str, str]:
+    """Start `ask_user` (it waits for the client's answer), drop its stream after the priming event, and return the
+    headers that resume it."""
+    ask = {"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "ask_user"}}
+    async with http.stream("POST", "/mcp", json=ask, headers=headers) as posted:
+        async for line in posted.aiter_lines():
+            if line.startswith("id: "):
+                return {**headers, "last-event-id": line[4:]}
+    raise AssertionError("the call's stream had no priming event")
+
+
 async def test_a_session_past_its_stream_cap_is_refused_naming_the_setting_and_a_closed_stream_frees_it() -> None:
     """A session holds one `/events` stream and one GET stream at a time (a newer one takes over); with a cap of 1
     the second kind is refused, naming the setting, until the first ends."""
@@ -104,30 +127,12 @@ async def test_the_process_cap_refuses_with_503_a_listen_and_an_events_stream_un
 
 async def test_a_resumed_call_stream_counts_toward_its_sessions_cap_and_is_freed_when_the_client_leaves() -> None:
     settings = redis_settings(max_streams_per_session=2)
-    init = {
-        "jsonrpc": "2.0",
-        "id": 1,
-        "method": "initialize",
-        "params": {"protocolVersion": "2025-11-25", "capabilities": {"elicitation": {}}, "clientInfo": {"name": "t"}},
-    }
-    ask = {"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "ask_user"}}
     with uvicorn_serving(build_app(shared, settings), lifespan="on") as url:
         async with httpx.AsyncClient(base_url=url, timeout=10) as http, AsyncExitStack() as streams:
-            opened_session = await http.post("/mcp", json=init, headers=BASE_HEADERS)
-            headers = {
-                **BASE_HEADERS,
-                "mcp-session-id": opened_session.headers["mcp-session-id"],
-                "mcp-protocol-version": "2025-11-25",
-            }
+            headers = await eliciting_session(http)
             with anyio.fail_after(WAIT_SECONDS):
-                async with http.stream("POST", "/mcp", json=ask, headers=headers) as posted:
-                    priming = ""
-                    async for line in posted.aiter_lines():
-                        if line.startswith("id: "):
-                            priming = line[4:]
-                            break  # the client drops the call's stream after its priming event
+                resume = await dropped_call(http, headers)
                 # The call goes on, waiting for the client's answer; the client resumes its stream.
-                resume = {**headers, "last-event-id": priming}
                 resumed = await streams.enter_async_context(opened(http, "GET", "/mcp", headers=resume))
                 asked = resumed.first  # the events after the priming one: the call's question
             assert asked is not None and asked["method"] == "elicitation/create"
@@ -187,49 +192,19 @@ async def stream_of_kind(kind: str, http: httpx.AsyncClient) -> tuple[str, dict[
     resumption of a call's stream (a call waiting for its client's answer)."""
     if kind == "events":
         return f"/events/{await rest_session(http)}", {}
-    init = {
-        "jsonrpc": "2.0",
-        "id": 1,
-        "method": "initialize",
-        "params": {"protocolVersion": "2025-11-25", "capabilities": {"elicitation": {}}, "clientInfo": {"name": "t"}},
-    }
-    session = (await http.post("/mcp", json=init, headers=BASE_HEADERS)).headers["mcp-session-id"]
-    headers = {**BASE_HEADERS, "mcp-session-id": session, "mcp-protocol-version": "2025-11-25"}
+    headers = await eliciting_session(http)
     if kind == "get-stream":
         return "/mcp", headers
-    ask = {"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "ask_user"}}
-    async with http.stream("POST", "/mcp", json=ask, headers=headers) as posted:
-        async for line in posted.aiter_lines():
-            if line.startswith("id: "):
-                return "/mcp", {**headers, "last-event-id": line[4:]}
-    raise AssertionError("the call's stream had no priming event")
+    return "/mcp", await dropped_call(http, headers)
 
 
 async def test_a_newer_resumption_of_a_calls_stream_takes_over_and_the_older_stops_at_its_next_event() -> None:
     settings = redis_settings(max_streams_per_session=4)
-    init = {
-        "jsonrpc": "2.0",
-        "id": 1,
-        "method": "initialize",
-        "params": {"protocolVersion": "2025-11-25", "capabilities": {"elicitation": {}}, "clientInfo": {"name": "t"}},
-    }
-    ask = {"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "ask_user"}}
     with uvicorn_serving(build_app(shared, settings), lifespan="on") as url:
         async with httpx.AsyncClient(base_url=url, timeout=10) as http, AsyncExitStack() as streams:
-            opened_session = await http.post("/mcp", json=init, headers=BASE_HEADERS)
-            headers = {
-                **BASE_HEADERS,
-                "mcp-session-id": opened_session.headers["mcp-session-id"],
-                "mcp-protocol-version": "2025-11-25",
-            }
+            headers = await eliciting_session(http)
             with anyio.fail_after(WAIT_SECONDS):
-                async with http.stream("POST", "/mcp", json=ask, headers=headers) as posted:
-                    priming = ""
-                    async for line in posted.aiter_lines():
-                        if line.startswith("id: "):
-                            priming = line[4:]
-                            break  # the client drops the call's stream after its priming event
-                resume = {**headers, "last-event-id": priming}
+                resume = await dropped_call(http, headers)
                 older = await streams.enter_async_context(opened(http, "GET", "/mcp", headers=resume))
                 newer = await streams.enter_async_context(opened(http, "GET", "/mcp", headers=resume))
                 asked = newer.first

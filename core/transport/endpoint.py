@@ -247,7 +247,9 @@ class McpEndpoint:
         something mid-call runs in the task worker instead, and its stream is relayed from the store."""
         outbound = http.outbound
         if outbound is None or send is None or not _streamable(body) or not _may_send_before_answer(body, headers):
-            return await self._answer(body, headers, http._replace(outbound=None), principal)
+            # Nothing will be sent first (the context asks for a progress token or a log level before it sends):
+            # the answer as it is, without copying the request to drop its queue.
+            return await self._answer(body, headers, http, principal)
         relayed = await self.handshake.relay(body, headers, http, principal)
         if relayed is not None:
             session, (key, token) = relayed
