@@ -184,6 +184,8 @@ class Resolver:
             return f"{self._function_arn(properties.get('FunctionName'))}:1"
         if kind in ("AWS::ApiGateway::RestApi", "AWS::ApiGatewayV2::Api"):
             return api_id(name)
+        if kind == "AWS::IAM::ManagedPolicy":
+            return f"arn:aws:iam::{ACCOUNT_ID}:policy/{self.stack_name}-{name}"
         return f"{self.stack_name}-{name}"
 
     def get_att(self, logical_id: str, attribute: str) -> Any:
@@ -198,6 +200,10 @@ class Resolver:
             return "1"
         if kind == "AWS::Lambda::Url" and attribute == "FunctionUrl":
             return f"https://{api_id(logical_id)}.lambda-url.{self.region}.on.aws/"
+        if kind == "AWS::IAM::Role" and attribute == "Arn":
+            return f"arn:aws:iam::{ACCOUNT_ID}:role/{self.ref(logical_id)}"
+        if kind == "AWS::DynamoDB::Table" and attribute == "Arn":
+            return f"arn:aws:dynamodb:{self.region}:{ACCOUNT_ID}:table/{self.ref(logical_id)}"
         if attribute == "Arn":
             return f"arn:aws:local:{self.region}:{ACCOUNT_ID}:{self.ref(logical_id)}"
         return f"{logical_id}.{attribute}"

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from stratus.emulator.iam import Role, Statement, aws_managed, statements
 from stratus.emulator.intrinsics import Resolver, TemplateError, api_id, parameter_values
 
 DEFAULT_REGION = "us-east-1"
@@ -44,6 +45,8 @@ class Function:
     code_dir: Path
     reserved_concurrency: int | None = None
     """ReservedConcurrentExecutions: the most containers it may have at once (0: every invocation throttled)."""
+    role: Role | None = None
+    """Its execution role, when the stack creates it (one named by a literal ARN cannot be read, and is not checked)."""
 
     @property
     def behind_web_adapter(self) -> bool:
@@ -197,10 +200,11 @@ def read_stack(
     values = parameter_values(sam_template, overrides or {})
     translated = translate(sam_template, dict(overrides or {}), region)
     resolver = Resolver(translated, values, stack_name=stack_name, region=region)
+    roles = _roles(resolver)
     functions = {
         function.name: function
         for function in (
-            _function(resolver, logical_id, code_dirs.get(logical_id, path.parent))
+            _function(resolver, logical_id, code_dirs.get(logical_id, path.parent), roles)
             for logical_id in _of_type(resolver, "AWS::Lambda::Function")
         )
     }
@@ -244,7 +248,39 @@ def _properties(resolver: Resolver, logical_id: str) -> dict[str, Any]:
     return resolved
 
 
-def _function(resolver: Resolver, logical_id: str, code_dir: Path) -> Function:
+def _roles(resolver: Resolver) -> dict[str, Role]:
+    """The stack's IAM roles by ARN, each with the statements of every policy attached to it: its inline policies,
+    the managed policies it names (the stack's own `AWS::IAM::ManagedPolicy`, or AWS's), and the stack's managed
+    policies and `AWS::IAM::Policy` resources that name it in their `Roles`."""
+    own: dict[str, tuple[Statement, ...]] = {}
+    attached: dict[str, list[Statement]] = {}
+    for kind in ("AWS::IAM::ManagedPolicy", "AWS::IAM::Policy"):
+        for logical_id in _of_type(resolver, kind):
+            properties = _properties(resolver, logical_id)
+            found = statements(properties.get("PolicyDocument") or {}, logical_id)
+            if kind == "AWS::IAM::ManagedPolicy":
+                own[str(resolver.ref(logical_id))] = found
+            for role_name in properties.get("Roles") or ():
+                attached.setdefault(str(role_name), []).extend(found)
+    roles: dict[str, Role] = {}
+    for logical_id in _of_type(resolver, "AWS::IAM::Role"):
+        properties = _properties(resolver, logical_id)
+        name = str(resolver.ref(logical_id))
+        managed = tuple(str(arn) for arn in properties.get("ManagedPolicyArns") or ())
+        found = [
+            statement
+            for policy in properties.get("Policies") or ()
+            for statement in statements(policy.get("PolicyDocument") or {}, logical_id)
+        ]
+        for arn in managed:
+            found.extend(own[arn] if arn in own else aws_managed(arn))
+        found.extend(attached.get(name, ()))
+        arn = str(resolver.get_att(logical_id, "Arn"))
+        roles[arn] = Role(logical_id, name, arn, tuple(found), managed)
+    return roles
+
+
+def _function(resolver: Resolver, logical_id: str, code_dir: Path, roles: Mapping[str, Role]) -> Function:
     properties = _properties(resolver, logical_id)
     name = str(resolver.ref(logical_id))
     variables = (properties.get("Environment") or {}).get("Variables") or {}
@@ -266,6 +302,7 @@ def _function(resolver: Resolver, logical_id: str, code_dir: Path) -> Function:
             if properties.get("ReservedConcurrentExecutions") is not None
             else None
         ),
+        role=roles.get(str(properties.get("Role", ""))),
     )
 
 

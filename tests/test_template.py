@@ -139,8 +139,29 @@ def test_samconfig_overrides_name_template_parameters() -> None:
 
 
 def _granted(function: str) -> list[dict[str, Any]]:
-    properties = _parsed_template()["Resources"][function]["Properties"]
-    return [statement for policy in properties["Policies"] for statement in policy["Statement"]]
+    """The statements of `function`'s execution role: its inline policies and the stack's managed ones it attaches."""
+    resources = _parsed_template()["Resources"]
+    role = resources[resources[function]["Properties"]["Role"].removesuffix(".Arn")]["Properties"]
+    documents = [policy["PolicyDocument"] for policy in role.get("Policies", [])]
+    documents += [
+        resources[arn]["Properties"]["PolicyDocument"]
+        for arn in role["ManagedPolicyArns"]
+        if isinstance(arn, str) and resources.get(arn, {}).get("Type") == "AWS::IAM::ManagedPolicy"
+    ]
+    return [statement for document in documents for statement in document["Statement"]]
+
+
+@pytest.mark.parametrize(("subnets", "attached"), [("", False), ("subnet-1,subnet-2", True)])
+def test_only_a_stack_in_a_vpc_grants_its_functions_network_interfaces(subnets: str, attached: bool) -> None:
+    """SAM's generated roles got AWSLambdaVPCAccessExecutionRole whatever VpcSubnetIds said (it counts the Globals'
+    `!If [InVpc, ...]` as a VpcConfig); the stack's own roles attach it only in a VPC."""
+    from stratus.emulator.stack import read_stack
+
+    stack = read_stack(TEMPLATE_PATH, {"VpcSubnetIds": subnets, "VpcSecurityGroupIds": "sg-1" if subnets else ""})
+    for function in stack.functions.values():
+        assert function.role is not None, function.logical_id
+        vpc = [arn for arn in function.role.managed_policies if arn.endswith("/AWSLambdaVPCAccessExecutionRole")]
+        assert bool(vpc) is attached, function.logical_id
 
 
 def test_iam_is_least_privilege_and_grants_every_dynamodb_call_the_stores_make() -> None:

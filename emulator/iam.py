@@ -1,0 +1,177 @@
+"""IAM for the emulated stack: each function's execution role, and whether it allows a call.
+
+A function runs with its role (https://docs.aws.amazon.com/lambda/latest/dg/lambda-intro-execution-role.html): the
+statements of the role's inline policies, of the customer managed policies the stack attaches, and of the AWS
+managed ones it names. A call is allowed when some statement allows its action on each resource it touches and
+none denies it (explicit deny wins:
+https://docs.aws.amazon.com/IAM/latest/UserGuide/reference_policies_evaluation-logic.html). Action names compare
+without regard to case; `*` and `?` are wildcards in actions and resources
+(https://docs.aws.amazon.com/IAM/latest/UserGuide/reference_policies_elements_resource.html).
+
+What is not modelled: conditions (a statement with a `Condition` is refused when the template is read, so nothing
+is allowed that AWS might refuse), `NotAction` / `NotResource`, permission boundaries and service control policies.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from functools import cache
+from typing import Any
+
+from stratus.emulator.intrinsics import TemplateError
+
+
+@dataclass(frozen=True)
+class Statement:
+    """One statement of an identity-based policy."""
+
+    effect: str
+    """`Allow` or `Deny`."""
+    actions: tuple[str, ...]
+    resources: tuple[str, ...]
+
+    def covers(self, action: str, resource: str) -> bool:
+        return any(_matches(pattern, action, ignore_case=True) for pattern in self.actions) and any(
+            _matches(pattern, resource) for pattern in self.resources
+        )
+
+
+def _statement(raw: Mapping[str, Any], where: str) -> Statement:
+    unsupported = {"Condition", "NotAction", "NotResource", "NotPrincipal"} & set(raw)
+    if unsupported:
+        raise TemplateError(f"{where}: the emulator does not evaluate {', '.join(sorted(unsupported))} in IAM")
+
+    def listed(value: Any) -> tuple[str, ...]:
+        return tuple(str(item) for item in (value if isinstance(value, list) else [value]))
+
+    return Statement(str(raw.get("Effect", "")), listed(raw.get("Action", [])), listed(raw.get("Resource", [])))
+
+
+def statements(document: Mapping[str, Any], where: str) -> tuple[Statement, ...]:
+    """The statements of a policy document (`{"Statement": [...]}` or one statement object)."""
+    raw = document.get("Statement", [])
+    return tuple(_statement(item, where) for item in (raw if isinstance(raw, list) else [raw]))
+
+
+@cache
+def _pattern(pattern: str, ignore_case: bool) -> re.Pattern[str]:
+    regex = "".join(".*" if char == "*" else "." if char == "?" else re.escape(char) for char in pattern)
+    return re.compile(regex, re.IGNORECASE if ignore_case else 0)
+
+
+def _matches(pattern: str, value: str, *, ignore_case: bool = False) -> bool:
+    return _pattern(pattern, ignore_case).fullmatch(value) is not None
+
+
+_LOGS = ("logs:CreateLogGroup", "logs:CreateLogStream", "logs:PutLogEvents")
+# https://docs.aws.amazon.com/aws-managed-policy/latest/reference/AWSXRayDaemonWriteAccess.html (SAM attaches it
+# by its older name, AWSXrayWriteOnlyAccess, in the aws partition)
+_XRAY = (
+    Statement(
+        "Allow",
+        (
+            "xray:PutTraceSegments",
+            "xray:PutTelemetryRecords",
+            "xray:GetSamplingRules",
+            "xray:GetSamplingTargets",
+            "xray:GetSamplingStatisticSummaries",
+        ),
+        ("*",),
+    ),
+)
+AWS_MANAGED: Mapping[str, tuple[Statement, ...]] = {
+    # https://docs.aws.amazon.com/aws-managed-policy/latest/reference/AWSLambdaBasicExecutionRole.html
+    "service-role/AWSLambdaBasicExecutionRole": (Statement("Allow", _LOGS, ("*",)),),
+    # https://docs.aws.amazon.com/aws-managed-policy/latest/reference/AWSLambdaVPCAccessExecutionRole.html
+    "service-role/AWSLambdaVPCAccessExecutionRole": (
+        Statement(
+            "Allow",
+            (
+                *_LOGS,
+                "ec2:CreateNetworkInterface",
+                "ec2:DescribeNetworkInterfaces",
+                "ec2:DescribeSubnets",
+                "ec2:DeleteNetworkInterface",
+                "ec2:AssignPrivateIpAddresses",
+                "ec2:UnassignPrivateIpAddresses",
+            ),
+            ("*",),
+        ),
+    ),
+    "AWSXRayDaemonWriteAccess": _XRAY,
+    "AWSXrayWriteOnlyAccess": _XRAY,
+}
+
+
+def aws_managed(arn: str) -> tuple[Statement, ...]:
+    """The statements of the AWS managed policy `arn` (`arn:<partition>:iam::aws:policy/<name>`).
+
+    Raises:
+        TemplateError: a policy the emulator does not know (it cannot tell what it allows).
+    """
+    name = arn.partition(":iam::aws:policy/")[2]
+    if name not in AWS_MANAGED:
+        raise TemplateError(f"the emulator does not know the AWS managed policy {arn}")
+    return AWS_MANAGED[name]
+
+
+@dataclass(frozen=True)
+class Role:
+    """An execution role as deployed."""
+
+    logical_id: str
+    name: str
+    arn: str
+    statements: tuple[Statement, ...]
+    managed_policies: tuple[str, ...] = ()
+    """The ARNs of the managed policies attached (AWS's and the stack's own)."""
+
+    def allows(self, action: str, resource: str) -> bool:
+        matching = [statement for statement in self.statements if statement.covers(action, resource)]
+        return any(s.effect == "Allow" for s in matching) and not any(s.effect == "Deny" for s in matching)
+
+    def refusal(self, function: str, action: str, resource: str) -> str:
+        """AWS's AccessDenied message for this role's session in `function`."""
+        session = f"arn:aws:sts::{self.arn.split(':')[4]}:assumed-role/{self.name}/{function}"
+        return (
+            f"User: {session} is not authorized to perform: {action} on resource: {resource} "
+            f"because no identity-based policy allows the {action} action"
+        )
+
+
+@dataclass(frozen=True)
+class Call:
+    """One AWS API call a container made, as the emulator saw it."""
+
+    function: str
+    action: str
+    resources: tuple[str, ...]
+    allowed: bool
+
+
+@dataclass
+class CallLog:
+    """Every AWS API call the stack's containers made, in order (the recording docs/deploy.md's network table is
+    checked against)."""
+
+    calls: list[Call] = field(default_factory=list)
+
+    def record(self, call: Call) -> None:
+        self.calls.append(call)
+
+    def services(self, function: str) -> set[str]:
+        """The services `function` called (`dynamodb`, `ssm`, `lambda`)."""
+        return {call.action.split(":")[0] for call in self.calls if call.function == function}
+
+    def denied(self) -> list[Call]:
+        return [call for call in self.calls if not call.allowed]
+
+
+def check(role: Role, function: str, action: str, resources: Iterable[str]) -> str | None:
+    """None when `role` allows `action` on every resource, else the AccessDenied message for the first it does not."""
+    for resource in resources:
+        if not role.allows(action, resource):
+            return role.refusal(function, action, resource)
+    return None
