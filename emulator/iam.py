@@ -175,3 +175,39 @@ def check(role: Role, function: str, action: str, resources: Iterable[str]) -> s
         if not role.allows(action, resource):
             return role.refusal(function, action, resource)
     return None
+
+
+_CREDENTIAL = re.compile(r"Credential=([A-Za-z0-9]+)/")
+
+
+@dataclass(frozen=True)
+class Identity:
+    """Who a container is to AWS: its function, and the role it runs with (None: a role the stack does not define,
+    whose calls are recorded but not checked)."""
+
+    function: str
+    role: Role | None
+
+
+@dataclass
+class Identities:
+    """The credentials the stack's containers are given, one access key per function (random per stack), and the
+    identity each stands for. A request names its key in its SigV4 `Authorization` header; the signature itself is
+    not checked, as the key is known only to the containers' environment."""
+
+    by_key: dict[str, Identity] = field(default_factory=dict)
+
+    def issue(self, function: str, role: Role | None) -> dict[str, str]:
+        """The environment that makes a container `function` running with `role`."""
+        import secrets
+
+        key = next((key for key, known in self.by_key.items() if known.function == function), None)
+        if key is None:
+            key = "ASIA" + secrets.token_hex(8).upper()
+            self.by_key[key] = Identity(function, role)
+        return {"AWS_ACCESS_KEY_ID": key, "AWS_SECRET_ACCESS_KEY": "local", "AWS_SESSION_TOKEN": "local"}
+
+    def of(self, authorization: str | None) -> Identity | None:
+        """The identity whose key signed a request, None for a key the stack did not issue (or no signature)."""
+        match = _CREDENTIAL.search(authorization or "")
+        return self.by_key.get(match.group(1)) if match else None

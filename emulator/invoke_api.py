@@ -44,6 +44,7 @@ from typing import Any
 from stratus.emulator.billing import Bill
 from stratus.emulator.containers import INVOKE_PAYLOAD_BYTES, FunctionError, FunctionPool, ThrottledError
 from stratus.emulator.events import Answer, json_answer
+from stratus.emulator.iam import Call, CallLog, Identities, check
 from stratus.emulator.proxy_integration import Invocation, collect, read_limited, send_answer
 from stratus.types import Receive, Scope, Send
 
@@ -52,7 +53,7 @@ _BILL_PATH = re.compile(r"^/([^/]*)/stratus/bill$")
 _CONTENT_TYPES = {"", "application/json", "application/octet-stream", "binary/octet-stream"}
 """What the SDKs send for Invoke's payload (boto3 sends none): never a type a page may send without a preflight."""
 _LOOPBACK_NAMES = ("127.0.0.1", "localhost")
-_NAME_IN_ARN = re.compile(r"(?:arn:[^:]+:lambda:[^:]+:\d+:function:)?([A-Za-z0-9_-]+)(?::[A-Za-z0-9$_-]+)?$")
+_NAME_IN_ARN = re.compile(r"(?:arn:[^:]+:lambda:[^:]+:\d+:function:)?([A-Za-z0-9_-]+)(?::([A-Za-z0-9$_-]+))?$")
 
 
 class LambdaApi:
@@ -61,9 +62,21 @@ class LambdaApi:
     kind = "Lambda API"
     logical_id = "Invoke"
 
-    def __init__(self, pools: Mapping[str, FunctionPool], *, host: str = "127.0.0.1", bill: Bill | None = None) -> None:
+    def __init__(
+        self,
+        pools: Mapping[str, FunctionPool],
+        *,
+        host: str = "127.0.0.1",
+        bill: Bill | None = None,
+        identities: Identities | None = None,
+        calls: CallLog | None = None,
+    ) -> None:
         self.pools = pools
         self.bill = bill
+        self.identities = identities
+        """With these, a container's Invoke is checked against its role (a key the stack did not issue is the
+        developer's, as the endpoint's secret already vouches for it)."""
+        self.calls = calls
         self.host = host
         """The address it listens on: a Host naming it (with its port) is accepted beside the loopback names."""
         self._secret = secrets.token_urlsafe(32)
@@ -106,6 +119,13 @@ class LambdaApi:
         if too_large:
             await send_answer(send, _user_error(413, "Request payload too large", "RequestTooLargeException"))
             return
+        assert name is not None
+        refusal = self._refusal(headers.get(b"authorization", b""), pool, name.group(2), scope)
+        if refusal is not None:
+            await send_answer(
+                send, json_answer(403, {"Message": refusal}, ("x-amzn-ErrorType", "AccessDeniedException"))
+            )
+            return
         try:
             event = json.loads(body or b"{}")
         except ValueError:
@@ -131,6 +151,23 @@ class LambdaApi:
             return
         extra = [("x-amz-function-error", "Unhandled")] if error else []
         await send_answer(send, json_answer(200, payload, *extra))
+
+    def _refusal(self, authorization: bytes, pool: FunctionPool, qualifier: str | None, scope: Scope) -> str | None:
+        """IAM's AccessDenied message when a container's role may not invoke `pool`'s function (at `qualifier`, from
+        the ARN or the `Qualifier` parameter: a grant on the unqualified ARN covers only unqualified calls,
+        https://docs.aws.amazon.com/lambda/latest/dg/permissions-user-function.html)."""
+        identity = self.identities.of(authorization.decode("latin-1")) if self.identities else None
+        if identity is None:
+            return None
+        query = dict(part.partition("=")[::2] for part in scope.get("query_string", b"").decode().split("&") if part)
+        qualifier = qualifier or query.get("Qualifier") or None
+        resource = pool.function.arn + (f":{qualifier}" if qualifier else "")
+        refusal = (
+            check(identity.role, identity.function, "lambda:InvokeFunction", [resource]) if identity.role else None
+        )
+        if self.calls is not None:
+            self.calls.record(Call(identity.function, "lambda:InvokeFunction", (resource,), refusal is None))
+        return refusal
 
     def _serves_host(self, scope: Scope, host: bytes) -> bool:
         """Whether `host` names the address this API listens on: a loopback name, or the one it was told, with its

@@ -26,9 +26,12 @@ import uvicorn
 
 from stratus.emulator.apigateway_http import HttpApiDoor
 from stratus.emulator.apigateway_rest import RestApiDoor
+from stratus.emulator.aws_apis import SERVICES, AwsApis
 from stratus.emulator.billing import Bill
 from stratus.emulator.containers import Container, FunctionPool, HandlerContainer
 from stratus.emulator.function_url import FunctionUrlDoor
+from stratus.emulator.iam import CallLog, Identities
+from stratus.emulator.intrinsics import ACCOUNT_ID
 from stratus.emulator.invoke_api import LambdaApi
 from stratus.emulator.proxy_integration import FrontDoor
 from stratus.emulator.stack import Function, Stack, with_time_scale
@@ -60,6 +63,11 @@ class Options:
     """The first front door's port, the others following it; 0 gives each a free port."""
     output: IO[bytes] | None = None
     """Where the containers' output goes (default: the emulator's own)."""
+    iam: bool = True
+    """Run each container with its function's execution role: its own access key, and its calls to the AWS APIs
+    the emulator fronts (DynamoDB and SSM endpoints given as `AWS_ENDPOINT_URL_*`, Lambda's Invoke) checked against
+    the role and refused with AccessDenied as AWS refuses them (`aws_apis`). Off: the containers get your own AWS
+    credentials (to reach real AWS services) and nothing is checked."""
     time_scale: float = 1.0
     """Every time limit AWS applies (function timeouts, integration timeouts, the REST API's streaming limits) is
     multiplied by this: at 1/60 a test sees a call outlive the HTTP API's 30 s in half a second."""
@@ -81,6 +89,8 @@ class LocalAws:
         self.options = options or Options()
         stack = with_time_scale(stack, self.options.time_scale)
         self.stack = stack
+        self._lambda_endpoint = ""
+        self._aws_endpoint = ""
         rng = random.Random(self.options.seed)  # noqa: S311 - reproducible scheduling, not secrets
         self.bill = Bill(self.options.output)
         self.pools = {
@@ -95,18 +105,46 @@ class LocalAws:
             )
             for name, function in stack.functions.items()
         }
-        self.lambda_api = LambdaApi(self.pools, host=self.options.host, bill=self.bill)
+        self.identities = Identities()
+        self.calls = CallLog()
+        """Every AWS API call the containers made through the emulator (with `iam`)."""
+        self.aws_apis = self._aws_apis()
+        self.lambda_api = LambdaApi(
+            self.pools,
+            host=self.options.host,
+            bill=self.bill,
+            identities=self.identities if self.options.iam else None,
+            calls=self.calls,
+        )
         self.doors: list[Any] = [
             *(HttpApiDoor(api, stack, self.pools) for api in stack.http_apis),
             *(RestApiDoor(api, stack, self.pools, self.options.time_scale) for api in stack.rest_apis),
             *(FunctionUrlDoor(url, stack, self.pools) for url in stack.function_urls),
             self.lambda_api,
+            *([self.aws_apis] if self.aws_apis.targets else []),
         ]
         for door in self.doors:
             if isinstance(door, FrontDoor):
                 door.access_log = self.options.output or sys.stdout.buffer
         self.served: list[Served] = []
-        self._lambda_endpoint = ""
+
+    def _aws_apis(self) -> AwsApis:
+        """The check in front of the AWS APIs the containers are pointed at (none without `iam`), and the local table
+        standing in for each the template names."""
+        targets: dict[str, str] = {}
+        stand_ins: dict[str, str] = {}
+        if self.options.iam:
+            for function in self.stack.functions.values():
+                given = self._given_environment(function)
+                for service in SERVICES:
+                    endpoint = given.get(f"AWS_ENDPOINT_URL_{service.upper()}")
+                    if endpoint:
+                        targets.setdefault(service, endpoint)
+                declared, local = function.environment.get("STRATUS_STORE", ""), given.get("STRATUS_STORE", "")
+                if declared.startswith("dynamodb://") and local.startswith("dynamodb://") and declared != local:
+                    table = f"arn:aws:dynamodb:{self.stack.region}:{ACCOUNT_ID}:table/"
+                    stand_ins[table + local.removeprefix("dynamodb://")] = table + declared.removeprefix("dynamodb://")
+        return AwsApis(targets, self.identities, self.calls, region=self.stack.region, stand_ins=stand_ins)
 
     def url(self, logical_id: str) -> str:
         """The base URL of the front door `logical_id` (a REST API's is its first stage's)."""
@@ -116,7 +154,16 @@ class LocalAws:
         raise KeyError(logical_id)
 
     def environment(self, function: Function) -> dict[str, str]:
-        """A container's environment: reserved variables, the function's, then the local overrides."""
+        """A container's environment: reserved variables, the function's, then the local overrides; with `iam`, its
+        role's credentials, and the emulator's checked endpoints in place of the AWS APIs it fronts."""
+        environment = self._given_environment(function)
+        if self.options.iam:
+            environment.update(self.identities.issue(function.name, function.role))
+            for service in self.aws_apis.targets:
+                environment[f"AWS_ENDPOINT_URL_{service.upper()}"] = f"{self._aws_endpoint}/{service}"
+        return environment
+
+    def _given_environment(self, function: Function) -> dict[str, str]:
         code = str(function.code_dir)
         environment = {
             "PATH": os.pathsep.join([str(Path(sys.executable).parent), "/usr/local/bin", "/usr/bin", "/bin"]),
@@ -164,7 +211,7 @@ class LocalAws:
             bases: dict[int, str] = {}
             for index in reversed(range(len(self.doors))):
                 door = self.doors[index]
-                port = self.options.port + index if self.options.port else 0
+                port = self.options.port + index if self.options.port and not isinstance(door, AwsApis) else 0
                 server, task = await self._listen(door, port)
                 servers.append(server)
                 tasks.append(task)
@@ -174,6 +221,8 @@ class LocalAws:
                     bases[index] += f"/{door.api.stage}"
                 if isinstance(door, LambdaApi):  # its URL holds the stack's secret (invoke_api.py)
                     bases[index] = self._lambda_endpoint = door.endpoint(bases[index])
+                if isinstance(door, AwsApis):
+                    self._aws_endpoint = bases[index]
             self.served = [Served(door.kind, door.logical_id, bases[index]) for index, door in enumerate(self.doors)]
             if started is not None:
                 started.set()
@@ -183,6 +232,7 @@ class LocalAws:
                 server.should_exit = True
             await asyncio.gather(*(pool.close() for pool in self.pools.values()), return_exceptions=True)
             await asyncio.gather(*tasks, return_exceptions=True)
+            await self.aws_apis.aclose()
 
     async def _listen(self, door: Any, port: int) -> tuple[uvicorn.Server, asyncio.Task[None]]:
         config = uvicorn.Config(

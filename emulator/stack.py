@@ -267,16 +267,16 @@ def _roles(resolver: Resolver) -> dict[str, Role]:
         properties = _properties(resolver, logical_id)
         name = str(resolver.ref(logical_id))
         managed = tuple(str(arn) for arn in properties.get("ManagedPolicyArns") or ())
-        found = [
+        granted = [
             statement
             for policy in properties.get("Policies") or ()
             for statement in statements(policy.get("PolicyDocument") or {}, logical_id)
         ]
         for arn in managed:
-            found.extend(own[arn] if arn in own else aws_managed(arn))
-        found.extend(attached.get(name, ()))
+            granted.extend(own[arn] if arn in own else aws_managed(arn))
+        granted.extend(attached.get(name, ()))
         arn = str(resolver.get_att(logical_id, "Arn"))
-        roles[arn] = Role(logical_id, name, arn, tuple(found), managed)
+        roles[arn] = Role(logical_id, name, arn, tuple(granted), managed)
     return roles
 
 
