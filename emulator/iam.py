@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from functools import cache
 from typing import Any
 
-from stratus.emulator.intrinsics import TemplateError
+from stratus.emulator.intrinsics import Resolver, TemplateError
 
 
 @dataclass(frozen=True)
@@ -211,3 +211,35 @@ class Identities:
         """The identity whose key signed a request, None for a key the stack did not issue (or no signature)."""
         match = _CREDENTIAL.search(authorization or "")
         return self.by_key.get(match.group(1)) if match else None
+
+
+def stack_roles(resolver: Resolver) -> dict[str, Role]:
+    """The stack's IAM roles by ARN, each with the statements of every policy attached to it: its inline policies,
+    the managed policies it names (the stack's own `AWS::IAM::ManagedPolicy`, or AWS's), and the stack's managed
+    policies and `AWS::IAM::Policy` resources that name it in their `Roles`."""
+    own: dict[str, tuple[Statement, ...]] = {}
+    attached: dict[str, list[Statement]] = {}
+    for kind in ("AWS::IAM::ManagedPolicy", "AWS::IAM::Policy"):
+        for logical_id in resolver.created(kind):
+            properties = resolver.properties(logical_id)
+            found = statements(properties.get("PolicyDocument") or {}, logical_id)
+            if kind == "AWS::IAM::ManagedPolicy":
+                own[str(resolver.ref(logical_id))] = found
+            for role_name in properties.get("Roles") or ():
+                attached.setdefault(str(role_name), []).extend(found)
+    roles: dict[str, Role] = {}
+    for logical_id in resolver.created("AWS::IAM::Role"):
+        properties = resolver.properties(logical_id)
+        name = str(resolver.ref(logical_id))
+        managed = tuple(str(arn) for arn in properties.get("ManagedPolicyArns") or ())
+        granted = [
+            statement
+            for policy in properties.get("Policies") or ()
+            for statement in statements(policy.get("PolicyDocument") or {}, logical_id)
+        ]
+        for arn in managed:
+            granted.extend(own[arn] if arn in own else aws_managed(arn))
+        granted.extend(attached.get(name, ()))
+        arn = str(resolver.get_att(logical_id, "Arn"))
+        roles[arn] = Role(logical_id, name, arn, tuple(granted), managed)
+    return roles

@@ -100,6 +100,19 @@ class Resolver:
         condition = resource.get("Condition")
         return condition is None or self.condition(condition)
 
+    def created(self, kind: str) -> list[str]:
+        """The logical ids of the resources of type `kind` the stack creates."""
+        return [
+            logical_id
+            for logical_id, resource in self.resources.items()
+            if resource.get("Type") == kind and self.exists(logical_id)
+        ]
+
+    def properties(self, logical_id: str) -> dict[str, Any]:
+        """A resource's properties, resolved."""
+        resolved: dict[str, Any] = self.resolve(self.resources[logical_id].get("Properties") or {})
+        return resolved
+
     def resolve(self, value: Any) -> Any:
         """`value` with every intrinsic function replaced by its result and `AWS::NoValue` properties removed."""
         if isinstance(value, list):

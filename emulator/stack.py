@@ -17,7 +17,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from stratus.emulator.iam import Role, Statement, aws_managed, statements
+from stratus.emulator.iam import Role, stack_roles
 from stratus.emulator.intrinsics import Resolver, TemplateError, api_id, parameter_values
 
 DEFAULT_REGION = "us-east-1"
@@ -200,26 +200,22 @@ def read_stack(
     values = parameter_values(sam_template, overrides or {})
     translated = translate(sam_template, dict(overrides or {}), region)
     resolver = Resolver(translated, values, stack_name=stack_name, region=region)
-    roles = _roles(resolver)
+    roles = stack_roles(resolver)
     functions = {
         function.name: function
         for function in (
             _function(resolver, logical_id, code_dirs.get(logical_id, path.parent), roles)
-            for logical_id in _of_type(resolver, "AWS::Lambda::Function")
+            for logical_id in resolver.created("AWS::Lambda::Function")
         )
     }
     return Stack(
         region=region,
         functions=functions,
-        http_apis=tuple(_http_api(resolver, logical_id) for logical_id in _of_type(resolver, "AWS::ApiGatewayV2::Api")),
-        rest_apis=tuple(
-            _rest_api(resolver, logical_id) for logical_id in _of_type(resolver, "AWS::ApiGateway::RestApi")
-        ),
-        function_urls=tuple(
-            _function_url(resolver, logical_id) for logical_id in _of_type(resolver, "AWS::Lambda::Url")
-        ),
+        http_apis=tuple(_http_api(resolver, logical_id) for logical_id in resolver.created("AWS::ApiGatewayV2::Api")),
+        rest_apis=tuple(_rest_api(resolver, logical_id) for logical_id in resolver.created("AWS::ApiGateway::RestApi")),
+        function_urls=tuple(_function_url(resolver, logical_id) for logical_id in resolver.created("AWS::Lambda::Url")),
         permissions=tuple(
-            _permission(resolver, logical_id) for logical_id in _of_type(resolver, "AWS::Lambda::Permission")
+            _permission(resolver, logical_id) for logical_id in resolver.created("AWS::Lambda::Permission")
         ),
     )
 
@@ -235,53 +231,8 @@ def _code_dirs(sam_template: Mapping[str, Any], base: Path) -> dict[str, Path]:
     return found
 
 
-def _of_type(resolver: Resolver, kind: str) -> list[str]:
-    return [
-        logical_id
-        for logical_id, resource in resolver.resources.items()
-        if resource.get("Type") == kind and resolver.exists(logical_id)
-    ]
-
-
-def _properties(resolver: Resolver, logical_id: str) -> dict[str, Any]:
-    resolved: dict[str, Any] = resolver.resolve(resolver.resources[logical_id].get("Properties") or {})
-    return resolved
-
-
-def _roles(resolver: Resolver) -> dict[str, Role]:
-    """The stack's IAM roles by ARN, each with the statements of every policy attached to it: its inline policies,
-    the managed policies it names (the stack's own `AWS::IAM::ManagedPolicy`, or AWS's), and the stack's managed
-    policies and `AWS::IAM::Policy` resources that name it in their `Roles`."""
-    own: dict[str, tuple[Statement, ...]] = {}
-    attached: dict[str, list[Statement]] = {}
-    for kind in ("AWS::IAM::ManagedPolicy", "AWS::IAM::Policy"):
-        for logical_id in _of_type(resolver, kind):
-            properties = _properties(resolver, logical_id)
-            found = statements(properties.get("PolicyDocument") or {}, logical_id)
-            if kind == "AWS::IAM::ManagedPolicy":
-                own[str(resolver.ref(logical_id))] = found
-            for role_name in properties.get("Roles") or ():
-                attached.setdefault(str(role_name), []).extend(found)
-    roles: dict[str, Role] = {}
-    for logical_id in _of_type(resolver, "AWS::IAM::Role"):
-        properties = _properties(resolver, logical_id)
-        name = str(resolver.ref(logical_id))
-        managed = tuple(str(arn) for arn in properties.get("ManagedPolicyArns") or ())
-        granted = [
-            statement
-            for policy in properties.get("Policies") or ()
-            for statement in statements(policy.get("PolicyDocument") or {}, logical_id)
-        ]
-        for arn in managed:
-            granted.extend(own[arn] if arn in own else aws_managed(arn))
-        granted.extend(attached.get(name, ()))
-        arn = str(resolver.get_att(logical_id, "Arn"))
-        roles[arn] = Role(logical_id, name, arn, tuple(granted), managed)
-    return roles
-
-
 def _function(resolver: Resolver, logical_id: str, code_dir: Path, roles: Mapping[str, Role]) -> Function:
-    properties = _properties(resolver, logical_id)
+    properties = resolver.properties(logical_id)
     name = str(resolver.ref(logical_id))
     variables = (properties.get("Environment") or {}).get("Variables") or {}
     return Function(
@@ -317,7 +268,7 @@ def _target(uri: Any) -> tuple[str, str | None]:
 
 
 def _http_api(resolver: Resolver, logical_id: str) -> HttpApi:
-    properties = _properties(resolver, logical_id)
+    properties = resolver.properties(logical_id)
     body = properties.get("Body") or {}
     routes: list[Route] = []
     for path, operations in (body.get("paths") or {}).items():
@@ -338,16 +289,16 @@ def _http_api(resolver: Resolver, logical_id: str) -> HttpApi:
                 )
             )
     stages = [
-        str(_properties(resolver, stage).get("StageName"))
-        for stage in _of_type(resolver, "AWS::ApiGatewayV2::Stage")
-        if _properties(resolver, stage).get("ApiId") == api_id(logical_id)
+        str(resolver.properties(stage).get("StageName"))
+        for stage in resolver.created("AWS::ApiGatewayV2::Stage")
+        if resolver.properties(stage).get("ApiId") == api_id(logical_id)
     ]
     cors = body.get("x-amazon-apigateway-cors") or properties.get("CorsConfiguration")
     return HttpApi(logical_id, api_id(logical_id), stages[0] if stages else "$default", tuple(routes), cors)
 
 
 def _rest_api(resolver: Resolver, logical_id: str) -> RestApi:
-    properties = _properties(resolver, logical_id)
+    properties = resolver.properties(logical_id)
     body = properties.get("Body") or {}
     methods: list[RestMethod] = []
     for path, operations in (body.get("paths") or {}).items():
@@ -383,8 +334,8 @@ def _rest_api(resolver: Resolver, logical_id: str) -> RestApi:
             )
     found: dict[str, list[str]] = {}
     for kind in ("AWS::ApiGateway::Stage", "AWS::ApiGateway::Deployment"):
-        for resource in _of_type(resolver, kind):
-            stage = _properties(resolver, resource)
+        for resource in resolver.created(kind):
+            stage = resolver.properties(resource)
             # A Deployment with a StageName creates that stage too (SAM's deployment names "Stage").
             if stage.get("RestApiId") == api_id(logical_id) and stage.get("StageName"):
                 found.setdefault(kind, []).append(str(stage["StageName"]))
@@ -397,7 +348,7 @@ def _rest_api(resolver: Resolver, logical_id: str) -> RestApi:
 
 
 def _function_url(resolver: Resolver, logical_id: str) -> FunctionUrl:
-    properties = _properties(resolver, logical_id)
+    properties = resolver.properties(logical_id)
     function, qualifier = _target(properties.get("TargetFunctionArn"))
     auth_type = properties.get("AuthType")
     if not isinstance(auth_type, str):
@@ -414,7 +365,7 @@ def _function_url(resolver: Resolver, logical_id: str) -> FunctionUrl:
 
 
 def _permission(resolver: Resolver, logical_id: str) -> Permission:
-    properties = _properties(resolver, logical_id)
+    properties = resolver.properties(logical_id)
     function, qualifier = _target(properties.get("FunctionName"))
     invoked_via_url = properties.get("InvokedViaFunctionUrl")
     return Permission(
