@@ -3,17 +3,21 @@
 `run.sh` (the function's handler) starts this module; the adapter (a layer, started by
 `AWS_LAMBDA_EXEC_WRAPPER=/opt/bootstrap`) forwards each invocation to it over HTTP on 127.0.0.1 and streams the
 response back, so SSE reaches the client as it is written. The app, its stores and its telemetry are built once,
-when the container starts.
+when the container starts. When a secret's service (SSM) does not answer then, the process starts anyway and its
+readiness path answers; the app is built on a later request, which answers 503 until then, as the buffered function
+does (`stratus.handlers.deferred`).
 """
 
 from __future__ import annotations
 
 import os
+import time
 from collections.abc import Callable
 
 from stratus import McpServer, Settings, build_app
+from stratus.handlers.deferred import ResolvedSettings, start_or_defer_app
 from stratus.handlers.loading import load_served
-from stratus.handlers.secrets import settings_from_env
+from stratus.handlers.secrets import settings_without_secrets
 from stratus.handlers.serving import serve
 from stratus.handlers.task_worker import task_launcher
 from stratus.handlers.telemetry import build_telemetry
@@ -27,14 +31,31 @@ def adapter_port() -> int:
     return int(os.environ.get("AWS_LWA_PORT", DEFAULT_PORT))
 
 
-def serve_for_adapter(
-    server: McpServer, settings: Settings, *, host: str = "127.0.0.1", port: int | None = None
-) -> None:
-    """Run the app as the adapter expects it: its telemetry, its lifespan, uvicorn on the adapter's port."""
-    metrics, flush = build_telemetry(settings, server.name)
-    app = build_app(server, settings, metrics=metrics, task_launcher=task_launcher(settings))
-    served = flushing_after_each_request(app, flush)
-    serve(served, settings, host=host, port=port or adapter_port(), lifespan="on")
+def adapter_app(
+    server: McpServer,
+    named: Settings,
+    settings: Callable[[], Settings],
+    *,
+    monotonic: Callable[[], float] = time.monotonic,
+) -> ASGIApp:
+    """The app the adapter forwards to, its metrics written after each request: built now from `settings()` (the
+    settings with their secrets read), or, when a secret's service does not answer, by a later request.
+
+    Args:
+        server: the server to serve.
+        named: the settings that need no secret read (`settings_without_secrets()`): telemetry and task worker.
+        settings: the settings with their secrets (`ResolvedSettings()`: read once, until a read succeeds).
+        monotonic: the clock of the deferred start's retries (tests advance it).
+
+    Raises:
+        SettingsError: a secret is refused, or a setting is malformed.
+    """
+    metrics, flush = build_telemetry(named, server.name)
+    launcher = task_launcher(named)
+    app = start_or_defer_app(
+        lambda: build_app(server, settings(), metrics=metrics, task_launcher=launcher), monotonic=monotonic
+    )
+    return flushing_after_each_request(app, flush)
 
 
 def flushing_after_each_request(app: ASGIApp, flush: Callable[[], None]) -> ASGIApp:
@@ -52,8 +73,9 @@ def flushing_after_each_request(app: ASGIApp, flush: Callable[[], None]) -> ASGI
 
 
 def main() -> None:
-    settings = settings_from_env()
-    serve_for_adapter(load_served(settings), settings)
+    named = settings_without_secrets()
+    app = adapter_app(load_served(named), named, ResolvedSettings())
+    serve(app, named, host="127.0.0.1", port=adapter_port(), lifespan="on")
 
 
 if __name__ == "__main__":

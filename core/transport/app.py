@@ -15,7 +15,7 @@ from stratus.stores.base import Stores
 from stratus.transport.asgi import Router
 from stratus.transport.endpoint import REST_PREFIXES, McpEndpoint
 from stratus.transport.handshake import BatchLimits, HandshakeTransport
-from stratus.transport.health import Health, live
+from stratus.transport.health import LIVE_PATH, Health, live
 from stratus.transport.http_guards import HostOriginGuard
 from stratus.transport.metadata import WELL_KNOWN, ProtectedResourceMetadata
 from stratus.transport.polling import Polling
@@ -92,7 +92,7 @@ def build_app(
         settings.mcp_path: endpoint,
         "/session": endpoint,
         "/health": health,
-        "/health/live": live,
+        LIVE_PATH: live,
     }
     if resource is not None:
         metadata = ProtectedResourceMetadata(resource.metadata())

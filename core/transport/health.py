@@ -29,6 +29,8 @@ if TYPE_CHECKING:
     from stratus.auth.setup import RequestAuthenticator
 
 _HEADERS = {"content-type": "application/json", "cache-control": "no-store"}
+LIVE_PATH = "/health/live"
+"""The readiness path (the Web Adapter's `AWS_LWA_READINESS_CHECK_PATH` in template.yaml)."""
 CENSUS_SECONDS = 5.0
 """How long one census answers `/health`: a flood of requests costs the store one census per this long per
 process (container), and the figures reported are at most this old."""

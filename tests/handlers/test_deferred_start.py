@@ -1,36 +1,44 @@
-"""The buffered function starts, and its SnapStart snapshot is taken, even when SSM is out of reach (a VPC without
-an endpoint for it): its secret is read on a later invocation, and until then every call is a 503 naming the
-setting. Reads go through real botocore to 127.0.0.1: a closed port, a listener that never answers, moto's server."""
+"""Both functions start even when SSM is out of reach (a VPC without an endpoint for it): the buffered one's
+SnapStart snapshot is taken, the streaming one's process answers the Web Adapter's readiness check. The secret is
+read on a later request, and until then every call is the same 503 naming the setting. Reads go through real
+botocore to 127.0.0.1: a closed port, a listener that never answers, moto's server."""
 
 from __future__ import annotations
 
 import asyncio
 import importlib
 import json
+import logging
 import os
+import selectors
 import socket
 import subprocess
 import sys
 import time
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import boto3
+import httpx
 import pytest
 import snapshot_restore_py
 
 from examples.demo import server
 from stratus.handlers.adapter import make_handler
 from stratus.handlers.deferred import DeferredStart, ResolvedSettings
-from stratus.handlers.secrets import SecretUnavailableError, settings_from_env
+from stratus.handlers.secrets import SecretUnavailableError, settings_from_env, settings_without_secrets
+from stratus.handlers.streaming import adapter_app
 from stratus.settings import SettingsError
 from tests.fixtures.clocks import FakeClock
 from tests.fixtures.lambda_invoke import LambdaContext, event, stateless_request
-from tests.fixtures.moto_server import SerialMotoServer
-from tests.fixtures.processes import free_port
+from tests.fixtures.moto_server import AWS, SerialMotoServer
+from tests.fixtures.processes import START_TIMEOUT_SECONDS, free_port
 from tests.fixtures.snapstart_runtime import snapstart_registries
+from tests.fixtures.wire import BASE_HEADERS
 
 PARAMETER = "/stratus/secret-key"
+ROOT = Path(__file__).parents[2]
 
 
 @pytest.fixture
@@ -139,3 +147,104 @@ def test_a_refused_secret_still_stops_the_start(moto_ssm: str, monkeypatch: pyte
 
 def _environment() -> dict[str, str]:
     return {key: value for key, value in os.environ.items() if key.startswith(("AWS_", "STRATUS_", "PATH"))}
+
+
+@pytest.mark.anyio
+async def test_the_streaming_app_answers_readiness_and_the_buffered_503_until_ssm_answers_then_serves(
+    unreachable_ssm: None, moto_ssm: str, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The app the streaming function serves, as `main` builds it: its start does not raise, `/health/live` answers,
+    every call is the buffered function's 503 (same status, headers and body), and once SSM answers, the first
+    call after the interval reads the secret and is served."""
+    clock = FakeClock()
+    caplog.set_level(logging.WARNING, logger="stratus.lambda")
+    settings = ResolvedSettings()
+    app = adapter_app(server, settings_without_secrets(), settings, monotonic=clock)
+    buffered = _tools_list(DeferredStart(lambda: make_handler(server, ResolvedSettings()()), monotonic=clock))
+    caplog.clear()  # the buffered handler's own try, which logged too
+    body, headers = stateless_request("tools/list", {})
+    async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://localhost") as http:
+        refused = [await http.post("/mcp", json=body, headers={**BASE_HEADERS, **headers}) for _ in range(3)]
+        assert (await http.get("/health/live")).status_code == 200
+        for answer in refused:
+            assert answer.status_code == buffered["statusCode"] == 503
+            assert dict(answer.headers) == {**buffered["headers"], "content-length": str(len(answer.content))}
+            assert answer.json() == json.loads(buffered["body"])
+        assert caplog.records == []  # within the interval: answered at once, no read, nothing logged again
+
+        monkeypatch.setenv("AWS_ENDPOINT_URL_SSM", moto_ssm)
+        boto3.client("ssm").put_parameter(Name=PARAMETER, Value="from-ssm", Type="SecureString", Overwrite=True)
+        clock.advance(5.0)
+        served = await http.post("/mcp", json=body, headers={**BASE_HEADERS, **headers})
+        assert served.status_code == 200
+        assert [tool["name"] for tool in served.json()["result"]["tools"]] == ["add", "forecast", "divide"]
+        assert (await http.get("/health/live")).status_code == 200
+    assert settings.settings is not None and settings.settings.secret_key == "from-ssm"
+
+
+@pytest.mark.uvicorn
+def test_the_streaming_function_starts_without_a_route_to_ssm_passes_readiness_and_answers_503() -> None:
+    """`python -m stratus.handlers.streaming` as run.sh starts it, SSM at a closed port: the process listens, the
+    readiness check answers 200, a call is the 503 naming the setting (no exception text), the reason is logged
+    once, and the process still shuts down cleanly."""
+    port = free_port()
+    environment = {
+        **{key: value for key, value in os.environ.items() if not key.startswith(("STRATUS_", "AWS_"))},
+        **AWS,
+        "AWS_ENDPOINT_URL_SSM": f"http://127.0.0.1:{free_port()}",
+        "AWS_LWA_PORT": str(port),
+        "STRATUS_SECRET_KEY": f"ssm:{PARAMETER}",
+        "STRATUS_APP": "examples.demo:server",
+        "STRATUS_TELEMETRY": "emf",  # as template.yaml deploys it: JSON log lines
+    }
+    process = subprocess.Popen(
+        [sys.executable, "-m", "stratus.handlers.streaming"],
+        cwd=ROOT,
+        env=environment,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        bufsize=0,  # unbuffered, so a line select() reported is read at once
+    )
+    try:
+        printed = _lines_until(process, "Application startup complete", time.monotonic() + START_TIMEOUT_SECONDS)
+        body, headers = stateless_request("tools/list", {})
+        with httpx.Client(base_url=f"http://127.0.0.1:{port}", timeout=5) as http:
+            ready = http.get("/health/live")
+            calls = [http.post("/mcp", json=body, headers={**BASE_HEADERS, **headers}) for _ in range(2)]
+    finally:
+        process.terminate()
+        process.wait(timeout=10)
+        assert process.stdout is not None
+        printed += process.stdout.read().decode().splitlines()
+        process.stdout.close()
+    assert (ready.status_code, ready.json()) == (200, {"status": "ok"})
+    for call in calls:
+        assert (call.status_code, call.headers["retry-after"]) == (503, "5")
+        error = call.json()["error"]
+        assert error["code"] == -31503
+        assert "STRATUS_SECRET_KEY" in error["message"]
+        assert PARAMETER not in error["message"] and "Error" not in error["message"]
+    logged = [json.loads(line) for line in printed if line.startswith("{") and "stratus.lambda" in line]
+    deferred = [line for line in logged if line["message"] == "a secret is unreachable; starting without it"]
+    assert len(deferred) == 1, printed
+    assert deferred[0]["setting"] == "STRATUS_SECRET_KEY"
+    assert "EndpointConnectionError" in deferred[0]["reason"]
+    assert any("Application shutdown complete" in line for line in printed), printed
+
+
+def _lines_until(process: subprocess.Popen[bytes], marker: str, deadline: float) -> list[str]:
+    """What the process printed, line by line, up to the line holding `marker`; fails at `deadline`."""
+    assert process.stdout is not None
+    lines: list[str] = []
+    with selectors.DefaultSelector() as selector:
+        selector.register(process.stdout, selectors.EVENT_READ)
+        while not lines or marker not in lines[-1]:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                pytest.fail(f"no {marker!r} within {START_TIMEOUT_SECONDS} s: {lines}")
+            if selector.select(remaining):
+                line = process.stdout.readline()
+                if not line:
+                    pytest.fail(f"the streaming entry exited: {lines}")
+                lines.append(line.decode().rstrip("\n"))
+    return lines
