@@ -15,6 +15,10 @@
   (https://docs.aws.amazon.com/apigateway/latest/developerguide/http-api-troubleshooting-lambda.html); a throttled
   invocation (Lambda's 429: no container free, none may start) too, as an integration failure
   (https://repost.aws/knowledge-center/api-gateway-internal-server-error, "Throttling occurs").
+- Response headers pass through as the function wrote them; AWS documents no renaming here (only the REST API's:
+  https://docs.aws.amazon.com/apigateway/latest/developerguide/set-up-lambda-proxy-integrations.html). Renaming
+  `WWW-Authenticate` to `x-amzn-Remapped-WWW-Authenticate` is reported for HTTP APIs, not documented: with
+  `remap_www_authenticate` the door does it (`proxy_integration.REPORTED_REMAPPED`).
 """
 
 from __future__ import annotations
@@ -35,7 +39,15 @@ from stratus.emulator.events import (
     v1_event,
     v2_event,
 )
-from stratus.emulator.proxy_integration import FrontDoor, Invocation, api_gateway_pool, collect, preflight, send_answer
+from stratus.emulator.proxy_integration import (
+    REPORTED_REMAPPED,
+    FrontDoor,
+    Invocation,
+    api_gateway_pool,
+    preflight,
+    read_whole,
+    send_answer,
+)
 from stratus.emulator.stack import HttpApi, Route, Stack
 from stratus.types import Send
 
@@ -91,8 +103,10 @@ def select_route(routes: tuple[Route, ...], method: str, path: str) -> tuple[Rou
 class HttpApiDoor(FrontDoor):
     kind = "HTTP API"
 
-    def __init__(self, api: HttpApi, stack: Stack, pools: Mapping[str, FunctionPool]) -> None:
-        super().__init__(api.logical_id, pools)
+    def __init__(
+        self, api: HttpApi, stack: Stack, pools: Mapping[str, FunctionPool], *, remap_www_authenticate: bool = False
+    ) -> None:
+        super().__init__(api.logical_id, pools, remapped=REPORTED_REMAPPED if remap_www_authenticate else ())
         self.api = api
         self.stack = stack
         self._running: set[asyncio.Future[Answer]] = set()
@@ -155,12 +169,11 @@ class HttpApiDoor(FrontDoor):
             async with pool.invocation(gone=gone) as container:
                 invocation = Invocation(pool)
                 invoked = await invocation.run(container, event)
-                if invoked.stream is not None:
-                    body = await collect(invocation, container, invoked.stream)
-                    return Answer(invoked.stream.status, invoked.stream.headers, body)
-            read = read_v1_response if payload_version == "1.0" else read_v2_response
-            return read(invoked.payload)
+                read = read_v1_response if payload_version == "1.0" else read_v2_response
+                answer = await read_whole(invocation, container, invoked, read)
         except (FunctionError, MalformedResponseError, ThrottledError):
             return json_answer(500, INTERNAL_ERROR)
         except ClientGoneError:
             return json_answer(500, INTERNAL_ERROR)  # dropped while it waited; no one reads this
+        answer.headers = self.integration_headers(answer.headers)
+        return answer

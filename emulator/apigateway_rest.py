@@ -9,8 +9,8 @@
   (https://docs.aws.amazon.com/apigateway/latest/developerguide/set-up-lambda-proxy-integrations.html): a function
   error or an answer without `statusCode` gives 502 `{"message": "Internal server error"}`; no permission for API
   Gateway to invoke the function gives 500. Response headers API Gateway reserves are renamed
-  `x-amzn-Remapped-<name>`, `WWW-Authenticate` among them
-  (https://docs.aws.amazon.com/apigateway/latest/developerguide/api-gateway-known-issues.html#api-gateway-known-issues-rest-apis).
+  `x-amzn-Remapped-<name>`, `WWW-Authenticate` among them, always (`proxy_integration.REST_API_REMAPPED`:
+  https://docs.aws.amazon.com/apigateway/latest/developerguide/api-gateway-known-issues.html#api-gateway-known-issues-rest-apis).
 - Limits (https://docs.aws.amazon.com/apigateway/latest/developerguide/limits.html): 10 MB request payload (413),
   the integration timeout (29 s by default; buffered: 504 `{"message": "Endpoint request timed out"}`).
 - `responseTransferMode: STREAM`
@@ -40,6 +40,7 @@ from stratus.emulator.events import (
     v1_event,
 )
 from stratus.emulator.proxy_integration import (
+    REST_API_REMAPPED,
     FrontDoor,
     Invocation,
     api_gateway_pool,
@@ -53,19 +54,8 @@ from stratus.types import Send
 MISSING_TOKEN = {"message": "Missing Authentication Token"}
 BAD_GATEWAY = {"message": "Internal server error"}
 TIMED_OUT = {"message": "Endpoint request timed out"}
-REMAPPED = {
-    name.lower(): name for name in ("Authorization", "Connection", "Content-MD5", "Date", "Server", "WWW-Authenticate")
-}
 STREAM_MAX_SECONDS = 15 * 60
 STREAM_IDLE_SECONDS = {"REGIONAL": 5 * 60, "PRIVATE": 5 * 60, "EDGE": 30}
-
-
-def remap(headers: list[tuple[str, str]]) -> list[tuple[str, str]]:
-    """The integration's response headers as a REST API returns them: reserved names renamed."""
-    return [
-        (f"x-amzn-Remapped-{REMAPPED[name.lower()]}", value) if name.lower() in REMAPPED else (name, value)
-        for name, value in headers
-    ]
 
 
 def _specificity(method: RestMethod) -> tuple[int, int, int]:
@@ -92,7 +82,7 @@ class RestApiDoor(FrontDoor):
     kind = "REST API"
 
     def __init__(self, api: RestApi, stack: Stack, pools: Mapping[str, FunctionPool], time_scale: float = 1.0) -> None:
-        super().__init__(api.logical_id, pools)
+        super().__init__(api.logical_id, pools, remapped=REST_API_REMAPPED)
         self.api = api
         self.stack = stack
         self.time_scale = time_scale
@@ -156,7 +146,9 @@ class RestApiDoor(FrontDoor):
                     invocation.deadline = min(
                         invocation.deadline, asyncio.get_running_loop().time() + STREAM_MAX_SECONDS * self.time_scale
                     )
-                    await send_stream(send, invocation, container, stream, remap(stream.headers), idle_seconds=idle)
+                    await send_stream(
+                        send, invocation, container, stream, self.integration_headers(stream.headers), idle_seconds=idle
+                    )
                     return
                 answer = await read_whole(invocation, container, invoked, read_v1_response)
         except (FunctionError, MalformedResponseError):
@@ -165,5 +157,5 @@ class RestApiDoor(FrontDoor):
             answer = json_answer(500, BAD_GATEWAY)
         except ClientGoneError:
             return  # dropped while it waited: no one to answer
-        answer.headers = remap(answer.headers)
+        answer.headers = self.integration_headers(answer.headers)
         await send_answer(send, answer)

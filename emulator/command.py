@@ -114,6 +114,12 @@ def add_parser(commands: Any) -> None:
         help="answer 429 at once when a function's containers are all busy, as Lambda does past its concurrency "
         "(default: wait for one)",
     )
+    local.add_argument(
+        "--remap-www-authenticate",
+        action="store_true",
+        help="the Function URLs and HTTP APIs answer WWW-Authenticate as x-amzn-Remapped-WWW-Authenticate, as the "
+        "REST APIs always do (reported on AWS, not documented; default: passed through)",
+    )
 
 
 def mcp_path(stack: Stack, overrides: dict[str, str]) -> str:
@@ -239,6 +245,7 @@ def _serve(args: argparse.Namespace, overrides: dict[str, str]) -> int:
         environment=overrides,
         host=args.host,
         port=args.port,
+        remap_www_authenticate=args.remap_www_authenticate,
     )
     if store.startswith("memory:") and args.containers > 1:
         sys.stderr.write(

@@ -14,6 +14,11 @@
 - A throttled invocation (no container free, none may start): 429 `{"Message":"Rate Exceeded."}`
   with `x-amzn-ErrorType: TooManyRequestsException`, Lambda's own throttle answer
   (https://docs.aws.amazon.com/lambda/latest/dg/troubleshooting-invocation.html).
+- Response headers pass through as the function wrote them: Lambda documents no renaming for Function URLs (API
+  Gateway documents it for the REST API only:
+  https://docs.aws.amazon.com/apigateway/latest/developerguide/set-up-lambda-proxy-integrations.html). Renaming
+  `WWW-Authenticate` to `x-amzn-Remapped-WWW-Authenticate` is reported for Function URLs, not documented: with
+  `remap_www_authenticate` the door does it (`proxy_integration.REPORTED_REMAPPED`).
 """
 
 from __future__ import annotations
@@ -36,7 +41,15 @@ from stratus.emulator.events import (
     v2_event,
 )
 from stratus.emulator.intrinsics import ACCOUNT_ID
-from stratus.emulator.proxy_integration import FrontDoor, Invocation, preflight, read_whole, send_answer, send_stream
+from stratus.emulator.proxy_integration import (
+    REPORTED_REMAPPED,
+    FrontDoor,
+    Invocation,
+    preflight,
+    read_whole,
+    send_answer,
+    send_stream,
+)
 from stratus.emulator.resource_policy import function_url_is_public, is_sigv4_signed
 from stratus.emulator.stack import FunctionUrl, Stack
 from stratus.types import Send
@@ -50,8 +63,10 @@ class FunctionUrlDoor(FrontDoor):
     kind = "Function URL"
     max_request_bytes = INVOKE_PAYLOAD_BYTES
 
-    def __init__(self, url: FunctionUrl, stack: Stack, pools: Mapping[str, FunctionPool]) -> None:
-        super().__init__(url.logical_id, pools)
+    def __init__(
+        self, url: FunctionUrl, stack: Stack, pools: Mapping[str, FunctionPool], *, remap_www_authenticate: bool = False
+    ) -> None:
+        super().__init__(url.logical_id, pools, remapped=REPORTED_REMAPPED if remap_www_authenticate else ())
         self.url = url
         self.stack = stack
 
@@ -87,11 +102,11 @@ class FunctionUrlDoor(FrontDoor):
                 invoked = await invocation.run(container, event)
                 stream = invoked.stream
                 if stream is not None and self.url.invoke_mode == "RESPONSE_STREAM":
-                    await send_stream(
-                        send, invocation, container, stream, stream.headers, limit=STREAMED_RESPONSE_BYTES
-                    )
+                    headers = self.integration_headers(stream.headers)
+                    await send_stream(send, invocation, container, stream, headers, limit=STREAMED_RESPONSE_BYTES)
                     return
                 answer = await read_whole(invocation, container, invoked, read_v2_response)
+                answer.headers = self.integration_headers(answer.headers)
         except (FunctionError, MalformedResponseError):
             answer = json_answer(502, BAD_GATEWAY)
         except ThrottledError:

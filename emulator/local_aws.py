@@ -71,6 +71,11 @@ class Options:
     time_scale: float = 1.0
     """Every time limit AWS applies (function timeouts, integration timeouts, the REST API's streaming limits) is
     multiplied by this: at 1/60 a test sees a call outlive the HTTP API's 30 s in half a second."""
+    remap_www_authenticate: bool = False
+    """The Function URLs and HTTP APIs answer the function's `WWW-Authenticate` as `x-amzn-Remapped-WWW-Authenticate`,
+    as REST APIs always do. AWS documents the renaming for REST APIs only; for the other two it is reported, not
+    documented (`proxy_integration.REPORTED_REMAPPED`), hence off by default: on, it shows whether a client still
+    finds the authorization server when the challenge header does not arrive under its own name."""
 
 
 @dataclass(frozen=True)
@@ -116,10 +121,11 @@ class LocalAws:
             identities=self.identities if self.options.iam else None,
             calls=self.calls,
         )
+        remap = self.options.remap_www_authenticate
         self.doors: list[Any] = [
-            *(HttpApiDoor(api, stack, self.pools) for api in stack.http_apis),
+            *(HttpApiDoor(api, stack, self.pools, remap_www_authenticate=remap) for api in stack.http_apis),
             *(RestApiDoor(api, stack, self.pools, self.options.time_scale) for api in stack.rest_apis),
-            *(FunctionUrlDoor(url, stack, self.pools) for url in stack.function_urls),
+            *(FunctionUrlDoor(url, stack, self.pools, remap_www_authenticate=remap) for url in stack.function_urls),
             self.lambda_api,
             *([self.aws_apis] if self.aws_apis.targets else []),
         ]

@@ -1,6 +1,7 @@
 """What every emulated front door shares: reading a request under a payload limit, invoking a function within its
-timeout through its container pool, reading its answer back whole, and writing a buffered or a streamed answer;
-and, for the two API Gateway doors, the function pool a route's integration may invoke.
+timeout through its container pool, reading its answer back whole, renaming the response headers the door does not
+pass through, and writing a buffered or a streamed answer; and, for the two API Gateway doors, the function pool a
+route's integration may invoke.
 
 A streamed invocation goes on after its client leaves: Lambda does not stop a function whose caller disconnected
 (https://docs.aws.amazon.com/lambda/latest/dg/configuration-response-streaming.html), so the container stays busy
@@ -22,6 +23,26 @@ from stratus.emulator.resource_policy import api_gateway_may_invoke
 from stratus.emulator.stack import Stack
 from stratus.handlers.serving import redact_path
 from stratus.types import Message, Receive, Scope, Send
+
+REMAPPED_PREFIX = "x-amzn-Remapped-"
+REST_API_REMAPPED = ("Authorization", "Connection", "Content-MD5", "Date", "Server", "WWW-Authenticate")
+"""The function's response headers a REST API's Lambda proxy integration renames `x-amzn-Remapped-<name>`, as
+documented (https://docs.aws.amazon.com/apigateway/latest/developerguide/set-up-lambda-proxy-integrations.html;
+https://docs.aws.amazon.com/apigateway/latest/developerguide/api-gateway-known-issues.html#api-gateway-known-issues-rest-apis)."""
+REPORTED_REMAPPED = ("WWW-Authenticate",)
+"""What the Function URL and the HTTP API are reported to rename as well, though AWS documents no renaming for either:
+deployments of MCP servers have seen their 401's challenge arrive as `x-amzn-Remapped-WWW-Authenticate` there. Off
+by default (`Options.remap_www_authenticate`); a client must find the metadata either way (the 401 body's
+`resource_metadata`, the RFC 9728 well-known URLs)."""
+
+
+def remap(headers: list[tuple[str, str]], names: tuple[str, ...]) -> list[tuple[str, str]]:
+    """`headers` with each of `names` (any case) renamed `x-amzn-Remapped-<name>`, the rest as they are."""
+    canonical = {name.lower(): name for name in names}
+    return [
+        (f"{REMAPPED_PREFIX}{canonical[name.lower()]}", value) if name.lower() in canonical else (name, value)
+        for name, value in headers
+    ]
 
 
 def listening_address(scope: Scope) -> str:
@@ -189,9 +210,12 @@ class FrontDoor(ABC):
     kind = "front door"
     max_request_bytes = 10 * 1024 * 1024
 
-    def __init__(self, logical_id: str, pools: Mapping[str, FunctionPool]) -> None:
+    def __init__(self, logical_id: str, pools: Mapping[str, FunctionPool], *, remapped: tuple[str, ...] = ()) -> None:
         self.logical_id = logical_id
         self.pools = pools
+        self.remapped = remapped
+        """The function's response headers this door answers as `x-amzn-Remapped-<name>` (`REST_API_REMAPPED`,
+        `REPORTED_REMAPPED`); the door's own answers keep theirs."""
         self.access_log: IO[bytes] | None = None
         """Where a line per request goes (`[door] METHOD /path STATUS N ms`, ids in paths redacted); None: nowhere."""
 
@@ -243,6 +267,10 @@ class FrontDoor(ABC):
             await self.handle(request, send)
         finally:
             gone.cancel()
+
+    def integration_headers(self, headers: list[tuple[str, str]]) -> list[tuple[str, str]]:
+        """The function's response headers as this door answers them: `remapped` renamed."""
+        return remap(headers, self.remapped) if self.remapped else headers
 
     @abstractmethod
     async def handle(self, request: Request, send: Send) -> None:

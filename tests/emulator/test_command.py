@@ -93,6 +93,39 @@ async def test_stratus_local_with_no_store_named_shares_an_embedded_dynamodb_amo
     assert "store dynamodb://stratus-local" in printed
 
 
+async def test_stratus_local_remap_www_authenticate_renames_the_challenge_at_every_door() -> None:
+    """With the flag, the HTTP API and the Function URL answer a 401's challenge as `x-amzn-Remapped-WWW-Authenticate`,
+    as the REST API always does; the body still names the metadata."""
+    environment = {
+        "STRATUS_SECRET_KEY": "k",
+        "STRATUS_STORE": "redis://127.0.0.1:6379/0",
+        "STRATUS_STORE_PREFIX": f"emulator-cli-{uuid.uuid4().hex[:12]}",
+    }
+    first = free_ports(4)
+    parameters = {
+        "AuthMode": "jwt",
+        "AuthIssuer": "https://issuer.example",
+        "AuthAudience": f"http://127.0.0.1:{first}/mcp",
+        "AuthJwksUrl": "https://issuer.example/jwks.json",
+    }
+    command_line = ["local", "--retire-rate", "0", "--remap-www-authenticate"]
+    for name, value in parameters.items():
+        command_line += ["--parameter", f"{name}={value}"]
+    ping = {"jsonrpc": "2.0", "id": 1, "method": "ping"}
+    with stratus_process("tests.fixtures.emulator_apps:probe", environment, command_line=command_line, port=first):
+        async with httpx.AsyncClient(timeout=20) as http:
+            with anyio.fail_after(30):
+                refused = [
+                    await http.post(f"http://127.0.0.1:{port}{stage}/mcp", json=ping, headers=HEADERS)
+                    for port, stage in [(first, ""), (first + 1, "/v1"), (first + 2, "")]
+                ]
+    for answer in refused:
+        assert answer.status_code == 401
+        assert "www-authenticate" not in answer.headers
+        pointed = answer.json()["error"]["data"]["resource_metadata"]
+        assert answer.headers["x-amzn-remapped-www-authenticate"] == f'Bearer resource_metadata="{pointed}"'
+
+
 def _children(pid: int) -> list[int]:
     """The processes whose parent is `pid` (the containers `stratus local` started)."""
     found = []

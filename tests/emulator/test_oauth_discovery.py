@@ -5,6 +5,10 @@ JWKS, client_credentials) and calls a tool. Two containers per function, AuthMod
 
 - the HTTP API and the Function URL: the official SDK's OAuth client, in both eras, and the explicit client, both
   from the `WWW-Authenticate` challenge;
+- the same two with `remap_www_authenticate` (`door+remapped`: they rename the challenge header as the REST API
+  does, which is reported on AWS though not documented): the explicit client finds the metadata through
+  `x-amzn-Remapped-WWW-Authenticate` or the 401 body, and the SDK's client, which reads neither, through the RFC 9728
+  well-known URL of the MCP path (the HTTP API routes it, the Function URL sends every path to the function);
 - the REST API: its proxy integration renames the challenge header to `x-amzn-Remapped-WWW-Authenticate`, and the
   RFC 9728 well-known URLs of `/v1/mcp` lie outside the `v1` stage (API Gateway's own 403), so the explicit client
   finds the metadata through the header's new name or the 401 body's `resource_metadata`. The SDK's client reads
@@ -42,6 +46,8 @@ from tests.fixtures.oauth_discovery import DiscoveryError, discover_and_authoriz
 pytestmark = [pytest.mark.anyio, pytest.mark.uvicorn]
 TEST_SECONDS = 60
 ERAS = {"2026-07-28": "auto", "2025-11-25": "legacy"}
+REMAPPED = ("http-api+remapped", "function-url+remapped")
+"""The HTTP API and the Function URL served with `remap_www_authenticate`: they rename the challenge header too."""
 
 
 @pytest.fixture(scope="module")
@@ -53,11 +59,19 @@ def issuer() -> Iterator[Issuer]:
 @pytest.fixture(scope="module")
 def stack(request: pytest.FixtureRequest, issuer: Issuer) -> Iterator[tuple[str, LocalAws]]:
     """The stack with `OAuthFrontDoor` set to the param's door; `door@dynamodb` keeps its state in DynamoDB on
-    moto (the default is the real Redis)."""
-    front_door, _, store = str(request.param).partition("@")
+    moto (the default is the real Redis); `door+remapped` serves it with `remap_www_authenticate`."""
+    spec, _, option = str(request.param).partition("+")
+    front_door, _, store = spec.partition("@")
     first = free_ports(len(DOORS) + 1)  # each door, then the emulated Lambda API
     parameters = oauth_parameters(front_door, issuer.url, first)
-    with serving(TEMPLATE, parameters=parameters, containers=2, port=first, store=store or "redis") as aws:
+    with serving(
+        TEMPLATE,
+        parameters=parameters,
+        containers=2,
+        port=first,
+        store=store or "redis",
+        remap_www_authenticate=option == "remapped",
+    ) as aws:
         yield front_door, aws
 
 
@@ -65,7 +79,17 @@ def _mcp_url(front_door: str, aws: LocalAws) -> str:
     return f"{aws.url(OAUTH_FRONT_DOORS[front_door])}/mcp"
 
 
-@pytest.mark.parametrize("stack", [*OAUTH_FRONT_DOORS, "function-url@dynamodb", "rest-api@dynamodb"], indirect=True)
+def _challenge_header(front_door: str, aws: LocalAws) -> str:
+    """The name the door answers the challenge under: renamed at the REST API always, elsewhere when asked to."""
+    renamed = front_door == "rest-api" or aws.options.remap_www_authenticate
+    return "x-amzn-Remapped-WWW-Authenticate" if renamed else "WWW-Authenticate"
+
+
+@pytest.mark.parametrize(
+    "stack",
+    [*OAUTH_FRONT_DOORS, "function-url@dynamodb", "rest-api@dynamodb", *REMAPPED],
+    indirect=True,
+)
 async def test_a_client_with_only_the_mcp_url_discovers_gets_a_token_and_calls_a_tool(
     stack: tuple[str, LocalAws], issuer: Issuer
 ) -> None:
@@ -74,8 +98,7 @@ async def test_a_client_with_only_the_mcp_url_discovers_gets_a_token_and_calls_a
     with anyio.fail_after(TEST_SECONDS):
         async with httpx.AsyncClient(timeout=20) as http:
             found = await discover_and_authorize(http, url, CLIENT_ID, CLIENT_SECRET)
-        expected = "x-amzn-Remapped-WWW-Authenticate" if front_door == "rest-api" else "WWW-Authenticate"
-        assert found.found_via == expected, found.steps
+        assert found.found_via == _challenge_header(front_door, aws), found.steps
         assert found.authorization_server == issuer.url
         assert found.metadata_url.startswith(url.removesuffix("/mcp"))  # inside the stage, on the REST API
         bearer = {"authorization": f"Bearer {found.access_token}"}
@@ -85,9 +108,11 @@ async def test_a_client_with_only_the_mcp_url_discovers_gets_a_token_and_calls_a
     assert result == 5
 
 
-@pytest.mark.parametrize("stack", ["rest-api"], indirect=True)
-async def test_on_the_rest_api_the_401_body_alone_leads_to_the_metadata(stack: tuple[str, LocalAws]) -> None:
-    """A client that knows neither header name still finds `resource_metadata` in the body, inside the stage."""
+@pytest.mark.parametrize("stack", [*OAUTH_FRONT_DOORS, *REMAPPED], indirect=True)
+async def test_the_401_names_the_metadata_under_one_header_name_and_in_its_body(stack: tuple[str, LocalAws]) -> None:
+    """The challenge arrives under one name only (renamed at the REST API, and at the others with
+    `remap_www_authenticate`), and a client that knows neither name still finds `resource_metadata` in the body
+    (inside the stage, on the REST API)."""
     front_door, aws = stack
     url = _mcp_url(front_door, aws)
     async with httpx.AsyncClient(timeout=20) as http:
@@ -95,12 +120,14 @@ async def test_on_the_rest_api_the_401_body_alone_leads_to_the_metadata(stack: t
         assert refused.status_code == 401
         pointed = refused.json()["error"]["data"]["resource_metadata"]
         metadata = await http.get(pointed)
+    challenges = {name: value for name, value in refused.headers.items() if name.endswith("www-authenticate")}
+    assert challenges == {_challenge_header(front_door, aws).lower(): f'Bearer resource_metadata="{pointed}"'}
     assert metadata.status_code == 200
     assert metadata.json()["resource"] == url
 
 
 @pytest.mark.parametrize("era", ERAS)
-@pytest.mark.parametrize("stack", ["http-api", "function-url"], indirect=True)
+@pytest.mark.parametrize("stack", ["http-api", "function-url", *REMAPPED], indirect=True)
 async def test_the_sdk_oauth_client_discovers_and_calls_a_tool(
     stack: tuple[str, LocalAws], issuer: Issuer, era: str
 ) -> None:
