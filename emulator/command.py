@@ -114,6 +114,11 @@ def add_parser(commands: Any) -> None:
         help="answer 429 at once when a function's containers are all busy, as Lambda does past its concurrency "
         "(default: wait for one)",
     )
+    local.add_argument(
+        "--deliver-events-twice",
+        action="store_true",
+        help="deliver every asynchronous invocation twice, as Lambda's event queue may (a task launch runs once)",
+    )
 
 
 def mcp_path(stack: Stack, overrides: dict[str, str]) -> str:
@@ -239,6 +244,7 @@ def _serve(args: argparse.Namespace, overrides: dict[str, str]) -> int:
         environment=overrides,
         host=args.host,
         port=args.port,
+        deliver_events_twice=args.deliver_events_twice,
     )
     if store.startswith("memory:") and args.containers > 1:
         sys.stderr.write(

@@ -28,6 +28,7 @@ from stratus.emulator.apigateway_http import HttpApiDoor
 from stratus.emulator.apigateway_rest import RestApiDoor
 from stratus.emulator.billing import Bill
 from stratus.emulator.containers import Container, FunctionPool, HandlerContainer
+from stratus.emulator.event_queue import EventQueue
 from stratus.emulator.function_url import FunctionUrlDoor
 from stratus.emulator.invoke_api import LambdaApi
 from stratus.emulator.proxy_integration import FrontDoor
@@ -63,6 +64,9 @@ class Options:
     time_scale: float = 1.0
     """Every time limit AWS applies (function timeouts, integration timeouts, the REST API's streaming limits) is
     multiplied by this: at 1/60 a test sees a call outlive the HTTP API's 30 s in half a second."""
+    deliver_events_twice: bool = False
+    """Deliver every asynchronous event twice, as Lambda's event queue may (`event_queue`): a function shows it runs
+    a duplicate once. The retries of a failed event, and their delays (times `time_scale`), happen either way."""
 
 
 @dataclass(frozen=True)
@@ -95,7 +99,14 @@ class LocalAws:
             )
             for name, function in stack.functions.items()
         }
-        self.lambda_api = LambdaApi(self.pools, host=self.options.host, bill=self.bill)
+        self.events = EventQueue(
+            stack,
+            self.pools,
+            time_scale=self.options.time_scale,
+            twice=self.options.deliver_events_twice,
+            output=self.options.output,
+        )
+        self.lambda_api = LambdaApi(self.pools, self.events, host=self.options.host, bill=self.bill)
         self.doors: list[Any] = [
             *(HttpApiDoor(api, stack, self.pools) for api in stack.http_apis),
             *(RestApiDoor(api, stack, self.pools, self.options.time_scale) for api in stack.rest_apis),
@@ -179,6 +190,7 @@ class LocalAws:
                 started.set()
             await stop.wait()
         finally:
+            await self.events.close()
             for server in servers:
                 server.should_exit = True
             await asyncio.gather(*(pool.close() for pool in self.pools.values()), return_exceptions=True)
