@@ -27,6 +27,7 @@ import re
 import sys
 import uuid
 from collections.abc import Mapping
+from contextlib import suppress
 from dataclasses import replace
 from datetime import UTC, datetime
 from typing import IO, Any, NamedTuple
@@ -91,9 +92,15 @@ class EventQueue:
         self.twice = twice
         self.output = output
         self._running: set[asyncio.Task[None]] = set()
+        self._waiting: set[asyncio.Future[None]] = set()
+        """Done when its event's maximum age is reached (or the queue closes) before a container is free."""
+        self._closing = asyncio.Event()
 
     def accept(self, pool: FunctionPool, event: Any) -> None:
-        """Queue `event` for `pool`'s function (twice, with `twice`); delivered in the background."""
+        """Queue `event` for `pool`'s function (twice, with `twice`); delivered in the background. A closing queue
+        takes nothing more."""
+        if self._closing.is_set():
+            return
         request_id = str(uuid.uuid4())
         enqueued = asyncio.get_running_loop().time()
         for _ in range(2 if self.twice else 1):
@@ -101,11 +108,17 @@ class EventQueue:
             self._running.add(delivery)
             delivery.add_done_callback(self._running.discard)
 
-    async def close(self) -> None:
-        """Drop the events still queued or waiting for a retry."""
-        for delivery in list(self._running):
-            delivery.cancel()
-        await asyncio.gather(*self._running, return_exceptions=True)
+    def close(self) -> None:
+        """Drop the events still waiting for a container or a retry; an invocation running ends with its container
+        (`drain` waits for that). Nothing is retried or reported any more."""
+        self._closing.set()
+        for aged in self._waiting:
+            _set_done(aged)
+
+    async def drain(self, within: float) -> None:
+        """Wait (at most `within` seconds) for the deliveries still running once the queue is closed."""
+        if self._running:
+            await asyncio.wait(set(self._running), timeout=within)
 
     def config(self, function: Function) -> EventInvokeConfig:
         default = EventInvokeConfig()
@@ -121,6 +134,7 @@ class EventQueue:
         while True:
             aged: asyncio.Future[None] = loop.create_future()
             timer = loop.call_at(expires, _set_done, aged)
+            self._waiting.add(aged)
             try:
                 payload, failed = await invoke_once(pool, event, queue=True, gone=aged)
             except ClientGoneError:
@@ -128,6 +142,9 @@ class EventQueue:
                 break
             finally:
                 timer.cancel()
+                self._waiting.discard(aged)
+            if self._closing.is_set():
+                return
             attempts += 1
             if not failed:
                 if config.on_success:
@@ -145,7 +162,12 @@ class EventQueue:
             self._say(
                 f"[{pool.function.name}] async event {request_id}: attempt {attempts} failed; retry in {delay:g} s"
             )
-            await asyncio.sleep(delay)
+            with suppress(TimeoutError):
+                await asyncio.wait_for(self._closing.wait(), delay)
+            if self._closing.is_set():
+                return
+        if self._closing.is_set():
+            return
         self._say(f"[{pool.function.name}] async event {request_id} discarded: {condition} after {attempts} attempts")
         if config.on_failure:
             self._report(pool.function, config.on_failure, event, Outcome(request_id, condition, attempts, payload))

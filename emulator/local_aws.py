@@ -190,10 +190,11 @@ class LocalAws:
                 started.set()
             await stop.wait()
         finally:
-            await self.events.close()
+            self.events.close()
             for server in servers:
                 server.should_exit = True
             await asyncio.gather(*(pool.close() for pool in self.pools.values()), return_exceptions=True)
+            await self.events.drain(STOP_TIMEOUT_SECONDS)
             await asyncio.gather(*tasks, return_exceptions=True)
 
     async def _listen(self, door: Any, port: int) -> tuple[uvicorn.Server, asyncio.Task[None]]:
