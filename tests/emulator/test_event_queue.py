@@ -21,6 +21,7 @@ pytestmark = [pytest.mark.anyio, pytest.mark.uvicorn]
 TEMPLATE = Path(__file__).parent / "templates" / "async_events.yaml"
 FLAKY = "stratus-local-FlakyFunction"
 UNREPORTED = "stratus-local-UnreportedFunction"
+SLOW = "stratus-local-SlowFunction"
 RECORDER = "stratus-local-RecorderFunction"
 TIME_SCALE = 0.01
 """The retry delays (1 and 2 minutes) become 0.6 s and 1.2 s."""
@@ -100,3 +101,18 @@ async def test_a_function_without_an_event_invoke_config_is_retried_twice_and_th
     await _until_served(aws, UNREPORTED, served + 3)
     assert len(aws.pools[UNREPORTED].served) == served + 3
     assert not (tmp_path / "records").exists()
+
+
+async def test_an_invocation_that_outlives_its_timeout_is_a_function_error_sent_to_the_destination(
+    aws: LocalAws, tmp_path: Path
+) -> None:
+    """Its Timeout (100 s) is 1 s at this time scale; MaximumRetryAttempts 0 sends it on at once."""
+    event = {"seconds": 5, "records": str(tmp_path / "records")}
+    await asyncio.to_thread(_send, aws, SLOW, event)
+    (line,) = await _until_lines(tmp_path / "records", 1)
+    record = json.loads(line)
+    assert (record["requestContext"]["condition"], record["requestContext"]["approximateInvokeCount"]) == (
+        "RetriesExhausted",
+        1,
+    )
+    assert record["responsePayload"]["errorType"] == "Sandbox.Timedout"
