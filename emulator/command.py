@@ -120,6 +120,17 @@ def add_parser(commands: Any) -> None:
         help="the Function URLs and HTTP APIs answer WWW-Authenticate as x-amzn-Remapped-WWW-Authenticate, as the "
         "REST APIs always do (reported on AWS, not documented; default: passed through)",
     )
+    local.add_argument(
+        "--deliver-events-twice",
+        action="store_true",
+        help="deliver every asynchronous invocation twice, as Lambda's event queue may (a task launch runs once)",
+    )
+    local.add_argument(
+        "--no-iam",
+        action="store_true",
+        help="give the containers your own AWS credentials, their calls unchecked (to reach real AWS services); "
+        "default: each runs with its function's execution role, its DynamoDB, SSM and Invoke calls checked",
+    )
 
 
 def mcp_path(stack: Stack, overrides: dict[str, str]) -> str:
@@ -136,6 +147,7 @@ def door_lines(served: list[Served], path: str) -> list[str]:
     return [
         f"  {door.kind:<13} {door.logical_id:<24} {door.url}{'' if door.kind == 'Lambda API' else path}"
         for door in served
+        if door.kind != "AWS APIs"  # the containers' own (aws_apis.AwsApis)
     ]
 
 
@@ -246,6 +258,8 @@ def _serve(args: argparse.Namespace, overrides: dict[str, str]) -> int:
         host=args.host,
         port=args.port,
         remap_www_authenticate=args.remap_www_authenticate,
+        deliver_events_twice=args.deliver_events_twice,
+        iam=not args.no_iam,
     )
     if store.startswith("memory:") and args.containers > 1:
         sys.stderr.write(

@@ -2,10 +2,11 @@
 the stack that invoke each other (`STRATUS_TASK_WORKER`: the task worker, invoked with `InvocationType=Event` by
 `stratus.handlers.task_worker.LambdaLauncher`'s boto3 client).
 
-The containers reach it through `AWS_ENDPOINT_URL_LAMBDA`. `Event` invocations are accepted with 202 and run on
-the target's containers in the background (no retries); `RequestResponse` ones answer the function's payload, or
-its error with `X-Amz-Function-Error: Unhandled`; a throttled `RequestResponse` one (no container free, none may
-start) is answered 429 `TooManyRequestsException` with its `Reason`
+The containers reach it through `AWS_ENDPOINT_URL_LAMBDA`. `Event` invocations (at most 1 MB, else 413
+`RequestTooLargeException`) are accepted with 202 and delivered in the background by Lambda's event queue
+(`event_queue`: retries, maximum age, destinations, duplicates); `RequestResponse` ones answer the function's
+payload, or its error with `X-Amz-Function-Error: Unhandled`; a throttled `RequestResponse` one (no container free,
+none may start) is answered 429 `TooManyRequestsException` with its `Reason`
 (https://docs.aws.amazon.com/lambda/latest/api/API_Invoke.html#API_Invoke_Errors), while `Event` ones wait in the
 queue for a container, as Lambda's event queue does (https://docs.aws.amazon.com/lambda/latest/dg/invocation-async.html).
 
@@ -33,19 +34,18 @@ its body is read or any function runs.
 
 from __future__ import annotations
 
-import asyncio
 import hmac
 import json
 import re
 import secrets
 from collections.abc import Mapping
-from typing import Any
 
 from stratus.emulator.billing import Bill
-from stratus.emulator.containers import INVOKE_PAYLOAD_BYTES, FunctionError, FunctionPool, ThrottledError
+from stratus.emulator.containers import INVOKE_PAYLOAD_BYTES, FunctionPool, ThrottledError
+from stratus.emulator.event_queue import EVENT_PAYLOAD_BYTES, EventQueue, invoke_once
 from stratus.emulator.events import Answer, json_answer
 from stratus.emulator.iam import Call, CallLog, Identities, check
-from stratus.emulator.proxy_integration import Invocation, collect, read_limited, send_answer
+from stratus.emulator.proxy_integration import read_limited, send_answer
 from stratus.types import Receive, Scope, Send
 
 _INVOKE_PATH = re.compile(r"^/([^/]*)/2015-03-31/functions/([^/]+)/invocations$")
@@ -65,6 +65,7 @@ class LambdaApi:
     def __init__(
         self,
         pools: Mapping[str, FunctionPool],
+        events: EventQueue,
         *,
         host: str = "127.0.0.1",
         bill: Bill | None = None,
@@ -72,6 +73,8 @@ class LambdaApi:
         calls: CallLog | None = None,
     ) -> None:
         self.pools = pools
+        self.events = events
+        """Where `Event` invocations go."""
         self.bill = bill
         self.identities = identities
         """With these, a container's Invoke is checked against its role (a key the stack did not issue is the
@@ -80,7 +83,6 @@ class LambdaApi:
         self.host = host
         """The address it listens on: a Host naming it (with its port) is accepted beside the loopback names."""
         self._secret = secrets.token_urlsafe(32)
-        self._running: set[asyncio.Task[Any]] = set()
 
     def endpoint(self, base: str) -> str:
         """The URL the stack's containers are given (`AWS_ENDPOINT_URL_LAMBDA`): `base` with the stack's secret."""
@@ -134,13 +136,14 @@ class LambdaApi:
             return
         kind = headers.get(b"x-amz-invocation-type", b"RequestResponse").decode("latin-1")
         if kind == "Event":
-            task = asyncio.ensure_future(_invoke(pool, event, queue=True))
-            self._running.add(task)
-            task.add_done_callback(self._running.discard)
+            if len(body) > EVENT_PAYLOAD_BYTES:
+                await send_answer(send, _user_error(413, "Request payload too large", "RequestTooLargeException"))
+                return
+            self.events.accept(pool, event)
             await send_answer(send, json_answer(202, {}))
             return
         try:
-            payload, error = await _invoke(pool, event)
+            payload, error = await invoke_once(pool, event)
         except ThrottledError as throttled:
             answer = json_answer(
                 429,
@@ -189,15 +192,3 @@ def _unrecognized_client() -> Answer:
 def _user_error(status: int, message: str, error_type: str) -> Answer:
     """The Invoke API's answer to a request it refuses."""
     return json_answer(status, {"Type": "User", "Message": message}, ("x-amzn-ErrorType", error_type))
-
-
-async def _invoke(pool: FunctionPool, event: Any, *, queue: bool = False) -> tuple[Any, bool]:
-    try:
-        async with pool.invocation(queue=queue) as container:
-            invocation = Invocation(pool)
-            invoked = await invocation.run(container, event)
-            if invoked.stream is not None:
-                return (await collect(invocation, container, invoked.stream)).decode(errors="replace"), False
-            return invoked.payload, False
-    except FunctionError as error:
-        return {"errorType": error.error_type, "errorMessage": str(error)}, True

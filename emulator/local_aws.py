@@ -14,6 +14,7 @@ from __future__ import annotations
 import asyncio
 import os
 import random
+import socket
 import sys
 import threading
 from collections.abc import Iterator, Mapping
@@ -21,6 +22,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
+from urllib.parse import urlsplit
 
 import uvicorn
 
@@ -29,6 +31,7 @@ from stratus.emulator.apigateway_rest import RestApiDoor
 from stratus.emulator.aws_apis import SERVICES, AwsApis
 from stratus.emulator.billing import Bill
 from stratus.emulator.containers import Container, FunctionPool, HandlerContainer
+from stratus.emulator.event_queue import EventQueue
 from stratus.emulator.function_url import FunctionUrlDoor
 from stratus.emulator.iam import CallLog, Identities
 from stratus.emulator.intrinsics import ACCOUNT_ID
@@ -76,6 +79,21 @@ class Options:
     as REST APIs always do. AWS documents the renaming for REST APIs only; for the other two it is reported, not
     documented (`proxy_integration.REPORTED_REMAPPED`), hence off by default: on, it shows whether a client still
     finds the authorization server when the challenge header does not arrive under its own name."""
+    deliver_events_twice: bool = False
+    """Deliver every asynchronous event twice, as Lambda's event queue may (`event_queue`): a function shows it runs
+    a duplicate once. The retries of a failed event, and their delays (times `time_scale`), happen either way."""
+
+
+def _answers(endpoint: str) -> bool:
+    """Whether `endpoint` accepts a connection. One that does not (an SSM out of reach, as in a VPC without a route)
+    is left to the containers as it is, so they see it fail as they would on AWS rather than get the check's answer;
+    no call reaches it to be checked."""
+    url = urlsplit(endpoint)
+    try:
+        with socket.create_connection((url.hostname or "127.0.0.1", url.port or 80), timeout=1.0):
+            return True
+    except OSError:
+        return False
 
 
 @dataclass(frozen=True)
@@ -114,8 +132,16 @@ class LocalAws:
         self.calls = CallLog()
         """Every AWS API call the containers made through the emulator (with `iam`)."""
         self.aws_apis = self._aws_apis()
+        self.events = EventQueue(
+            stack,
+            self.pools,
+            time_scale=self.options.time_scale,
+            twice=self.options.deliver_events_twice,
+            output=self.options.output,
+        )
         self.lambda_api = LambdaApi(
             self.pools,
+            self.events,
             host=self.options.host,
             bill=self.bill,
             identities=self.identities if self.options.iam else None,
@@ -144,8 +170,8 @@ class LocalAws:
                 given = self._given_environment(function)
                 for service in SERVICES:
                     endpoint = given.get(f"AWS_ENDPOINT_URL_{service.upper()}")
-                    if endpoint:
-                        targets.setdefault(service, endpoint)
+                    if endpoint and service not in targets and _answers(endpoint):
+                        targets[service] = endpoint
                 declared, local = function.environment.get("STRATUS_STORE", ""), given.get("STRATUS_STORE", "")
                 if declared.startswith("dynamodb://") and local.startswith("dynamodb://") and declared != local:
                     table = f"arn:aws:dynamodb:{self.stack.region}:{ACCOUNT_ID}:table/"
@@ -234,9 +260,11 @@ class LocalAws:
                 started.set()
             await stop.wait()
         finally:
+            self.events.close()
             for server in servers:
                 server.should_exit = True
             await asyncio.gather(*(pool.close() for pool in self.pools.values()), return_exceptions=True)
+            await self.events.drain(STOP_TIMEOUT_SECONDS)
             await asyncio.gather(*tasks, return_exceptions=True)
             await self.aws_apis.aclose()
 

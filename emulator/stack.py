@@ -13,12 +13,14 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from stratus.emulator.event_config import EventInvokeConfig, event_invoke_configs
 from stratus.emulator.iam import Role, stack_roles
 from stratus.emulator.intrinsics import Resolver, TemplateError, api_id, parameter_values
+from stratus.emulator.time_scale import with_time_scale as with_time_scale
 
 DEFAULT_REGION = "us-east-1"
 DEFAULT_STACK_NAME = "stratus-local"
@@ -141,6 +143,8 @@ class Stack:
     rest_apis: tuple[RestApi, ...]
     function_urls: tuple[FunctionUrl, ...]
     permissions: tuple[Permission, ...]
+    event_configs: Mapping[str, EventInvokeConfig] = field(default_factory=dict)
+    """By function name: the asynchronous invocation settings of those that have any."""
 
     def policy(self, function: str) -> tuple[Permission, ...]:
         """The statements of `function`'s resource-based policy."""
@@ -217,6 +221,7 @@ def read_stack(
         permissions=tuple(
             _permission(resolver, logical_id) for logical_id in resolver.created("AWS::Lambda::Permission")
         ),
+        event_configs=event_invoke_configs(resolver),
     )
 
 
@@ -377,30 +382,4 @@ def _permission(resolver: Resolver, logical_id: str) -> Permission:
         source_arn=properties.get("SourceArn"),
         function_url_auth_type=properties.get("FunctionUrlAuthType"),
         invoked_via_function_url=invoked_via_url is True or str(invoked_via_url).lower() == "true",
-    )
-
-
-def with_time_scale(stack: Stack, factor: float) -> Stack:
-    """`stack` with its time limits (function timeouts, integration timeouts) multiplied by `factor`: a test sees a
-    call outlive a 30 s limit without waiting 30 s."""
-    if factor == 1.0:
-        return stack
-
-    def ms(value: int) -> int:
-        return max(1, round(value * factor))
-
-    return replace(
-        stack,
-        functions={
-            name: replace(function, timeout_seconds=function.timeout_seconds * factor)
-            for name, function in stack.functions.items()
-        },
-        http_apis=tuple(
-            replace(api, routes=tuple(replace(route, timeout_ms=ms(route.timeout_ms)) for route in api.routes))
-            for api in stack.http_apis
-        ),
-        rest_apis=tuple(
-            replace(api, methods=tuple(replace(method, timeout_ms=ms(method.timeout_ms)) for method in api.methods))
-            for api in stack.rest_apis
-        ),
     )

@@ -7,6 +7,10 @@ expired session (docs/scale.md). Redis key expiry and DynamoDB TTL
 delete session data on their own; the sweep keeps the roster that counts live sessions (for the limit and
 `/health`) true between requests that would otherwise sweep on demand, and reports the count as a metric. Stores
 are built per invocation, on that invocation's event loop, and closed after it.
+
+It is also the task worker's on-failure destination: given Lambda's record of a task worker launch that failed
+(a run that crashed or timed out, or a launch that waited too long to start), it marks that task or relayed call
+failed (`stratus.handlers.failed_runs`) instead of sweeping.
 """
 
 from __future__ import annotations
@@ -17,6 +21,7 @@ from typing import Any
 
 from stratus import Settings
 from stratus.composition import stores_for
+from stratus.handlers.failed_runs import failed_launch, mark_failed
 from stratus.handlers.secrets import settings_from_env
 from stratus.handlers.telemetry import build_telemetry
 
@@ -35,9 +40,16 @@ async def sweep(settings: Settings) -> dict[str, int]:
 
 
 def handler(event: Any, context: Any) -> dict[str, int]:
-    """The scheduled event's entry point (the event itself carries nothing the sweep needs)."""
+    """The scheduled event's entry point (the event itself carries nothing the sweep needs), and the task worker's
+    on-failure destination's (`{"markedFailed": 1}` when the record moved its run to failed, else 0)."""
     settings = settings_from_env()
     metrics, flush = build_telemetry(settings, "stratus-sweeper")
+    launch = failed_launch(event)
+    if launch is not None:
+        marked = int(asyncio.run(mark_failed(settings, launch)))
+        metrics.count("task_runs_failed", marked)
+        flush()
+        return {"markedFailed": marked}
     outcome = asyncio.run(sweep(settings))
     metrics.count("sessions_swept", outcome["swept"])
     metrics.count("sessions_active", outcome["activeSessions"])

@@ -285,6 +285,22 @@ def test_tasks_run_in_the_task_worker_which_both_shapes_may_invoke_and_nothing_e
     assert "STRATUS_TASK_WORKER" not in _environment()  # the worker never launches tasks itself
 
 
+def test_a_task_worker_launch_that_fails_or_waits_past_15_minutes_goes_to_the_sweeper_which_it_may_invoke() -> None:
+    """Retried, a launch would find its claim taken and end without running: a failed one goes to the sweeper at
+    once (handlers/sweeper.py marks its run failed); SAM grants no destination to an explicit role."""
+    resources = _parsed_template()["Resources"]
+    config = resources["TaskWorkerFunction"]["Properties"]["EventInvokeConfig"]
+    assert config == {
+        "MaximumRetryAttempts": 0,
+        "MaximumEventAgeInSeconds": 900,
+        "DestinationConfig": {"OnFailure": {"Type": "Lambda", "Destination": "SweeperFunction.Arn"}},
+    }
+    invokes = [
+        statement for statement in _granted("TaskWorkerFunction") if "lambda:InvokeFunction" in _actions(statement)
+    ]
+    assert [statement["Resource"] for statement in invokes] == ["SweeperFunction.Arn"]
+
+
 def _environment() -> dict[str, Any]:
     """The variables every function gets (Globals), so the shapes and the sweeper share one configuration."""
     variables: dict[str, Any] = _parsed_template()["Globals"]["Function"]["Environment"]["Variables"]

@@ -260,7 +260,7 @@ class TaskService:
                 return {}  # cancellation is cooperative: a task that already ended keeps its outcome
             raise InvalidParamsError(f"Cannot cancel task: already in terminal status '{task.status}'")
         await self.stores.events.append(task_stream(task.task_id), "cancelled")  # heard by the run's watch
-        await self.quota.give_back(_place(task))
+        await self.quota.give_back(task_place(task))
         if call.stateless:
             return {}
         ended = await self._own_task(call)
@@ -315,8 +315,7 @@ class TaskService:
             return
         # Asynchronous invocation can deliver one launch more than once ("How Lambda handles errors and retries with
         # asynchronous invocation", Lambda developer guide): each launch, named by the task's last update, runs once.
-        launch = f"task:{task_id}:run:{task.updated_at!r}"
-        if not await self.stores.cache.claim(launch, max(task.expires_at - task.updated_at, 1.0)):
+        if not await self.stores.cache.claim(launch_key(task), max(task.expires_at - task.updated_at, 1.0)):
             return
         request = json.loads(task.request)
         asked = list(_outcome(task).get("asked", []))
@@ -344,7 +343,7 @@ class TaskService:
         recorded = await self._record(task_id, status, outcome)
         if recorded is not None:
             if recorded in TERMINAL:
-                await self.quota.give_back(_place(task))
+                await self.quota.give_back(task_place(task))
             await self.stores.events.append(task_stream(task_id), recorded)
 
     async def _record(self, task_id: str, status: str, outcome: JsonObject) -> str | None:
@@ -421,7 +420,12 @@ def _stored_error(error: JsonObject, meta: JsonObject) -> McpError:
     return failure
 
 
-def _place(task: TaskRecord) -> str | None:
+def launch_key(task: TaskRecord) -> str:
+    """The claim a run of the task's current launch takes (one launch per `working` spell, named by its update)."""
+    return f"task:{task.task_id}:run:{task.updated_at!r}"
+
+
+def task_place(task: TaskRecord) -> str | None:
     """The key of the place the task holds in its principal's quota (`stratus.protocol.task_quota`), if any."""
     place = json.loads(task.request).get("place")
     return place if isinstance(place, str) else None

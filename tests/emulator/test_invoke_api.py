@@ -97,3 +97,18 @@ async def test_the_containers_boto3_client_invokes_through_it(aws: LocalAws) -> 
         answer = await asyncio.to_thread(client.invoke, FunctionName=TASK_WORKER, Payload=b'{"nothing": 1}')
     assert answer["StatusCode"] == 200 and "FunctionError" not in answer
     assert json.loads(answer["Payload"].read()) == {"ran": False}
+
+
+async def test_an_event_payload_over_one_megabyte_is_refused_413_where_a_synchronous_one_runs(aws: LocalAws) -> None:
+    """Lambda's quotas: 1 MB for an asynchronous invocation's payload, 6 MB for a synchronous one."""
+    url = f"{_containers_endpoint(aws)}{INVOKE.format(TASK_WORKER)}"
+    payload = json.dumps({"nothing": "x" * (1024 * 1024)}).encode()
+    served = list(aws.pools[TASK_WORKER].served)
+    with anyio.fail_after(WAIT_SECONDS):
+        async with httpx.AsyncClient(timeout=WAIT_SECONDS) as http:
+            refused = await http.post(url, content=payload, headers={"x-amz-invocation-type": "Event"})
+            assert refused.status_code == 413, refused.text
+            assert refused.headers["x-amzn-errortype"] == "RequestTooLargeException"
+            assert aws.pools[TASK_WORKER].served == served  # nothing queued
+            ran = await http.post(url, content=payload)
+    assert ran.status_code == 200 and ran.json() == {"ran": False}

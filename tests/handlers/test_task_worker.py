@@ -17,7 +17,7 @@ import redis
 from botocore.stub import ANY, Stubber
 
 from stratus import Settings
-from stratus.handlers import task_worker
+from stratus.handlers import sweeper, task_worker
 from stratus.handlers.task_worker import LambdaLauncher
 from stratus.transport.app import build_app
 from tests.fixtures.apps import shared
@@ -103,3 +103,77 @@ async def test_a_task_the_worker_cannot_be_invoked_for_fails_at_once_with_a_clea
 
 def test_the_worker_handler_ignores_an_event_without_a_task(environment: dict[str, str]) -> None:
     assert task_worker.handler({"source": "aws.events"}, None) == {"ran": False}
+
+
+def _failure_record(task_id: str, condition: str = "RetriesExhausted") -> dict[str, Any]:
+    """Lambda's record of a task worker launch that failed, as its on-failure destination (the sweeper) gets it."""
+    return {
+        "version": "1.0",
+        "timestamp": "2026-01-01T00:00:00.000Z",
+        "requestContext": {
+            "requestId": "e4b46cbf-0000-0000-0000-a18cdf61200e",
+            "functionArn": f"arn:aws:lambda:us-east-1:123456789012:function:{WORKER}:$LATEST",
+            "condition": condition,
+            "approximateInvokeCount": 1,
+        },
+        "requestPayload": {"stratusTask": task_id},
+        "responseContext": {"statusCode": 200, "executedVersion": "$LATEST", "functionError": "Unhandled"},
+        "responsePayload": {"errorMessage": "RequestId: e4b46cbf Error: Runtime exited with error: exit status 1"},
+    }
+
+
+async def test_a_failure_record_fails_a_working_task_once_and_tells_its_client_nothing_of_the_error(
+    deployment: Deployment,
+) -> None:
+    deployment.stubber.add_response("invoke", {"StatusCode": 202}, invoked())
+    created = await deployment.session.request(
+        "tools/call", {"name": "total", "arguments": {"values": [1]}, "task": {}}
+    )
+    task_id = created.json()["result"]["task"]["taskId"]
+
+    record = _failure_record(task_id)
+    assert await asyncio.to_thread(sweeper.handler, record, None) == {"markedFailed": 1}
+    assert await asyncio.to_thread(sweeper.handler, record, None) == {"markedFailed": 0}  # delivered again
+    assert await asyncio.to_thread(task_worker.handler, {"stratusTask": task_id}, None) == {
+        "ran": True,
+        "taskId": task_id,
+    }  # a late delivery of the launch finds it failed: the tool does not run
+
+    polled = (await deployment.session.request("tasks/get", {"taskId": task_id})).json()["result"]
+    assert (polled["status"], polled["statusMessage"]) == (
+        "failed",
+        "The task's run stopped before it ended (its worker crashed or timed out)",
+    )
+    error = (await deployment.session.request("tasks/result", {"taskId": task_id})).json()["error"]
+    assert error["code"] == -32603 and "exit status" not in json.dumps(error)
+
+
+async def test_a_failure_record_for_a_task_that_completed_changes_nothing(deployment: Deployment) -> None:
+    deployment.stubber.add_response("invoke", {"StatusCode": 202}, invoked())
+    created = await deployment.session.request(
+        "tools/call", {"name": "total", "arguments": {"values": [2]}, "task": {}}
+    )
+    task_id = created.json()["result"]["task"]["taskId"]
+    await asyncio.to_thread(task_worker.handler, {"stratusTask": task_id}, None)
+
+    for condition in ("RetriesExhausted", "EventAgeExceeded"):
+        assert await asyncio.to_thread(sweeper.handler, _failure_record(task_id, condition), None) == {
+            "markedFailed": 0
+        }
+    fetched = await deployment.session.request("tasks/result", {"taskId": task_id})
+    assert fetched.json()["result"]["structuredContent"] == {"result": 2}
+
+
+async def test_a_launch_that_aged_out_before_any_delivery_ran_fails_its_task_as_never_started(
+    deployment: Deployment,
+) -> None:
+    deployment.stubber.add_response("invoke", {"StatusCode": 202}, invoked())
+    created = await deployment.session.request(
+        "tools/call", {"name": "total", "arguments": {"values": [3]}, "task": {}}
+    )
+    task_id = created.json()["result"]["task"]["taskId"]
+
+    aged = _failure_record(task_id, "EventAgeExceeded")
+    assert await asyncio.to_thread(sweeper.handler, aged, None) == {"markedFailed": 1}
+    polled = (await deployment.session.request("tasks/get", {"taskId": task_id})).json()["result"]
+    assert (polled["status"], polled["statusMessage"]) == ("failed", "The task was not started in time")
