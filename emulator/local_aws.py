@@ -37,7 +37,8 @@ from stratus.emulator.iam import CallLog, Identities
 from stratus.emulator.intrinsics import ACCOUNT_ID
 from stratus.emulator.invoke_api import LambdaApi
 from stratus.emulator.proxy_integration import FrontDoor
-from stratus.emulator.stack import Function, Stack, with_time_scale
+from stratus.emulator.stack import Function, Stack
+from stratus.emulator.time_scale import with_time_scale
 from stratus.emulator.web_adapter import WebAdapterContainer
 
 START_TIMEOUT_SECONDS = 20.0

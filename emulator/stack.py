@@ -20,7 +20,6 @@ from typing import Any
 from stratus.emulator.event_config import EventInvokeConfig, event_invoke_configs
 from stratus.emulator.iam import Role, stack_roles
 from stratus.emulator.intrinsics import Resolver, TemplateError, api_id, parameter_values
-from stratus.emulator.time_scale import with_time_scale as with_time_scale
 
 DEFAULT_REGION = "us-east-1"
 DEFAULT_STACK_NAME = "stratus-local"

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator
+from contextlib import ExitStack
 from pathlib import Path
 from typing import Any
 
@@ -22,7 +23,16 @@ import httpx
 import pytest
 
 from stratus.emulator.local_aws import LocalAws
-from tests.fixtures.emulated_stack import HEADERS, TEMPLATE, VERSION, initialize, read_answer, serving
+from tests.fixtures.emulated_stack import (
+    HEADERS,
+    JWT_PARAMETERS,
+    TEMPLATE,
+    VERSION,
+    initialize,
+    read_answer,
+    serving,
+)
+from tests.fixtures.jwt_issuer import authorization_server
 from tests.fixtures.moto_server import SerialMotoServer, client_keys
 
 pytestmark = [pytest.mark.anyio, pytest.mark.uvicorn]
@@ -39,7 +49,7 @@ def ssm_endpoint() -> Iterator[str]:
     endpoint = server.start()
     try:
         ssm = boto3.client("ssm", endpoint_url=endpoint, region_name="us-east-1", **client_keys())
-        ssm.put_parameter(Name=SECRET_PARAMETER, Value="iam-test-secret", Type="SecureString")
+        ssm.put_parameter(Name=SECRET_PARAMETER, Value="iam-test-secret", Type="SecureString", Overwrite=True)
         yield endpoint
     finally:
         server.stop()
@@ -86,13 +96,26 @@ async def _drive_every_function(aws: LocalAws, http: httpx.AsyncClient) -> httpx
     return await _sweep(aws, http)
 
 
-@pytest.mark.parametrize("store", ["redis", "dynamodb"])
-async def test_every_function_runs_with_its_role_and_no_call_is_refused(store: str, ssm_endpoint: str) -> None:
+@pytest.mark.parametrize(("store", "auth"), [("redis", "off"), ("dynamodb", "off"), ("dynamodb", "jwt")])
+async def test_every_function_runs_with_its_role_and_no_call_is_refused(
+    store: str, auth: str, ssm_endpoint: str
+) -> None:
+    """With `AuthMode=jwt` every request carries a token from an authorization server on 127.0.0.1: the serving
+    functions fetch its JWKS (the VPC table's `AuthMode=jwt` line) and call no other AWS service for it."""
     environment = {"STRATUS_SECRET_KEY": f"ssm:{SECRET_PARAMETER}", "AWS_ENDPOINT_URL_SSM": ssm_endpoint}
-    with serving(TEMPLATE, store=store, environment=environment) as aws:
+    with ExitStack() as held:
+        parameters, headers = {}, {}
+        if auth == "jwt":
+            issuer = held.enter_context(authorization_server())
+            parameters = {**JWT_PARAMETERS, "AuthIssuer": issuer.url, "AuthJwksUrl": f"{issuer.url}/jwks.json"}
+            token = issuer.token(iss=issuer.url, aud=JWT_PARAMETERS["AuthAudience"], scope="tools:read")
+            headers = {"authorization": f"Bearer {token}"}
+        aws = held.enter_context(serving(TEMPLATE, store=store, parameters=parameters, environment=environment))
         with anyio.fail_after(WAIT_SECONDS):
-            async with httpx.AsyncClient(timeout=WAIT_SECONDS) as http:
+            async with httpx.AsyncClient(timeout=WAIT_SECONDS, headers=headers) as http:
                 swept = await _drive_every_function(aws, http)
+        if auth == "jwt":
+            assert issuer.jwks_fetches >= 1
         assert swept.status_code == 200 and "x-amz-function-error" not in swept.headers, swept.text
         assert set(swept.json()) == {"swept", "activeSessions"}
         assert aws.calls.denied() == []

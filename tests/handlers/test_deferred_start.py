@@ -99,7 +99,7 @@ def test_once_ssm_answers_the_next_try_after_the_interval_serves(
         assert _tools_list(handler)["statusCode"] == 503  # the first invocation tries, and SSM does not answer
 
         monkeypatch.setenv("AWS_ENDPOINT_URL_SSM", moto_ssm)
-        boto3.client("ssm").put_parameter(Name=PARAMETER, Value="from-ssm", Type="SecureString")
+        boto3.client("ssm").put_parameter(Name=PARAMETER, Value="from-ssm", Type="SecureString", Overwrite=True)
         assert _tools_list(handler)["statusCode"] == 503  # within the interval: answered at once, no read
 
         clock.advance(5.0)
