@@ -41,10 +41,11 @@ conformance: $(VENV)/.installed  ## the official MCP conformance suite: one proc
 template:  ## sam validate --lint, and cfn-lint on the SAM-translated template (tools pinned in their own venv)
 	bash scripts/lint-template
 
-test: slow-start check template conformance bench-smoke slow-finish unit  ## everything CI runs (pytest last: its summary is the closing line)
+test: slow-start check template conformance bench-smoke unit slow-finish  ## everything CI runs
 
-# The tests marked `slow` (minutes of moto's server) run beside the conformance runs at the lowest CPU priority, so
-# they add little to `make test`'s time; `slow-finish` waits for them (at most an hour) and fails if they failed.
+# The tests marked `slow` (minutes of moto's server) run beside everything else at the lowest CPU priority, on the
+# core the rest leaves idle, so they add little to `make test`'s time; `slow-finish` waits for them (at most an
+# hour), prints their summary and fails if they failed.
 SLOW := .cache/slow-tests
 slow-start: $(VENV)/.installed
 	@mkdir -p .cache && rm -f $(SLOW).rc

@@ -80,6 +80,15 @@ def _pk(write: dict[str, Any]) -> str:
     return str(key["PK"]["S"])
 
 
+def in_background(why: str) -> pytest.MarkDecorator:
+    """With `@pytest.mark.slow`: `make test` runs the test beside the other suites at the lowest CPU priority
+    (STRATUS_SLOW_TESTS=1), a plain pytest run skips it saying `why`. moto's server copies the whole table for every
+    transaction item (docs/scale.md, bench/moto_transactions.py), so thousands of writes there take a minute or more."""
+    return pytest.mark.skipif(
+        not SLOW_TESTS, reason=f"{why}; STRATUS_SLOW_TESTS=1 runs it, as `make test` does in the background"
+    )
+
+
 @pytest.fixture
 def table(server_table: str) -> str:
     """This module's containers meet on moto's server."""
@@ -114,6 +123,8 @@ async def create_from_all(stores: list[DynamoSessionStore], count: int) -> list[
     )
 
 
+@pytest.mark.slow
+@in_background("400 creates under a limit take most of a minute on moto's server")
 async def test_racing_creates_from_eight_containers_spread_their_writes_and_hold_the_limit(table: str) -> None:
     wire = Wire()
     stores = views(table, "race", wire, limit=LIMIT)
@@ -132,12 +143,7 @@ async def test_racing_creates_from_eight_containers_spread_their_writes_and_hold
 
 
 @pytest.mark.slow
-@pytest.mark.skipif(
-    not SLOW_TESTS,
-    reason="2,000 creates under a limit take several minutes on moto's server, which copies the whole table for "
-    "every transaction item (docs/scale.md, bench/moto_transactions.py); STRATUS_SLOW_TESTS=1 runs it, as `make test` "
-    "does in the background",
-)
+@in_background("2,000 creates under a limit take several minutes on moto's server")
 async def test_two_thousand_racing_creates_from_eight_containers_hold_the_limit(table: str) -> None:
     """The Must-show's 2,000 creates under a limit: the same bounds as the 400 above, at five times the creates."""
     wire = Wire()
@@ -153,6 +159,8 @@ async def test_two_thousand_racing_creates_from_eight_containers_hold_the_limit(
     assert wire.operations["TransactWriteItems"] <= WIDE_CREATES * 2, wire.operations
 
 
+@pytest.mark.slow
+@in_background("2,000 creates without a limit take half a minute on moto's server")
 async def test_two_thousand_creates_from_eight_containers_without_a_limit_spread_over_the_roster(table: str) -> None:
     """The Must-show's 2,000 creates, without a limit: each is two plain puts, so moto's server takes them in
     seconds (with a limit each is a transaction, and moto copies the table for each: docs/scale.md)."""
@@ -195,6 +203,8 @@ async def test_with_no_limit_creates_and_deletes_count_nothing_and_health_report
     assert (status, report["sessions"]["activeSessions"]) == (200, len(records) - 1)
 
 
+@pytest.mark.slow
+@in_background("10,000 sessions take most of a minute to write on moto's server")
 async def test_the_census_costs_the_same_at_100_and_at_10000_sessions(table: str) -> None:
     wire = Wire()
     stores = views(table, "census", wire)
