@@ -456,12 +456,25 @@ def share_figures(memory_sizes: Sequence[int]) -> tuple[Figure, ...]:
     )
 
 
-def _per_python(version: str, key: str, scale: float = 1.0) -> Callable[[Results], Values | None]:
+STRATUS_VARIANTS = {
+    "stratus": "session call, telemetry local",
+    "stratus-emf": "session call, telemetry emf (deployed)",
+    "stratus-stateless": "2026-07-28 call, telemetry local",
+}
+"""The Stratus subjects of bench/warm_session.py, each a row of the per-Python table in the Stratus column."""
+
+
+def _per_python(
+    version: str, key: str, scale: float = 1.0, stratus: str = "stratus"
+) -> Callable[[Results], Values | None]:
+    """`key` of each column's subject on Python `version`, the Stratus column's from the `stratus` variant."""
+
     def measure(results: Results) -> Values | None:
-        found = results.per_python.get(version)
-        if not found or any(key not in figures for figures in found.values()):
+        found = results.per_python.get(version) or {}
+        columns = {"stratus": stratus, "awslabs": "awslabs", "adapter": "adapter"}
+        if any(key not in found.get(subject, {}) for subject in columns.values()):
             return None
-        return {subject: figures[key] * scale for subject, figures in found.items()}
+        return {column: found[subject][key] * scale for column, subject in columns.items()}
 
     return measure
 
@@ -485,17 +498,22 @@ def python_figures(versions: Sequence[str]) -> tuple[Figure, ...]:
     return (
         *(
             Figure(
-                f"Python {v}: k instructions per call",
-                _per_python(v, "instructions", 1e-3),
+                f"Python {v}: k instructions per call, {label}",
+                _per_python(v, "instructions", 1e-3, variant),
                 (Target(WARM_AWSLABS_TARGET, anchor="awslabs"),),
                 digits=0,
             )
+            for variant, label in STRATUS_VARIANTS.items()
             for v in versions
         ),
         *(
             Figure(f"Python {v}: k instructions per call beyond the adapter alone", _beyond_adapter(v), digits=0)
             for v in versions
         ),
-        *(Figure(f"Python {v}: median, us", _per_python(v, "median_us")) for v in versions),
+        *(
+            Figure(f"Python {v}: median, us, {label}", _per_python(v, "median_us", stratus=variant))
+            for variant, label in STRATUS_VARIANTS.items()
+            for v in versions
+        ),
         *(Figure(f"Python {v}: CPU per call, us", _per_python(v, "cpu_per_call_us")) for v in versions),
     )

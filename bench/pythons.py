@@ -19,7 +19,7 @@ import profile_functions
 from profile_warm import HARNESS
 
 VERSIONS = ("3.11", "3.12", "3.13")
-SESSION_SUBJECTS = ("stratus", "awslabs", "adapter")
+SESSION_SUBJECTS = ("stratus", "stratus-emf", "stratus-stateless", "awslabs", "adapter")
 PROFILED = ("stratus", "awslabs")
 TIMED = ("median_us", "p99_us", "cpu_per_call_us")
 

@@ -14,6 +14,8 @@ LABELS = {
     "fastmcp": "FastMCP",
     "rmsl": "run-mcp-servers",
     "adapter": "adapter alone",
+    "stratus-emf": "Stratus, emf",
+    "stratus-stateless": "Stratus, 2026-07-28",
 }
 
 

@@ -8,13 +8,21 @@ the same POOL and different CALLS differ only by the calls: their difference ove
 call. With `--profile-warm BATCHES` that many batches of 1000 calls run under a CPU-time sampler instead
 (profile_warm.py), each batch's events parsed with the sampler stopped.
 
-SUBJECT is `stratus` (examples/add.py, memory store), `awslabs` (awslabs_app.py, no session store: its default) or
-`adapter` (adapter_floor_app.py: the Lambda adapter around an app that does no MCP work, its own share).
+Like for like (docs/benchmarks.md, "Warm path"): every event is an HTTP API payload 2.0 POST with the headers a
+client and API Gateway send (wire.client_http_api_event: 11 or 12), every call gets a Lambda context of its own
+(Stratus arms its deadline from it), and the anchor is written as its README writes it.
+
+SUBJECT is `stratus` (examples/add.py, memory store, telemetry `local`), `stratus-emf` (the same with the deployed
+template's telemetry, `emf`: its metric document written once per invocation, here to /dev/null), `stratus-stateless`
+(a 2026-07-28 tools/call: no session, the revision's own headers and `_meta`), `awslabs` (awslabs_app.py, its
+sessions in memory) or `adapter` (adapter_floor_app.py: the Lambda adapter around an app that does no MCP work, its
+own share).
 """
 
 from __future__ import annotations
 
 import json
+import os
 import statistics
 import sys
 import time
@@ -24,18 +32,37 @@ from typing import Any
 import wire
 
 Handler = Callable[[dict[str, Any], Any], dict[str, Any]]
-MODULES = {"stratus": "examples.add", "awslabs": "awslabs_app", "adapter": "adapter_floor_app"}
+MODULES = {
+    "stratus": "examples.add",
+    "stratus-emf": "examples.add",
+    "stratus-stateless": "examples.add",
+    "awslabs": "awslabs_app",
+    "adapter": "adapter_floor_app",
+}
+TELEMETRY = {"stratus-emf": "emf"}
 WARMUP = 200
 PROFILE_BATCH = 1000
 
 
-def open_session(handler: Handler) -> str:
-    """Initialize a 2025-11-25 session; the raw JSON of a tools/call event inside it."""
-    opened = handler(wire.http_api_event(wire.HANDSHAKE_INITIALIZE_BODY, wire.BASE_HEADERS), None)
+def open_session(handler: Handler, subject: str) -> str:
+    """The raw JSON of a tools/call event: inside a 2025-11-25 session initialized first, or (`stratus-stateless`)
+    a 2026-07-28 call, which needs none."""
+    if subject == "stratus-stateless":
+        return json.dumps(wire.client_http_api_event(wire.STATELESS_CALL_BODY, _mcp(wire.STATELESS_HEADERS)))
+    opened = handler(wire.client_http_api_event(wire.HANDSHAKE_INITIALIZE_BODY, {}), _context(0))
     headers = {key.lower(): value for key, value in opened["headers"].items()}
-    session = wire.handshake_headers(headers["mcp-session-id"])
-    handler(wire.http_api_event(wire.HANDSHAKE_INITIALIZED_BODY, session), None)
-    return json.dumps(wire.http_api_event(wire.HANDSHAKE_CALL_BODY, session))
+    session = _mcp(wire.handshake_headers(headers["mcp-session-id"]))
+    handler(wire.client_http_api_event(wire.HANDSHAKE_INITIALIZED_BODY, session), _context(1))
+    return json.dumps(wire.client_http_api_event(wire.HANDSHAKE_CALL_BODY, session))
+
+
+def _mcp(headers: dict[str, str]) -> dict[str, str]:
+    """The MCP headers of `headers` (the client's own are wire.CLIENT_HEADERS)."""
+    return {name: value for name, value in headers.items() if name.startswith("mcp-")}
+
+
+def _context(number: int) -> wire.LambdaContext:
+    return wire.LambdaContext(f"bench-{number:08d}")
 
 
 def check(response: dict[str, Any]) -> None:
@@ -46,31 +73,39 @@ def check(response: dict[str, Any]) -> None:
 
 def main() -> None:
     subject, calls, pool = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+    os.environ["STRATUS_TELEMETRY"] = TELEMETRY.get(subject, "local")
     handler: Handler = __import__(MODULES[subject], fromlist=["handler"]).handler
-    raw = open_session(handler)
-    events = [json.loads(raw) for _ in range(max(pool, calls) + WARMUP + 1)]
-    check(handler(events.pop(), None))
+    printed, sys.stdout = sys.stdout, open(os.devnull, "w")  # noqa: SIM115 - EMF documents go nowhere
+    raw = open_session(handler, subject)
+    count = max(pool, calls) + WARMUP + 1
+    events = [(json.loads(raw), _context(number)) for number in range(2, count + 2)]
+    check(handler(*events.pop()))
     for _ in range(WARMUP):
-        handler(events.pop(), None)
+        handler(*events.pop())
     if "--profile-warm" in sys.argv:
         import profile_warm
 
-        def run(batch: list[dict[str, Any]]) -> None:
-            for event in batch:
-                handler(event, None)
+        def run(batch: list[tuple[dict[str, Any], wire.LambdaContext]]) -> None:
+            for event, context in batch:
+                handler(event, context)
 
         batches = int(sys.argv[sys.argv.index("--profile-warm") + 1])
-        print(repr(profile_warm.sample(run, batches, lambda: [json.loads(raw) for _ in range(PROFILE_BATCH)])))
+        sampled = profile_warm.sample(
+            run, batches, lambda: [(json.loads(raw), _context(number)) for number in range(PROFILE_BATCH)]
+        )
+        sys.stdout = printed
+        print(repr(sampled))
         return
     clock = time.perf_counter_ns
     samples: list[int] = []
     cpu0 = time.process_time()
     for _ in range(calls):
-        event = events.pop()
+        event, context = events.pop()
         start = clock()
-        handler(event, None)
+        handler(event, context)
         samples.append(clock() - start)
     cpu = time.process_time() - cpu0
+    sys.stdout = printed
     micro = sorted(sample / 1e3 for sample in samples)
     print(
         repr(

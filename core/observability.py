@@ -130,6 +130,7 @@ class EmfMetrics:
         self._points: defaultdict[tuple[tuple[str, str], ...], defaultdict[str, list[float]]] = defaultdict(
             lambda: defaultdict(list)
         )
+        self._directives: dict[tuple[tuple[tuple[str, ...], tuple[str, ...]], ...], str] = {}
 
     def count(self, name: str, value: float = 1.0, **dimensions: str) -> None:
         self._points[tuple(sorted(dimensions.items()))][name].append(value)
@@ -138,30 +139,57 @@ class EmfMetrics:
         self._points[tuple(sorted(dimensions.items()))][name].append(milliseconds)
 
     def flush(self) -> None:
-        """Write one EMF object per dimension set and forget the data points."""
-        stream = self._stream or sys.stdout
-        timestamp = round(self._clock() * 1000)
+        """Write the invocation's data points as few EMF documents as their dimensions allow (one, unless two data
+        points disagree on a dimension's value or share a metric's name), and forget them.
+
+        A document carries one metric directive per dimension set: CloudWatch reads each directive's dimensions and
+        metrics from the document's root, which holds every set's values
+        (https://docs.aws.amazon.com/AmazonCloudWatch/latest/monitoring/CloudWatch_Embedded_Metric_Format_Specification.html).
+        The directives of a shape already seen are reused as written."""
+        if self._points:
+            stream = self._stream or sys.stdout
+            timestamp = round(self._clock() * 1000)
+            stream.write("".join(self._render(group, timestamp) for group in self._documents()))
+            stream.flush()
+            self._points.clear()
+
+    def _documents(self) -> list[list[tuple[tuple[tuple[str, str], ...], dict[str, list[float]]]]]:
+        documents: list[list[tuple[tuple[tuple[str, str], ...], dict[str, list[float]]]]] = []
         for dimensions, metrics in self._points.items():
-            names = ["service", *(key for key, _ in dimensions)]
-            document: dict[str, Any] = {
-                "_aws": {
-                    "Timestamp": timestamp,
-                    "CloudWatchMetrics": [
-                        {
-                            "Namespace": self.namespace,
-                            "Dimensions": [names],
-                            "Metrics": [
-                                {"Name": name, "Unit": "Milliseconds" if name in _LATENCY_METRICS else "Count"}
-                                for name in metrics
-                            ],
-                        }
-                    ],
-                },
-                "service": self.service,
-                **dict(dimensions),
-            }
+            for document in documents:
+                values = dict(pair for others, _ in document for pair in others)
+                names = {name for _, others in document for name in others}
+                if all(values.get(key, value) == value for key, value in dimensions) and not names & metrics.keys():
+                    document.append((dimensions, metrics))
+                    break
+            else:
+                documents.append([(dimensions, metrics)])
+        return documents
+
+    def _render(
+        self, document: list[tuple[tuple[tuple[str, str], ...], dict[str, list[float]]]], timestamp: int
+    ) -> str:
+        shape = tuple((tuple(key for key, _ in dimensions), tuple(metrics)) for dimensions, metrics in document)
+        directives = self._directives.get(shape)
+        if directives is None:
+            directives = self._directives[shape] = json.dumps(
+                [
+                    {
+                        "Namespace": self.namespace,
+                        "Dimensions": [["service", *keys]],
+                        "Metrics": [
+                            {"Name": name, "Unit": "Milliseconds" if name in _LATENCY_METRICS else "Count"}
+                            for name in names
+                        ],
+                    }
+                    for keys, names in shape
+                ],
+                separators=(",", ":"),
+            )
+        root: dict[str, Any] = {"service": self.service}
+        for dimensions, metrics in document:
+            root.update(dimensions)
             for name, values in metrics.items():
-                document[name] = values if len(values) > 1 else values[0]
-            stream.write(json.dumps(document, separators=(",", ":")) + "\n")
-        stream.flush()
-        self._points.clear()
+                root[name] = values if len(values) > 1 else values[0]
+        fields = json.dumps(root, separators=(",", ":"))
+        return f'{{"_aws":{{"Timestamp":{timestamp},"CloudWatchMetrics":{directives}}},{fields[1:]}\n'

@@ -82,10 +82,16 @@ def test_emf_metrics_are_flushed_each_invocation_with_cold_start_once(
     second = emf_lines(capsys.readouterr().out)
     assert any(line.get("cold_start") == 1 for line in first)
     assert not any("cold_start" in line for line in second)
-    calls = next(line for line in first if "calls" in line)
-    assert calls["_aws"]["CloudWatchMetrics"][0]["Namespace"] == "StratusTest"
-    assert calls["_aws"]["CloudWatchMetrics"][0]["Dimensions"] == [["service", "item", "method", "outcome"]]
+    assert len(first) == len(second) == 1  # one document per invocation: every data point's directive in it
+    calls = first[0]
+    directive = next(
+        d for d in calls["_aws"]["CloudWatchMetrics"] if {"Name": "calls", "Unit": "Count"} in d["Metrics"]
+    )
+    assert directive["Namespace"] == "StratusTest"
+    assert directive["Dimensions"] == [["service", "item", "method", "outcome"]]
     assert (calls["item"], calls["outcome"], calls["calls"]) == ("work", "success", 1)
+    latency = next(d for d in calls["_aws"]["CloudWatchMetrics"] if d["Metrics"][0]["Name"] == "latency")
+    assert latency["Dimensions"] == [["service", "item", "method"]] and calls["latency"] >= 0
     failed = next(line for line in second if "errors" in line)
     assert (failed["outcome"], failed["errors"]) == ("tool_error", 1)
 
@@ -279,3 +285,20 @@ def test_a_tools_powertools_tracer_subsegment_carries_the_calls_correlation_as_a
         "item": "place_order",
         "principal": "ana",
     }
+
+
+def test_emf_data_points_that_disagree_on_a_dimension_or_share_a_metric_go_in_documents_of_their_own() -> None:
+    """Two calls of different tools in one invocation (a batch): each `calls` point keeps its own `item`."""
+    from stratus.observability import EmfMetrics
+
+    stream = io.StringIO()
+    metrics = EmfMetrics("Ns", "svc", stream=stream, clock=lambda: 1.5)
+    metrics.count("calls", method="tools/call", item="a", outcome="success")
+    metrics.count("calls", method="tools/call", item="b", outcome="success")
+    metrics.count("cold_start")
+    metrics.flush()
+    documents = emf_lines(stream.getvalue())
+    assert [(d.get("item"), d["calls"], d.get("cold_start")) for d in documents] == [("a", 1, 1), ("b", 1, None)]
+    assert all(d["_aws"]["Timestamp"] == 1500 and d["service"] == "svc" for d in documents)
+    metrics.flush()
+    assert emf_lines(stream.getvalue()) == documents  # nothing recorded since: nothing written
