@@ -43,6 +43,7 @@ from stratus.emulator.web_adapter import WebAdapterContainer
 
 START_TIMEOUT_SECONDS = 20.0
 STOP_TIMEOUT_SECONDS = 20.0
+PORT_ATTEMPTS = 20
 _PASSED_THROUGH = ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN")
 
 
@@ -269,6 +270,18 @@ class LocalAws:
             await asyncio.gather(*tasks, return_exceptions=True)
             await self.aws_apis.aclose()
 
+    def _spare_socket(self) -> socket.socket:
+        """A socket bound to a free port that is not one of the front doors' consecutive ports (still to be bound
+        when the containers' own AWS APIs take theirs)."""
+        reserved = range(self.options.port, self.options.port + len(self.doors)) if self.options.port else range(0)
+        for _ in range(PORT_ATTEMPTS):
+            spare = socket.socket()
+            spare.bind((self.options.host, 0))
+            if spare.getsockname()[1] not in reserved:
+                return spare
+            spare.close()
+        raise OSError(f"no free port outside {reserved.start}-{reserved.stop - 1} in {PORT_ATTEMPTS} attempts")
+
     async def _listen(self, door: Any, port: int) -> tuple[uvicorn.Server, asyncio.Task[None]]:
         config = uvicorn.Config(
             door,
@@ -280,7 +293,8 @@ class LocalAws:
             timeout_graceful_shutdown=1,
         )
         server = uvicorn.Server(config)
-        task = asyncio.create_task(server.serve())
+        sockets = [self._spare_socket()] if isinstance(door, AwsApis) else None
+        task = asyncio.create_task(server.serve(sockets=sockets))
         async with asyncio.timeout(START_TIMEOUT_SECONDS):
             while not server.started:
                 if task.done():
