@@ -1,39 +1,13 @@
-"""The same one-tool `add` server written with `awslabs-mcp-lambda-handler`, as its README writes it (no
-`from __future__ import annotations`: awslabs reads the tool's type hints on every tools/call with
-`typing.get_type_hints`, which then compiles and evaluates each string annotation again, +160 to +280 k instructions
-per call), with sessions kept in this process's memory: the counterpart of Stratus on its memory store, so both
-load the caller's session on every call."""
+"""The same one-tool `add` server written with `awslabs-mcp-lambda-handler` as its README writes it: no session store
+(its default), and no `from __future__ import annotations` (awslabs reads the tool's type hints on every tools/call
+with `typing.get_type_hints`, which then compiles and evaluates each string annotation again: +160 to +280 k
+instructions per call). bench/awslabs_session_app.py is the same with its sessions in memory."""
 
-import uuid
 from typing import Any
 
 from awslabs.mcp_lambda_handler import MCPLambdaHandler
-from awslabs.mcp_lambda_handler.session import SessionStore
 
-
-class MemorySessionStore(SessionStore):  # type: ignore[misc]  # awslabs ships no type hints
-    """awslabs's SessionStore interface over a dict (its own stores are DynamoDB and none)."""
-
-    def __init__(self) -> None:
-        self.sessions: dict[str, dict[str, Any]] = {}
-
-    def create_session(self, session_data: dict[str, Any] | None = None) -> str:
-        session_id = str(uuid.uuid4())
-        self.sessions[session_id] = dict(session_data or {})
-        return session_id
-
-    def get_session(self, session_id: str) -> dict[str, Any] | None:
-        return self.sessions.get(session_id)
-
-    def update_session(self, session_id: str, session_data: dict[str, Any]) -> bool:
-        self.sessions[session_id] = dict(session_data)
-        return True
-
-    def delete_session(self, session_id: str) -> bool:
-        return self.sessions.pop(session_id, None) is not None
-
-
-mcp = MCPLambdaHandler("add", "1.0.0", session_store=MemorySessionStore())
+mcp = MCPLambdaHandler("add", "1.0.0")
 
 
 @mcp.tool()  # type: ignore[untyped-decorator]  # awslabs ships no type hints

@@ -14,7 +14,7 @@ client and API Gateway send (wire.client_http_api_event: 11 or 12), every call g
 
 SUBJECT is `stratus` (examples/add.py, memory store, telemetry `local`), `stratus-emf` (the same with the deployed
 template's telemetry, `emf`: its metric document written once per invocation, here to /dev/null), `stratus-stateless`
-(a 2026-07-28 tools/call: no session, the revision's own headers and `_meta`), `awslabs` (awslabs_app.py, its
+(a 2026-07-28 tools/call: no session, the revision's own headers and `_meta`), `awslabs` (awslabs_session_app.py, its
 sessions in memory) or `adapter` (adapter_floor_app.py: the Lambda adapter around an app that does no MCP work, its
 own share).
 """
@@ -36,7 +36,7 @@ MODULES = {
     "stratus": "examples.add",
     "stratus-emf": "examples.add",
     "stratus-stateless": "examples.add",
-    "awslabs": "awslabs_app",
+    "awslabs": "awslabs_session_app",
     "adapter": "adapter_floor_app",
 }
 TELEMETRY = {"stratus-emf": "emf"}

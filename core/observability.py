@@ -16,10 +16,10 @@ import json
 import logging
 import sys
 import time
-from collections import defaultdict
 from collections.abc import Callable
 from typing import IO, Any
 
+from stratus.json_text import compact
 from stratus.pipeline.current import lambda_request_id, peek_context
 
 _STANDARD_ATTRIBUTES = frozenset(vars(logging.LogRecord("", 0, "", 0, "", None, None))) | {"message", "asctime"}
@@ -112,6 +112,31 @@ def configure_logging(formatter: logging.Formatter, level: str) -> None:
     logging.getLogger("stratus").setLevel(level.upper())
 
 
+Dimensions = tuple[tuple[str, str], ...]
+Points = dict[str, list[float]]
+
+
+class _Document:
+    """The data points one EMF document carries: dimension sets that agree on every value, no metric twice."""
+
+    __slots__ = ("groups", "names", "values")
+
+    def __init__(self, dimensions: Dimensions, metrics: Points) -> None:
+        self.groups = [(dimensions, metrics)]
+        self.values = dict(dimensions)
+        self.names = set(metrics)
+
+    def takes(self, dimensions: Dimensions, metrics: Points) -> bool:
+        """Add the group if it fits; whether it did."""
+        values = self.values
+        if any(values.get(key, value) != value for key, value in dimensions) or not self.names.isdisjoint(metrics):
+            return False
+        self.groups.append((dimensions, metrics))
+        values.update(dimensions)
+        self.names.update(metrics)
+        return True
+
+
 class EmfMetrics:
     """Collects data points during an invocation; `flush` writes them as Embedded Metric Format lines."""
 
@@ -127,16 +152,24 @@ class EmfMetrics:
         self.service = service
         self._stream = stream
         self._clock = clock
-        self._points: defaultdict[tuple[tuple[str, str], ...], defaultdict[str, list[float]]] = defaultdict(
-            lambda: defaultdict(list)
-        )
+        self._points: dict[Dimensions, Points] = {}
         self._directives: dict[tuple[tuple[tuple[str, ...], tuple[str, ...]], ...], str] = {}
 
     def count(self, name: str, value: float = 1.0, **dimensions: str) -> None:
-        self._points[tuple(sorted(dimensions.items()))][name].append(value)
+        self._record(name, value, dimensions)
 
     def latency(self, name: str, milliseconds: float, **dimensions: str) -> None:
-        self._points[tuple(sorted(dimensions.items()))][name].append(milliseconds)
+        self._record(name, milliseconds, dimensions)
+
+    def _record(self, name: str, value: float, dimensions: dict[str, str]) -> None:
+        key = tuple(sorted(dimensions.items()))
+        metrics = self._points.get(key)
+        if metrics is None:
+            self._points[key] = {name: [value]}
+        elif name in metrics:
+            metrics[name].append(value)
+        else:
+            metrics[name] = [value]
 
     def flush(self) -> None:
         """Write the invocation's data points as few EMF documents as their dimensions allow (one, unless two data
@@ -146,33 +179,23 @@ class EmfMetrics:
         metrics from the document's root, which holds every set's values
         (https://docs.aws.amazon.com/AmazonCloudWatch/latest/monitoring/CloudWatch_Embedded_Metric_Format_Specification.html).
         The directives of a shape already seen are reused as written."""
-        if self._points:
-            stream = self._stream or sys.stdout
-            timestamp = round(self._clock() * 1000)
-            stream.write("".join(self._render(group, timestamp) for group in self._documents()))
-            stream.flush()
-            self._points.clear()
-
-    def _documents(self) -> list[list[tuple[tuple[tuple[str, str], ...], dict[str, list[float]]]]]:
-        documents: list[list[tuple[tuple[tuple[str, str], ...], dict[str, list[float]]]]] = []
+        if not self._points:
+            return
+        documents: list[_Document] = []
         for dimensions, metrics in self._points.items():
-            for document in documents:
-                values = dict(pair for others, _ in document for pair in others)
-                names = {name for _, others in document for name in others}
-                if all(values.get(key, value) == value for key, value in dimensions) and not names & metrics.keys():
-                    document.append((dimensions, metrics))
-                    break
-            else:
-                documents.append([(dimensions, metrics)])
-        return documents
+            if not any(document.takes(dimensions, metrics) for document in documents):
+                documents.append(_Document(dimensions, metrics))
+        timestamp = round(self._clock() * 1000)
+        stream = self._stream or sys.stdout
+        stream.write("".join(self._render(document, timestamp) for document in documents))
+        stream.flush()
+        self._points = {}
 
-    def _render(
-        self, document: list[tuple[tuple[tuple[str, str], ...], dict[str, list[float]]]], timestamp: int
-    ) -> str:
-        shape = tuple((tuple(key for key, _ in dimensions), tuple(metrics)) for dimensions, metrics in document)
+    def _render(self, document: _Document, timestamp: int) -> str:
+        shape = tuple((tuple(key for key, _ in dimensions), tuple(metrics)) for dimensions, metrics in document.groups)
         directives = self._directives.get(shape)
         if directives is None:
-            directives = self._directives[shape] = json.dumps(
+            directives = self._directives[shape] = compact(
                 [
                     {
                         "Namespace": self.namespace,
@@ -183,13 +206,10 @@ class EmfMetrics:
                         ],
                     }
                     for keys, names in shape
-                ],
-                separators=(",", ":"),
+                ]
             )
-        root: dict[str, Any] = {"service": self.service}
-        for dimensions, metrics in document:
-            root.update(dimensions)
+        root: dict[str, Any] = {"service": self.service, **document.values}
+        for _, metrics in document.groups:
             for name, values in metrics.items():
                 root[name] = values if len(values) > 1 else values[0]
-        fields = json.dumps(root, separators=(",", ":"))
-        return f'{{"_aws":{{"Timestamp":{timestamp},"CloudWatchMetrics":{directives}}},{fields[1:]}\n'
+        return f'{{"_aws":{{"Timestamp":{timestamp},"CloudWatchMetrics":{directives}}},{compact(root)[1:]}\n'

@@ -26,8 +26,16 @@ def route_path(scope: Scope) -> str:
     return path
 
 
+HEADERS_READ = "stratus.headers"
+"""A scope key a Lambda front door's reader may set: the request's headers already read by lower-case name, every
+name and value ASCII (so reading the ASGI list again would give the same), which `request_headers` then copies."""
+
+
 def request_headers(scope: Scope) -> dict[str, str]:
     """The request's headers by lower-case name; repeated headers joined with ", " as HTTP allows."""
+    read: dict[str, str] | None = scope.get(HEADERS_READ)
+    if read is not None:
+        return dict(read)
     headers: dict[str, str] = {}
     for raw_name, raw_value in scope.get("headers") or ():
         name, value = raw_name.decode("latin-1").lower(), raw_value.decode("latin-1")

@@ -18,6 +18,7 @@ import base64
 from typing import Any
 from urllib.parse import unquote
 
+from stratus.transport.asgi import HEADERS_READ
 from stratus.types import Scope
 
 TEXT_TYPES = (
@@ -67,6 +68,8 @@ class Reader:
             "aws.event": event,
             "aws.context": context,
         }
+        if all(key.isascii() and value.isascii() for key, value in headers.items()):
+            self.scope[HEADERS_READ] = headers  # API Gateway joins a repeated header's values with commas already
         body = event.get("body") or b""
         if event.get("isBase64Encoded", False):
             body = base64.b64decode(body)
