@@ -16,6 +16,7 @@ from mangum.adapter import DEFAULT_TEXT_MIME_TYPES
 
 from stratus.handlers.front_doors.http_api import TEXT_TYPES
 from stratus.handlers.invocation import invoke
+from stratus.transport.asgi import HEADERS_READ, request_headers
 from stratus.types import Message, Receive, Scope, Send
 from tests.fixtures.lambda_invoke import LambdaContext, event
 
@@ -36,7 +37,12 @@ def echo(headers: list[tuple[bytes, bytes]], body: bytes, *, status: int = 200, 
     seen: dict[str, Any] = {}
 
     async def app(scope: Scope, receive: Receive, send: Send) -> None:
-        seen["scope"] = {key: value for key, value in scope.items() if not key.startswith("aws.")}
+        seen["scope"] = {
+            key: value for key, value in scope.items() if not key.startswith("aws.") and key != HEADERS_READ
+        }
+        if HEADERS_READ in scope:  # the headers the front door already read are the ASGI list's, read again
+            unread = {key: value for key, value in scope.items() if key != HEADERS_READ}
+            assert request_headers(scope) == request_headers(unread)
         seen["request"] = await receive()
         await send({"type": "http.response.start", "status": status, "headers": headers})
         size = -(-len(body) // parts)
