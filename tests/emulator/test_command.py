@@ -42,9 +42,9 @@ async def test_stratus_local_serves_the_buffered_api_and_the_streaming_url() -> 
     seen: dict[str, list[float]] = {"buffered": [], "streaming": []}
     with tempfile.TemporaryFile() as output:
         command_line = ("local", "--seed", "5", "--retire-rate", "0")
-        first = free_ports(4)  # `stratus local --port P` serves its doors and Lambda's API on P to P+3
+        # `stratus local --port P` serves its doors and Lambda's API on P to P+3 (stratus_process finds four free)
         with stratus_process(
-            "tests.fixtures.apps:shared", environment, command_line=command_line, output=output, port=first
+            "tests.fixtures.apps:shared", environment, command_line=command_line, output=output
         ) as url:
             port = int(url.rsplit(":", 1)[1])
             for shape, base in [("buffered", url), ("streaming", f"http://127.0.0.1:{port + 2}")]:
@@ -76,10 +76,7 @@ async def test_stratus_local_with_no_store_named_shares_an_embedded_dynamodb_amo
     streaming function, and its calls' answers show both did: they share one store, as the deployed stack does."""
     with tempfile.TemporaryFile() as output:
         command_line = ("local", "--seed", "3", "--retire-rate", "0", "--containers", "2")
-        first = free_ports(4)
-        with stratus_process(
-            "tests.fixtures.emulator_apps:probe", {}, command_line=command_line, output=output, port=first
-        ) as url:
+        with stratus_process("tests.fixtures.emulator_apps:probe", {}, command_line=command_line, output=output) as url:
             streaming = f"http://127.0.0.1:{int(url.rsplit(':', 1)[1]) + 2}/mcp"
             async with httpx.AsyncClient(timeout=20) as http:
                 session = await initialize(http, f"{url}/mcp")
