@@ -266,6 +266,9 @@ def _serve(args: argparse.Namespace, overrides: dict[str, str]) -> int:
             "stratus: memory:// is each container's own: state does not follow a request to another container "
             "(leave --store out for the embedded DynamoDB, or pass --store redis://... to share one)\n"
         )
+    for function in stack.functions.values() if options.iam else ():
+        if function.role is not None and function.role.unchecked:
+            sys.stderr.write(f"stratus: IAM not checked for {function.logical_id}: {function.role.unchecked}\n")
     stopped = threading.Event()
     for signum in (signal.SIGINT, signal.SIGTERM):
         signal.signal(signum, lambda *_: stopped.set())

@@ -8,8 +8,10 @@ https://docs.aws.amazon.com/IAM/latest/UserGuide/reference_policies_evaluation-l
 without regard to case; `*` and `?` are wildcards in actions and resources
 (https://docs.aws.amazon.com/IAM/latest/UserGuide/reference_policies_elements_resource.html).
 
-What is not modelled: conditions (a statement with a `Condition` is refused when the template is read, so nothing
-is allowed that AWS might refuse), `NotAction` / `NotResource`, permission boundaries and service control policies.
+What is not modelled: conditions, `NotAction` / `NotResource`, AWS managed policies other than the ones Stratus's
+template uses, permission boundaries and service control policies. A role with a statement or a policy the emulator
+cannot evaluate is left unchecked (`Role.unchecked` says why, and `stratus local` prints it): its calls are recorded
+and allowed, rather than refused where AWS might allow them.
 """
 
 from __future__ import annotations
@@ -20,7 +22,7 @@ from dataclasses import dataclass, field
 from functools import cache
 from typing import Any
 
-from stratus.emulator.intrinsics import Resolver, TemplateError
+from stratus.emulator.intrinsics import Resolver
 
 
 @dataclass(frozen=True)
@@ -38,10 +40,14 @@ class Statement:
         )
 
 
+class UnevaluableError(Exception):
+    """A policy the emulator cannot evaluate: what it holds, and where."""
+
+
 def _statement(raw: Mapping[str, Any], where: str) -> Statement:
     unsupported = {"Condition", "NotAction", "NotResource", "NotPrincipal"} & set(raw)
     if unsupported:
-        raise TemplateError(f"{where}: the emulator does not evaluate {', '.join(sorted(unsupported))} in IAM")
+        raise UnevaluableError(f"{where} uses {', '.join(sorted(unsupported))}")
 
     def listed(value: Any) -> tuple[str, ...]:
         return tuple(str(item) for item in (value if isinstance(value, list) else [value]))
@@ -109,11 +115,11 @@ def aws_managed(arn: str) -> tuple[Statement, ...]:
     """The statements of the AWS managed policy `arn` (`arn:<partition>:iam::aws:policy/<name>`).
 
     Raises:
-        TemplateError: a policy the emulator does not know (it cannot tell what it allows).
+        UnevaluableError: a policy the emulator does not know (it cannot tell what it allows).
     """
     name = arn.partition(":iam::aws:policy/")[2]
     if name not in AWS_MANAGED:
-        raise TemplateError(f"the emulator does not know the AWS managed policy {arn}")
+        raise UnevaluableError(f"the AWS managed policy {arn} is not one the emulator knows")
     return AWS_MANAGED[name]
 
 
@@ -127,6 +133,8 @@ class Role:
     statements: tuple[Statement, ...]
     managed_policies: tuple[str, ...] = ()
     """The ARNs of the managed policies attached (AWS's and the stack's own)."""
+    unchecked: str = ""
+    """Why the emulator cannot evaluate this role (then its calls are allowed): empty when it can."""
 
     def allows(self, action: str, resource: str) -> bool:
         matching = [statement for statement in self.statements if statement.covers(action, resource)]
@@ -170,7 +178,10 @@ class CallLog:
 
 
 def check(role: Role, function: str, action: str, resources: Iterable[str]) -> str | None:
-    """None when `role` allows `action` on every resource, else the AccessDenied message for the first it does not."""
+    """None when `role` allows `action` on every resource (or cannot be evaluated), else the AccessDenied message for
+    the first it does not."""
+    if role.unchecked:
+        return None
     for resource in resources:
         if not role.allows(action, resource):
             return role.refusal(function, action, resource)
@@ -216,30 +227,42 @@ class Identities:
 def stack_roles(resolver: Resolver) -> dict[str, Role]:
     """The stack's IAM roles by ARN, each with the statements of every policy attached to it: its inline policies,
     the managed policies it names (the stack's own `AWS::IAM::ManagedPolicy`, or AWS's), and the stack's managed
-    policies and `AWS::IAM::Policy` resources that name it in their `Roles`."""
-    own: dict[str, tuple[Statement, ...]] = {}
-    attached: dict[str, list[Statement]] = {}
+    policies and `AWS::IAM::Policy` resources that name it in their `Roles`; a role with one the emulator cannot
+    evaluate is `unchecked`."""
+    own: dict[str, tuple[Statement, ...] | str] = {}
+    attached: dict[str, list[Statement | str]] = {}
     for kind in ("AWS::IAM::ManagedPolicy", "AWS::IAM::Policy"):
         for logical_id in resolver.created(kind):
             properties = resolver.properties(logical_id)
-            found = statements(properties.get("PolicyDocument") or {}, logical_id)
+            found: tuple[Statement, ...] | str
+            try:
+                found = statements(properties.get("PolicyDocument") or {}, logical_id)
+            except UnevaluableError as error:
+                found = str(error)
             if kind == "AWS::IAM::ManagedPolicy":
                 own[str(resolver.ref(logical_id))] = found
             for role_name in properties.get("Roles") or ():
-                attached.setdefault(str(role_name), []).extend(found)
+                attached.setdefault(str(role_name), []).extend([found] if isinstance(found, str) else found)
     roles: dict[str, Role] = {}
     for logical_id in resolver.created("AWS::IAM::Role"):
         properties = resolver.properties(logical_id)
         name = str(resolver.ref(logical_id))
         managed = tuple(str(arn) for arn in properties.get("ManagedPolicyArns") or ())
-        granted = [
-            statement
-            for policy in properties.get("Policies") or ()
-            for statement in statements(policy.get("PolicyDocument") or {}, logical_id)
-        ]
+        granted: list[Statement | str] = []
+        for policy in properties.get("Policies") or ():
+            try:
+                granted.extend(statements(policy.get("PolicyDocument") or {}, logical_id))
+            except UnevaluableError as error:
+                granted.append(str(error))
         for arn in managed:
-            granted.extend(own[arn] if arn in own else aws_managed(arn))
+            try:
+                policy = own[arn] if arn in own else aws_managed(arn)
+            except UnevaluableError as error:
+                policy = str(error)
+            granted.extend([policy] if isinstance(policy, str) else policy)
         granted.extend(attached.get(name, ()))
+        reasons = [item for item in granted if isinstance(item, str)]
+        evaluated = tuple(item for item in granted if isinstance(item, Statement))
         arn = str(resolver.get_att(logical_id, "Arn"))
-        roles[arn] = Role(logical_id, name, arn, tuple(granted), managed)
+        roles[arn] = Role(logical_id, name, arn, evaluated, managed, "; ".join(reasons))
     return roles

@@ -159,3 +159,22 @@ async def test_defect_pinned_the_sweepers_old_policy_fails_every_sweep_with_acce
     assert swept.headers.get("x-amz-function-error") == "Unhandled"
     assert swept.json()["errorType"] == "StoreUnavailableError"  # the sweep failed (SweeperFunctionErrorsAlarm)
     assert denied == [(_function(aws, "SweeperFunction"), "dynamodb:GetItem")]
+
+
+def test_a_role_the_emulator_cannot_evaluate_is_left_unchecked_and_says_why(tmp_path: Path) -> None:
+    """An AWS managed policy it does not know, or a condition: refusing would fail calls AWS may allow."""
+    from stratus.emulator.iam import check
+    from stratus.emulator.stack import read_stack
+
+    text = TEMPLATE.read_text(encoding="utf-8").replace("CodeUri: .", f"CodeUri: {TEMPLATE.parent}")
+    start = text.index("  SweeperRole:")
+    sweeper = text[start:].replace("service-role/AWSLambdaBasicExecutionRole", "AmazonS3ReadOnlyAccess", 1)
+    path = tmp_path / "unknown_policy.yaml"
+    path.write_text(text[:start] + sweeper, encoding="utf-8")
+    roles = {function.logical_id: function.role for function in read_stack(path).functions.values()}
+    sweeper_role, serving = roles["SweeperFunction"], roles["BufferedFunction"]
+    assert sweeper_role is not None and serving is not None
+    assert "AmazonS3ReadOnlyAccess is not one the emulator knows" in sweeper_role.unchecked
+    assert check(sweeper_role, "sweeper", "s3:GetObject", ["arn:aws:s3:::any/key"]) is None
+    assert serving.unchecked == ""
+    assert check(serving, "buffered", "s3:GetObject", ["arn:aws:s3:::any/key"]) is not None
