@@ -184,7 +184,7 @@ class Reads:
     ) -> JsonObject:
         """Run `work` once through the pipeline: its answer, or at 2026-07-28 the `input_required` result when it
         asked the client something this round does not answer."""
-        inputs = await self.rounds.open(call)
+        inputs = self.rounds.first(call) if "requestState" not in call.params else await self.rounds.open(call)
         try:
             deadline = self.pipeline.deadline_for(call.http, None)
             context = call.context(item=item, deadline=deadline, inputs=inputs, publish=self.publish)

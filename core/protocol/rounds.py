@@ -28,15 +28,21 @@ class InputRounds:
     async def open(self, call: Call) -> InputRound | None:
         """At 2026-07-28, the answers this attempt carries: earlier rounds' from its sealed requestState (claimed
         once), this round's from inputResponses. None on the handshake-era wire."""
-        if not call.stateless:
-            return None
-        answers: dict[str, Any] = {}
-        state = call.params.get("requestState")
-        if state is not None:
-            digest = request_digest(call.request.method, call.params)
-            answers, nonce = self.sealer.open(state, principal=call.principal_key, digest=digest)
-            if not await self.cache.claim(f"mrtr:{nonce}", STATE_TTL_SECONDS):
-                raise RequestStateError
+        if not call.stateless or call.params.get("requestState") is None:
+            return self.first(call)
+        digest = request_digest(call.request.method, call.params)
+        answers, nonce = self.sealer.open(call.params["requestState"], principal=call.principal_key, digest=digest)
+        if not await self.cache.claim(f"mrtr:{nonce}", STATE_TTL_SECONDS):
+            raise RequestStateError
+        return self._with_responses(call, answers)
+
+    def first(self, call: Call) -> InputRound | None:
+        """`open` for an attempt without a requestState, which claims nothing (no await, so a call that asks
+        nothing pays for no coroutine): this round's answers at 2026-07-28, None on the handshake-era wire."""
+        return self._with_responses(call, {}) if call.stateless else None
+
+    @staticmethod
+    def _with_responses(call: Call, answers: dict[str, Any]) -> InputRound:
         responses = call.params.get("inputResponses")
         if isinstance(responses, dict):
             answers.update(responses)

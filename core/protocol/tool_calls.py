@@ -62,7 +62,7 @@ class ToolCalls:
 
     async def run(self, call: Call, tool: Tool, arguments: JsonObject) -> JsonObject:
         """Run the tool now, through the pipeline, and answer with its result."""
-        inputs = await self.rounds.open(call)
+        inputs = self.rounds.first(call) if "requestState" not in call.params else await self.rounds.open(call)
         deadline = self.pipeline.deadline_for(call.http, tool.policy.timeout)
         context = call.context(item=tool.name, deadline=deadline, inputs=inputs, publish=self.publish)
         watcher = self.running.start(call.request.id, context)
