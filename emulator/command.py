@@ -147,7 +147,6 @@ def door_lines(served: list[Served], path: str) -> list[str]:
     return [
         f"  {door.kind:<13} {door.logical_id:<24} {door.url}{'' if door.kind == 'Lambda API' else path}"
         for door in served
-        if door.kind != "AWS APIs"  # the containers' own (aws_apis.AwsApis)
     ]
 
 

@@ -17,6 +17,7 @@ and allowed, rather than refused where AWS might allow them.
 from __future__ import annotations
 
 import re
+import secrets
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from functools import cache
@@ -207,14 +208,14 @@ class Identities:
     not checked, as the key is known only to the containers' environment."""
 
     by_key: dict[str, Identity] = field(default_factory=dict)
+    keys: dict[str, str] = field(default_factory=dict)
+    """Each function's key, issued once."""
 
     def issue(self, function: str, role: Role | None) -> dict[str, str]:
         """The environment that makes a container `function` running with `role`."""
-        import secrets
-
-        key = next((key for key, known in self.by_key.items() if known.function == function), None)
+        key = self.keys.get(function)
         if key is None:
-            key = "ASIA" + secrets.token_hex(8).upper()
+            key = self.keys[function] = "ASIA" + secrets.token_hex(8).upper()
             self.by_key[key] = Identity(function, role)
         return {"AWS_ACCESS_KEY_ID": key, "AWS_SECRET_ACCESS_KEY": "local", "AWS_SESSION_TOKEN": "local"}
 

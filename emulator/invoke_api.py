@@ -39,6 +39,7 @@ import json
 import re
 import secrets
 from collections.abc import Mapping
+from urllib.parse import parse_qs
 
 from stratus.emulator.billing import Bill
 from stratus.emulator.containers import INVOKE_PAYLOAD_BYTES, FunctionPool, ThrottledError
@@ -162,8 +163,8 @@ class LambdaApi:
         identity = self.identities.of(authorization.decode("latin-1")) if self.identities else None
         if identity is None:
             return None
-        query = dict(part.partition("=")[::2] for part in scope.get("query_string", b"").decode().split("&") if part)
-        qualifier = qualifier or query.get("Qualifier") or None
+        query = parse_qs(scope.get("query_string", b"").decode("latin-1"))
+        qualifier = qualifier or next(iter(query.get("Qualifier", ())), None)
         resource = pool.function.arn + (f":{qualifier}" if qualifier else "")
         refusal = (
             check(identity.role, identity.function, "lambda:InvokeFunction", [resource]) if identity.role else None

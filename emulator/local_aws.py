@@ -257,7 +257,11 @@ class LocalAws:
                     bases[index] = self._lambda_endpoint = door.endpoint(bases[index])
                 if isinstance(door, AwsApis):
                     self._aws_endpoint = bases[index]
-            self.served = [Served(door.kind, door.logical_id, bases[index]) for index, door in enumerate(self.doors)]
+            self.served = [
+                Served(door.kind, door.logical_id, bases[index])
+                for index, door in enumerate(self.doors)
+                if not isinstance(door, AwsApis)  # the containers' own, not a door of the stack
+            ]
             if started is not None:
                 started.set()
             await stop.wait()
