@@ -13,6 +13,12 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, fields
 from typing import Any
 
+from stratus.setting_values import count as _count
+from stratus.setting_values import csv as _csv
+from stratus.setting_values import flag as _flag
+from stratus.setting_values import positive_float as _positive_float
+from stratus.setting_values import positive_int as _positive_int
+from stratus.setting_values import seconds as _seconds
 from stratus.stores.bounded import DYNAMODB_MAX_RECORD_BYTES
 from stratus.stores.urls import WAITING_CONNECTIONS, StoreConfigError, StoreUrl, parse_store_url
 
@@ -35,49 +41,6 @@ class SettingsError(ValueError):
             super().__init__(self.problems[0])
         else:
             super().__init__(f"{len(self.problems)} problems in the settings:\n  " + "\n  ".join(self.problems))
-
-
-def _csv(value: str) -> tuple[str, ...]:
-    return tuple(item.strip() for item in value.split(",") if item.strip())
-
-
-def _positive_int(value: str) -> int:
-    if not value.strip().isdigit() or int(value) <= 0:
-        raise ValueError("must be a positive integer")
-    return int(value)
-
-
-def _flag(value: str) -> bool:
-    lowered = value.strip().lower()
-    if lowered not in ("true", "false"):
-        raise ValueError("must be true or false")
-    return lowered == "true"
-
-
-def _positive_float(value: str) -> float:
-    try:
-        number = float(value)
-    except ValueError:
-        number = 0.0
-    if not 0 < number < float("inf"):
-        raise ValueError("must be a positive number of seconds, e.g. 2.5")
-    return number
-
-
-def _seconds(value: str) -> float:
-    try:
-        number = float(value)
-    except ValueError:
-        number = -1.0
-    if not 0 <= number < float("inf"):
-        raise ValueError("must be 0 or a positive number of seconds, e.g. 2.5")
-    return number
-
-
-def _count(value: str) -> int:
-    if not value.strip().isdigit():
-        raise ValueError("must be 0 or a positive integer")
-    return int(value)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -200,7 +163,9 @@ class Settings:
     metrics_namespace: str = "Stratus"
     """The CloudWatch namespace of the metrics in `emf` and `powertools` telemetry."""
     auth_mode: str = "off"
-    """`off`, `jwt` (verify bearer JWTs against a JWKS) or `gateway` (trust API Gateway's authorizer claims)."""
+    """`off`, `jwt` (verify bearer JWTs against a JWKS), `gateway` (trust API Gateway's authorizer claims) or
+    `front` (be the authorization server of this resource, signing users in at an upstream OpenID provider:
+    docs/deploy.md, "Sign-in")."""
     auth_issuer: str | None = None
     """The token issuer (`iss`) accepted in `jwt` mode; also advertised as the authorization server."""
     auth_audience: str | None = None
@@ -209,6 +174,22 @@ class Settings:
     """Where the issuer publishes its signing keys (JWKS), in `jwt` mode."""
     auth_scopes: tuple[str, ...] = ()
     """Scopes advertised in the protected-resource metadata and in challenges."""
+    auth_upstream_issuer: str | None = None
+    """`front` mode: the OpenID provider users sign in at (its discovery document is read from this issuer)."""
+    auth_upstream_client_id: str | None = None
+    """`front` mode: the one client the upstream provider knows this server as."""
+    auth_upstream_client_secret: str | None = None
+    """`front` mode: that client's secret (or `ssm:` / `secretsmanager:` naming where it is kept)."""
+    auth_upstream_scopes: tuple[str, ...] = ("openid", "email")
+    """`front` mode: the scopes asked of the upstream provider (`openid` is always asked)."""
+    auth_token_seconds: int = 900
+    """`front` mode: how long an access token this server issues lasts."""
+    auth_refresh_seconds: int = 30 * 86400
+    """`front` mode: how long a refresh grant lasts unused (each refresh rotates it)."""
+    auth_registration_seconds: int = 90 * 86400
+    """`front` mode: how long a dynamically registered client is kept."""
+    auth_registrations_per_hour: int = 20
+    """`front` mode: how many clients one source address may register per hour (a burst of as many)."""
     auth_stage_path: str = ""
     """The path prefix the OAuth front door puts before the app's own paths and strips before the app sees them:
     an API Gateway REST API stage (`/v1`) reached without a custom domain. The metadata URL of challenges is then
@@ -228,13 +209,13 @@ class Settings:
             problems.append(f"{PREFIX}APP={self.app!r}: must be 'module:attribute', e.g. examples.demo:server")
         if self.telemetry not in ("local", "emf", "powertools"):
             problems.append(f"{PREFIX}TELEMETRY={self.telemetry!r}: must be local, emf or powertools")
-        if self.auth_mode not in ("off", "jwt", "gateway"):
-            problems.append(f"{PREFIX}AUTH_MODE={self.auth_mode!r}: must be off, jwt or gateway")
+        if self.auth_mode not in ("off", "jwt", "gateway", "front"):
+            problems.append(f"{PREFIX}AUTH_MODE={self.auth_mode!r}: must be off, jwt, gateway or front")
         if self.log_level.upper() not in LOG_LEVELS:
             problems.append(f"{PREFIX}LOG_LEVEL={self.log_level!r}: must be one of {', '.join(LOG_LEVELS)}")
         if self.limits_on_store_failure not in ("open", "closed"):
             problems.append(f"{PREFIX}LIMITS_ON_STORE_FAILURE={self.limits_on_store_failure!r}: must be open or closed")
-        if self.auth_mode == "jwt":
+        if self.auth_mode in ("jwt", "front"):
             problems.extend(self._jwt_problems())
         if not 0 < self.max_streams < WAITING_CONNECTIONS:
             problems.append(
@@ -277,14 +258,23 @@ class Settings:
         return problems
 
     def _jwt_problems(self) -> list[str]:
-        missing = [name for name in ("auth_issuer", "auth_audience", "auth_jwks_url") if not getattr(self, name)]
+        needed = {
+            "jwt": ("auth_issuer", "auth_audience", "auth_jwks_url"),
+            "front": (
+                "auth_audience",
+                "auth_upstream_issuer",
+                "auth_upstream_client_id",
+                "auth_upstream_client_secret",
+            ),
+        }[self.auth_mode]
+        missing = [name for name in needed if not getattr(self, name)]
         if missing:
             names = ", ".join(PREFIX + name.upper() for name in missing)
-            return [f"{PREFIX}AUTH_MODE=jwt needs {names}"]
+            return [f"{PREFIX}AUTH_MODE={self.auth_mode} needs {names}"]
         problems = [
             f"{PREFIX}{name.upper()}={getattr(self, name)!r}: must be an http(s) URL"
-            for name in ("auth_audience", "auth_jwks_url")
-            if not str(getattr(self, name)).startswith(("https://", "http://"))
+            for name in ("auth_audience", "auth_jwks_url", "auth_upstream_issuer")
+            if name in needed and not str(getattr(self, name)).startswith(("https://", "http://"))
         ]
         if problems:
             return problems
@@ -303,7 +293,7 @@ class Settings:
         needed = [
             ("redis", "redis", f"{PREFIX}STORE={store.scheme}://") if store.backend == "redis" else None,
             ("boto3", "dynamodb", f"{PREFIX}STORE=dynamodb://") if store.backend == "dynamodb" else None,
-            ("jwt", "jwt", f"{PREFIX}AUTH_MODE=jwt") if self.auth_mode == "jwt" else None,
+            ("jwt", "jwt", f"{PREFIX}AUTH_MODE={self.auth_mode}") if self.auth_mode in ("jwt", "front") else None,
             ("aws_lambda_powertools", "powertools", f"{PREFIX}TELEMETRY=powertools")
             if self.telemetry == "powertools"
             else None,
@@ -387,6 +377,11 @@ _PARSERS: dict[str, Callable[[str], Any]] = {
     "allowed_hosts": _csv,
     "allowed_origins": _csv,
     "auth_scopes": _csv,
+    "auth_upstream_scopes": _csv,
+    "auth_token_seconds": _positive_int,
+    "auth_refresh_seconds": _positive_int,
+    "auth_registration_seconds": _positive_int,
+    "auth_registrations_per_hour": _positive_int,
     "gateway_allowed_networks": _csv,
     "trust_request_context_header": _flag,
     "max_body_bytes": _positive_int,

@@ -1,8 +1,9 @@
 """Secrets named by reference in settings, resolved once per cold start.
 
-`STRATUS_SECRET_KEY` (the key every container signs cursors and request state with) and `STRATUS_STORE` (a
-Redis URL may carry a password) may be the value itself, or `ssm:<parameter name>` (an SSM SecureString,
-decrypted) or `secretsmanager:<secret id or ARN>`. boto3 is imported only when a reference is used.
+`STRATUS_SECRET_KEY` (the key every container signs cursors and request state with, and the authorization front
+its tokens), `STRATUS_STORE` (a Redis URL may carry a password) and `STRATUS_AUTH_UPSTREAM_CLIENT_SECRET` may be
+the value itself, or `ssm:<parameter name>` (an SSM SecureString, decrypted) or `secretsmanager:<secret id or ARN>`.
+boto3 is imported only when a reference is used.
 
 A read is bounded in time: inside a VPC without a route to SSM (no VPC endpoint, no NAT gateway) botocore would
 otherwise wait 60 s per connection attempt, over several attempts, past Lambda's 10 s on-demand init
@@ -20,7 +21,7 @@ from typing import Any
 from stratus import Settings
 from stratus.settings import PREFIX, SettingsError
 
-SECRET_SETTINGS = (f"{PREFIX}SECRET_KEY", f"{PREFIX}STORE")
+SECRET_SETTINGS = (f"{PREFIX}SECRET_KEY", f"{PREFIX}STORE", f"{PREFIX}AUTH_UPSTREAM_CLIENT_SECRET")
 
 SSM_PREFIX = "ssm:"
 SECRETS_MANAGER_PREFIX = "secretsmanager:"
@@ -119,4 +120,6 @@ def settings_without_secrets(environ: Mapping[str, str] | None = None) -> Settin
         SettingsError: a setting is malformed.
     """
     environ = os.environ if environ is None else environ
-    return Settings.from_env({key: value for key, value in environ.items() if key not in SECRET_SETTINGS})
+    # Without its client secret, the authorization front's settings would not validate: leave auth off here.
+    left_out = (*SECRET_SETTINGS, f"{PREFIX}AUTH_MODE")
+    return Settings.from_env({key: value for key, value in environ.items() if key not in left_out})

@@ -32,6 +32,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
         "stratus.stores.records",
         "stratus.stores.urls",
         "stratus.stores.bounded",
+        "stratus.setting_values",
     ),
     (
         "stratus.server",
@@ -41,11 +42,19 @@ LAYERS: tuple[tuple[str, ...], ...] = (
         "stratus.stores.dynamodb",
         "stratus.stores.lazy",
     ),
-    ("stratus.auth", "stratus.stores.factory", "stratus.pipeline"),
+    # The authorization front's configuration and key sit with the resource server that verifies its tokens; its
+    # endpoints are HTTP, beside the transport.
+    (
+        "stratus.auth",
+        "stratus.stores.factory",
+        "stratus.pipeline",
+        "stratus.auth.front.front_config",
+        "stratus.auth.front.signing",
+    ),
     ("stratus.protocol",),
     ("stratus.gateway",),
     ("stratus.composition",),
-    ("stratus.transport", "stratus.observability"),
+    ("stratus.transport", "stratus.observability", "stratus.auth.front"),
     ("stratus",),
     ("stratus.handlers",),
     ("stratus.emulator",),  # a development tool that runs the handlers as Lambda would

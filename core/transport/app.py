@@ -98,6 +98,10 @@ def build_app(
         metadata = ProtectedResourceMetadata(resource.metadata())
         routes[WELL_KNOWN] = metadata
         routes[WELL_KNOWN + settings.mcp_path] = metadata
+    if settings.auth_mode == "front":
+        from stratus.auth.front.routes import front_routes
+
+        routes.update(front_routes(settings, stores))
 
     async def shutdown() -> None:
         try:

@@ -1,0 +1,170 @@
+"""The authorization endpoint (OAuth 2.1 section 4.1.1) and the consent form it may show.
+
+A request is checked in RFC 6749 section 4.1.2.1's order: an unknown client or a redirect URI it did not register
+gets a page (never a redirect); any other fault is sent back to the redirect URI. PKCE is required with S256 only,
+and `resource` (RFC 8707), when sent, must be this server's resource. A browser that has not approved this client
+for this redirect URI sees the consent page first; then the user goes to the upstream provider to sign in.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import re
+import secrets
+from typing import Any
+
+from stratus.auth.front import front_config as config
+from stratus.auth.front.browser import binding, is_same_browser
+from stratus.auth.front.clients import ClientRegistry
+from stratus.auth.front.front_config import FrontConfig
+from stratus.auth.front.front_records import FrontRecords
+from stratus.auth.front.pages import consent_page, send_page, send_refusal
+from stratus.auth.front.replies import OAuthError, query, read_form, send_redirect, with_query
+from stratus.auth.front.upstream import OpenIdProvider, UpstreamError, logger
+from stratus.transport.asgi import request_headers
+from stratus.types import Receive, Scope, Send
+
+PKCE_CHALLENGE = re.compile(r"[A-Za-z0-9\-._~]{43,128}")
+OPENID_SCOPES = frozenset({"openid", "offline_access", "profile", "email"})
+"""Scopes some hosts ask of every server; they grant nothing here and are dropped rather than refused."""
+
+
+def s256(verifier: str) -> str:
+    return base64.urlsafe_b64encode(hashlib.sha256(verifier.encode("ascii")).digest()).rstrip(b"=").decode()
+
+
+def error_redirect(request: dict[str, Any], issuer: str, error: OAuthError) -> str:
+    """Where a refused request is sent back: its redirect URI with the error, its state and the issuer (RFC 9207)."""
+    parameters = {"error": error.error, "error_description": error.description, "iss": issuer}
+    if request.get("state") is not None:
+        parameters["state"] = request["state"]
+    return with_query(request["redirect_uri"], parameters)
+
+
+class Authorization:
+    """GET /authorize and POST /oauth/consent."""
+
+    def __init__(
+        self, front: FrontConfig, clients: ClientRegistry, records: FrontRecords, upstream: OpenIdProvider
+    ) -> None:
+        self._front = front
+        self._clients = clients
+        self._records = records
+        self._upstream = upstream
+
+    async def authorize(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["method"] not in ("GET", "HEAD"):
+            await send_refusal(send, 405, "The authorization endpoint takes GET requests.")
+            return
+        try:
+            parameters = query(scope)
+            request = await self._client_request(parameters)
+        except OAuthError as error:
+            await send_refusal(send, 400, error.description)
+            return
+        try:
+            self._check(parameters, request)
+        except OAuthError as error:
+            await send_redirect(send, error_redirect(request, self._front.issuer, error))
+            return
+        browser, cookies = binding(scope, self._front.secure)
+        request["browser"] = browser
+        remembered = await self._records.marked("consent", self._consent_key(request))
+        if remembered:
+            await self._to_upstream(send, request, cookies)
+            return
+        handle = secrets.token_urlsafe(32)
+        await self._records.put("consent-request", handle, request, config.SIGN_IN_SECONDS)
+        client = await self._clients.find(request["client_id"])
+        page = consent_page(
+            client_name=client.name if client else "",
+            client_id=request["client_id"],
+            redirect_uri=request["redirect_uri"],
+            scopes=request["scope"],
+            resource=self._front.resource,
+            action=self._front.url(config.CONSENT_PATH),
+            request=handle,
+        )
+        await send_page(send, 200, page, cookies)
+
+    async def consent(self, scope: Scope, receive: Receive, send: Send) -> None:
+        try:
+            form = await read_form(scope, receive, request_headers(scope))
+        except OAuthError as error:
+            await send_refusal(send, error.status, error.description)
+            return
+        taken = await self._records.take("consent-request", form.get("request", ""), config.SIGN_IN_SECONDS)
+        request = taken.record
+        if request is None or not is_same_browser(scope, self._front.secure, request["browser"]):
+            await send_refusal(
+                send,
+                400,
+                "This consent form has expired, was already answered, or was opened in "
+                "another browser. Start the sign-in again from your application.",
+            )
+            return
+        if form.get("decision") != "allow":
+            denied = OAuthError("access_denied", "the user did not allow this application")
+            await send_redirect(send, error_redirect(request, self._front.issuer, denied))
+            return
+        await self._records.mark("consent", self._consent_key(request), config.CONSENT_SECONDS)
+        await self._to_upstream(send, request, ())
+
+    async def _client_request(self, parameters: dict[str, str]) -> dict[str, Any]:
+        client_id = parameters.get("client_id", "")
+        client = await self._clients.find(client_id) if client_id else None
+        if client is None:
+            raise OAuthError(
+                "invalid_client",
+                "The application's client ID is unknown here: it may have expired. "
+                "Start the sign-in again from your application.",
+            )
+        redirect_uri = parameters.get("redirect_uri")
+        if redirect_uri is None and len(client.redirect_uris) == 1:
+            redirect_uri = client.redirect_uris[0]
+        if redirect_uri not in client.redirect_uris:
+            raise OAuthError("invalid_request", "The redirect URI is not one this application registered.")
+        if "authorization_code" not in client.grant_types:
+            raise OAuthError(
+                "unauthorized_client", "This application did not register for the authorization code grant."
+            )
+        return {"client_id": client_id, "redirect_uri": redirect_uri, "state": parameters.get("state")}
+
+    def _check(self, parameters: dict[str, str], request: dict[str, Any]) -> None:
+        if parameters.get("response_type") != "code":
+            raise OAuthError("unsupported_response_type", "response_type must be code")
+        challenge = parameters.get("code_challenge")
+        if challenge is None:
+            raise OAuthError("invalid_request", "PKCE is required: send code_challenge with code_challenge_method=S256")
+        if parameters.get("code_challenge_method") != "S256":
+            raise OAuthError("invalid_request", "code_challenge_method must be S256 (plain is not supported)")
+        if not PKCE_CHALLENGE.fullmatch(challenge):
+            raise OAuthError("invalid_request", "code_challenge must be 43 to 128 unreserved characters")
+        resource = parameters.get("resource", self._front.resource)
+        if resource.rstrip("/") != self._front.resource.rstrip("/"):
+            raise OAuthError("invalid_target", f"this server issues tokens only for {self._front.resource}")
+        requested = parameters.get("scope", "").split()
+        unknown = [item for item in requested if item not in self._front.scopes and item not in OPENID_SCOPES]
+        if unknown:
+            raise OAuthError("invalid_scope", f"unknown scope {unknown[0]!r}")
+        granted = [item for item in requested if item in self._front.scopes] or list(self._front.scopes)
+        request.update(code_challenge=challenge, scope=granted)
+
+    def _consent_key(self, request: dict[str, Any]) -> str:
+        return f"{request['browser']}|{request['client_id']}|{request['redirect_uri']}"
+
+    async def _to_upstream(self, send: Send, request: dict[str, Any], cookies: tuple[str, ...]) -> None:
+        state, verifier, nonce = (secrets.token_urlsafe(32) for _ in range(3))
+        try:
+            location = await self._upstream.authorization_url(
+                redirect_uri=self._front.url(config.CALLBACK_PATH), state=state, nonce=nonce, challenge=s256(verifier)
+            )
+        except UpstreamError as error:
+            logger.warning("the upstream identity provider is unavailable: %s", error)
+            failed = OAuthError("temporarily_unavailable", "the identity provider cannot be reached; try again")
+            await send_redirect(send, error_redirect(request, self._front.issuer, failed), cookies)
+            return
+        sign_in = {**request, "verifier": verifier, "nonce": nonce}
+        await self._records.put("sign-in", state, sign_in, config.SIGN_IN_SECONDS)
+        await send_redirect(send, location, cookies)

@@ -1,0 +1,65 @@
+"""What the front keeps in the stack's store: every code, sign-in, consent, client and refresh grant, under the hash
+of its key (a copy of the store holds no usable code or token), with a time to live.
+
+Single use (codes, sign-ins, refresh tokens: RFC 6749 sections 4.1.2 and 10.4) is a claim, the store's one atomic
+first-writer-wins step: the first taker claims the key, every later one finds the claim and learns it is a replay.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from typing import Any, NamedTuple
+
+from stratus.stores.base import CacheStore
+
+PREFIX = "oauth"
+
+
+def digest(value: str) -> str:
+    return hashlib.sha256(value.encode()).hexdigest()
+
+
+class Taken(NamedTuple):
+    """What taking a single-use record found: the record (None when unknown, expired or already taken), and whether it
+    had been taken before (a replay)."""
+
+    record: dict[str, Any] | None
+    replayed: bool
+
+
+class FrontRecords:
+    """The front's records, by kind and key."""
+
+    def __init__(self, cache: CacheStore) -> None:
+        self._cache = cache
+
+    @staticmethod
+    def _key(kind: str, key: str) -> str:
+        return f"{PREFIX}:{kind}:{digest(key)}"
+
+    async def put(self, kind: str, key: str, record: dict[str, Any], ttl_seconds: float) -> None:
+        await self._cache.set(self._key(kind, key), json.dumps(record, separators=(",", ":")), ttl_seconds)
+
+    async def get(self, kind: str, key: str) -> dict[str, Any] | None:
+        stored = await self._cache.get(self._key(kind, key))
+        if stored is None:
+            return None
+        record: dict[str, Any] = json.loads(stored)
+        return record
+
+    async def delete(self, kind: str, key: str) -> None:
+        await self._cache.delete(self._key(kind, key))
+
+    async def take(self, kind: str, key: str, ttl_seconds: float) -> Taken:
+        """The record, at most once: `ttl_seconds` must outlive the record, so that a late replay is still seen."""
+        if not await self._cache.claim(self._key(f"{kind}-taken", key), ttl_seconds):
+            return Taken(None, replayed=True)
+        return Taken(await self.get(kind, key), replayed=False)
+
+    async def mark(self, kind: str, key: str, ttl_seconds: float) -> None:
+        """Note that `key` happened (a revoked grant), for `ttl_seconds`."""
+        await self._cache.set(self._key(kind, key), "1", ttl_seconds)
+
+    async def marked(self, kind: str, key: str) -> bool:
+        return await self._cache.get(self._key(kind, key)) is not None

@@ -1,0 +1,110 @@
+"""How the front reads its requests and answers them: bounded form and JSON bodies, OAuth error objects (RFC 6749
+section 5.2), redirects, and CORS for the endpoints a browser-based host calls with `fetch` (metadata, JWKS,
+registration, token, revocation; never the pages a user navigates)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Mapping
+from typing import Any
+from urllib.parse import parse_qsl, urlencode, urlsplit
+
+from stratus.transport.asgi import send_response
+from stratus.types import Receive, Scope, Send
+
+MAX_BODY_BYTES = 64 * 1024
+NO_STORE = {"cache-control": "no-store", "pragma": "no-cache"}
+CORS = {
+    "access-control-allow-origin": "*",
+    "access-control-allow-methods": "GET, POST, OPTIONS",
+    "access-control-allow-headers": "authorization, content-type, mcp-protocol-version",
+    "access-control-max-age": "86400",
+}
+
+
+class OAuthError(Exception):
+    """An error answered as RFC 6749 section 5.2 (and RFC 7591 section 3.2.2) describe it."""
+
+    def __init__(
+        self, error: str, description: str, status: int = 400, headers: Mapping[str, str] | None = None
+    ) -> None:
+        super().__init__(description)
+        self.error = error
+        self.description = description
+        self.status = status
+        self.headers = dict(headers or {})
+
+
+async def read_limited(receive: Receive) -> bytes:
+    """The request body, refused past MAX_BODY_BYTES."""
+    chunks: list[bytes] = []
+    size = 0
+    while True:
+        message = await receive()
+        chunk = message.get("body", b"")
+        size += len(chunk)
+        if size > MAX_BODY_BYTES:
+            raise OAuthError("invalid_request", f"the request body is over {MAX_BODY_BYTES} bytes", 413)
+        chunks.append(chunk)
+        if not message.get("more_body"):
+            return b"".join(chunks)
+
+
+def single_values(pairs: Iterable[tuple[str, str]]) -> dict[str, str]:
+    """Parameters by name; RFC 6749 section 3.1: none may be sent more than once."""
+    values: dict[str, str] = {}
+    for name, value in pairs:
+        if name in values:
+            raise OAuthError("invalid_request", f"the parameter {name!r} is sent more than once")
+        values[name] = value
+    return values
+
+
+async def read_form(scope: Scope, receive: Receive, headers: Mapping[str, str]) -> dict[str, str]:
+    if scope["method"] != "POST":
+        raise OAuthError("invalid_request", "use POST", 405, {"allow": "POST"})
+    if headers.get("content-type", "").split(";")[0].strip().lower() != "application/x-www-form-urlencoded":
+        raise OAuthError("invalid_request", "the body must be application/x-www-form-urlencoded")
+    body = await read_limited(receive)
+    try:
+        return single_values(parse_qsl(body.decode(), keep_blank_values=True, strict_parsing=bool(body)))
+    except (UnicodeDecodeError, ValueError):
+        raise OAuthError("invalid_request", "the body is not a form") from None
+
+
+def query(scope: Scope) -> dict[str, str]:
+    raw = scope.get("query_string", b"").decode("latin-1")
+    return single_values(parse_qsl(raw, keep_blank_values=True))
+
+
+async def send_json(send: Send, status: int, document: Any, headers: Mapping[str, str] | None = None) -> None:
+    body = json.dumps(document, separators=(",", ":")).encode()
+    await send_response(send, status, body, {"content-type": "application/json", **CORS, **NO_STORE, **(headers or {})})
+
+
+async def send_error(send: Send, error: OAuthError) -> None:
+    document = {"error": error.error, "error_description": error.description}
+    await send_json(send, error.status, document, error.headers)
+
+
+async def send_preflight(send: Send) -> None:
+    await send_response(send, 204, b"", CORS)
+
+
+def with_query(url: str, parameters: Mapping[str, str]) -> str:
+    """`url` with `parameters` added to its query (RFC 6749 section 3.1.2: a redirect URI's own query is kept)."""
+    separator = "&" if urlsplit(url).query else ("" if url.endswith("?") else "?")
+    return url + separator + urlencode(parameters)
+
+
+async def send_redirect(send: Send, location: str, cookies: Iterable[str] = ()) -> None:
+    raw = [(b"location", location.encode()), (b"content-length", b"0"), (b"cache-control", b"no-store")]
+    raw.extend((b"set-cookie", cookie.encode()) for cookie in cookies)
+    await send({"type": "http.response.start", "status": 302, "headers": raw})
+    await send({"type": "http.response.body", "body": b""})
+
+
+def source_address(scope: Scope) -> str:
+    """The client's address as the front door saw it (API Gateway's and Function URLs' `sourceIp`)."""
+    client = scope.get("client")
+    return str(client[0]) if client else "unknown"

@@ -1,0 +1,169 @@
+"""The token endpoint (OAuth 2.1 section 3.2) and revocation (RFC 7009).
+
+Access tokens are JWTs for this resource alone (`aud`), signed with the front's key and short-lived
+(`STRATUS_AUTH_TOKEN_SECONDS`). Refresh tokens are opaque, single use, and rotate on every refresh (OAuth 2.1 section
+4.3.1). Every token from one sign-in belongs to one grant: a code or refresh token presented twice (a replay: RFC 6749
+section 4.1.2 and OAuth 2.1 section 4.14.2) revokes the grant, and so does revoking any of its tokens. An access
+token already issued lives out its short life: resource servers do not look it up.
+"""
+
+from __future__ import annotations
+
+import secrets
+import time
+from typing import Any
+
+from stratus.auth.front import front_config as config
+from stratus.auth.front.authorization import s256
+from stratus.auth.front.client_auth import authenticate_client
+from stratus.auth.front.clients import Client, ClientRegistry
+from stratus.auth.front.front_config import FrontConfig
+from stratus.auth.front.front_records import FrontRecords
+from stratus.auth.front.replies import OAuthError, read_form, send_error, send_json, send_preflight
+from stratus.auth.front.signing import SigningKey
+from stratus.transport.asgi import request_headers
+from stratus.types import Receive, Scope, Send
+
+
+class Tokens:
+    """POST /token and POST /revoke."""
+
+    def __init__(self, front: FrontConfig, clients: ClientRegistry, records: FrontRecords, key: SigningKey) -> None:
+        self._front = front
+        self._clients = clients
+        self._records = records
+        self._key = key
+
+    async def token(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["method"] == "OPTIONS":
+            await send_preflight(send)
+            return
+        try:
+            headers = request_headers(scope)
+            form = await read_form(scope, receive, headers)
+            client = await authenticate_client(self._clients, form, headers)
+            grant_type = form.get("grant_type")
+            if grant_type == "authorization_code":
+                answer = await self._exchange_code(client, form)
+            elif grant_type == "refresh_token":
+                answer = await self._refresh(client, form)
+            else:
+                raise OAuthError("unsupported_grant_type", "grant_type must be authorization_code or refresh_token")
+        except OAuthError as error:
+            await send_error(send, error)
+            return
+        await send_json(send, 200, answer)
+
+    async def revoke(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["method"] == "OPTIONS":
+            await send_preflight(send)
+            return
+        try:
+            headers = request_headers(scope)
+            form = await read_form(scope, receive, headers)
+            client = await authenticate_client(self._clients, form, headers)
+            token = form.get("token")
+            if not token:
+                raise OAuthError("invalid_request", "no token to revoke")
+            await self._revoke(client, token)
+        except OAuthError as error:
+            await send_error(send, error)
+            return
+        await send_json(send, 200, {})  # RFC 7009 section 2.2: the same answer for an unknown token
+
+    async def _exchange_code(self, client: Client, form: dict[str, str]) -> dict[str, Any]:
+        code, verifier = form.get("code"), form.get("code_verifier")
+        if not code:
+            raise OAuthError("invalid_request", "no code")
+        if not verifier:
+            raise OAuthError("invalid_request", "PKCE is required: no code_verifier")
+        self._check_resource(form)
+        taken = await self._records.take("code", code, config.CODE_SECONDS)
+        if taken.replayed:
+            await self._revoke_grant_of("code", code)
+            raise OAuthError("invalid_grant", "the code was already used; the tokens issued for it are revoked")
+        grant = taken.record
+        if grant is None:
+            raise OAuthError("invalid_grant", "the code is unknown or expired")
+        if grant["client_id"] != client.client_id:
+            raise OAuthError("invalid_grant", "the code was issued to another client")
+        if form.get("redirect_uri", grant["redirect_uri"]) != grant["redirect_uri"]:
+            raise OAuthError("invalid_grant", "redirect_uri is not the one the code was requested with")
+        if not secrets.compare_digest(s256(verifier), grant["code_challenge"]):
+            raise OAuthError("invalid_grant", "the code_verifier does not match the code_challenge")
+        return await self._issue(client, grant, grant["scope"])
+
+    async def _refresh(self, client: Client, form: dict[str, str]) -> dict[str, Any]:
+        token = form.get("refresh_token")
+        if not token:
+            raise OAuthError("invalid_request", "no refresh_token")
+        self._check_resource(form)
+        taken = await self._records.take("refresh", token, self._front.refresh_seconds)
+        if taken.replayed:
+            await self._revoke_grant_of("refresh", token)
+            raise OAuthError("invalid_grant", "the refresh token was already used; its grant is revoked")
+        grant = taken.record
+        if grant is None or await self._records.marked("revoked-grant", grant["grant"]):
+            raise OAuthError("invalid_grant", "the refresh token is unknown, expired or revoked")
+        if grant["client_id"] != client.client_id:
+            raise OAuthError("invalid_grant", "the refresh token was issued to another client")
+        scopes = grant["scope"]
+        if "scope" in form:
+            asked = form["scope"].split()
+            if not set(asked) <= set(scopes):
+                raise OAuthError("invalid_scope", "a refresh may only narrow the scope granted")
+            scopes = asked
+        return await self._issue(client, grant, scopes)
+
+    def _check_resource(self, form: dict[str, str]) -> None:
+        resource = form.get("resource")
+        if resource is not None and resource.rstrip("/") != self._front.resource.rstrip("/"):
+            raise OAuthError("invalid_target", f"this server issues tokens only for {self._front.resource}")
+
+    async def _issue(self, client: Client, grant: dict[str, Any], scopes: list[str]) -> dict[str, Any]:
+        now = int(time.time())
+        identity = grant["identity"]
+        claims: dict[str, Any] = {
+            **identity,
+            "iss": self._front.issuer,
+            "aud": self._front.resource,
+            "client_id": client.client_id,
+            "scope": " ".join(scopes),
+            "iat": now,
+            "exp": now + self._front.token_seconds,
+            "jti": secrets.token_urlsafe(16),
+            "sid": grant["grant"],
+        }
+        answer: dict[str, Any] = {
+            "access_token": self._key.sign(claims),
+            "token_type": "Bearer",
+            "expires_in": self._front.token_seconds,
+            "scope": " ".join(scopes),
+        }
+        if "refresh_token" in client.grant_types:
+            refresh = secrets.token_urlsafe(32)
+            record = {
+                "client_id": client.client_id,
+                "scope": grant["scope"],
+                "identity": identity,
+                "grant": grant["grant"],
+            }
+            await self._records.put("refresh", refresh, record, self._front.refresh_seconds)
+            answer["refresh_token"] = refresh
+        return answer
+
+    async def _revoke_grant_of(self, kind: str, key: str) -> None:
+        record = await self._records.get(kind, key)
+        if record is not None:
+            await self._records.mark("revoked-grant", record["grant"], self._front.refresh_seconds)
+
+    async def _revoke(self, client: Client, token: str) -> None:
+        record = await self._records.get("refresh", token)
+        if record is not None:
+            if record["client_id"] == client.client_id:
+                await self._records.mark("revoked-grant", record["grant"], self._front.refresh_seconds)
+                await self._records.delete("refresh", token)
+            return
+        claims = self._key.verified(token, issuer=self._front.issuer, audience=self._front.resource)
+        if claims is not None and claims.get("client_id") == client.client_id:
+            await self._records.mark("revoked-grant", str(claims["sid"]), self._front.refresh_seconds)
