@@ -8,6 +8,7 @@ from typing import Any
 
 import pytest
 
+from stratus import McpServer, Settings, build_app
 from stratus.stores.dynamodb.schema import table_definition
 
 TEMPLATE_PATH = Path(__file__).parent.parent / "template.yaml"
@@ -96,6 +97,16 @@ def test_the_template_is_well_formed_yaml_with_every_referenced_resource_defined
     assert {"BufferedFunction", "StreamingFunction", "StateTable"} <= resources
 
 
+FRONT_SETTINGS = Settings(
+    auth_mode="front",
+    auth_audience="https://mcp.example.com/mcp",
+    auth_upstream_issuer="https://idp.example.com",
+    auth_upstream_client_id="stratus",
+    auth_upstream_client_secret="secret",
+)
+"""Every route the app serves is there with the authorization front on."""
+
+
 def test_the_http_api_routes_every_path_the_app_serves_with_any_method_so_preflights_reach_it() -> None:
     template = _parsed_template()
     events = template["Resources"]["BufferedFunction"]["Properties"]["Events"]
@@ -112,8 +123,18 @@ def test_the_http_api_routes_every_path_the_app_serves_with_any_method_so_prefli
             "/health/live",
             "/.well-known/oauth-protected-resource",
             "/.well-known/oauth-protected-resource/mcp",
+            "/.well-known/oauth-authorization-server",
+            "/.well-known/openid-configuration",
+            "/authorize",
+            "/token",
+            "/register",
+            "/revoke",
+            "/oauth/{page}",
         )
     }
+    front = build_app(McpServer("front"), FRONT_SETTINGS).routes
+    patterns = [re.compile(re.sub(r"\\{\w+\\}", "[^/]+", re.escape(path)) + "$") for path, _ in routes]
+    assert [path for path in front if not any(pattern.match(path) for pattern in patterns)] == []
     # The app answers preflights (core/transport/cors.py): no CorsConfiguration makes API Gateway answer them.
     http_apis = [r for r in template["Resources"].values() if r["Type"] == "AWS::Serverless::HttpApi"]
     assert all("CorsConfiguration" not in api.get("Properties", {}) for api in http_apis)
@@ -380,10 +401,14 @@ def test_a_regional_rest_api_streams_from_the_streaming_function_past_29_seconds
 def test_auth_settings_are_parameters_passed_to_both_functions() -> None:
     template = _parsed_template()
     assert {"AuthMode", "AuthIssuer", "AuthAudience", "AuthJwksUrl"} <= set(template["Parameters"])
-    assert template["Parameters"]["AuthMode"]["AllowedValues"] == ["off", "jwt", "gateway"]
+    assert template["Parameters"]["AuthMode"]["AllowedValues"] == ["off", "jwt", "gateway", "front"]
     variables = _environment()
     assert variables["STRATUS_AUTH_MODE"] == "AuthMode"
     assert variables["STRATUS_AUTH_JWKS_URL"] == ["HasAuthJwksUrl", "AuthJwksUrl", "AWS::NoValue"]
+    assert variables["STRATUS_AUTH_UPSTREAM_ISSUER"] == ["AuthFront", "AuthUpstreamIssuer", "AWS::NoValue"]
+    # The client secret is read from SSM, as the secret key is, by every function's role.
+    assert variables["STRATUS_AUTH_UPSTREAM_CLIENT_SECRET"][1] == "ssm:${AuthUpstreamClientSecretParameter}"
+    assert TEMPLATE.count("parameter${AuthUpstreamClientSecretParameter}") == 2
 
 
 def _translated() -> dict[str, Any]:
