@@ -71,8 +71,9 @@ class Settings:
     gateway_config: str | None = None
     """A `{"mcpServers": {...}}` JSON file: serve those upstream servers as one gateway instead of `app`."""
     gateway_allowed_networks: tuple[str, ...] = ()
-    """Private networks (CIDR) the gateway may reach upstreams in, e.g. `127.0.0.0/8` for local servers;
-    loopback, private, link-local and metadata addresses are refused otherwise."""
+    """Private networks (CIDR) the gateway may reach upstreams in (and the authorization front client metadata
+    documents in), e.g. `127.0.0.0/8` for local servers; loopback, private, link-local and metadata addresses are
+    refused otherwise."""
     max_stream_seconds: float = 840.0
     """A resumable (handshake-era) SSE response ends cleanly after this long, below Lambda's 15-minute limit;
     the client resumes it with `Last-Event-ID` while the call goes on. 2026-07-28 streams are not cut."""

@@ -72,13 +72,13 @@ class Authorization:
         request["browser"] = browser
         remembered = await self._records.marked("consent", self._consent_key(request))
         if remembered:
+            del request["client_name"]
             await self._to_upstream(send, request, cookies)
             return
         handle = secrets.token_urlsafe(32)
         await self._records.put("consent-request", handle, request, config.SIGN_IN_SECONDS)
-        client = await self._clients.find(request["client_id"])
         page = consent_page(
-            client_name=client.name if client else "",
+            client_name=request.pop("client_name"),
             client_id=request["client_id"],
             redirect_uri=request["redirect_uri"],
             scopes=request["scope"],
@@ -129,7 +129,12 @@ class Authorization:
             raise OAuthError(
                 "unauthorized_client", "This application did not register for the authorization code grant."
             )
-        return {"client_id": client_id, "redirect_uri": redirect_uri, "state": parameters.get("state")}
+        return {
+            "client_id": client_id,
+            "client_name": client.name,
+            "redirect_uri": redirect_uri,
+            "state": parameters.get("state"),
+        }
 
     def _check(self, parameters: dict[str, str], request: dict[str, Any]) -> None:
         if parameters.get("response_type") != "code":

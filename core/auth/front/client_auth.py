@@ -36,7 +36,10 @@ async def authenticate_client(clients: ClientRegistry, form: Mapping[str, str], 
         client_id, secret = form.get("client_id", ""), form.get("client_secret", "")
     if not client_id:
         raise OAuthError("invalid_client", "no client_id", 401, challenge)
-    client = await clients.find(client_id)
+    try:
+        client = await clients.find(client_id)
+    except OAuthError as error:
+        raise OAuthError("invalid_client", error.description, 401, challenge) from None
     if client is None:
         raise OAuthError(
             "invalid_client", "unknown client (its registration may have expired: register again)", 401, challenge

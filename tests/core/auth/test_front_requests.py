@@ -211,3 +211,31 @@ async def test_the_token_endpoint_refuses_an_unknown_client_and_a_wrong_secret(h
     )
     assert right.status_code == 400 and right.json()["error"] == "invalid_grant"
     assert right.headers["cache-control"] == "no-store"
+
+
+@pytest.mark.parametrize(
+    ("client_id", "reason"),
+    [
+        ("https://127.0.0.1:8443/client.json", "a loopback address"),
+        ("https://localhost/client.json", "a loopback address"),
+        ("https://169.254.169.254/latest/meta-data/client", "a link-local address"),
+        ("https://10.0.0.7/client.json", "a private address"),
+        ("https://[::ffff:127.0.0.1]/client.json", "a loopback address"),
+    ],
+)
+async def test_a_client_metadata_document_inside_the_network_is_never_fetched(
+    http: httpx.AsyncClient, client_id: str, reason: str
+) -> None:
+    answer = await http.get("/authorize", params=authorize_query(client_id))
+    assert answer.status_code == 400 and "location" not in answer.headers
+    assert reason in answer.text
+    token = await http.post("/token", data={"grant_type": "authorization_code", "client_id": client_id, "code": "x"})
+    assert token.status_code == 401 and token.json()["error"] == "invalid_client"
+
+
+@pytest.mark.parametrize("client_id", ["http://app.example.com/client.json", "https://app.example.com/"])
+async def test_a_client_id_url_that_cannot_name_a_document_is_refused_before_any_fetch(
+    http: httpx.AsyncClient, client_id: str
+) -> None:
+    answer = await http.get("/authorize", params=authorize_query(client_id))
+    assert answer.status_code == 400 and "location" not in answer.headers
