@@ -163,7 +163,8 @@ async def call_tool(front: Front, token: str) -> httpx.Response:
         "accept": "application/json, text/event-stream",
         "mcp-protocol-version": "2025-11-25",
     }
-    body: dict[str, Any] = {"jsonrpc": "2.0", "id": 1, "method": "ping"}
+    hello = {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}
+    body: dict[str, Any] = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": hello}
     async with httpx.AsyncClient(timeout=20) as client:
         return await client.post(front.mcp_url, json=body, headers=headers)
 
