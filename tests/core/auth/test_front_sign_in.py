@@ -84,7 +84,7 @@ async def test_the_sdk_oauth_client_registers_signs_in_and_calls_a_tool_that_nee
     provider = OAuthClientProvider(
         server_url=front.mcp_url,
         client_metadata=OAuthClientMetadata(
-            redirect_uris=[HOST_REDIRECT],  # type: ignore[list-item]
+            redirect_uris=[HOST_REDIRECT],
             client_name="SDK host",
             grant_types=["authorization_code", "refresh_token"],
             token_endpoint_auth_method="none",
