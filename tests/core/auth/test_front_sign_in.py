@@ -11,7 +11,6 @@ import base64
 import hashlib
 import secrets
 from collections.abc import AsyncIterator, Iterator
-from dataclasses import dataclass
 from typing import Any
 from urllib.parse import parse_qs, urlencode, urlsplit
 
@@ -24,58 +23,27 @@ from mcp.client.auth import OAuthClientProvider
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.auth import OAuthClientMetadata
 
-from stratus import Context, McpServer, Settings, build_app
-from tests.fixtures.emulated_stack import free_ports
-from tests.fixtures.front_sign_in import HeadlessUser, MemoryTokens, browse_to_client, redirect_result
-from tests.fixtures.oidc_provider import Provider, cognito_standin, sign_in
-from tests.fixtures.servers import uvicorn_serving
+from tests.fixtures.front_sign_in import (
+    UPSTREAM_CALLBACK,
+    Front,
+    HeadlessUser,
+    MemoryTokens,
+    browse_to_client,
+    redirect_result,
+    serving_front,
+)
+from tests.fixtures.oidc_provider import Provider, sign_in
 
 pytestmark = [pytest.mark.anyio, pytest.mark.uvicorn]
 TEST_SECONDS = 60
 HOST_REDIRECT = "http://127.0.0.1:33418/callback"
 """Where the host's listener would be: the browser stops at this redirect and hands its code to the host."""
-UPSTREAM_CALLBACK = "http://127.0.0.1:33419/upstream"
-"""A second redirect URI of the stand-in's client, for a test that takes the upstream's own tokens."""
-
-
-@dataclass
-class Front:
-    url: str
-    provider: Provider
-
-    @property
-    def mcp_url(self) -> str:
-        return f"{self.url}/mcp"
-
-
-def notes_server() -> McpServer:
-    server = McpServer("notes")
-
-    @server.tool(scopes=["notes:write"])
-    def write_note(text: str, ctx: Context) -> str:
-        """Write a note as the signed-in user."""
-        assert ctx.user is not None
-        return f"{ctx.user.subject} wrote {text}"
-
-    return server
 
 
 @pytest.fixture(scope="module")
 def front() -> Iterator[Front]:
-    port = free_ports(1)
-    url = f"http://127.0.0.1:{port}"
-    with cognito_standin(redirect_uris=[f"{url}/oauth/callback", UPSTREAM_CALLBACK]) as provider:
-        settings = Settings(
-            auth_mode="front",
-            auth_audience=f"{url}/mcp",
-            auth_scopes=("notes:write",),
-            auth_upstream_issuer=provider.issuer,
-            auth_upstream_client_id=provider.client_id,
-            auth_upstream_client_secret=provider.client_secret,
-            auth_registrations_per_hour=1000,
-        )
-        with uvicorn_serving(build_app(notes_server(), settings), port=port):
-            yield Front(url, provider)
+    with serving_front() as served:
+        yield served
 
 
 async def test_the_sdk_oauth_client_registers_signs_in_and_calls_a_tool_that_needs_a_scope(front: Front) -> None:
