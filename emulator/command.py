@@ -159,6 +159,9 @@ def container_overrides(args: argparse.Namespace, store: Mapping[str, str]) -> d
     }
     if path := os.environ.get("STRATUS_MCP_PATH"):
         overrides["STRATUS_MCP_PATH"] = path
+    # AuthMode=front: the upstream client's secret, given locally instead of the SSM parameter the template names.
+    if client_secret := os.environ.get("STRATUS_AUTH_UPSTREAM_CLIENT_SECRET"):
+        overrides["STRATUS_AUTH_UPSTREAM_CLIENT_SECRET"] = client_secret
     if level := os.environ.get("STRATUS_LOG_LEVEL"):  # the containers' log lines at the level asked for locally
         overrides["STRATUS_LOG_LEVEL"] = level
     app = args.app or os.environ.get("STRATUS_APP")

@@ -42,3 +42,10 @@ def test_the_local_log_level_reaches_every_container(monkeypatch: pytest.MonkeyP
     overrides = container_overrides(args, {"STRATUS_STORE": "memory://"})
     assert overrides["STRATUS_LOG_LEVEL"] == "DEBUG"
     assert overrides["STRATUS_STORE"] == "memory://"
+
+
+def test_the_upstream_client_secret_given_locally_replaces_the_ssm_reference(monkeypatch: pytest.MonkeyPatch) -> None:
+    args = argparse.Namespace(app=None, gateway=None)
+    assert "STRATUS_AUTH_UPSTREAM_CLIENT_SECRET" not in container_overrides(args, {})
+    monkeypatch.setenv("STRATUS_AUTH_UPSTREAM_CLIENT_SECRET", "from-the-shell")
+    assert container_overrides(args, {})["STRATUS_AUTH_UPSTREAM_CLIENT_SECRET"] == "from-the-shell"

@@ -1,0 +1,170 @@
+"""Sign-in through the authorization front as deployed: the stack template.yaml describes with AuthMode=front, served
+by the emulator (two containers per function, so a sign-in's steps land on either), its state in the real Redis or
+in DynamoDB on moto, the Cognito stand-in (oidc-provider) as the upstream user pool, at each OAuthFrontDoor.
+
+- the HTTP API and the Function URL: the official SDK's OAuth client, from the MCP URL alone, registers (RFC 7591),
+  sends the user through the consent page and the stand-in's sign-in, and calls a tool that needs a scope;
+- the REST API: its proxy integration renames the challenge header and its stage puts the RFC 9728 well-known URLs
+  out of reach (tests/emulator/test_oauth_discovery.py pins that the SDK's client cannot discover there), so a
+  client that reads the 401's body does it: the front's metadata at OpenID discovery's path inside the stage,
+  registration, sign-in and the token, all through `/v1`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from urllib.parse import urlencode
+
+import anyio
+import httpx
+import httpx2
+import pytest
+from mcp import Client
+from mcp.client.auth import OAuthClientProvider
+from mcp.client.streamable_http import streamable_http_client
+from mcp.shared.auth import OAuthClientMetadata
+
+from tests.fixtures.emulated_stack import (
+    DOORS,
+    HEADERS,
+    OAUTH_FRONT_DOORS,
+    TEMPLATE,
+    VERSION,
+    free_ports,
+    initialize,
+    read_answer,
+    serving,
+)
+from tests.fixtures.front_sign_in import HeadlessUser, MemoryTokens, browse_to_client, redirect_result
+from tests.fixtures.oidc_provider import Provider, cognito_standin
+
+pytestmark = [pytest.mark.anyio, pytest.mark.uvicorn]
+TEST_SECONDS = 60
+HOST_REDIRECT = "http://127.0.0.1:33418/callback"
+APP = "tests.fixtures.emulator_apps:notes"
+
+
+@pytest.fixture(scope="module")
+def provider() -> Iterator[Provider]:
+    with cognito_standin() as standin:
+        yield standin
+
+
+@pytest.fixture(scope="module")
+def stack(request: pytest.FixtureRequest, provider: Provider) -> Iterator[tuple[str, str]]:
+    """The stack with AuthMode=front at the param's door (`door@store`); yields the door and its MCP URL."""
+    front_door, _, store = str(request.param).partition("@")
+    first = free_ports(len(DOORS) + 1)  # each door, then the emulated Lambda API
+    door = OAUTH_FRONT_DOORS[front_door]
+    base = f"http://127.0.0.1:{first + DOORS.index(door)}" + ("/v1" if door == "StreamingRestApi" else "")
+    provider.set_redirect_uris([f"{base}/oauth/callback"])  # the callback URL to register at the user pool
+    parameters = {
+        "AuthMode": "front",
+        "AuthAudience": f"{base}/mcp",
+        "AuthScopes": "notes:write",
+        "AuthUpstreamIssuer": provider.issuer,
+        "AuthUpstreamClientId": provider.client_id,
+        "OAuthFrontDoor": front_door,
+    }
+    # The client secret stands in for the SSM parameter the template names, as the secret key does.
+    environment = {"STRATUS_AUTH_UPSTREAM_CLIENT_SECRET": provider.client_secret}
+    with serving(TEMPLATE, parameters=parameters, port=first, store=store, app=APP, environment=environment):
+        yield front_door, f"{base}/mcp"
+
+
+def sdk_provider(mcp_url: str, user: HeadlessUser) -> OAuthClientProvider:
+    redirect, callback = user.handlers()
+    metadata = OAuthClientMetadata(
+        redirect_uris=[HOST_REDIRECT],
+        client_name="SDK host",
+        grant_types=["authorization_code", "refresh_token"],
+        token_endpoint_auth_method="none",
+    )
+    return OAuthClientProvider(
+        server_url=mcp_url,
+        client_metadata=metadata,
+        storage=MemoryTokens(),
+        redirect_handler=redirect,
+        callback_handler=callback,
+    )
+
+
+@pytest.mark.parametrize(
+    "stack", ["http-api@redis", "function-url@redis", "http-api@dynamodb", "function-url@dynamodb"], indirect=True
+)
+async def test_the_sdk_client_signs_in_through_the_front_door_and_calls_a_scoped_tool(stack: tuple[str, str]) -> None:
+    _, mcp_url = stack
+    user = HeadlessUser("dana")
+    try:
+        with anyio.fail_after(TEST_SECONDS):
+            async with (
+                httpx2.AsyncClient(auth=sdk_provider(mcp_url, user), timeout=httpx2.Timeout(20.0)) as http,
+                Client(streamable_http_client(mcp_url, http_client=http), read_timeout_seconds=20) as client,
+            ):
+                results = [await client.call_tool("write_note", {"text": f"n{index}"}) for index in range(3)]
+    finally:
+        await user.aclose()
+    assert [result.content[0].text for result in results] == [f"user-dana wrote n{index}" for index in range(3)]  # type: ignore[union-attr]
+    assert user.sign_ins == 1
+
+
+@pytest.mark.parametrize("stack", ["rest-api@redis", "rest-api@dynamodb"], indirect=True)
+async def test_a_client_reading_the_401_body_signs_in_through_the_rest_apis_stage(stack: tuple[str, str]) -> None:
+    _, mcp_url = stack
+    base = mcp_url.removesuffix("/mcp")
+    with anyio.fail_after(TEST_SECONDS):
+        async with httpx.AsyncClient(timeout=20) as http:
+            refused = await http.post(mcp_url, json={"jsonrpc": "2.0", "id": 1, "method": "ping"})
+            assert refused.status_code == 401
+            resource = (await http.get(refused.json()["error"]["data"]["resource_metadata"])).json()
+            (issuer,) = resource["authorization_servers"]
+            assert issuer == base
+            server = (await http.get(f"{issuer}/.well-known/openid-configuration")).json()
+            assert server["issuer"] == issuer and server["token_endpoint"] == f"{base}/token"
+            client = (
+                await http.post(
+                    server["registration_endpoint"],
+                    json={"redirect_uris": [HOST_REDIRECT], "token_endpoint_auth_method": "none"},
+                )
+            ).json()
+            verifier = "v" * 64
+            challenge = "w1TpKUdYE9hUAcNSeeSRFioHDxfUxuHho_JHAfZ_vDM"  # S256 of the verifier above
+            parameters = {
+                "response_type": "code",
+                "client_id": client["client_id"],
+                "redirect_uri": HOST_REDIRECT,
+                "code_challenge": challenge,
+                "code_challenge_method": "S256",
+                "resource": resource["resource"],
+                "scope": "notes:write",
+                "state": "rest",
+            }
+            location = await browse_to_client(
+                http, f"{server['authorization_endpoint']}?{urlencode(parameters)}", "erin"
+            )
+            code = redirect_result(location).code
+            tokens = await http.post(
+                server["token_endpoint"],
+                data={
+                    "grant_type": "authorization_code",
+                    "client_id": client["client_id"],
+                    "code": code,
+                    "code_verifier": verifier,
+                    "redirect_uri": HOST_REDIRECT,
+                },
+            )
+            assert tokens.status_code == 200, tokens.text
+        bearer = {"authorization": f"Bearer {tokens.json()['access_token']}"}
+        async with httpx.AsyncClient(timeout=20, headers=bearer) as http:
+            session = await initialize(http, mcp_url)
+            called = await http.post(
+                mcp_url,
+                json={
+                    "jsonrpc": "2.0",
+                    "id": 1,
+                    "method": "tools/call",
+                    "params": {"name": "write_note", "arguments": {"text": "via v1"}},
+                },
+                headers={**HEADERS, "mcp-session-id": session, "mcp-protocol-version": VERSION},
+            )
+    assert read_answer(called, 1)["result"]["content"] == [{"type": "text", "text": "user-erin wrote via v1"}]
