@@ -50,7 +50,7 @@ class FrontConfig:
             issuer=f"{scheme}://{host}{settings.auth_stage_path.rstrip('/')}",
             resource=resource,
             scopes=settings.auth_scopes,
-            upstream_issuer=str(settings.auth_upstream_issuer).rstrip("/"),
+            upstream_issuer=str(settings.auth_upstream_issuer),  # exactly: ID tokens' `iss` must equal it
             upstream_client_id=str(settings.auth_upstream_client_id),
             upstream_client_secret=str(settings.auth_upstream_client_secret),
             upstream_scopes=upstream_scopes,

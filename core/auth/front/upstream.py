@@ -55,6 +55,12 @@ def _request(request: urllib.request.Request) -> JsonObject:
     return document
 
 
+def discovery_url(issuer: str) -> str:
+    """OpenID Connect Discovery section 4: the issuer, without a trailing slash, then the well-known path (Auth0's
+    issuers end in a slash, Cognito's do not)."""
+    return f"{issuer.rstrip('/')}/.well-known/openid-configuration"
+
+
 async def _call(request: urllib.request.Request) -> JsonObject:
     return await asyncio.get_running_loop().run_in_executor(_upstream_thread(), _request, request)
 
@@ -69,7 +75,7 @@ class OpenIdProvider:
 
     async def _document(self) -> JsonObject:
         if self._discovery is None:
-            url = f"{self._front.upstream_issuer}/.well-known/openid-configuration"
+            url = discovery_url(self._front.upstream_issuer)
             document = await _call(urllib.request.Request(url, headers={"accept": "application/json"}))  # noqa: S310
             if document.get("issuer") != self._front.upstream_issuer:
                 raise UpstreamError(f"{url} names another issuer: {document.get('issuer')!r}")

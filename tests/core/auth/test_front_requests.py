@@ -10,8 +10,11 @@ import httpx
 import pytest
 
 from stratus import McpServer, Settings, build_app
+from stratus.auth.front.front_config import FrontConfig
+from stratus.auth.front.upstream import discovery_url
 
 pytestmark = pytest.mark.anyio
+
 RESOURCE = "https://mcp.example.com/mcp"
 ISSUER = "https://mcp.example.com"
 CHALLENGE = "E9Melhoa2OwvFrEMTJguCHaoeK1t8URWbuGJSstw-cM"
@@ -239,3 +242,19 @@ async def test_a_client_id_url_that_cannot_name_a_document_is_refused_before_any
 ) -> None:
     answer = await http.get("/authorize", params=authorize_query(client_id))
     assert answer.status_code == 400 and "location" not in answer.headers
+
+
+@pytest.mark.parametrize(
+    ("issuer", "url"),
+    [
+        (
+            "https://cognito-idp.eu-west-1.amazonaws.com/eu-west-1_abc",
+            "https://cognito-idp.eu-west-1.amazonaws.com/eu-west-1_abc/.well-known/openid-configuration",
+        ),
+        ("https://tenant.eu.auth0.com/", "https://tenant.eu.auth0.com/.well-known/openid-configuration"),
+    ],
+)
+def test_the_upstream_issuer_is_kept_exactly_and_its_discovery_url_has_one_slash(issuer: str, url: str) -> None:
+    front = FrontConfig.from_settings(front_settings(auth_upstream_issuer=issuer))
+    assert front.upstream_issuer == issuer  # the ID token's `iss` is compared with it as given
+    assert discovery_url(issuer) == url
