@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import http.cookiejar
 import json
 import socket
 from collections.abc import AsyncIterator
@@ -67,7 +68,13 @@ class WebAdapterContainer(Container):
         self.spawn([str(self.function.code_dir / self.function.handler)], environment)
         # The adapter's own pool: the app's connections stay open while the container is frozen. No timeout of its
         # own: the function's timeout bounds every invocation (front_door.Invocation).
-        self._client = httpx.AsyncClient(base_url=f"http://127.0.0.1:{self.port}", timeout=None)  # noqa: S113
+        # No cookie jar either: the adapter forwards each event's cookies and returns the app's Set-Cookie, keeping
+        # none (a jar would send one client's cookie with the next client's request to this container).
+        self._client = httpx.AsyncClient(
+            base_url=f"http://127.0.0.1:{self.port}",
+            timeout=None,  # noqa: S113
+            cookies=_NO_COOKIES,
+        )
         try:
             async with asyncio.timeout(INIT_TIMEOUT_SECONDS):
                 while not await self._ready():
@@ -149,6 +156,10 @@ class WebAdapterContainer(Container):
         await super().stop()
         if hasattr(self, "_client"):
             await self._client.aclose()
+
+
+_NO_COOKIES = http.cookiejar.CookieJar(http.cookiejar.DefaultCookiePolicy(allowed_domains=[]))
+"""A jar whose policy accepts no cookie from any domain."""
 
 
 async def _relay(answer: httpx.Response) -> AsyncIterator[bytes]:

@@ -2,8 +2,9 @@
 by the emulator (two containers per function, so a sign-in's steps land on either), its state in the real Redis or
 in DynamoDB on moto, the Cognito stand-in (oidc-provider) as the upstream user pool, at each OAuthFrontDoor.
 
-- the HTTP API and the Function URL: the official SDK's OAuth client, from the MCP URL alone, registers (RFC 7591),
-  sends the user through the consent page and the stand-in's sign-in, and calls a tool that needs a scope;
+- the HTTP API and the Function URL: the official SDKs' OAuth clients (Python 2.3 in process; Python 1.30 and
+  TypeScript 1.32.2 in processes of their own), from the MCP URL alone, register (RFC 7591), send the user through
+  the consent page and the stand-in's sign-in, and call a tool that needs a scope;
 - the REST API: its proxy integration renames the challenge header and its stage puts the RFC 9728 well-known URLs
   out of reach (tests/emulator/test_oauth_discovery.py pins that the SDK's client cannot discover there), so a
   client that reads the 401's body does it: the front's metadata at OpenID discovery's path inside the stage,
@@ -37,6 +38,7 @@ from tests.fixtures.emulated_stack import (
 )
 from tests.fixtures.front_sign_in import HeadlessUser, MemoryTokens, browse_to_client, redirect_result
 from tests.fixtures.oidc_provider import Provider, cognito_standin
+from tests.fixtures.sdk_sign_in import CLIENTS, sign_in_and_call
 
 pytestmark = [pytest.mark.anyio, pytest.mark.uvicorn]
 TEST_SECONDS = 60
@@ -89,9 +91,10 @@ def sdk_provider(mcp_url: str, user: HeadlessUser) -> OAuthClientProvider:
     )
 
 
-@pytest.mark.parametrize(
-    "stack", ["http-api@redis", "function-url@redis", "http-api@dynamodb", "function-url@dynamodb"], indirect=True
-)
+SDK_STACKS = ["http-api@redis", "function-url@redis", "http-api@dynamodb", "function-url@dynamodb"]
+
+
+@pytest.mark.parametrize("stack", SDK_STACKS, indirect=True)
 async def test_the_sdk_client_signs_in_through_the_front_door_and_calls_a_scoped_tool(stack: tuple[str, str]) -> None:
     _, mcp_url = stack
     user = HeadlessUser("dana")
@@ -106,6 +109,18 @@ async def test_the_sdk_client_signs_in_through_the_front_door_and_calls_a_scoped
         await user.aclose()
     assert [result.content[0].text for result in results] == [f"user-dana wrote n{index}" for index in range(3)]  # type: ignore[union-attr]
     assert user.sign_ins == 1
+
+
+@pytest.mark.parametrize("client", CLIENTS)
+@pytest.mark.parametrize("stack", SDK_STACKS, indirect=True)
+async def test_the_older_python_sdk_and_the_typescript_sdk_sign_in_there_too(
+    stack: tuple[str, str], client: str
+) -> None:
+    """Python SDK 1.30 and TypeScript SDK 1.32.2, each in its own process, the test playing the browser."""
+    _, mcp_url = stack
+    with anyio.fail_after(TEST_SECONDS):
+        text = await sign_in_and_call(client, mcp_url, "gus", text=client)
+    assert text == f"user-gus wrote {client}"
 
 
 @pytest.mark.parametrize("stack", ["rest-api@redis", "rest-api@dynamodb"], indirect=True)
@@ -168,3 +183,30 @@ async def test_a_client_reading_the_401_body_signs_in_through_the_rest_apis_stag
                 headers={**HEADERS, "mcp-session-id": session, "mcp-protocol-version": VERSION},
             )
     assert read_answer(called, 1)["result"]["content"] == [{"type": "text", "text": "user-erin wrote via v1"}]
+
+
+@pytest.mark.parametrize("stack", ["function-url@redis"], indirect=True)
+async def test_each_browser_gets_its_own_cookie_through_the_web_adapter(stack: tuple[str, str]) -> None:
+    """The Web Adapter keeps no cookies between invocations: four browsers that never signed in, over two
+    containers, each get a browser cookie of their own (a container that kept the first one's would send it with the
+    next request, whose browser then never gets one, and its consent form is refused)."""
+    _, mcp_url = stack
+    base = mcp_url.removesuffix("/mcp")
+    async with httpx.AsyncClient(timeout=20) as http:
+        client = await http.post(
+            f"{base}/register", json={"redirect_uris": [HOST_REDIRECT], "token_endpoint_auth_method": "none"}
+        )
+    parameters = {
+        "response_type": "code",
+        "client_id": client.json()["client_id"],
+        "redirect_uri": HOST_REDIRECT,
+        "code_challenge": "w1TpKUdYE9hUAcNSeeSRFioHDxfUxuHho_JHAfZ_vDM",
+        "code_challenge_method": "S256",
+    }
+    cookies = []
+    for _ in range(4):
+        async with httpx.AsyncClient(timeout=20) as browser:
+            page = await browser.get(f"{base}/authorize?{urlencode(parameters)}")
+        assert page.status_code == 200
+        cookies.append(page.headers.get("set-cookie", "").partition(";")[0])
+    assert all(cookie.startswith("stratus-browser=") for cookie in cookies) and len(set(cookies)) == 4
