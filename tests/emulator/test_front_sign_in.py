@@ -4,7 +4,8 @@ in DynamoDB on moto, the Cognito stand-in (oidc-provider) as the upstream user p
 
 - the HTTP API and the Function URL: the official SDKs' OAuth clients (Python 2.3 in process; Python 1.30 and
   TypeScript 1.32.2 in processes of their own), from the MCP URL alone, register (RFC 7591), send the user through
-  the consent page and the stand-in's sign-in, and call a tool that needs a scope;
+  the consent page and the stand-in's sign-in, and call a tool that needs a scope; and the SDK's client naming a
+  client ID metadata document (served over https on 127.0.0.1) instead of registering;
 - the REST API: its proxy integration renames the challenge header and its stage puts the RFC 9728 well-known URLs
   out of reach (tests/emulator/test_oauth_discovery.py pins that the SDK's client cannot discover there), so a
   client that reads the 401's body does it: the front's metadata at OpenID discovery's path inside the stage,
@@ -13,6 +14,7 @@ in DynamoDB on moto, the Cognito stand-in (oidc-provider) as the upstream user p
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Iterator
 from urllib.parse import urlencode
 
@@ -25,6 +27,8 @@ from mcp.client.auth import OAuthClientProvider
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.auth import OAuthClientMetadata
 
+from tests.fixtures.certificates import loopback_certificate
+from tests.fixtures.client_documents import Documents
 from tests.fixtures.emulated_stack import (
     DOORS,
     HEADERS,
@@ -39,6 +43,7 @@ from tests.fixtures.emulated_stack import (
 from tests.fixtures.front_sign_in import HeadlessUser, MemoryTokens, browse_to_client, redirect_result
 from tests.fixtures.oidc_provider import Provider, cognito_standin
 from tests.fixtures.sdk_sign_in import CLIENTS, sign_in_and_call
+from tests.fixtures.servers import uvicorn_serving
 
 pytestmark = [pytest.mark.anyio, pytest.mark.uvicorn]
 TEST_SECONDS = 60
@@ -53,9 +58,21 @@ def provider() -> Iterator[Provider]:
 
 
 @pytest.fixture(scope="module")
+def documents(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Documents, str]]:
+    """Client ID metadata documents over https on 127.0.0.1, and the certificate a client must trust for them."""
+    served = Documents()
+    certificate = loopback_certificate(tmp_path_factory.mktemp("tls"))
+    with uvicorn_serving(served, tls=certificate) as url:
+        served.base = url
+        yield served, certificate[0]
+
+
+@pytest.fixture(scope="module")
 def stack(request: pytest.FixtureRequest, provider: Provider) -> Iterator[tuple[str, str]]:
-    """The stack with AuthMode=front at the param's door (`door@store`); yields the door and its MCP URL."""
-    front_door, _, store = str(request.param).partition("@")
+    """The stack with AuthMode=front at the param's door (`door@store`, `+documents`: its containers may fetch the
+    `documents` fixture's client metadata documents); yields the door and its MCP URL."""
+    spec, _, option = str(request.param).partition("+")
+    front_door, _, store = spec.partition("@")
     first = free_ports(len(DOORS) + 1)  # each door, then the emulated Lambda API
     door = OAUTH_FRONT_DOORS[front_door]
     base = f"http://127.0.0.1:{first + DOORS.index(door)}" + ("/v1" if door == "StreamingRestApi" else "")
@@ -70,11 +87,14 @@ def stack(request: pytest.FixtureRequest, provider: Provider) -> Iterator[tuple[
     }
     # The client secret stands in for the SSM parameter the template names, as the secret key does.
     environment = {"STRATUS_AUTH_UPSTREAM_CLIENT_SECRET": provider.client_secret}
+    if option == "documents":
+        _, certificate = request.getfixturevalue("documents")
+        environment.update(SSL_CERT_FILE=certificate, STRATUS_GATEWAY_ALLOWED_NETWORKS="127.0.0.0/8")
     with serving(TEMPLATE, parameters=parameters, port=first, store=store, app=APP, environment=environment):
         yield front_door, f"{base}/mcp"
 
 
-def sdk_provider(mcp_url: str, user: HeadlessUser) -> OAuthClientProvider:
+def sdk_provider(mcp_url: str, user: HeadlessUser, *, client_metadata_url: str | None = None) -> OAuthClientProvider:
     redirect, callback = user.handlers()
     metadata = OAuthClientMetadata(
         redirect_uris=[HOST_REDIRECT],
@@ -88,6 +108,7 @@ def sdk_provider(mcp_url: str, user: HeadlessUser) -> OAuthClientProvider:
         storage=MemoryTokens(),
         redirect_handler=redirect,
         callback_handler=callback,
+        client_metadata_url=client_metadata_url,
     )
 
 
@@ -109,6 +130,31 @@ async def test_the_sdk_client_signs_in_through_the_front_door_and_calls_a_scoped
         await user.aclose()
     assert [result.content[0].text for result in results] == [f"user-dana wrote n{index}" for index in range(3)]  # type: ignore[union-attr]
     assert user.sign_ins == 1
+
+
+@pytest.mark.parametrize("stack", ["function-url@dynamodb+documents", "http-api@redis+documents"], indirect=True)
+async def test_the_sdk_client_signs_in_with_a_client_id_metadata_document_through_the_door(
+    stack: tuple[str, str], documents: tuple[Documents, str]
+) -> None:
+    """No registration: the containers fetch the host's document (through the address guard) and keep it in the
+    stack's store, so whichever container serves the token request finds it."""
+    _, mcp_url = stack
+    served, _ = documents
+    client_id = served.add(f"/clients/{uuid.uuid4().hex}.json")
+    user = HeadlessUser("hana")
+    provider = sdk_provider(mcp_url, user, client_metadata_url=client_id)
+    fetched = served.fetches
+    try:
+        with anyio.fail_after(TEST_SECONDS):
+            async with (
+                httpx2.AsyncClient(auth=provider, timeout=httpx2.Timeout(20.0)) as http,
+                Client(streamable_http_client(mcp_url, http_client=http), read_timeout_seconds=20) as client,
+            ):
+                result = await client.call_tool("write_note", {"text": "by document"})
+    finally:
+        await user.aclose()
+    assert result.content[0].text == "user-hana wrote by document"  # type: ignore[union-attr]
+    assert served.fetches == fetched + 1
 
 
 @pytest.mark.parametrize("client", CLIENTS)

@@ -5,10 +5,7 @@ does not name its own URL, or a redirect URI it does not list, is refused."""
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterator
-from dataclasses import dataclass, field
-from typing import Any
 from urllib.parse import urlencode
 
 import anyio
@@ -20,48 +17,13 @@ from mcp.client.auth import OAuthClientProvider
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.auth import OAuthClientMetadata
 
-from stratus.transport.asgi import send_response
-from stratus.types import Receive, Scope, Send
 from tests.fixtures.certificates import loopback_certificate
+from tests.fixtures.client_documents import HOST_REDIRECT, Documents
 from tests.fixtures.front_sign_in import Front, HeadlessUser, MemoryTokens, serving_front
 from tests.fixtures.servers import uvicorn_serving
 
 pytestmark = [pytest.mark.anyio, pytest.mark.uvicorn]
 TEST_SECONDS = 60
-HOST_REDIRECT = "http://127.0.0.1:33418/callback"
-
-
-@dataclass
-class Documents:
-    """Client metadata documents by path, served over https; counts the fetches."""
-
-    base: str = ""
-    documents: dict[str, dict[str, Any]] = field(default_factory=dict)
-    fetches: int = 0
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http":
-            return
-        self.fetches += 1
-        document = self.documents.get(scope["path"])
-        if document is None:
-            await send_response(send, 404, b"", {})
-            return
-        body = json.dumps(document).encode()
-        await send_response(send, 200, body, {"content-type": "application/json", "cache-control": "max-age=600"})
-
-    def add(self, path: str, **changes: Any) -> str:
-        url = f"{self.base}{path}"
-        self.documents[path] = {
-            "client_id": url,
-            "client_name": "Metadata host",
-            "redirect_uris": [HOST_REDIRECT],
-            "grant_types": ["authorization_code", "refresh_token"],
-            "response_types": ["code"],
-            "token_endpoint_auth_method": "none",
-            **changes,
-        }
-        return url
 
 
 @pytest.fixture(scope="module")
