@@ -40,7 +40,8 @@ from tests.fixtures.emulated_stack import (
     read_answer,
     serving,
 )
-from tests.fixtures.front_sign_in import HeadlessUser, MemoryTokens, browse_to_client, redirect_result
+from tests.fixtures.front_sign_in import HeadlessUser, browse_to_client, redirect_result
+from tests.fixtures.oauth_discovery import MemoryTokens
 from tests.fixtures.oidc_provider import Provider, cognito_standin
 from tests.fixtures.sdk_sign_in import CLIENTS, sign_in_and_call
 from tests.fixtures.servers import uvicorn_serving

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import secrets
 import time
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 from stratus.auth.front import front_config as config
@@ -24,6 +25,8 @@ from stratus.auth.front.signing import SigningKey
 from stratus.transport.asgi import request_headers
 from stratus.types import Receive, Scope, Send
 
+ClientRequest = Callable[[Client, dict[str, str]], Awaitable[dict[str, Any]]]
+
 
 class Tokens:
     """POST /token and POST /revoke."""
@@ -35,41 +38,39 @@ class Tokens:
         self._key = key
 
     async def token(self, scope: Scope, receive: Receive, send: Send) -> None:
+        await self._answer(scope, receive, send, self._grant)
+
+    async def revoke(self, scope: Scope, receive: Receive, send: Send) -> None:
+        await self._answer(scope, receive, send, self._revocation)
+
+    async def _answer(self, scope: Scope, receive: Receive, send: Send, handle: ClientRequest) -> None:
+        """A preflight, or the authenticated client's form handled; any refusal as the RFC's error object."""
         if scope["method"] == "OPTIONS":
             await send_preflight(send)
             return
         try:
             headers = request_headers(scope)
             form = await read_form(scope, receive, headers)
-            client = await authenticate_client(self._clients, form, headers)
-            grant_type = form.get("grant_type")
-            if grant_type == "authorization_code":
-                answer = await self._exchange_code(client, form)
-            elif grant_type == "refresh_token":
-                answer = await self._refresh(client, form)
-            else:
-                raise OAuthError("unsupported_grant_type", "grant_type must be authorization_code or refresh_token")
+            answer = await handle(await authenticate_client(self._clients, form, headers), form)
         except OAuthError as error:
             await send_error(send, error)
             return
         await send_json(send, 200, answer)
 
-    async def revoke(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["method"] == "OPTIONS":
-            await send_preflight(send)
-            return
-        try:
-            headers = request_headers(scope)
-            form = await read_form(scope, receive, headers)
-            client = await authenticate_client(self._clients, form, headers)
-            token = form.get("token")
-            if not token:
-                raise OAuthError("invalid_request", "no token to revoke")
-            await self._revoke(client, token)
-        except OAuthError as error:
-            await send_error(send, error)
-            return
-        await send_json(send, 200, {})  # RFC 7009 section 2.2: the same answer for an unknown token
+    async def _grant(self, client: Client, form: dict[str, str]) -> dict[str, Any]:
+        grant_type = form.get("grant_type")
+        if grant_type == "authorization_code":
+            return await self._exchange_code(client, form)
+        if grant_type == "refresh_token":
+            return await self._refresh(client, form)
+        raise OAuthError("unsupported_grant_type", "grant_type must be authorization_code or refresh_token")
+
+    async def _revocation(self, client: Client, form: dict[str, str]) -> dict[str, Any]:
+        token = form.get("token")
+        if not token:
+            raise OAuthError("invalid_request", "no token to revoke")
+        await self._revoke(client, token)
+        return {}  # RFC 7009 section 2.2: the same answer for an unknown token
 
     async def _exchange_code(self, client: Client, form: dict[str, str]) -> dict[str, Any]:
         code, verifier = form.get("code"), form.get("code_verifier")

@@ -19,7 +19,8 @@ from mcp.shared.auth import OAuthClientMetadata
 
 from tests.fixtures.certificates import loopback_certificate
 from tests.fixtures.client_documents import HOST_REDIRECT, Documents
-from tests.fixtures.front_sign_in import Front, HeadlessUser, MemoryTokens, serving_front
+from tests.fixtures.front_sign_in import Front, HeadlessUser, serving_front
+from tests.fixtures.oauth_discovery import MemoryTokens
 from tests.fixtures.servers import uvicorn_serving
 
 pytestmark = [pytest.mark.anyio, pytest.mark.uvicorn]

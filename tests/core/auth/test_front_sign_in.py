@@ -27,11 +27,11 @@ from tests.fixtures.front_sign_in import (
     UPSTREAM_CALLBACK,
     Front,
     HeadlessUser,
-    MemoryTokens,
     browse_to_client,
     redirect_result,
     serving_front,
 )
+from tests.fixtures.oauth_discovery import MemoryTokens
 from tests.fixtures.oidc_provider import Provider, sign_in
 
 pytestmark = [pytest.mark.anyio, pytest.mark.uvicorn]
@@ -124,6 +124,17 @@ async def exchange(http: httpx.AsyncClient, **form: str) -> httpx.Response:
     return await http.post("/token", data={"grant_type": "authorization_code", "redirect_uri": HOST_REDIRECT, **form})
 
 
+async def signed_in(front: Front, http: httpx.AsyncClient) -> tuple[str, dict[str, Any]]:
+    """A newly registered public client, and the tokens of one sign-in for it."""
+    client_id = await register(http)
+    verifier, challenge = pkce()
+    code = await code_for(front, client_id, challenge)
+    answer = await exchange(http, client_id=client_id, code=code, code_verifier=verifier)
+    assert answer.status_code == 200, answer.text
+    tokens: dict[str, Any] = answer.json()
+    return client_id, tokens
+
+
 async def call_tool(front: Front, token: str) -> httpx.Response:
     headers = {
         "authorization": f"Bearer {token}",
@@ -192,13 +203,7 @@ async def test_a_code_issued_to_another_client_or_another_redirect_is_refused(
 async def test_refresh_tokens_rotate_and_a_replayed_one_revokes_the_grant(
     front: Front, http: httpx.AsyncClient
 ) -> None:
-    client_id = await register(http)
-    verifier, challenge = pkce()
-    tokens = (
-        await exchange(
-            http, client_id=client_id, code=await code_for(front, client_id, challenge), code_verifier=verifier
-        )
-    ).json()
+    client_id, tokens = await signed_in(front, http)
     refresh = {"grant_type": "refresh_token", "client_id": client_id}
     rotated = await http.post("/token", data={**refresh, "refresh_token": tokens["refresh_token"]})
     assert rotated.status_code == 200 and rotated.json()["refresh_token"] != tokens["refresh_token"]
@@ -210,13 +215,7 @@ async def test_refresh_tokens_rotate_and_a_replayed_one_revokes_the_grant(
 
 
 async def test_a_revoked_refresh_token_refreshes_nothing(front: Front, http: httpx.AsyncClient) -> None:
-    client_id = await register(http)
-    verifier, challenge = pkce()
-    tokens = (
-        await exchange(
-            http, client_id=client_id, code=await code_for(front, client_id, challenge), code_verifier=verifier
-        )
-    ).json()
+    client_id, tokens = await signed_in(front, http)
     revoked = await http.post("/revoke", data={"client_id": client_id, "token": tokens["refresh_token"]})
     assert revoked.status_code == 200
     refresh = {"grant_type": "refresh_token", "client_id": client_id, "refresh_token": tokens["refresh_token"]}
