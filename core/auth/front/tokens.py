@@ -9,6 +9,7 @@ token already issued lives out its short life: resource servers do not look it u
 
 from __future__ import annotations
 
+import logging
 import secrets
 import time
 from collections.abc import Awaitable, Callable
@@ -25,6 +26,7 @@ from stratus.auth.front.signing import SigningKey
 from stratus.transport.asgi import request_headers
 from stratus.types import Receive, Scope, Send
 
+logger = logging.getLogger("stratus.auth")
 ClientRequest = Callable[[Client, dict[str, str]], Awaitable[dict[str, Any]]]
 
 
@@ -82,6 +84,9 @@ class Tokens:
         taken = await self._records.take("code", code, config.CODE_SECONDS)
         if taken.replayed:
             await self._revoke_grant_of("code", code)
+            logger.warning(
+                "an authorization code was presented twice (client %s); its grant is revoked", client.client_id
+            )
             raise OAuthError("invalid_grant", "the code was already used; the tokens issued for it are revoked")
         grant = taken.record
         if grant is None:
@@ -102,6 +107,7 @@ class Tokens:
         taken = await self._records.take("refresh", token, self._front.refresh_seconds)
         if taken.replayed:
             await self._revoke_grant_of("refresh", token)
+            logger.warning("a refresh token was presented twice (client %s); its grant is revoked", client.client_id)
             raise OAuthError("invalid_grant", "the refresh token was already used; its grant is revoked")
         grant = taken.record
         if grant is None or await self._records.marked("revoked-grant", grant["grant"]):

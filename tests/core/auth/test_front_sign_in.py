@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import base64
 import hashlib
+import logging
 import secrets
 from collections.abc import AsyncIterator, Iterator
 from typing import Any
@@ -262,3 +263,22 @@ async def upstream_tokens_for(http: httpx.AsyncClient, provider: Provider, usern
     assert answer.status_code == 200, answer.text
     tokens: dict[str, Any] = answer.json()
     return tokens
+
+
+async def test_codes_tokens_and_secrets_never_reach_the_logs(
+    front: Front, http: httpx.AsyncClient, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.DEBUG)
+    client_id = await register(http)
+    verifier, challenge = pkce()
+    code = await code_for(front, client_id, challenge)
+    tokens = (await exchange(http, client_id=client_id, code=code, code_verifier=verifier)).json()
+    await exchange(http, client_id=client_id, code=code, code_verifier=verifier)  # a replay, refused
+    assert (await call_tool(front, tokens["access_token"])).status_code == 200
+    server = [record for record in caplog.records if record.name.startswith("stratus")]
+    assert [record.getMessage() for record in server if record.levelno == logging.WARNING] == [
+        f"an authorization code was presented twice (client {client_id}); its grant is revoked"
+    ]
+    logged = "\n".join(record.getMessage() for record in server)
+    secrets_seen = [code, verifier, tokens["access_token"], tokens["refresh_token"], front.provider.client_secret]
+    assert [secret for secret in secrets_seen if secret in logged] == []
