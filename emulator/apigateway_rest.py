@@ -48,7 +48,7 @@ from stratus.emulator.proxy_integration import (
     send_answer,
     send_stream,
 )
-from stratus.emulator.stack import RestApi, RestMethod, Stack
+from stratus.emulator.stack import BasePathMapping, RestApi, RestMethod, Stack
 from stratus.types import Send
 
 MISSING_TOKEN = {"message": "Missing Authentication Token"}
@@ -81,19 +81,49 @@ def select_method(methods: tuple[RestMethod, ...], verb: str, path: str) -> tupl
 class RestApiDoor(FrontDoor):
     kind = "REST API"
 
-    def __init__(self, api: RestApi, stack: Stack, pools: Mapping[str, FunctionPool], time_scale: float = 1.0) -> None:
-        super().__init__(api.logical_id, pools, remapped=REST_API_REMAPPED)
+    def __init__(
+        self,
+        api: RestApi,
+        stack: Stack,
+        pools: Mapping[str, FunctionPool],
+        time_scale: float = 1.0,
+        mapping: BasePathMapping | None = None,
+    ) -> None:
+        super().__init__(mapping.domain if mapping else api.logical_id, pools, remapped=REST_API_REMAPPED)
         self.api = api
         self.stack = stack
         self.time_scale = time_scale
         """Multiplies the streaming limits (the method timeouts come scaled in `stack`)."""
+        self.mapping = mapping
+        """Served as a custom domain: one stage at a base path, no stage in the URL."""
+        if mapping is not None:
+            self.kind = "Custom domain"
+
+    @property
+    def base_path(self) -> str:
+        """What every path this door routes begins with: the stage, or a custom domain's base path."""
+        if self.mapping is None:
+            return f"/{self.api.stage}"
+        return f"/{self.mapping.base_path}" if self.mapping.base_path else ""
+
+    def _stage_and_path(self, request_path: str) -> tuple[str, str] | None:
+        """The stage a request reaches and its path below the stage (or the base path); None when it reaches none.
+        On a custom domain the base path selects the stage (https://docs.aws.amazon.com/apigateway/latest/
+        developerguide/rest-api-mappings.html)."""
+        if self.mapping is None:
+            stage, _, rest = request_path.lstrip("/").partition("/")
+            return stage, f"/{rest}"
+        base = self.base_path
+        if base and request_path != base and not request_path.startswith(base + "/"):
+            return None
+        return self.mapping.stage, request_path[len(base) :] or "/"
 
     def too_large(self) -> Answer:
         return json_answer(413, {"message": "Request Too Long"})
 
     async def handle(self, request: Request, send: Send) -> None:
-        stage, _, rest = request.path.lstrip("/").partition("/")
-        path = f"/{rest}"
+        reached = self._stage_and_path(request.path)
+        stage, path = reached or ("", "")
         selected = select_method(self.api.methods, request.method, path) if stage in self.api.stages else None
         if selected is None:
             await send_answer(
@@ -118,7 +148,13 @@ class RestApiDoor(FrontDoor):
             await send_answer(send, json_answer(500, BAD_GATEWAY))
             return
         event = v1_event(
-            request, api_id=self.api.api_id, stage=stage, resource=method.path, path=path, path_parameters=variables
+            request,
+            api_id=self.api.api_id,
+            stage=stage,
+            resource=method.path,
+            path=path,
+            path_parameters=variables,
+            domain_path=request.path if self.mapping else None,
         )
         await self._invoke(send, pool, method, event, request.gone)
 

@@ -152,8 +152,11 @@ def v1_event(
     resource: str,
     path: str,
     path_parameters: dict[str, str] | None = None,
+    domain_path: str | None = None,
 ) -> dict[str, Any]:
-    """Payload format 1.0 (REST API Lambda proxy integration); `path` is the request path without the stage."""
+    """Payload format 1.0 (REST API Lambda proxy integration); `path` is the request path without the stage, or on a
+    custom domain (`domain_path`) the path as requested, its base path included (which the Web Adapter removes:
+    AWS_LWA_REMOVE_BASE_PATH)."""
     body, encoded = _body(request)
     multi: dict[str, list[str]] = {}
     for name, value in request.headers:
@@ -161,7 +164,7 @@ def v1_event(
     query = _query_parameters(request.query)
     return {
         "resource": resource,
-        "path": path,
+        "path": domain_path or path,
         "httpMethod": request.method,
         "headers": {name: values[-1] for name, values in multi.items()} or None,
         "multiValueHeaders": multi or None,
@@ -177,7 +180,7 @@ def v1_event(
             "extendedRequestId": str(uuid.uuid4()),
             "httpMethod": request.method,
             "identity": {"sourceIp": request.source_ip, "userAgent": request.header("user-agent")},
-            "path": f"/{stage}{path}",
+            "path": domain_path or f"/{stage}{path}",
             "protocol": "HTTP/1.1",
             "requestId": str(uuid.uuid4()),
             "requestTimeEpoch": int(time.time() * 1000),

@@ -155,6 +155,12 @@ class LocalAws:
             *(RestApiDoor(api, stack, self.pools, self.options.time_scale) for api in stack.rest_apis),
             *(FunctionUrlDoor(url, stack, self.pools, remap_www_authenticate=remap) for url in stack.function_urls),
             self.lambda_api,
+            # Custom domains after the Lambda API, so the doors above keep their ports whether or not one is mapped.
+            *(
+                RestApiDoor(api, stack, self.pools, self.options.time_scale, mapping)
+                for api in stack.rest_apis
+                for mapping in api.mappings
+            ),
             *([self.aws_apis] if self.aws_apis.targets else []),
         ]
         for door in self.doors:
@@ -252,7 +258,7 @@ class LocalAws:
                 bound = server.servers[0].sockets[0].getsockname()[1]
                 bases[index] = f"http://{self.options.host}:{bound}"
                 if isinstance(door, RestApiDoor):
-                    bases[index] += f"/{door.api.stage}"
+                    bases[index] += door.base_path
                 if isinstance(door, LambdaApi):  # its URL holds the stack's secret (invoke_api.py)
                     bases[index] = self._lambda_endpoint = door.endpoint(bases[index])
                 if isinstance(door, AwsApis):

@@ -118,6 +118,18 @@ class RestApi:
     endpoint_type: str = "EDGE"
     stage: str = ""
     """The stage the template declares (the one its outputs name), among `stages`."""
+    mappings: tuple[BasePathMapping, ...] = ()
+    """The custom domains the API's stages are mapped on."""
+
+
+@dataclass(frozen=True)
+class BasePathMapping:
+    """A stage of a REST API served on a custom domain, at a base path (empty: the domain's root)."""
+
+    domain: str
+    """The logical id of the `AWS::ApiGateway::DomainName`."""
+    base_path: str
+    stage: str
 
 
 @dataclass(frozen=True)
@@ -346,9 +358,31 @@ def _rest_api(resolver: Resolver, logical_id: str) -> RestApi:
     declared = sorted(found.get("AWS::ApiGateway::Stage", [])) or sorted(found.get("AWS::ApiGateway::Deployment", []))
     stages = tuple(sorted({name for names in found.values() for name in names}))
     endpoint = ((properties.get("EndpointConfiguration") or {}).get("Types") or ["EDGE"])[0]
+    mappings = []
+    for mapping in resolver.created("AWS::ApiGateway::BasePathMapping"):
+        mapped = resolver.properties(mapping)
+        if mapped.get("RestApiId") != api_id(logical_id):
+            continue
+        # The mapping names the domain and the stage by their Refs: the logical id of the one, the name of the other.
+        domain = _referenced(resolver, "AWS::ApiGateway::DomainName", mapped.get("DomainName"))
+        stage_id = _referenced(resolver, "AWS::ApiGateway::Stage", mapped.get("Stage"))
+        stage_name = str(resolver.properties(stage_id).get("StageName")) if stage_id else str(mapped.get("Stage"))
+        base_path = "" if mapped.get("BasePath") in (None, "", "(none)") else str(mapped["BasePath"])
+        mappings.append(BasePathMapping(domain or str(mapped.get("DomainName")), base_path, stage_name))
     return RestApi(
-        logical_id, api_id(logical_id), stages, tuple(methods), str(endpoint), declared[0] if declared else ""
+        logical_id,
+        api_id(logical_id),
+        stages,
+        tuple(methods),
+        str(endpoint),
+        declared[0] if declared else "",
+        tuple(mappings),
     )
+
+
+def _referenced(resolver: Resolver, kind: str, reference: Any) -> str | None:
+    """The logical id of the resource of `kind` whose Ref is `reference`."""
+    return next((found for found in resolver.created(kind) if resolver.resolve({"Ref": found}) == reference), None)
 
 
 def _function_url(resolver: Resolver, logical_id: str) -> FunctionUrl:

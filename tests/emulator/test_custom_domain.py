@@ -6,11 +6,12 @@ from __future__ import annotations
 
 from typing import Any
 
+import httpx
 import pytest
 
 from stratus.emulator.intrinsics import Resolver, parameter_values
 from stratus.emulator.stack import load_template, read_stack, translate
-from tests.fixtures.emulated_stack import JWT_PARAMETERS, TEMPLATE
+from tests.fixtures.emulated_stack import JWT_PARAMETERS, TEMPLATE, serving
 
 STREAMING = "stratus-local-StreamingFunction"
 DOMAIN = {
@@ -73,3 +74,23 @@ def test_a_domain_for_another_oauth_front_door_leaves_the_challenge_alone() -> N
     environment = _environment(parameters)
     assert "STRATUS_AUTH_STAGE_PATH" not in environment
     assert environment["AWS_LWA_REMOVE_BASE_PATH"] == "/tools"  # the REST API's own paths still lose it
+
+
+@pytest.mark.anyio
+@pytest.mark.uvicorn
+async def test_the_custom_domain_serves_the_stage_at_its_base_path_and_nothing_else() -> None:
+    """The emulator serves the mapping as a door of its own (after the Lambda API): `/api/...` reaches the v1 stage,
+    the Web Adapter removes the base path before the app sees it, and a path outside the base path is API Gateway's
+    403, as is the stage's own name on the domain."""
+    parameters = {**DOMAIN, "RestApiBasePath": "api"}
+    with serving(TEMPLATE, parameters=parameters, containers=1) as aws:
+        (domain,) = [door for door in aws.served if door.kind == "Custom domain"]
+        assert domain.logical_id == "StreamingRestApiDomain" and domain.url.endswith("/api")
+        origin = domain.url.removesuffix("/api")
+        async with httpx.AsyncClient(timeout=20) as http:
+            live = await http.get(f"{origin}/api/health/live")
+            outside = await http.get(f"{origin}/health/live")
+            staged = await http.get(f"{origin}/v1/health/live")
+    assert live.status_code == 200 and live.json() == {"status": "ok"}
+    assert outside.status_code == 403 and outside.json() == {"message": "Missing Authentication Token"}
+    assert staged.status_code == 403

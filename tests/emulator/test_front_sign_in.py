@@ -50,6 +50,7 @@ pytestmark = [pytest.mark.anyio, pytest.mark.uvicorn]
 TEST_SECONDS = 60
 HOST_REDIRECT = "http://127.0.0.1:33418/callback"
 APP = "tests.fixtures.emulator_apps:notes"
+CERTIFICATE_ARN = "arn:aws:acm:us-east-1:123456789012:certificate/0a1b2c3d"
 
 
 @pytest.fixture(scope="module")
@@ -74,11 +75,17 @@ def stack(request: pytest.FixtureRequest, provider: Provider) -> Iterator[tuple[
     `documents` fixture's client metadata documents); yields the door and its MCP URL."""
     spec, _, option = str(request.param).partition("+")
     front_door, _, store = spec.partition("@")
-    first = free_ports(len(DOORS) + 1)  # each door, then the emulated Lambda API
-    door = OAUTH_FRONT_DOORS[front_door]
-    base = f"http://127.0.0.1:{first + DOORS.index(door)}" + ("/v1" if door == "StreamingRestApi" else "")
+    first = free_ports(len(DOORS) + 2)  # each door, the emulated Lambda API, then a custom domain's door
+    parameters: dict[str, str] = {}
+    if front_door == "rest-api-domain":  # the REST API's stage mapped at the root of a custom domain
+        front_door = "rest-api"
+        parameters.update(RestApiDomainName="mcp.example.com", RestApiCertificateArn=CERTIFICATE_ARN)
+        base = f"http://127.0.0.1:{first + len(DOORS) + 1}"
+    else:
+        door = OAUTH_FRONT_DOORS[front_door]
+        base = f"http://127.0.0.1:{first + DOORS.index(door)}" + ("/v1" if door == "StreamingRestApi" else "")
     provider.set_redirect_uris([f"{base}/oauth/callback"])  # the callback URL to register at the user pool
-    parameters = {
+    parameters |= {
         "AuthMode": "front",
         "AuthAudience": f"{base}/mcp",
         "AuthScopes": "notes:write",
@@ -113,7 +120,16 @@ def sdk_provider(mcp_url: str, user: HeadlessUser, *, client_metadata_url: str |
     )
 
 
-SDK_STACKS = ["http-api@redis", "function-url@redis", "http-api@dynamodb", "function-url@dynamodb"]
+SDK_STACKS = [
+    "http-api@redis",
+    "function-url@redis",
+    "rest-api-domain@redis",
+    "http-api@dynamodb",
+    "function-url@dynamodb",
+    "rest-api-domain@dynamodb",
+]
+"""Every door the SDKs discover through: the REST API on a custom domain mapped at the root, where their RFC 9728
+fallback lands in the stage (through the `v1` stage itself they cannot: tests/emulator/test_oauth_discovery.py)."""
 
 
 @pytest.mark.parametrize("stack", SDK_STACKS, indirect=True)
