@@ -52,10 +52,15 @@ class FrontRecords:
         await self._cache.delete(self._key(kind, key))
 
     async def take(self, kind: str, key: str, ttl_seconds: float) -> Taken:
-        """The record, at most once: `ttl_seconds` must outlive the record, so that a late replay is still seen."""
+        """The record, at most once: `ttl_seconds` must outlive the record, so that a late replay is still seen.
+        The record is read first, so a key that names nothing (a guess) writes nothing; a taken record stays until it
+        expires, so that its replay is known as one."""
+        record = await self.get(kind, key)
+        if record is None:
+            return Taken(None, replayed=False)
         if not await self._cache.claim(self._key(f"{kind}-taken", key), ttl_seconds):
             return Taken(None, replayed=True)
-        return Taken(await self.get(kind, key), replayed=False)
+        return Taken(record, replayed=False)
 
     async def mark(self, kind: str, key: str, ttl_seconds: float) -> None:
         """Note that `key` happened (a revoked grant), for `ttl_seconds`."""

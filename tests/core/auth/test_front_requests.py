@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import AsyncIterator
 from urllib.parse import parse_qs, urlsplit
 
@@ -12,6 +13,7 @@ import pytest
 from stratus import McpServer, Settings, build_app
 from stratus.auth.front.front_config import FrontConfig
 from stratus.auth.front.upstream import discovery_url
+from tests.fixtures.store_backends import REDIS_URL
 
 pytestmark = pytest.mark.anyio
 
@@ -258,3 +260,34 @@ def test_the_upstream_issuer_is_kept_exactly_and_its_discovery_url_has_one_slash
     front = FrontConfig.from_settings(front_settings(auth_upstream_issuer=issuer))
     assert front.upstream_issuer == issuer  # the ID token's `iss` is compared with it as given
     assert discovery_url(issuer) == url
+
+
+async def test_guessed_codes_and_refresh_tokens_write_nothing_to_the_store() -> None:
+    """A guess at /token, /oauth/consent or /oauth/callback is read and refused: no claim is written for a key that
+    names no record (a refresh token's would last 30 days), so guessing cannot fill the store."""
+    import redis.asyncio as redis
+
+    prefix = f"front-{uuid.uuid4().hex[:12]}"
+    settings = front_settings(store=REDIS_URL, store_prefix=prefix, secret_key="front-tests")
+    app = build_app(McpServer("front"), settings)
+    connection = redis.Redis.from_url(REDIS_URL)
+    try:
+        async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url=ISSUER) as http:
+            client_id = (await register(http)).json()["client_id"]
+            before = {key async for key in connection.scan_iter(f"{prefix}*")}
+            for guess in range(5):
+                refresh = {"grant_type": "refresh_token", "client_id": client_id, "refresh_token": f"guess-{guess}"}
+                code = {"grant_type": "authorization_code", "client_id": client_id, "code": f"g{guess}"}
+                assert (await http.post("/token", data=refresh)).json()["error"] == "invalid_grant"
+                assert (await http.post("/token", data={**code, "code_verifier": "v" * 43})).status_code == 400
+                assert (await http.post("/oauth/consent", data={"request": f"g{guess}"})).status_code == 400
+                callback = await http.get("/oauth/callback", params={"state": f"g{guess}", "code": "c"})
+                assert callback.status_code == 400
+            after = {key async for key in connection.scan_iter(f"{prefix}*")}
+    finally:
+        await app.shutdown()
+        keys = [key async for key in connection.scan_iter(f"{prefix}*")]
+        if keys:
+            await connection.delete(*keys)
+        await connection.aclose()
+    assert after == before
