@@ -4,8 +4,8 @@ in DynamoDB on moto, the Cognito stand-in (oidc-provider) as the upstream user p
 
 - the HTTP API and the Function URL: the official SDKs' OAuth clients (Python 2.3 in process; Python 1.30 and
   TypeScript 1.32.2 in processes of their own), from the MCP URL alone, register (RFC 7591), send the user through
-  the consent page and the stand-in's sign-in, and call a tool that needs a scope; and the SDK's client naming a
-  client ID metadata document (served over https on 127.0.0.1) instead of registering;
+  the consent page and the stand-in's sign-in, and call a tool that needs a scope; and each naming a client ID
+  metadata document (served over https on 127.0.0.1) instead of registering;
 - the REST API: its proxy integration renames the challenge header and its stage puts the RFC 9728 well-known URLs
   out of reach (tests/emulator/test_oauth_discovery.py pins that the SDK's client cannot discover there), so a
   client that reads the 401's body does it: the front's metadata at OpenID discovery's path inside the stage,
@@ -43,7 +43,7 @@ from tests.fixtures.emulated_stack import (
 from tests.fixtures.front_sign_in import HeadlessUser, browse_to_client, redirect_result
 from tests.fixtures.oauth_discovery import MemoryTokens
 from tests.fixtures.oidc_provider import Provider, cognito_standin
-from tests.fixtures.sdk_sign_in import CLIENTS, sign_in_and_call
+from tests.fixtures.sdk_sign_in import CLIENTS, run_sdk_client, sign_in_and_call
 from tests.fixtures.servers import uvicorn_serving
 
 pytestmark = [pytest.mark.anyio, pytest.mark.uvicorn]
@@ -172,6 +172,19 @@ async def test_the_sdk_client_signs_in_with_a_client_id_metadata_document_throug
         await user.aclose()
     assert result.content[0].text == "user-hana wrote by document"  # type: ignore[union-attr]
     assert served.fetches == fetched + 1
+
+
+@pytest.mark.parametrize("client", CLIENTS)
+@pytest.mark.parametrize("stack", ["function-url@dynamodb+documents", "http-api@redis+documents"], indirect=True)
+async def test_the_older_python_sdk_and_the_typescript_sdk_use_a_client_id_metadata_document(
+    stack: tuple[str, str], documents: tuple[Documents, str], client: str
+) -> None:
+    _, mcp_url = stack
+    served, _ = documents
+    client_id = served.add(f"/clients/{uuid.uuid4().hex}.json")
+    with anyio.fail_after(TEST_SECONDS):
+        signed_in = await run_sdk_client(client, mcp_url, "ivy", text="by document", client_metadata_url=client_id)
+    assert signed_in.text == "user-ivy wrote by document" and signed_in.client_id == client_id
 
 
 @pytest.mark.parametrize("client", CLIENTS)
