@@ -11,7 +11,7 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
-from stratus.handlers.invocation import invoke
+from stratus.handlers.invocation import ContainerLoop, invoke
 
 RESULT = b'{"jsonrpc":"2.0","id":3,"result":{"content":[{"type":"text","text":"3"}],"isError":false}}'
 HEADERS = [(b"content-type", b"application/json"), (b"mcp-session-id", b"adapter-floor")]
@@ -26,7 +26,7 @@ async def app(scope: dict[str, Any], receive: Any, send: Any) -> None:
     await send({"type": "http.response.body", "body": RESULT})
 
 
-asyncio.set_event_loop(asyncio.new_event_loop())  # as handlers/adapter.py does, once per container
+asyncio.set_event_loop(ContainerLoop())  # as handlers/adapter.py does, once per container
 
 
 def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:

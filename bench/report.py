@@ -257,8 +257,9 @@ def part_notes(r: Results) -> list[str]:
             adapter = measured["adapter"]["instructions"]
             found.append(
                 f"the 1.2x goal's floor on Python {version}: {WARM_AWSLABS_TARGET}x awslabs allows "
-                f"{budget / 1e3:,.0f} k instructions per call; the Lambda adapter (Mangum's event handlers, one "
-                f"asyncio run) around an app that does nothing takes {adapter / 1e3:,.0f} k of them "
+                f"{budget / 1e3:,.0f} k instructions per call; the Lambda adapter (the event read, one eager "
+                f"task or, on 3.11, one asyncio run, the answer written) around an app that does nothing takes "
+                f"{adapter / 1e3:,.0f} k of them "
                 f"({adapter / budget:.0%}), leaving {(budget - adapter) / 1e3:,.0f} k for everything Stratus checks "
                 f"and does, where Stratus spends {(measured['stratus']['instructions'] - adapter) / 1e3:,.0f} k"
             )

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import logging
+import re
 import sys
 import time
 from collections.abc import Callable
@@ -24,6 +25,10 @@ from stratus.pipeline.current import lambda_request_id, peek_context
 
 _STANDARD_ATTRIBUTES = frozenset(vars(logging.LogRecord("", 0, "", 0, "", None, None))) | {"message", "asctime"}
 _LATENCY_METRICS = frozenset({"latency"})
+_SLOT = re.compile(r'"\\u0000(\d+)\\u0000"|\x00(0)\x00')
+"""A value's placeholder in a rendered template (a string of its number between NULs, as JSON writes it), or the
+timestamp's (0, as written into the text)."""
+_MAX_TEMPLATES = 256
 
 
 class CorrelationFilter(logging.Filter):
@@ -153,7 +158,11 @@ class EmfMetrics:
         self._stream = stream
         self._clock = clock
         self._points: dict[Dimensions, Points] = {}
-        self._directives: dict[tuple[tuple[tuple[str, ...], tuple[str, ...]], ...], str] = {}
+        self._shape: list[tuple[Dimensions, str]] = []
+        """Each (dimensions, metric) recorded since the last flush, in the order first recorded."""
+        self._values: list[list[float]] = []
+        """Their values, in the same order."""
+        self._templates: dict[tuple[tuple[Dimensions, str], ...], tuple[str, tuple[int, ...] | None]] = {}
 
     def count(self, name: str, value: float = 1.0, **dimensions: str) -> None:
         self._record(name, value, dimensions)
@@ -165,11 +174,13 @@ class EmfMetrics:
         key = tuple(sorted(dimensions.items()))
         metrics = self._points.get(key)
         if metrics is None:
-            self._points[key] = {name: [value]}
+            metrics = self._points[key] = {}
         elif name in metrics:
             metrics[name].append(value)
-        else:
-            metrics[name] = [value]
+            return
+        values = metrics[name] = [value]
+        self._shape.append((key, name))
+        self._values.append(values)
 
     def flush(self) -> None:
         """Write the invocation's data points as few EMF documents as their dimensions allow (one, unless two data
@@ -178,38 +189,70 @@ class EmfMetrics:
         A document carries one metric directive per dimension set: CloudWatch reads each directive's dimensions and
         metrics from the document's root, which holds every set's values
         (https://docs.aws.amazon.com/AmazonCloudWatch/latest/monitoring/CloudWatch_Embedded_Metric_Format_Specification.html).
-        The directives of a shape already seen are reused as written."""
+        The text of a shape already seen (the same dimensions and metrics' names) is reused, its values filled in."""
         if not self._points:
             return
+        shape = tuple(self._shape)
+        template = self._templates.get(shape)
+        if template is None:
+            if len(self._templates) >= _MAX_TEMPLATES:
+                self._templates.clear()
+            template = self._templates[shape] = self._template()
+        text, order = template
+        fields = [round(self._clock() * 1000), *map(_values_text, self._values)]
+        self._points, self._shape, self._values = {}, [], []
+        stream = self._stream or sys.stdout
+        stream.write(text % (tuple(fields) if order is None else tuple([fields[place] for place in order])))
+        stream.flush()
+
+    def _template(self) -> tuple[str, tuple[int, ...] | None]:
+        """The text of a flush of this shape with a `%s` for the timestamp and each value, and the order they come
+        in (the timestamp 0, then each value by its place in `_values`, from 1; None: that order). The documents
+        are rendered once with a numbered placeholder for each, then cut at them: the text depends only on the
+        dimensions and the metrics' names."""
+        placeholders: dict[Dimensions, Points] = {}
+        for number, (dimensions, name) in enumerate(self._shape, 1):
+            placeholder: Any = f"\x00{number}\x00"
+            placeholders.setdefault(dimensions, {})[name] = [placeholder]
         documents: list[_Document] = []
-        for dimensions, metrics in self._points.items():
+        for dimensions, metrics in placeholders.items():
             if not any(document.takes(dimensions, metrics) for document in documents):
                 documents.append(_Document(dimensions, metrics))
-        timestamp = round(self._clock() * 1000)
-        stream = self._stream or sys.stdout
-        stream.write("".join(self._render(document, timestamp) for document in documents))
-        stream.flush()
-        self._points = {}
+        text = "".join(self._render(document, "\x000\x00") for document in documents)
+        cut = _SLOT.split(text.replace("%", "%%"))
+        order = tuple(int(first or second) for first, second in zip(cut[1::3], cut[2::3], strict=True))
+        literal = "%s".join(cut[::3])
+        return literal, None if order == tuple(range(len(order))) else order
 
-    def _render(self, document: _Document, timestamp: int) -> str:
-        shape = tuple((tuple(key for key, _ in dimensions), tuple(metrics)) for dimensions, metrics in document.groups)
-        directives = self._directives.get(shape)
-        if directives is None:
-            directives = self._directives[shape] = compact(
-                [
-                    {
-                        "Namespace": self.namespace,
-                        "Dimensions": [["service", *keys]],
-                        "Metrics": [
-                            {"Name": name, "Unit": "Milliseconds" if name in _LATENCY_METRICS else "Count"}
-                            for name in names
-                        ],
-                    }
-                    for keys, names in shape
-                ]
-            )
+    def _render(self, document: _Document, timestamp: int | str) -> str:
+        directives = compact(
+            [
+                {
+                    "Namespace": self.namespace,
+                    "Dimensions": [["service", *(key for key, _ in dimensions)]],
+                    "Metrics": [
+                        {"Name": name, "Unit": "Milliseconds" if name in _LATENCY_METRICS else "Count"}
+                        for name in metrics
+                    ],
+                }
+                for dimensions, metrics in document.groups
+            ]
+        )
         root: dict[str, Any] = {"service": self.service, **document.values}
         for _, metrics in document.groups:
             for name, values in metrics.items():
                 root[name] = values if len(values) > 1 else values[0]
         return f'{{"_aws":{{"Timestamp":{timestamp},"CloudWatchMetrics":{directives}}},{compact(root)[1:]}\n'
+
+
+def _values_text(values: list[float]) -> str:
+    """A metric's values as JSON: one value alone, several as a list."""
+    if len(values) == 1:
+        return _number(values[0])
+    return "[" + ",".join(map(_number, values)) + "]"
+
+
+def _number(value: float) -> str:
+    if (type(value) is float and value - value == 0) or type(value) is int:  # finite: written as JSON writes it
+        return repr(value)
+    return compact(value)

@@ -14,7 +14,7 @@ import warnings
 from typing import Any
 
 from stratus import McpServer, Settings, build_app
-from stratus.handlers.invocation import invoke
+from stratus.handlers.invocation import ContainerLoop, invoke
 from stratus.handlers.task_worker import task_launcher
 from stratus.handlers.telemetry import build_telemetry
 from stratus.pipeline.current import lambda_request_id
@@ -45,16 +45,21 @@ def _not_an_http_event(error: Exception) -> dict[str, Any]:
 
 
 def _ensure_event_loop() -> None:
-    # One event loop per container, set once (asyncio warns on 3.12+ when code asks for a loop and none is set) and
-    # reused by every warm invocation, so connection pools bound to it survive between invocations.
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", DeprecationWarning)
+    # One event loop per container, set once and reused by every warm invocation, so connection pools bound to it
+    # survive between invocations. A loop set before (a test's, the caller's) is kept; otherwise the container's is
+    # a ContainerLoop, not the one asyncio makes when asked with none set (with a warning, on 3.12 and later).
+    with warnings.catch_warnings(record=True) as warned:
+        warnings.simplefilter("always", DeprecationWarning)
         try:
-            if not asyncio.get_event_loop().is_closed():
-                return
+            loop: asyncio.AbstractEventLoop | None = asyncio.get_event_loop()
         except RuntimeError:
-            pass
-    asyncio.set_event_loop(asyncio.new_event_loop())
+            loop = None
+    made = any(issubclass(warning.category, DeprecationWarning) for warning in warned)
+    if loop is not None and not loop.is_closed() and not made:
+        return
+    if loop is not None and made:
+        loop.close()
+    asyncio.set_event_loop(ContainerLoop())
 
 
 def make_handler(server: McpServer, settings: Settings | None = None) -> LambdaHandler:

@@ -5,7 +5,8 @@ the same timer early."""
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable
+import types
+from collections.abc import Awaitable, Generator
 from typing import Any
 
 from stratus.errors import RequestTimeoutError
@@ -32,17 +33,63 @@ async def within_deadline(context: Context, work: Awaitable[Any]) -> Any:
     Raises:
         RequestTimeoutError: the deadline passed or the client cancelled.
     """
-    remaining = context.deadline.remaining() if context.deadline else float("inf")
-    loop = asyncio.get_running_loop()
     try:
-        async with asyncio.timeout(None if remaining == float("inf") else remaining) as timer:
-            stop_listening = context.signal.on_cancel(lambda: timer.reschedule(loop.time()))
-            try:
-                return await work
-            finally:
-                stop_listening()
+        return await _Bounded(context, work)
     except TimeoutError:
         if context.signal.cancelled:
             raise RequestTimeoutError(f"Request cancelled by the client ({context.item})") from None
         context.signal.cancel("deadline")
         raise RequestTimeoutError(f"'{context.item}' did not finish within its time limit") from None
+
+
+class _Bounded:
+    """`work`, its timer armed only once it first waits. Until then nothing could interrupt it: timers fire only
+    when the event loop turns, which it does not while the work runs. A call that never waits (most tools) so costs
+    no timer, and its invocation no turn of the loop to clear the cancelled timer away (handlers/invocation.py)."""
+
+    __slots__ = ("context", "work")
+
+    def __init__(self, context: Context, work: Awaitable[Any]) -> None:
+        self.context = context
+        self.work = work
+
+    def __await__(self) -> Generator[Any, Any, Any]:
+        steps = self.work.__await__()
+        try:
+            waiting = steps.send(None)
+        except StopIteration as done:
+            return done.value
+        return (yield from _armed(self.context, steps, waiting).__await__())
+
+
+async def _armed(context: Context, steps: Generator[Any, Any, Any], waiting: Any) -> Any:
+    """The rest of `steps`, which is waiting on `waiting`, within the deadline and until the client cancels."""
+    remaining = context.deadline.remaining() if context.deadline else float("inf")
+    loop = asyncio.get_running_loop()
+    async with asyncio.timeout(None if remaining == float("inf") else remaining) as timer:
+        stop_listening = context.signal.on_cancel(lambda: timer.reschedule(loop.time()))
+        try:
+            return await _resumed(steps, waiting)
+        finally:
+            stop_listening()
+
+
+@types.coroutine
+def _resumed(steps: Generator[Any, Any, Any], waiting: Any) -> Generator[Any, Any, Any]:
+    """`steps` continued from where it waits on `waiting`: what the task sends or throws in is passed on to it."""
+    while True:
+        try:
+            sent = yield waiting
+        except GeneratorExit:
+            steps.close()
+            raise
+        except BaseException as error:  # noqa: BLE001 - a cancellation or any error is the work's to handle
+            try:
+                waiting = steps.throw(error)
+            except StopIteration as done:
+                return done.value
+        else:
+            try:
+                waiting = steps.send(sent)
+            except StopIteration as done:
+                return done.value

@@ -125,23 +125,27 @@ class Call:
             signal = CancellationSignal()
             log_level = self.session.log_level if self.session else None
             log_opted_in = True
-        return Context(
-            request_id=self.request.id,
-            method=self.request.method,
-            protocol_version=self.version,
-            session_id=self.session.session_id if self.session else None,
-            client_capabilities=self.client_capabilities,
-            client_info=self.client_info,
-            meta=meta if meta is not None else {},
-            request=self.http,
-            signal=signal,
-            user=self.principal,
-            item=item,
-            deadline=deadline,
-            inputs=inputs,
-            publish=publish,
-            log_level=log_level,
-            log_opted_in=log_opted_in,
+        return Context.of_fields(
+            {
+                "request_id": self.request.id,
+                "method": self.request.method,
+                "protocol_version": self.version,
+                "session_id": self.session.session_id if self.session else None,
+                "transport": "streamable-http",
+                "client_capabilities": self.client_capabilities,
+                "client_info": self.client_info,
+                "meta": meta if meta is not None else {},
+                "request": self.http,
+                "user": self.principal,
+                "metadata": {},
+                "signal": signal,
+                "deadline": deadline,
+                "item": item,
+                "log_level": log_level,
+                "log_opted_in": log_opted_in,
+                "inputs": inputs,
+                "publish": publish,
+            }
         )
 
 

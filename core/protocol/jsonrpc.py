@@ -7,6 +7,7 @@ builds no models.
 from __future__ import annotations
 
 import json
+import json.scanner
 import re
 from typing import Any, NamedTuple
 
@@ -48,12 +49,16 @@ def decode(body: bytes) -> Any:
     interpreter's recursion limit lets the parser go, or holds a lone surrogate)."""
     try:
         if body[:1] == b"{" and body[1:2] not in (b"", b"\x00"):
-            # What json.loads would find (detect_encoding: no BOM, no UTF-16/32 zero byte), without its layers.
+            # What json.loads would find (detect_encoding: no BOM, no UTF-16/32 zero byte; no leading whitespace),
+            # scanned without its layers (two Python frames and two whitespace patterns, about 5 k a call).
             text = body.decode("utf-8")
+            value, end = _SCAN(text, 0)
+            if end != len(text) and text[end:].strip(_JSON_WHITESPACE):
+                raise ValueError("extra data after the JSON value")
         else:
             text = body.decode(json.detect_encoding(body))
-        value = _DECODER.decode(text)
-    except (ValueError, UnicodeDecodeError):
+            value = _DECODER.decode(text)
+    except (ValueError, UnicodeDecodeError, StopIteration):
         raise ParseError("Parse error: the body is not valid JSON") from None
     except RecursionError:
         raise ParseError("Parse error: the JSON is nested too deeply") from None
@@ -68,6 +73,10 @@ def decode(body: bytes) -> Any:
 LONE_SURROGATE = "Parse error: the JSON holds a lone UTF-16 surrogate (\\ud800 to \\udfff), which is no character"
 """MCP's messages must be UTF-8, which cannot encode a lone surrogate: such text is refused like invalid UTF-8."""
 _DECODER = json.JSONDecoder()
+_SCAN = json.scanner.make_scanner(_DECODER)  # type: ignore[arg-type]  # typeshed: any object with its attributes
+"""The decoder's own scanner (C where the interpreter has it): the value at an index and where it ends; raises
+StopIteration where no value starts."""
+_JSON_WHITESPACE = " \t\n\r"
 _SURROGATE_ESCAPE = r"\\u[dD][89a-fA-F]"
 _ESCAPES_OF_CHARACTERS = (
     r"(?:[^\\]++|\\[^u]|\\u(?![dD][89a-fA-F])[0-9a-fA-F]{4}"

@@ -45,7 +45,9 @@ class Reader:
     __slots__ = ("body", "scope")
 
     def __init__(self, event: dict[str, Any], context: Any) -> None:
-        headers = {key.lower(): value for key, value in (event.get("headers") or {}).items()}
+        given = event.get("headers") or {}
+        names = "\n".join(given)  # one string's lower() and isascii() instead of each name's (about 20 k a call)
+        headers = dict(given) if names.lower() == names else {key.lower(): value for key, value in given.items()}
         cookies = event.get("cookies")
         if cookies:
             headers["cookie"] = "; ".join(cookies)
@@ -58,7 +60,7 @@ class Reader:
             "http_version": "1.1",
             "method": http["method"],
             "scheme": headers.get("x-forwarded-proto", "https"),
-            "path": unquote(http["path"]) if http["path"] else "/",
+            "path": (unquote(path) if "%" in path else path) if (path := http["path"]) else "/",
             "raw_path": None,
             "root_path": "",
             "query_string": event.get("rawQueryString", "").encode(),
@@ -68,7 +70,7 @@ class Reader:
             "aws.event": event,
             "aws.context": context,
         }
-        if all(key.isascii() and value.isascii() for key, value in headers.items()):
+        if names.isascii() and "".join(headers.values()).isascii():
             self.scope[HEADERS_READ] = headers  # API Gateway joins a repeated header's values with commas already
         body = event.get("body") or b""
         if event.get("isBase64Encoded", False):

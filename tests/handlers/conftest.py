@@ -7,11 +7,13 @@ from collections.abc import Iterator
 
 import pytest
 
+from stratus.handlers.invocation import ContainerLoop
+
 
 @pytest.fixture(scope="module")
 def container_loop() -> Iterator[asyncio.AbstractEventLoop]:
     """The event loop of one Lambda container: set before the handler is built, closed when the module ends."""
-    loop = asyncio.new_event_loop()
+    loop = ContainerLoop()
     asyncio.set_event_loop(loop)
     yield loop
     asyncio.set_event_loop(None)

@@ -15,7 +15,7 @@ from mangum import Mangum
 from mangum.adapter import DEFAULT_TEXT_MIME_TYPES
 
 from stratus.handlers.front_doors.http_api import TEXT_TYPES
-from stratus.handlers.invocation import invoke
+from stratus.handlers.invocation import ContainerLoop, invoke
 from stratus.transport.asgi import HEADERS_READ, request_headers
 from stratus.types import Message, Receive, Scope, Send
 from tests.fixtures.lambda_invoke import LambdaContext, event
@@ -25,7 +25,7 @@ SHAPES = ["http_api_v2", "function_url", "rest_api_v1", "alb"]
 
 @pytest.fixture(autouse=True)
 def container_loop() -> Iterator[None]:
-    loop = asyncio.new_event_loop()  # one per container, as handlers/adapter.py sets it
+    loop = ContainerLoop()  # one per container, as handlers/adapter.py sets it
     asyncio.set_event_loop(loop)
     yield
     asyncio.set_event_loop(None)

@@ -302,3 +302,27 @@ def test_emf_data_points_that_disagree_on_a_dimension_or_share_a_metric_go_in_do
     assert all(d["_aws"]["Timestamp"] == 1500 and d["service"] == "svc" for d in documents)
     metrics.flush()
     assert emf_lines(stream.getvalue()) == documents  # nothing recorded since: nothing written
+
+
+def test_emf_text_of_a_shape_seen_before_is_its_documents_rendered_with_the_new_values() -> None:
+    """Each flush fills in the text its shape's first flush cut at the values: the same bytes as its documents
+    rendered whole, for one value, several, whole numbers, non-finite ones and documents of their own."""
+    from stratus.observability import EmfMetrics, _Document
+
+    metrics = EmfMetrics("Ns", "svc", stream=io.StringIO(), clock=lambda: 1.5)
+    for latency, extra in ((1.0, [1, 2.0]), (0.1234, [3.0, 4.5]), (float("nan"), [7.0, float("inf")]), (2.5, [-1e300])):
+        written = io.StringIO()
+        metrics._stream = written
+        metrics.count("calls", method="tools/call", item="a", outcome="success")
+        metrics.latency("latency", latency, method="tools/call", item="a")
+        metrics.count("calls", method="tools/call", item="b\u00e9\x00", outcome="error")
+        for value in extra:
+            metrics.count("retries", value, item="a")
+        documents: list[_Document] = []
+        for dimensions, points in metrics._points.items():
+            if not any(document.takes(dimensions, points) for document in documents):
+                documents.append(_Document(dimensions, points))
+        whole = "".join(metrics._render(document, 1500) for document in documents)
+        metrics.flush()
+        assert written.getvalue() == whole
+        assert len(emf_lines(whole)) == 2

@@ -184,3 +184,39 @@ def test_metrics_label_each_refusal_and_count_every_call_with_its_latency() -> N
     call_metrics.record(metrics, "tools/call", "ping", "timeout", started=0.0)
     assert metrics.total("calls", item="ping", outcome="timeout") == 1
     assert metrics.total("errors", item="ping", outcome="timeout") == 1
+
+
+async def test_work_that_never_waits_is_answered_as_it_returns_or_raises() -> None:
+    async def value() -> int:
+        return 7
+
+    async def failing() -> None:
+        raise ToolError("refused")
+
+    assert await within_deadline(_context("quick", Deadline.within(0.0, clock=FakeClock())), value()) == 7
+    with pytest.raises(ToolError, match="refused"):
+        await within_deadline(_context("quick"), failing())
+
+
+async def test_work_that_waits_gets_what_it_awaited_and_its_cancellation() -> None:
+    async def waits_twice() -> int:
+        await asyncio.sleep(0)
+        future: asyncio.Future[int] = asyncio.get_running_loop().create_future()
+        asyncio.get_running_loop().call_soon(future.set_result, 4)
+        return await future + 1
+
+    assert await within_deadline(_context("waits"), waits_twice()) == 5
+    cleaned: list[str] = []
+
+    async def cleans_up() -> None:
+        try:
+            await asyncio.Event().wait()
+        finally:
+            cleaned.append("finally")
+
+    running = asyncio.ensure_future(within_deadline(_context("waits"), cleans_up()))
+    await asyncio.sleep(0)
+    running.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await running
+    assert cleaned == ["finally"]

@@ -37,13 +37,17 @@ def test_an_accept_value_without_json_is_refused_each_time_and_one_with_it_passe
         '{"a": 1}'.encode("utf-8-sig"),
         b"{}",
         b"[1]",
+        b'{"a": 1} \t\r\n',
+        b' {"a": [1, 2.5, null]}',
     ],
 )
 def test_a_body_decodes_as_json_loads_decodes_it(body: bytes) -> None:
     assert decode(body) == json.loads(body)
 
 
-@pytest.mark.parametrize("body", [b"{", b'{"a": 1', b'{"a": "\xff"}', b"{\x00}"])
+@pytest.mark.parametrize(
+    "body", [b"{", b'{"a": 1', b'{"a": "\xff"}', b"{\x00}", b"{}{}", b'{"a": 1} x', b"{}\x0c", b'{"a": }']
+)
 def test_a_body_that_is_not_utf8_json_is_a_parse_error(body: bytes) -> None:
     with pytest.raises(ParseError):
         decode(body)
