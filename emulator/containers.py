@@ -343,8 +343,11 @@ class FunctionPool:
         async with self._changed:
             while True:
                 alive = [container for container in self._idle if container.alive]
-                self._count -= len(self._idle) - len(alive)
+                dead = [container for container in self._idle if not container.alive]
+                self._count -= len(dead)
                 self._idle = alive
+                for container in dead:  # a process that ended while idle: its pipe to the emulator is closed too
+                    await container.stop()
                 if self._idle:
                     container = self._rng.choice(self._idle)
                     self._idle.remove(container)
