@@ -60,6 +60,7 @@ class Authorization:
         try:
             parameters = query(scope)
             request = await self._client_request(parameters)
+            client_name = request.pop("client_name")
         except OAuthError as error:
             await send_refusal(send, 400, error.description)
             return
@@ -72,13 +73,12 @@ class Authorization:
         request["browser"] = browser
         remembered = await self._records.marked("consent", self._consent_key(request))
         if remembered:
-            del request["client_name"]
             await self._to_upstream(send, request, cookies)
             return
         handle = secrets.token_urlsafe(32)
         await self._records.put("consent-request", handle, request, config.SIGN_IN_SECONDS)
         page = consent_page(
-            client_name=request.pop("client_name"),
+            client_name=client_name,
             client_id=request["client_id"],
             redirect_uri=request["redirect_uri"],
             scopes=request["scope"],
@@ -95,7 +95,7 @@ class Authorization:
             await send_refusal(send, error.status, error.description)
             return
         taken = await self._records.take("consent-request", form.get("request", ""), config.SIGN_IN_SECONDS)
-        request = taken.record
+        request = taken.fresh
         if request is None or not is_same_browser(scope, self._front.secure, request["browser"]):
             await send_refusal(
                 send,

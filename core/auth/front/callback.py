@@ -43,7 +43,7 @@ class Callback:
             await send_refusal(send, 400, error.description)
             return
         taken = await self._records.take("sign-in", parameters.get("state", ""), config.SIGN_IN_SECONDS)
-        sign_in = taken.record
+        sign_in = taken.fresh
         if sign_in is None:
             await send_refusal(
                 send, 400, "This sign-in has expired or was already used. Start again from your application."

@@ -21,11 +21,16 @@ def digest(value: str) -> str:
 
 
 class Taken(NamedTuple):
-    """What taking a single-use record found: the record (None when unknown, expired or already taken), and whether it
-    had been taken before (a replay)."""
+    """What taking a single-use record found: the record (None when unknown or expired), and whether it had been
+    taken before (a replay: the record is then the one the first taker got)."""
 
     record: dict[str, Any] | None
     replayed: bool
+
+    @property
+    def fresh(self) -> dict[str, Any] | None:
+        """The record, when this was its first taking."""
+        return None if self.replayed else self.record
 
 
 class FrontRecords:
@@ -58,9 +63,8 @@ class FrontRecords:
         record = await self.get(kind, key)
         if record is None:
             return Taken(None, replayed=False)
-        if not await self._cache.claim(self._key(f"{kind}-taken", key), ttl_seconds):
-            return Taken(None, replayed=True)
-        return Taken(record, replayed=False)
+        replayed = not await self._cache.claim(self._key(f"{kind}-taken", key), ttl_seconds)
+        return Taken(record, replayed)
 
     async def mark(self, kind: str, key: str, ttl_seconds: float) -> None:
         """Note that `key` happened (a revoked grant), for `ttl_seconds`."""

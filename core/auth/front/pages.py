@@ -7,7 +7,7 @@ from __future__ import annotations
 from html import escape
 from urllib.parse import urlsplit
 
-from stratus.transport.asgi import send_response
+from stratus.auth.front.replies import send_with_cookies
 from stratus.types import Send
 
 PAGE_HEADERS = {
@@ -43,15 +43,7 @@ just started yourself.</p>
 
 
 async def send_page(send: Send, status: int, body: bytes, cookies: tuple[str, ...] = ()) -> None:
-    headers = dict(PAGE_HEADERS)
-    if not cookies:
-        await send_response(send, status, body, headers)
-        return
-    raw = [(name.encode(), value.encode()) for name, value in headers.items()]
-    raw += [(b"set-cookie", cookie.encode()) for cookie in cookies]
-    raw.append((b"content-length", str(len(body)).encode()))
-    await send({"type": "http.response.start", "status": status, "headers": raw})
-    await send({"type": "http.response.body", "body": body})
+    await send_with_cookies(send, status, body, PAGE_HEADERS, cookies)
 
 
 async def send_refusal(send: Send, status: int, message: str) -> None:

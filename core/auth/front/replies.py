@@ -97,11 +97,19 @@ def with_query(url: str, parameters: Mapping[str, str]) -> str:
     return url + separator + urlencode(parameters)
 
 
+async def send_with_cookies(
+    send: Send, status: int, body: bytes, headers: Mapping[str, str], cookies: Iterable[str] = ()
+) -> None:
+    """One complete response, with a `Set-Cookie` header per cookie (a mapping holds one header of a name)."""
+    raw = [(name.encode("latin-1"), value.encode("latin-1")) for name, value in headers.items()]
+    raw += [(b"set-cookie", cookie.encode()) for cookie in cookies]
+    raw.append((b"content-length", str(len(body)).encode()))
+    await send({"type": "http.response.start", "status": status, "headers": raw})
+    await send({"type": "http.response.body", "body": body})
+
+
 async def send_redirect(send: Send, location: str, cookies: Iterable[str] = ()) -> None:
-    raw = [(b"location", location.encode()), (b"content-length", b"0"), (b"cache-control", b"no-store")]
-    raw.extend((b"set-cookie", cookie.encode()) for cookie in cookies)
-    await send({"type": "http.response.start", "status": 302, "headers": raw})
-    await send({"type": "http.response.body", "body": b""})
+    await send_with_cookies(send, 302, b"", {"location": location, "cache-control": "no-store"}, cookies)
 
 
 def source_address(scope: Scope) -> str:

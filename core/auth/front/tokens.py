@@ -83,7 +83,7 @@ class Tokens:
         self._check_resource(form)
         taken = await self._records.take("code", code, config.CODE_SECONDS)
         if taken.replayed:
-            await self._revoke_grant_of("code", code)
+            await self._revoke_grant(taken.record)
             logger.warning(
                 "an authorization code was presented twice (client %s); its grant is revoked", client.client_id
             )
@@ -106,7 +106,7 @@ class Tokens:
         self._check_resource(form)
         taken = await self._records.take("refresh", token, self._front.refresh_seconds)
         if taken.replayed:
-            await self._revoke_grant_of("refresh", token)
+            await self._revoke_grant(taken.record)
             logger.warning("a refresh token was presented twice (client %s); its grant is revoked", client.client_id)
             raise OAuthError("invalid_grant", "the refresh token was already used; its grant is revoked")
         grant = taken.record
@@ -159,8 +159,7 @@ class Tokens:
             answer["refresh_token"] = refresh
         return answer
 
-    async def _revoke_grant_of(self, kind: str, key: str) -> None:
-        record = await self._records.get(kind, key)
+    async def _revoke_grant(self, record: dict[str, Any] | None) -> None:
         if record is not None:
             await self._records.mark("revoked-grant", record["grant"], self._front.refresh_seconds)
 
