@@ -125,7 +125,12 @@ def scaling_notes(sessions: list[dict[str, float]], tools: list[dict[str, float]
     ]
 
 
-KEPT_SECTIONS = ("## Where a warm tools/call's instructions go", "## Telemetry at cold start")
+KEPT_SECTIONS = (
+    "## What an idle client bills",
+    "## How the warm path got here",
+    "## Where a warm tools/call's instructions go",
+    "## Telemetry at cold start",
+)
 """Sections of docs/benchmarks.md measured by hand, not by this run (their own commands are in them): a rewrite
 keeps them as they are."""
 
