@@ -20,11 +20,16 @@ def deadline_for(
     policy: ServerPolicy, request: HttpRequest | None, item_timeout: float | None, clock: Clock
 ) -> Deadline:
     """The tightest of the item's timeout, the server's, and Lambda's remaining time less the margin."""
-    lambda_left: float | None = None
+    # Deadline.within's reckoning, unrolled: this runs for every call.
+    limit = item_timeout
+    if policy.timeout is not None and (limit is None or policy.timeout < limit):
+        limit = policy.timeout
     lambda_context = request.lambda_context if request else None
     if lambda_context is not None:
         lambda_left = lambda_context.get_remaining_time_in_millis() / 1000.0 - policy.deadline_margin
-    return Deadline.within(item_timeout, policy.timeout, lambda_left, clock=clock)
+        if limit is None or lambda_left < limit:
+            limit = lambda_left
+    return Deadline(clock() + limit if limit is not None else float("inf"), clock)
 
 
 async def within_deadline(context: Context, work: Awaitable[Any]) -> Any:

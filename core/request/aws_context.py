@@ -20,7 +20,19 @@ def request_context(
     scope: Mapping[str, Any], headers: Mapping[str, str], *, trust_header: bool
 ) -> dict[str, Any] | None:
     """The request context, or None: none was given, or the header does not parse (not JSON, or nested too deep
-    for the parser)."""
+    for the parser). A copy: the caller may keep or change it."""
+    context = _given_context(scope, headers, trust_header)
+    return dict(context) if context is not None else None
+
+
+def request_domain(scope: Mapping[str, Any], headers: Mapping[str, str], *, trust_header: bool) -> str | None:
+    """The API Gateway or Function URL domain the request arrived on (the context's `domainName`), lower-cased."""
+    context = _given_context(scope, headers, trust_header)
+    domain = context.get("domainName") if context is not None else None
+    return domain.lower() if isinstance(domain, str) else None
+
+
+def _given_context(scope: Mapping[str, Any], headers: Mapping[str, str], trust_header: bool) -> dict[str, Any] | None:
     context: Any = None
     event = scope.get("aws.event")
     if isinstance(event, dict):  # the Lambda event, and everything in it, is parsed JSON: dicts, not other Mappings
@@ -30,7 +42,7 @@ def request_context(
             context = json.loads(headers[REQUEST_CONTEXT_HEADER])
         except (ValueError, RecursionError):
             context = None
-    return dict(context) if isinstance(context, dict) else None
+    return context if isinstance(context, dict) else None
 
 
 def authorizer_claims(context: Mapping[str, Any] | None) -> dict[str, Any] | None:

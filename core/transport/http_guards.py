@@ -14,7 +14,7 @@ from __future__ import annotations
 from urllib.parse import urlsplit
 
 from stratus.errors import HttpError
-from stratus.request.aws_context import request_context
+from stratus.request.aws_context import request_domain
 from stratus.transport.asgi import Headers
 from stratus.types import Scope
 
@@ -29,14 +29,6 @@ def _split_host(value: str) -> str:
     if value.startswith("["):
         return value[: value.find("]") + 1] if "]" in value else value
     return value.rsplit(":", 1)[0] if value.count(":") == 1 else value
-
-
-def _event_domain(scope: Scope, headers: Headers, *, trust_header: bool) -> str | None:
-    """The API Gateway / Function URL domain the request arrived on, from its request context (the Lambda event's,
-    or the Web Adapter's header where `trust_header` says the adapter put it there)."""
-    context = request_context(scope, headers, trust_header=trust_header)
-    domain = context.get("domainName") if context is not None else None
-    return domain.lower() if isinstance(domain, str) else None
 
 
 class HostOriginGuard:
@@ -61,7 +53,7 @@ class HostOriginGuard:
         """Raise HttpError unless the request's Host and Origin are allowed."""
         raw_host = headers.get("host")
         if raw_host is None:  # only browsers can be rebound, and they always send Host
-            raw_host = _event_domain(scope, headers, trust_header=self.trust_request_context_header) or ""
+            raw_host = request_domain(scope, headers, trust_header=self.trust_request_context_header) or ""
         host = _split_host(raw_host)
         if raw_host and not self._host_allowed(raw_host, host, scope, headers):
             raise HttpError(
@@ -82,7 +74,7 @@ class HostOriginGuard:
             return True
         if raw_host.lower() in self._hosts or host in self._hosts:
             return True
-        return host == _event_domain(scope, headers, trust_header=self.trust_request_context_header)
+        return host == request_domain(scope, headers, trust_header=self.trust_request_context_header)
 
     def _origin_allowed(self, origin: str, raw_host: str) -> bool:
         normalized = origin.strip().lower().rstrip("/")
