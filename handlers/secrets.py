@@ -19,9 +19,9 @@ from collections.abc import Mapping
 from typing import Any
 
 from stratus import Settings
-from stratus.settings import PREFIX, SettingsError
+from stratus.settings import PREFIX, SECRET_FIELDS, SettingsError
 
-SECRET_SETTINGS = (f"{PREFIX}SECRET_KEY", f"{PREFIX}STORE", f"{PREFIX}AUTH_UPSTREAM_CLIENT_SECRET")
+SECRET_SETTINGS = tuple(f"{PREFIX}{name.upper()}" for name in SECRET_FIELDS)
 
 SSM_PREFIX = "ssm:"
 SECRETS_MANAGER_PREFIX = "secretsmanager:"

@@ -4,8 +4,6 @@ Messages stay plain dicts on the wire; this module only classifies and checks th
 builds no models.
 """
 
-from __future__ import annotations
-
 import json
 import json.scanner
 import re

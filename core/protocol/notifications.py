@@ -8,8 +8,6 @@ streams follow beside the shared one. So ending a session writes nothing every s
 carries only what is rare (docs/scale.md, "The notification log"). A stream's position is one in each log.
 """
 
-from __future__ import annotations
-
 import asyncio
 import json
 from typing import TYPE_CHECKING, Any, NamedTuple
@@ -41,7 +39,7 @@ class Position(NamedTuple):
         return f"{self.shared}.{self.own}"
 
     @classmethod
-    def parse(cls, text: str) -> Position | None:
+    def parse(cls, text: str) -> "Position | None":
         """`<shared>.<own>`, or `<shared>` alone (an id from before sessions had their own logs); None if neither."""
         shared, dot, own = text.partition(".")
         shared_number, own_number = event_number(shared), event_number(own) if dot else 0
@@ -65,7 +63,7 @@ def event_number(text: str) -> int | None:
 class NotificationLog:
     """Publishes notifications that are not part of a call, for every listening stream on any container."""
 
-    def __init__(self, events: EventLogStore) -> None:
+    def __init__(self, events: "EventLogStore") -> None:
         self.events = events
 
     async def publish(self, method: str, params: dict[str, Any]) -> None:
@@ -125,7 +123,7 @@ class _Cursor:
         self.gap_grace = gap_grace
         self._gap_since: float | None = None
 
-    def in_order(self, events: list[StreamEvent], now: float) -> list[StreamEvent]:
+    def in_order(self, events: "list[StreamEvent]", now: float) -> "list[StreamEvent]":
         """The events that follow the last one without a missing number; all of them once a gap outlived its
         grace (an event that never landed, or one trimmed from the log)."""
         run: list[StreamEvent] = []
@@ -153,7 +151,7 @@ class NotificationFollower:
 
     def __init__(
         self,
-        events: EventLogStore,
+        events: "EventLogStore",
         after: Position,
         *,
         gap_grace: float = GAP_GRACE_SECONDS,
@@ -170,7 +168,7 @@ class NotificationFollower:
         return Position(self._shared.last, self._own.last if self._own is not None else 0)
 
     @classmethod
-    async def from_now(cls, events: EventLogStore, *, session_id: str | None = None) -> NotificationFollower:
+    async def from_now(cls, events: "EventLogStore", *, session_id: str | None = None) -> "NotificationFollower":
         """A follower of what is published from now on."""
         logs = [NOTIFICATIONS] if session_id is None else [NOTIFICATIONS, session_log(session_id)]
         kept = await asyncio.gather(*(events.read_after(log, 0) for log in logs))
@@ -203,7 +201,7 @@ class NotificationFollower:
             elif left <= 0:  # only entries addressed to other sessions (a shared log written before sessions had
                 return []  # their own)
 
-    async def _read(self, after: dict[str, int], within: float) -> dict[str, list[StreamEvent]]:
+    async def _read(self, after: dict[str, int], within: float) -> "dict[str, list[StreamEvent]]":
         if within > 0:
             return await self.events.wait_any(after, within)
         # Nothing to wait for: plain reads, without the subscription a wait takes on Redis.

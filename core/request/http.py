@@ -1,14 +1,10 @@
 """The HTTP request a call arrived in, as the transport hands it down."""
 
-from __future__ import annotations
-
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import Any, NamedTuple
 
+from stratus.request.outbound import Outbound
 from stratus.request.signal import CancellationSignal
-
-if TYPE_CHECKING:
-    from stratus.request.outbound import Outbound
 
 
 class HttpRequest(NamedTuple):

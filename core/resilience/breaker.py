@@ -9,8 +9,6 @@ A store applies `admit` before a call and `record` after it, each as one atomic 
 same state.
 """
 
-from __future__ import annotations
-
 import enum
 from dataclasses import dataclass
 from typing import NamedTuple

@@ -1,7 +1,5 @@
 """A point in time a request must finish by, on an injectable monotonic clock."""
 
-from __future__ import annotations
-
 import time
 from collections.abc import Callable
 from typing import NamedTuple
@@ -16,7 +14,7 @@ class Deadline(NamedTuple):
     clock: Clock = time.monotonic
 
     @classmethod
-    def within(cls, *limits_seconds: float | None, clock: Clock = time.monotonic) -> Deadline:
+    def within(cls, *limits_seconds: float | None, clock: Clock = time.monotonic) -> "Deadline":
         """The deadline of the tightest limit given; no limits means no deadline (infinitely far)."""
         given = [limit for limit in limits_seconds if limit is not None]
         now = clock()

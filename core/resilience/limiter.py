@@ -1,7 +1,5 @@
 """Token-bucket arithmetic: a bucket refills at `rate` tokens a second up to `burst`; a request takes `cost`."""
 
-from __future__ import annotations
-
 import math
 from dataclasses import dataclass
 from typing import NamedTuple
@@ -19,11 +17,11 @@ class RateLimit:
             raise ValueError("a rate limit needs rate > 0 and burst >= 1")
 
     @classmethod
-    def per_minute(cls, requests: float, *, burst: float | None = None) -> RateLimit:
+    def per_minute(cls, requests: float, *, burst: float | None = None) -> "RateLimit":
         return cls(requests / 60.0, burst if burst is not None else max(1.0, requests))
 
     @classmethod
-    def per_second(cls, requests: float, *, burst: float | None = None) -> RateLimit:
+    def per_second(cls, requests: float, *, burst: float | None = None) -> "RateLimit":
         return cls(requests, burst if burst is not None else max(1.0, requests))
 
 

@@ -3,8 +3,6 @@
 They are `NamedTuple`s: immutable values that cost a fraction of a dataclass to define at cold start.
 """
 
-from __future__ import annotations
-
 import base64
 from collections.abc import Sequence
 from typing import Any, NamedTuple

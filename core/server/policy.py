@@ -4,8 +4,6 @@ These are declarations only; `stratus.pipeline` carries them out. Immutable reco
 fraction of a dataclass to define at cold start; build them with keyword arguments.
 """
 
-from __future__ import annotations
-
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, NamedTuple, Protocol
@@ -23,19 +21,19 @@ CallNext = Callable[["Context"], Awaitable[Any]]
 class Middleware(Protocol):
     """`async (ctx, call_next) -> result`: runs around a call; may rewrite the context or the result."""
 
-    async def __call__(self, ctx: Context, call_next: CallNext, /) -> Any: ...
+    async def __call__(self, ctx: "Context", call_next: CallNext, /) -> Any: ...
 
 
 class Authenticator(Protocol):
     """A global guard: returns the principal it established (None leaves the user as it is) or raises to deny."""
 
-    async def __call__(self, ctx: Context, /) -> Principal | None: ...
+    async def __call__(self, ctx: "Context", /) -> "Principal | None": ...
 
 
 class Guard(Protocol):
     """A per-item guard: whether this request may use this tool, resource or prompt."""
 
-    async def __call__(self, ctx: Context, /) -> bool: ...
+    async def __call__(self, ctx: "Context", /) -> bool: ...
 
 
 class Access(NamedTuple):
@@ -50,7 +48,7 @@ class Access(NamedTuple):
     def restricted(self) -> bool:
         return not self.public and bool(self.scopes or self.roles or self.guards)
 
-    def grants(self, user: Principal | None) -> bool:
+    def grants(self, user: "Principal | None") -> bool:
         """Whether `user` holds what the item's scopes and roles ask (its guards are not consulted)."""
         if not self.restricted:
             return True

@@ -1,7 +1,5 @@
 """Who is calling: the principal an authenticator or a guard established for a request."""
 
-from __future__ import annotations
-
 from collections.abc import Mapping
 from types import MappingProxyType
 from typing import Any, NamedTuple

@@ -1,7 +1,5 @@
 """Prompts: a decorated function whose arguments the client fills in and whose messages it gets back."""
 
-from __future__ import annotations
-
 from collections.abc import Callable
 from typing import Any, Literal, NamedTuple
 

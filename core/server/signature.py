@@ -1,7 +1,5 @@
 """Read a handler's signature once: its arguments model, its context parameter and its docstring."""
 
-from __future__ import annotations
-
 import enum
 import inspect
 import re
@@ -131,7 +129,7 @@ class Signature:
         return await self._fn(**kwargs) if self.is_async else self._fn(**kwargs)
 
     @property
-    def model(self) -> type[BaseModel]:
+    def model(self) -> "type[BaseModel]":
         """The pydantic model of the client-supplied arguments, built on first use (cold start pays nothing)."""
         if self._model is None:
             from pydantic import ConfigDict, create_model

@@ -3,8 +3,6 @@
 Every operation a caller needs to be atomic is one method, so a remote backend can make it one round trip.
 """
 
-from __future__ import annotations
-
 import time
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass

@@ -1,8 +1,6 @@
 """The records the stores keep and answer with: sessions and their census, a call's checks and the gate's
 answer, stream events and tasks; with the encoding a shared store keeps a session in."""
 
-from __future__ import annotations
-
 import json
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple

@@ -3,8 +3,6 @@
 which settings check, the factory picks a backend by and the backend builds its client from. A leaf: settings check a
 URL here without importing any backend."""
 
-from __future__ import annotations
-
 from typing import Literal, NamedTuple
 from urllib.parse import parse_qs, urlsplit
 

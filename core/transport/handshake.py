@@ -3,8 +3,6 @@
 Sessions live in the injected `SessionStore`, so any container can serve any request of a session.
 """
 
-from __future__ import annotations
-
 import json
 import secrets
 from typing import TYPE_CHECKING, Any, NamedTuple
@@ -73,9 +71,9 @@ class HandshakeTransport:
     def __init__(
         self,
         dispatcher: Dispatcher,
-        stores: Stores,
-        admitter: Admitter,
-        stream_slots: StreamSlots,
+        stores: "Stores",
+        admitter: "Admitter",
+        stream_slots: "StreamSlots",
         batch_limits: BatchLimits | None = None,
         *,
         keepalive_seconds: float = KEEPALIVE_SECONDS,
@@ -184,7 +182,7 @@ class HandshakeTransport:
 
     async def relay(
         self, body: Any, headers: Headers, http: HttpRequest, principal: Principal | None
-    ) -> tuple[SessionRecord, RelayedStream] | None:
+    ) -> "tuple[SessionRecord, RelayedStream] | None":
         """Through a buffered front door, start a tools/call that may ask its client something mid-call in the task
         worker (`stratus.protocol.relayed_calls`): its session and where its stream is kept; None for any other
         request, which is answered as usual (its refusals included)."""

@@ -10,8 +10,6 @@ once per `CENSUS_SECONDS` per process, however many requests ask. `/health/live`
 nothing, and probes address it by IP (a load balancer's Host is the target's address).
 """
 
-from __future__ import annotations
-
 import asyncio
 import json
 import time
@@ -62,7 +60,7 @@ class Health:
         max_sessions: int,
         session_ttl_seconds: float,
         guard: HostOriginGuard | None = None,
-        authenticator: RequestAuthenticator | None = None,
+        authenticator: "RequestAuthenticator | None" = None,
         monotonic: Callable[[], float] = time.monotonic,
         details: Callable[[], dict[str, Any]] | None = None,
     ) -> None:

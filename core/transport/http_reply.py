@@ -1,7 +1,5 @@
 """What the endpoint answers: an HTTP status, an optional JSON body and headers."""
 
-from __future__ import annotations
-
 import logging
 from collections.abc import Mapping
 from types import MappingProxyType

@@ -205,3 +205,20 @@ def test_every_problem_is_reported_at_once_one_per_setting() -> None:
     assert len(problems) == len(environ)
     for name, value in environ.items():
         assert any(name in problem and repr(value) in problem for problem in problems), name
+
+
+def test_the_repr_of_settings_hides_the_secrets_and_the_stores_password() -> None:
+    settings = Settings(
+        store="redis://app:hunter2@cache.example:6379/0",
+        secret_key="signing-key-1",
+        auth_upstream_client_secret="client-secret-1",
+        auth_mode="front",
+        auth_audience="https://mcp.example/mcp",
+        auth_upstream_issuer="https://id.example",
+        auth_upstream_client_id="stratus",
+    )
+    shown = repr(settings)
+    assert shown.startswith("Settings(app='examples.demo:server', store='redis://***@cache.example:6379/0', ")
+    assert "secret_key='***'" in shown and "auth_upstream_client_secret='***'" in shown
+    assert not any(secret in shown for secret in ("hunter2", "signing-key-1", "client-secret-1"))
+    assert "secret_key=None" in repr(Settings())  # unset is shown as unset
