@@ -25,9 +25,10 @@ from stratus.pipeline.current import lambda_request_id, peek_context
 
 _STANDARD_ATTRIBUTES = frozenset(vars(logging.LogRecord("", 0, "", 0, "", None, None))) | {"message", "asctime"}
 _LATENCY_METRICS = frozenset({"latency"})
-_SLOT = re.compile(r'"\\u0000(\d+)\\u0000"|\x00(0)\x00')
+_SLOT = r'"\\u0000(\d+)\\u0000"|\x00(0)\x00'
 """A value's placeholder in a rendered template (a string of its number between NULs, as JSON writes it), or the
-timestamp's (0, as written into the text)."""
+timestamp's (0, as written into the text); a string until the first flush of a new shape uses it (`re` compiles
+and caches it then): compiling a pattern costs a cold start."""
 _MAX_TEMPLATES = 256
 
 
@@ -219,7 +220,7 @@ class EmfMetrics:
             if not any(document.takes(dimensions, metrics) for document in documents):
                 documents.append(_Document(dimensions, metrics))
         text = "".join(self._render(document, "\x000\x00") for document in documents)
-        cut = _SLOT.split(text.replace("%", "%%"))
+        cut = re.split(_SLOT, text.replace("%", "%%"))
         order = tuple(int(first or second) for first, second in zip(cut[1::3], cut[2::3], strict=True))
         literal = "%s".join(cut[::3])
         return literal, None if order == tuple(range(len(order))) else order

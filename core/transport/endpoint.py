@@ -28,10 +28,10 @@ from stratus.transport.buffered_limit import buffered_body
 from stratus.transport.call_relay import CallRelay
 from stratus.transport.cors import exposing_to, is_preflight, preflight_headers
 from stratus.transport.handshake import SESSION_HEADER, HandshakeTransport
-from stratus.transport.http_guards import HostOriginGuard, check_accepts_json, check_json_body
+from stratus.transport.http_guards import HostOriginGuard, accepts_event_stream, check_accepts_json, check_json_body
 from stratus.transport.http_reply import Reply, error_reply
 from stratus.transport.session_api import SessionApi, is_rest_call
-from stratus.transport.sse import KEEPALIVE_SECONDS, SseWriter, accepts_event_stream
+from stratus.transport.sse import KEEPALIVE_SECONDS, SseWriter
 from stratus.transport.stateless import handle_stateless, request_meta_version
 from stratus.types import Message, Receive, Scope, Send
 

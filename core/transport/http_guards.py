@@ -93,20 +93,32 @@ def _media_types(value: str) -> list[str]:
 
 
 _JSON_RANGES = frozenset({"application/json", "application/*", "*/*"})
-_ACCEPTING: set[str] = set()
-"""Accept values already found to accept JSON: a client sends the same one on every call."""
-_ACCEPTING_MAX = 64
+_ACCEPT_READINGS: dict[str, tuple[bool, bool]] = {}
+"""Accept values already read: whether each accepts JSON, and whether it lists `text/event-stream` (a client sends
+the same one on every call, so each is read once; a bounded memo)."""
+_ACCEPT_READINGS_MAX = 64
+
+
+def _read_accept(accept: str) -> tuple[bool, bool]:
+    reading = _ACCEPT_READINGS.get(accept)
+    if reading is None:
+        media_types = _media_types(accept)
+        reading = (not _JSON_RANGES.isdisjoint(media_types), "text/event-stream" in media_types)
+        if len(_ACCEPT_READINGS) < _ACCEPT_READINGS_MAX:
+            _ACCEPT_READINGS[accept] = reading
+    return reading
 
 
 def check_accepts_json(headers: Headers) -> None:
     """406 unless the client accepts a JSON response (a missing Accept accepts anything)."""
     accept = headers.get("accept")
-    if accept is None or accept in _ACCEPTING:
-        return
-    if _JSON_RANGES.isdisjoint(_media_types(accept)):
+    if accept is not None and not _read_accept(accept)[0]:
         raise HttpError(406, "Not Acceptable: the client must accept application/json")
-    if len(_ACCEPTING) < _ACCEPTING_MAX:
-        _ACCEPTING.add(accept)
+
+
+def accepts_event_stream(accept: str | None) -> bool:
+    """Whether the client listed `text/event-stream` in Accept."""
+    return accept is not None and _read_accept(accept)[1]
 
 
 def check_json_body(headers: Headers) -> None:

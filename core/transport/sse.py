@@ -21,24 +21,6 @@ SSE_HEADERS = [
 ]
 
 
-_READ_ACCEPTS: dict[str, bool] = {}
-"""Accept values already read, and whether each lists `text/event-stream`: a client sends the same one on every
-call (a bounded memo, as `http_guards` keeps for JSON)."""
-_READ_ACCEPTS_MAX = 64
-
-
-def accepts_event_stream(accept: str | None) -> bool:
-    """Whether the client listed `text/event-stream` in Accept."""
-    if accept is None:
-        return False
-    found = _READ_ACCEPTS.get(accept)
-    if found is None:
-        found = any(part.split(";", 1)[0].strip().lower() == "text/event-stream" for part in accept.split(","))
-        if len(_READ_ACCEPTS) < _READ_ACCEPTS_MAX:
-            _READ_ACCEPTS[accept] = found
-    return found
-
-
 class SseWriter:
     """Writes events and keep-alive comments to an open SSE response."""
 

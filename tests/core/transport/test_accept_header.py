@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from stratus.transport import sse
+from stratus.transport import http_guards
 
 
 @pytest.mark.parametrize(
@@ -20,13 +20,15 @@ from stratus.transport import sse
     ],
 )
 def test_accept_lists_the_event_stream_or_not(accept: str | None, streams: bool) -> None:
-    assert sse.accepts_event_stream(accept) is streams
-    assert sse.accepts_event_stream(accept) is streams  # the second reading comes from the memo
+    assert http_guards.accepts_event_stream(accept) is streams
+    assert http_guards.accepts_event_stream(accept) is streams  # the second reading comes from the memo
 
 
 def test_past_the_memos_bound_every_value_is_still_read_and_the_memo_stops_growing() -> None:
-    values = [f"application/json, text/event-stream;x={index}" for index in range(sse._READ_ACCEPTS_MAX + 10)]
+    values = [
+        f"application/json, text/event-stream;x={index}" for index in range(http_guards._ACCEPT_READINGS_MAX + 10)
+    ]
     values += [f"application/json;x={index}" for index in range(10)]
-    answers = [sse.accepts_event_stream(value) for value in values]
-    assert answers == [True] * (sse._READ_ACCEPTS_MAX + 10) + [False] * 10
-    assert len(sse._READ_ACCEPTS) == sse._READ_ACCEPTS_MAX
+    answers = [http_guards.accepts_event_stream(value) for value in values]
+    assert answers == [True] * (http_guards._ACCEPT_READINGS_MAX + 10) + [False] * 10
+    assert len(http_guards._ACCEPT_READINGS) == http_guards._ACCEPT_READINGS_MAX
