@@ -35,7 +35,7 @@ from typing import Any
 
 from stratus import Settings
 from stratus.observability import ConsoleFormatter
-from stratus.transport.endpoint import REST_PREFIXES
+from stratus.transport.session_api import REST_PREFIXES
 from stratus.types import ASGIApp, Receive, Scope, Send
 
 

@@ -9,16 +9,20 @@ from typing import TYPE_CHECKING
 from stratus.auth.setup import request_authenticator
 from stratus.composition import build_dispatcher, pipeline_for, stores_for, stream_slots_for
 from stratus.metrics import MetricsSink
+from stratus.protocol.capabilities import notifies_outside_calls
+from stratus.protocol.notifications import NotificationLog
 from stratus.server.server import McpServer
 from stratus.settings import Settings
 from stratus.stores.base import Stores
 from stratus.transport.asgi import Router
-from stratus.transport.endpoint import REST_PREFIXES, McpEndpoint
+from stratus.transport.endpoint import McpEndpoint
 from stratus.transport.handshake import BatchLimits, HandshakeTransport
 from stratus.transport.health import LIVE_PATH, Health, live
 from stratus.transport.http_guards import HostOriginGuard
 from stratus.transport.metadata import WELL_KNOWN, ProtectedResourceMetadata
 from stratus.transport.polling import Polling
+from stratus.transport.session_api import REST_PREFIXES, SessionApi
+from stratus.transport.session_stream import SessionStreams
 from stratus.types import ASGIApp
 
 if TYPE_CHECKING:
@@ -57,18 +61,32 @@ def build_app(
     dispatcher = build_dispatcher(
         server, settings, stores, pipeline, stream_slots=stream_slots, task_launcher=task_launcher
     )
+    session_streams = SessionStreams(
+        stores.sessions,
+        stores.events,
+        stores.cache,
+        stream_slots,
+        keepalive_seconds=settings.keepalive_seconds,
+        polling=Polling(settings.poll_hold_seconds, settings.poll_retry_seconds),
+    )
     handshake = HandshakeTransport(
         dispatcher,
         stores,
         pipeline.admitter,
-        stream_slots,
+        session_streams,
         BatchLimits(settings.max_batch_length, settings.max_batch_response_bytes),
-        keepalive_seconds=settings.keepalive_seconds,
-        polling=Polling(settings.poll_hold_seconds, settings.poll_retry_seconds),
+    )
+    session_api = SessionApi(
+        handshake,
+        stores.sessions,
+        session_streams,
+        NotificationLog(stores.events),
+        max_stream_seconds=settings.max_stream_seconds,
     )
     endpoint = McpEndpoint(
         dispatcher,
         handshake,
+        session_api,
         guard,
         max_body_bytes=settings.max_body_bytes,
         body_timeout_seconds=settings.body_timeout_seconds,
@@ -77,6 +95,7 @@ def build_app(
         max_response_bytes=settings.max_response_bytes,
         authenticator=authenticator,
         server_authenticators=server.policy.authenticators,
+        offers_get_stream=lambda: notifies_outside_calls(server),
     )
     health = Health(
         stores.sessions,

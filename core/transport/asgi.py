@@ -31,6 +31,25 @@ HEADERS_READ = "stratus.headers"
 name and value ASCII (so reading the ASGI list again would give the same), which `request_headers` then copies."""
 
 
+BUFFERED = "stratus.buffered_response"
+"""The ASGI scope extension (`scope["extensions"]`) a Lambda front door's reader declares: the response is collected
+and sent whole once it ends, and nothing tells the app that the client has gone. Without it the connection is live
+(uvicorn, a host's server): a response may stream, and a disconnect is reported."""
+
+
+def buffered_scope(scope: Scope) -> Scope:
+    """`scope` declaring the `BUFFERED` extension (a front door's reader calls this once per event)."""
+    extensions = scope.get("extensions")
+    scope["extensions"] = {**extensions, BUFFERED: {}} if extensions else {BUFFERED: {}}
+    return scope
+
+
+def is_buffered(scope: Scope) -> bool:
+    """Whether the response to `scope` is buffered (`BUFFERED`)."""
+    extensions = scope.get("extensions")
+    return extensions is not None and BUFFERED in extensions
+
+
 def request_headers(scope: Scope) -> dict[str, str]:
     """The request's headers by lower-case name; repeated headers joined with ", " as HTTP allows."""
     read: dict[str, str] | None = scope.get(HEADERS_READ)

@@ -28,16 +28,15 @@ from stratus.server.principal import Principal
 from stratus.stores.records import CallAdmission, CallChecks, SessionRecord
 from stratus.transport.asgi import Headers
 from stratus.transport.http_reply import ACCEPTED, Reply, error_reply
-from stratus.transport.polling import Polling, parse_call_position
+from stratus.transport.polling import parse_call_position
 from stratus.transport.session_stream import GET_STREAM_PREFIX, SessionStreams
-from stratus.transport.sse import KEEPALIVE_SECONDS
 from stratus.types import Receive, Send
 
 if TYPE_CHECKING:
     from stratus.pipeline.admission import Admitter
     from stratus.protocol.relayed_calls import RelayedStream
-    from stratus.resilience.stream_slots import StreamSlots
     from stratus.stores.base import Stores
+    from stratus.transport.exchange import Exchange
 
 SESSION_HEADER = "mcp-session-id"
 
@@ -73,11 +72,8 @@ class HandshakeTransport:
         dispatcher: Dispatcher,
         stores: "Stores",
         admitter: "Admitter",
-        stream_slots: "StreamSlots",
+        session_streams: SessionStreams,
         batch_limits: BatchLimits | None = None,
-        *,
-        keepalive_seconds: float = KEEPALIVE_SECONDS,
-        polling: Polling | None = None,
     ) -> None:
         self.dispatcher = dispatcher
         self.admitter = admitter
@@ -85,10 +81,7 @@ class HandshakeTransport:
         self.sessions = stores.sessions
         self.pending = stores.pending
         self.events = stores.events
-        self.stream_slots = stream_slots
-        self.session_streams = SessionStreams(
-            self.sessions, self.events, stores.cache, stream_slots, keepalive_seconds=keepalive_seconds, polling=polling
-        )
+        self.session_streams = session_streams
 
     async def post(self, body: Any, headers: Headers, http: HttpRequest, principal: Principal | None) -> Reply:
         header_version = headers.get("mcp-protocol-version")
@@ -124,22 +117,15 @@ class HandshakeTransport:
             return None
         return self.admitter.session_checks(tool, principal, _session_id(headers))
 
-    async def stream(
-        self,
-        headers: Headers,
-        principal: Principal | None,
-        send: Send,
-        receive: Receive,
-        *,
-        max_seconds: float,
-        buffered: bool = False,
-    ) -> Reply | None:
+    async def stream(self, exchange: "Exchange", *, max_seconds: float) -> Reply | None:
         """GET: the session's own stream of notifications, or with `Last-Event-ID` the resumption of a stream.
 
         Returns a Reply only to refuse (unknown session or stream: 404; a stream cap reached: 429, or 503 for the
-        process's, with Retry-After; `buffered`, a session whose client does not poll: 405); None once the stream
-        was served. A `buffered` response (behind API Gateway's HTTP API) is sent whole, once it ends.
+        process's, with Retry-After; a buffered answer for a session whose client does not poll: 405); None once the
+        stream was served. A buffered response (behind API Gateway's HTTP API) is sent whole, once it ends.
         """
+        headers, principal = exchange.headers, exchange.principal
+        send, receive, buffered = exchange.send, exchange.receive, exchange.buffered
         try:
             session = await self._session(headers, principal)
         except McpError as error:
@@ -204,6 +190,24 @@ class HandshakeTransport:
             return None
         call = Call.in_session(message, session, http, principal)
         return (session, await relays.start(call, tool)) if may_ask(call, tool) else None
+
+    async def follow_relayed(
+        self, relayed: "tuple[SessionRecord, RelayedStream]", exchange: "Exchange", *, max_seconds: float
+    ) -> McpError | None:
+        """A buffered answer to a relayed call: its stream relayed from the store until it asks something or ends (at
+        most 20 s), then an event to come back from; the refusal when a stream cap is reached."""
+        session, (key, token) = relayed
+        return await self.session_streams.resume(
+            session,
+            key,
+            token,
+            (0, 0),
+            exchange.send,
+            exchange.receive,
+            max_seconds=max_seconds,
+            buffered=True,
+            until_asked=True,
+        )
 
     async def delete(self, headers: Headers, principal: Principal | None) -> Reply:
         try:

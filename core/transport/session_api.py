@@ -37,13 +37,14 @@ from __future__ import annotations
 
 import math
 import secrets
-from typing import Any
+from typing import Any, NamedTuple
 
 from stratus.errors import (
     INTERNAL_ERROR,
     INVALID_REQUEST,
     METHOD_NOT_FOUND,
     RATE_LIMITED,
+    HttpError,
     RecordTooLargeError,
     TooManySessionsError,
 )
@@ -52,14 +53,17 @@ from stratus.protocol.notifications import LoggedNotification, NotificationLog, 
 from stratus.request.http import HttpRequest
 from stratus.request.outbound import Outbound
 from stratus.server.principal import Principal
+from stratus.stores.base import SessionStore
 from stratus.stores.records import SessionRecord
+from stratus.transport.exchange import Exchange
 from stratus.transport.handshake import SESSION_HEADER, HandshakeTransport
 from stratus.transport.http_reply import Reply
-from stratus.transport.session_stream import GET_STREAM_PREFIX, get_event_id
+from stratus.transport.session_stream import GET_STREAM_PREFIX, SessionStreams, get_event_id
 from stratus.transport.sse import SseWriter
-from stratus.types import Receive, Send
 
 HEARTBEAT_SECONDS = 30.0
+REST_PREFIXES = ("/session/", "/events/")
+"""Paths of the session REST API besides `POST /session` (served by the MCP endpoint, which also guards them)."""
 _STATUS_BY_CODE = {METHOD_NOT_FOUND: 404, INTERNAL_ERROR: 500}
 
 
@@ -83,6 +87,38 @@ def _not_a_rest_call(method: str) -> str | None:
     if method.startswith("notifications/"):
         return f"Bad Request: {method} is a notification; a REST call is a request (POST /mcp with sessionId, method)"
     return None
+
+
+class RestRoute(NamedTuple):
+    """A REST request's route: what it asks (`create`, `respond`, `delete` or `events`) and of which session."""
+
+    action: str
+    session_id: str = ""
+
+
+def is_rest_path(path: str) -> bool:
+    """Whether a path (below the app's root, without a trailing slash) is one of the REST API's own routes."""
+    return path == "/session" or path.startswith(REST_PREFIXES)
+
+
+def rest_route(method: str, path: str) -> RestRoute:
+    """The route of a REST path.
+
+    Raises:
+        HttpError: 404 for a path the API does not serve, 405 (naming the method to use) for a wrong method.
+    """
+    kind, _, session_id = path[1:].partition("/")
+    session_id, _, tail = session_id.partition("/")
+    if tail not in ("", "responses") or (tail and kind != "session"):
+        raise HttpError(404, "Not Found")
+    allowed = "POST" if not session_id or tail else ("DELETE" if kind == "session" else "GET")
+    if method != allowed:
+        raise HttpError(405, f"Method Not Allowed: use {allowed}", headers={"allow": allowed})
+    if not session_id:
+        return RestRoute("create")
+    if tail:
+        return RestRoute("respond", session_id)
+    return RestRoute("delete" if kind == "session" else "events", session_id)
 
 
 def is_rest_call(body: Any) -> bool:
@@ -140,10 +176,34 @@ class SessionOutbound(Outbound):
 class SessionApi:
     """Answers the REST routes; the MCP endpoint hands it the requests that are not MCP."""
 
-    def __init__(self, handshake: HandshakeTransport, *, heartbeat_seconds: float = HEARTBEAT_SECONDS) -> None:
+    def __init__(
+        self,
+        handshake: HandshakeTransport,
+        sessions: SessionStore,
+        streams: SessionStreams,
+        notifications: NotificationLog,
+        *,
+        heartbeat_seconds: float = HEARTBEAT_SECONDS,
+        max_stream_seconds: float = 840.0,
+    ) -> None:
         self.handshake = handshake
+        self.sessions = sessions
+        self.streams = streams
+        self.notifications = notifications
         self.framing = SeedEventStream(heartbeat_seconds)
-        self.notifications = NotificationLog(handshake.events)
+        self.max_stream_seconds = max_stream_seconds
+
+    async def serve(self, route: RestRoute, exchange: Exchange) -> Reply | None:
+        """Answer a REST route (its `POST /mcp` calls arrive through the endpoint's POST, as `call`)."""
+        principal = exchange.principal
+        if route.action == "create":
+            return await self.create(await exchange.json_body(), principal)
+        if route.action == "respond":  # the client's answer to a request a REST call sent it
+            http = HttpRequest(exchange.method, exchange.scope.get("path", ""), exchange.headers)
+            return await self.respond(route.session_id, await exchange.json_body(), http, principal)
+        if route.action == "delete":
+            return await self.delete(route.session_id, principal)
+        return await self.events(route.session_id, exchange)
 
     async def create(self, body: Any, principal: Principal | None) -> Reply:
         """Open a session; `body` ({} when empty) may declare the client's `capabilities`."""
@@ -159,7 +219,7 @@ class SessionApi:
             initialized=True,
         )
         try:
-            await self.handshake.sessions.create(session)
+            await self.sessions.create(session)
         except TooManySessionsError as full:  # the deployment's limit, or the caller's quota: data names which
             return Reply(503, {"error": full.message, **full.data})
         except RecordTooLargeError as large:  # its capabilities: data names STRATUS_MAX_RECORD_BYTES and the limit
@@ -215,30 +275,27 @@ class SessionApi:
         status = reply.status if reply.status != 200 else rest_status(error.get("code"), error.get("data"))
         return Reply(status, {"sessionId": session_id, "error": error})
 
-    async def events(
-        self,
-        session_id: str,
-        principal: Principal | None,
-        send: Send,
-        receive: Receive,
-        *,
-        last_event_id: str | None,
-        max_seconds: float,
-        buffered: bool = False,
-    ) -> Reply | None:
+    async def events(self, session_id: str, exchange: Exchange) -> Reply | None:
         """The session's events after `last_event_id` (from now when None), as a poll that ends with a heartbeat
         carrying the id to come back with and a `retry:`."""
         after = None
+        last_event_id = exchange.headers.get("last-event-id")
         if last_event_id is not None:
             token, _, position = last_event_id.partition("-")
             after = Position.parse(position) if token == GET_STREAM_PREFIX else None
             if after is None:
                 return Reply(400, {"error": "Last-Event-ID must be an id this session's events carried"})
-        session = await self._own_session(session_id, principal)
+        session = await self._own_session(session_id, exchange.principal)
         if session is None:
             return _unknown_session()
-        refused = await self.handshake.session_streams.serve(
-            session, after, send, receive, max_seconds=max_seconds, framing=self.framing, buffered=buffered
+        refused = await self.streams.serve(
+            session,
+            after,
+            exchange.send,
+            exchange.receive,
+            max_seconds=self.max_stream_seconds,
+            framing=self.framing,
+            buffered=exchange.buffered,
         )
         if refused is not None:  # a stream cap: 429 (503 for the process's) naming the setting that raises it
             return Reply(refused.http_status, {"error": refused.message, **(refused.data or {})}, refused.headers)
@@ -247,12 +304,12 @@ class SessionApi:
     async def delete(self, session_id: str, principal: Principal | None) -> Reply:
         if await self._own_session(session_id, principal) is None:
             return _unknown_session()
-        await self.handshake.sessions.delete(session_id)
+        await self.sessions.delete(session_id)
         await self.notifications.end(session_id)  # its open /events streams close now, on every container
         return Reply(200, {"message": "Session closed successfully"})
 
     async def _own_session(self, session_id: str, principal: Principal | None) -> SessionRecord | None:
-        session = await self.handshake.sessions.load(session_id)
+        session = await self.sessions.load(session_id)
         if session is None or session.principal != (principal.key if principal else None):
             return None  # another principal's session is answered like an unknown one
         return session

@@ -18,7 +18,7 @@ import base64
 from typing import Any
 from urllib.parse import unquote
 
-from stratus.transport.asgi import HEADERS_READ
+from stratus.transport.asgi import BUFFERED, HEADERS_READ
 from stratus.types import Scope
 
 TEXT_TYPES = (
@@ -69,6 +69,7 @@ class Reader:
             "client": (http["sourceIp"], 0),
             "aws.event": event,
             "aws.context": context,
+            "extensions": {BUFFERED: {}},
         }
         if names.isascii() and "".join(headers.values()).isascii():
             self.scope[HEADERS_READ] = headers  # API Gateway joins a repeated header's values with commas already

@@ -9,6 +9,7 @@ from typing import Any
 from mangum.handlers import HTTPGateway
 
 from stratus.handlers.front_doors.mangum_config import CONFIG
+from stratus.transport.asgi import buffered_scope
 from stratus.types import Scope
 
 
@@ -22,4 +23,4 @@ class Reader(HTTPGateway):
 
     @cached_property
     def scope(self) -> Scope:
-        return super().scope
+        return buffered_scope(super().scope)

@@ -16,7 +16,7 @@ from mangum.adapter import DEFAULT_TEXT_MIME_TYPES
 
 from stratus.handlers.front_doors.http_api import TEXT_TYPES
 from stratus.handlers.invocation import ContainerLoop, invoke
-from stratus.transport.asgi import HEADERS_READ, request_headers
+from stratus.transport.asgi import HEADERS_READ, is_buffered, request_headers
 from stratus.types import Message, Receive, Scope, Send
 from tests.fixtures.lambda_invoke import LambdaContext, event
 
@@ -35,11 +35,15 @@ def container_loop() -> Iterator[None]:
 def echo(headers: list[tuple[bytes, bytes]], body: bytes, *, status: int = 200, parts: int = 1) -> Any:
     """An app answering `status`, `headers` and `body` (in `parts` messages), recording what it was given."""
     seen: dict[str, Any] = {}
+    declared: list[bool] = []
 
     async def app(scope: Scope, receive: Receive, send: Send) -> None:
         seen["scope"] = {
-            key: value for key, value in scope.items() if not key.startswith("aws.") and key != HEADERS_READ
+            key: value
+            for key, value in scope.items()
+            if not key.startswith("aws.") and key not in (HEADERS_READ, "extensions")
         }
+        declared.append(is_buffered(scope))
         if HEADERS_READ in scope:  # the headers the front door already read are the ASGI list's, read again
             unread = {key: value for key, value in scope.items() if key != HEADERS_READ}
             assert request_headers(scope) == request_headers(unread)
@@ -51,6 +55,7 @@ def echo(headers: list[tuple[bytes, bytes]], body: bytes, *, status: int = 200, 
             await send({"type": "http.response.body", "body": body[start : start + size], "more_body": more})
 
     app.seen = seen  # type: ignore[attr-defined]
+    app.declared = declared  # type: ignore[attr-defined]
     return app
 
 
@@ -64,6 +69,7 @@ def both(
     their_view = dict(app.seen)
     ours = invoke(app, event(shape, request, extra or {}, base64_body=base64_body), context)
     assert app.seen == their_view  # the same scope and body message
+    assert app.declared[-1] is True  # and every front door declares its answer buffered
     return theirs, ours, app.seen
 
 

@@ -1,0 +1,127 @@
+"""One HTTP request to the endpoint and the way its answer goes back, with what is decided about it once: its mode
+(buffered or live, from the front door's `asgi.BUFFERED` extension) and who sent it."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any, NamedTuple
+
+from stratus.errors import HttpError
+from stratus.protocol.jsonrpc import decode
+from stratus.request.aws_context import authorizer_claims, request_context
+from stratus.request.http import HttpRequest
+from stratus.request.outbound import Outbound
+from stratus.request.signal import CancellationSignal
+from stratus.server.principal import Principal
+from stratus.transport.asgi import Headers, is_buffered, route_path
+from stratus.transport.http_guards import check_json_body
+from stratus.types import Receive, Scope, Send
+
+
+class BodyLimits(NamedTuple):
+    """How much of a body the endpoint reads, and for how long on a live connection."""
+
+    max_bytes: int
+    timeout_seconds: float = 30.0
+
+
+class Exchange:
+    """One request to the endpoint: its ASGI scope and channels, its headers, its mode and (once authenticated) its
+    principal."""
+
+    __slots__ = ("buffered", "headers", "limits", "path", "principal", "receive", "scope", "send", "trust_context")
+
+    def __init__(
+        self,
+        scope: Scope,
+        receive: Receive,
+        send: Send,
+        headers: Headers,
+        limits: BodyLimits,
+        *,
+        trust_context: bool = False,
+    ) -> None:
+        self.scope = scope
+        self.receive = receive
+        self.send = send
+        self.headers = headers
+        self.limits = limits
+        self.trust_context = trust_context
+        self.buffered = is_buffered(scope)
+        """Sent whole once it ends, with no client-gone signal (a Lambda front door); otherwise live."""
+        self.path = route_path(scope).rstrip("/")
+        self.principal: Principal | None = None
+
+    @property
+    def method(self) -> str:
+        method: str = self.scope["method"]
+        return method
+
+    def http_request(
+        self, *, disconnected: CancellationSignal | None = None, outbound: Outbound | None = None
+    ) -> HttpRequest:
+        """What a handler may read of the request: headers, the Lambda event and context, the authorizer's claims."""
+        scope = self.scope
+        event = scope.get("aws.event")
+        context = request_context(scope, self.headers, trust_header=self.trust_context)
+        return HttpRequest(
+            scope["method"],
+            scope.get("path", ""),
+            self.headers,
+            lambda_context=scope.get("aws.context"),
+            disconnected=disconnected,
+            outbound=outbound,
+            lambda_event=event if isinstance(event, dict) else None,
+            authorizer_claims=authorizer_claims(context),
+        )
+
+    async def json_body(self) -> Any:
+        """A JSON body, {} when there is none (the session REST API's bodies)."""
+        raw = await self.body()
+        if not raw:  # whitespace alone is no JSON text: a 400, like any other body that does not parse
+            return {}
+        check_json_body(self.headers)
+        return decode(raw)
+
+    async def body(self) -> bytes:
+        """The request body, at most `limits.max_bytes`. On a live connection (uvicorn) one deadline covers the
+        whole body, so a client trickling a byte at a time cannot hold it; a Lambda event carries the whole body
+        already and needs none."""
+        declared = self.headers.get("content-length")
+        limit = self.limits.max_bytes
+        # `isdigit` alone takes `²`, which int() refuses; a length of 19 digits or more is past any body limit.
+        if declared and declared.isascii() and declared.isdigit() and (len(declared) > 18 or int(declared) > limit):
+            raise too_large(limit)
+        if self.buffered:
+            return await self._read_chunks()
+        timeout = self.limits.timeout_seconds
+        try:
+            async with asyncio.timeout(timeout):
+                return await self._read_chunks()
+        except TimeoutError:
+            raise HttpError(
+                408,
+                f"Request Timeout: the body did not arrive within {timeout:g} s (STRATUS_BODY_TIMEOUT_SECONDS)",
+                headers={"connection": "close"},
+            ) from None
+
+    async def _read_chunks(self) -> bytes:
+        chunks: list[bytes] = []
+        size = 0
+        limit = self.limits.max_bytes
+        while True:
+            message = await self.receive()
+            if message["type"] == "http.disconnect":
+                break
+            chunk = message.get("body", b"")
+            size += len(chunk)
+            if size > limit:
+                raise too_large(limit)
+            chunks.append(chunk)
+            if not message.get("more_body", False):
+                break
+        return b"".join(chunks)
+
+
+def too_large(limit: int) -> HttpError:
+    return HttpError(413, f"Payload Too Large: the body limit is {limit} bytes (STRATUS_MAX_BODY_BYTES)")
