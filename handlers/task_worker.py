@@ -15,7 +15,7 @@ import logging
 from typing import Any
 
 from stratus import Settings
-from stratus.composition import build_dispatcher, pipeline_for, stores_for
+from stratus.composition import build_serving, pipeline_for, stores_for
 from stratus.handlers.loading import load_server
 from stratus.handlers.secrets import settings_from_env
 from stratus.handlers.telemetry import build_telemetry
@@ -63,17 +63,14 @@ async def run_task(settings: Settings, task_id: str, lambda_context: Any = None,
     server = load_server(settings.app)
     metrics, flush = build_telemetry(settings, server.name)
     stores = stores_for(settings)
-    dispatcher = build_dispatcher(server, settings, stores, pipeline_for(server, settings, stores, metrics))
+    serving = build_serving(server, settings, stores, pipeline_for(server, settings, stores, metrics))
     try:
         if relayed:
-            from stratus.protocol.relayed_calls import RelayedCalls
-
-            relays = RelayedCalls(server.tools, stores, dispatcher.tool_calls.run)
-            await relays.run(task_id, lambda_context=lambda_context)
+            await serving.relays().run(task_id, lambda_context=lambda_context)
         else:
-            await dispatcher.tasks.run(task_id, lambda_context=lambda_context)
+            await serving.tasks().run(task_id, lambda_context=lambda_context)
     finally:
-        await dispatcher.aclose()
+        await serving.dispatcher.aclose()
         await stores.aclose()
         flush()
 

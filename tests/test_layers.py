@@ -233,3 +233,59 @@ def test_no_test_file_imports_a_test_module() -> None:
         for target in sorted(set(_imports(path, test_modules)))
     ]
     assert importing == []
+
+
+PARTS = {
+    "admitter",
+    "dispatcher",
+    "endpoint",
+    "handshake",
+    "lifecycle",
+    "pipeline",
+    "reads",
+    "relays",
+    "session_api",
+    "session_streams",
+    "stateless",
+    "tasks",
+    "tool_calls",
+}
+"""The names the parts a request passes through are held by (docs/architecture.md, "One tools/call")."""
+HELD = PARTS | {"auth", "circuit", "retries", "running", "server", "stores"}
+"""What a part holds that no other part may reach through it: its own parts, the server it serves, its stores."""
+ROOTS = {"stratus.composition", "stratus.transport.app"}
+"""The composition roots, which build every part from the others and so may read what each holds."""
+
+
+def _reaching_through(path: Path) -> Iterator[str]:
+    """Each `part.held` (or `self.part.held`) in `path`: another part's collaborator reached through it."""
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if not isinstance(node, ast.Attribute) or node.attr not in HELD:
+            continue
+        holder = node.value
+        held_by = (
+            holder.attr if isinstance(holder, ast.Attribute) else holder.id if isinstance(holder, ast.Name) else ""
+        )
+        if held_by in PARTS:
+            yield f"{path.name}:{node.lineno} reaches {held_by}.{node.attr}"
+
+
+def _reaches(modules: dict[str, Path]) -> list[str]:
+    return [
+        found for module, path in sorted(modules.items()) if module not in ROOTS for found in _reaching_through(path)
+    ]
+
+
+def test_no_part_reaches_through_another_to_what_it_holds() -> None:
+    """docs/architecture.md promises that no part is reached through another: each gets what it uses from the
+    composition root."""
+    assert _reaches(_modules()) == []
+
+
+def test_a_part_reached_through_another_is_caught(tmp_path: Path) -> None:
+    modules = _modules()
+    changed = tmp_path / "handshake.py"
+    source = modules["stratus.transport.handshake"].read_text(encoding="utf-8")
+    changed.write_text(source + "\n\ndef _tools(self):\n    return self.dispatcher.server.tools\n")
+    found = _reaches({**modules, "stratus.transport.handshake": changed})
+    assert [line.rpartition(" reaches ")[2] for line in found] == ["dispatcher.server"]

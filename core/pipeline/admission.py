@@ -2,11 +2,11 @@
 
 A call of a tool with rate limits or a breaker asks the store's `CallGate` about every bucket and the breaker
 together, all or nothing: a call any of them refuses spends no token and no half-open trial. A handshake-era
-session is loaded in the same round trip when nothing that runs before the limits (authenticators, guards,
-middleware, a scope or role the caller lacks) could still refuse the call; otherwise the call is admitted after
-authorization. A breaker this container found closed moments ago is not asked again
-(stratus.resilience.closed_breakers). While the store cannot be reached, limits and breakers let calls through
-(`fail_open`, counted as `store_unavailable`) or the call fails with 503; sessions always fail closed.
+session is loaded in the same round trip when the pipeline says nothing before admission could still refuse the call
+(`Pipeline.prefetch_checks`); otherwise the call is admitted after authorization. A breaker this container found
+closed moments ago is not asked again (stratus.resilience.closed_breakers). While the store cannot be reached, limits
+and breakers let calls through (`fail_open`, counted as `store_unavailable`) or the call fails with 503; sessions
+always fail closed.
 """
 
 from __future__ import annotations
@@ -42,11 +42,8 @@ class Admitter:
         closed: ClosedBreakers,
         *,
         fail_open: bool = True,
-        authenticates_first: bool | None = None,
     ) -> None:
         self.policy = policy
-        self.authenticates_first = bool(policy.authenticators) if authenticates_first is None else authenticates_first
-        """Whether the pipeline runs authenticators before the limits (they could still refuse the call)."""
         self.gate = gate
         self.metrics = metrics
         self.closed = closed
@@ -74,21 +71,9 @@ class Admitter:
             breaker=(f"tool:{tool.policy.group or tool.name}", breaker) if breaker else None,
         )
 
-    def session_checks(self, tool: Tool, principal: Principal | None, session_id: str) -> CallChecks | None:
-        """What to ask the gate together with loading a handshake-era session (one store round trip), or None when
-        the session should be loaded on its own: the tool asks the store nothing, or something that runs before the
-        limits could still refuse the call, and a refused call must spend nothing. Plain, not a coroutine: most
-        calls ask nothing, and those pay no await for it."""
-        checks = self.checks_for(tool, principal, session_id)
-        if not checks.limits and checks.breaker is None:
-            return None
-        if not self._nothing_refuses_before_the_limits(tool, principal):
-            return None
-        return checks._replace(session_id=session_id, owner=principal.key if principal else None)
-
     async def with_session(self, checks: CallChecks) -> CallAdmission:
-        """The gate's answer to `session_checks`: the session (None unless it is the caller's) with the decisions.
-        The gate spends nothing unless the session is the caller's and every check passes.
+        """The gate's answer to checks that name a session: the session (None unless it is the caller's) with the
+        decisions. The gate spends nothing unless the session is the caller's and every check passes.
 
         Raises:
             StoreUnavailableError: the store could not be reached (sessions fail closed, whatever the limits' policy).
@@ -106,12 +91,6 @@ class Admitter:
             logger.warning("store unavailable: rate limits and breaker skipped (fail open)", extra={"tool": tool.name})
             allowed = tuple(Decision(True) for _ in checks.limits)
             return CallAdmission(None, allowed, Admission(True, CircuitState.CLOSED) if checks.breaker else None)
-
-    def _nothing_refuses_before_the_limits(self, tool: Tool, principal: Principal | None) -> bool:
-        access = tool.policy.access
-        if self.authenticates_first or self.policy.middleware or tool.policy.middleware or access.guards:
-            return False
-        return not access.restricted or access.grants(principal)
 
     async def _ask(self, checks: CallChecks) -> CallAdmission:
         """The gate's answer to `checks`, leaving out a breaker this container found closed moments ago (another

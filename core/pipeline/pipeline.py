@@ -2,14 +2,14 @@
 
     tool call                                   resource read / prompt get
     1. request context (contextvar)             1. request context
-    2. guards: authenticators (where the        2. guards
-       transport did not run them), then the
-       item's authorization
+    2. guards: authenticators (the plan's           2. guards
+       `before_call`), then the item's
+       authorization
     3. middleware: server's, then the tool's    3. server middleware
        a. admission (the store's answer for        a. timeout
           the call's buckets and breaker),         b. handler
-          unless the transport got it with
-          the session
+          or the one prefetched with the
+          session (`prefetch_checks`)
        b. rate limits
        c. timeout around
        d. circuit breaker around
@@ -18,8 +18,9 @@
     4. metrics, on success and on failure       4. metrics
 
 Each stage is a module of its own (admission, guards, rate_limits, timeout, circuit, retries, call_metrics), built
-over the stores it needs by the composition root (stratus.composition.build_pipeline); this class only holds
-their order.
+over the stores it needs by the composition root (stratus.composition.build_pipeline); this class holds their order,
+and so decides, in `prefetch_checks`, when admission may be asked before the stages that come first: a handshake-era
+session is then loaded in the same store round trip as the call's admission.
 """
 
 from __future__ import annotations
@@ -33,6 +34,7 @@ from stratus.errors import McpError
 from stratus.metrics import MetricsSink
 from stratus.pipeline import call_metrics, rate_limits
 from stratus.pipeline.admission import Admitter
+from stratus.pipeline.auth_plan import AuthenticationPlan
 from stratus.pipeline.chain import chain
 from stratus.pipeline.circuit import Circuit
 from stratus.pipeline.current import serving
@@ -43,11 +45,14 @@ from stratus.request.http import HttpRequest
 from stratus.request.inputs import InputRequired
 from stratus.resilience.deadline import Clock, Deadline
 from stratus.server.context import Context
-from stratus.server.policy import Access, Authenticator, Middleware, ServerPolicy
+from stratus.server.policy import Access, Middleware, ServerPolicy
+from stratus.server.principal import Principal
 from stratus.server.signature import ArgumentsError
 from stratus.server.tools import Tool
-from stratus.stores.records import CallAdmission
+from stratus.stores.records import CallAdmission, CallChecks
 from stratus.types import JsonObject
+
+EVERYONE_AUTHENTICATES = AuthenticationPlan()
 
 
 def _serving_each(terminal: Callable[[Context], Awaitable[Any]]) -> Callable[[Context], Awaitable[Any]]:
@@ -72,12 +77,10 @@ class Pipeline:
         circuit: Circuit,
         retries: Retries,
         clock: Clock = time.monotonic,
-        authenticates: bool = True,
-        authenticators: Sequence[Authenticator] = (),
+        auth: AuthenticationPlan = EVERYONE_AUTHENTICATES,
     ) -> None:
         self.policy = policy
-        self.authenticators = tuple(authenticators)
-        """The server's authenticators this pipeline runs: none where the transport ran them for the request."""
+        self.auth = auth
         self.metrics = metrics
         self.admitter = admitter
         self.circuit = circuit
@@ -87,8 +90,35 @@ class Pipeline:
             deadline_for, policy, clock=clock
         )
         """The deadline of a call of an item with this timeout (stratus.pipeline.timeout.deadline_for)."""
-        self.authenticates = authenticates or bool(policy.authenticators)
-        """Whether any request can carry a user: the transport authenticates, or the server has authenticators."""
+
+    def prefetch_checks(self, tool: Tool, principal: Principal | None, session_id: str) -> CallChecks | None:
+        """What to ask the store about a call of `tool` together with loading its handshake-era session (one round
+        trip), or None when the session should be loaded on its own: the tool asks the store nothing, or a stage
+        before admission could still refuse the call, and a refused call must spend nothing. Plain, not a coroutine:
+        most calls ask nothing, and those pay no await for it."""
+        checks = self.admitter.checks_for(tool, principal, session_id)
+        if not checks.limits and checks.breaker is None:
+            return None
+        if not self._nothing_refuses_before_admission(tool, principal):
+            return None
+        return checks._replace(session_id=session_id, owner=principal.key if principal else None)
+
+    async def admit_with_session(self, checks: CallChecks) -> CallAdmission:
+        """The store's answer to `prefetch_checks`: the session (None unless it is the caller's) with the decisions;
+        nothing is spent unless the session is the caller's and every check passes. Pass it to `call_tool`.
+
+        Raises:
+            StoreUnavailableError: the store could not be reached (sessions fail closed, whatever the limits' policy).
+        """
+        return await self.admitter.with_session(checks)
+
+    def _nothing_refuses_before_admission(self, tool: Tool, principal: Principal | None) -> bool:
+        """Whether every stage before admission (authenticators, the item's authorization, middleware) is sure to let
+        this call through: the one predicate that lets admission run early."""
+        access = tool.policy.access
+        if self.auth.before_call or self.policy.middleware or tool.policy.middleware or access.guards:
+            return False
+        return not access.restricted or access.grants(principal)
 
     async def call_tool(
         self, tool: Tool, arguments: JsonObject, context: Context, admitted: CallAdmission | None = None
@@ -96,7 +126,7 @@ class Pipeline:
         """Run a `tools/call` through every stage; returns the `CallToolResult`.
 
         `context` names the tool (`item`) and carries the deadline from `deadline_for`. `admitted` is the store's
-        answer for the call's checks, when the transport already asked (together with loading the session).
+        answer for the call's checks when it was asked with the session (`prefetch_checks`).
 
         Raises:
             ArgumentsError: the arguments failed validation.
@@ -150,11 +180,11 @@ class Pipeline:
         outcome = "error"
         try:
             with serving(context):
-                if self.authenticators:
-                    context = await authenticate(context, self.authenticators)
+                if self.auth.before_call:
+                    context = await authenticate(context, self.auth.before_call)
                 if access.restricted:
                     kind_name = kind.split("/")[0].rstrip("s")
-                    await authorize(context, access, kind=kind_name, authenticates=self.authenticates)
+                    await authorize(context, access, kind=kind_name, authenticates=self.auth.anyone)
                 if not middleware:
                     result = await terminal(context)
                 else:

@@ -23,6 +23,7 @@ from stratus.errors import (
     McpError,
     UnauthorizedError,
 )
+from stratus.pipeline.auth_plan import AuthenticationPlan
 from stratus.pipeline.current import serving
 from stratus.pipeline.guards import authenticate, authorize
 from stratus.pipeline.pipeline import Pipeline
@@ -63,9 +64,13 @@ async def user_code(what: str, step: Awaitable[T]) -> T:
 
 
 class Reads:
-    def __init__(self, server: McpServer, pipeline: Pipeline, rounds: InputRounds, publish: Publish) -> None:
+    def __init__(
+        self, server: McpServer, pipeline: Pipeline, rounds: InputRounds, publish: Publish, auth: AuthenticationPlan
+    ) -> None:
         self.server = server
         self.pipeline = pipeline
+        self.auth = auth
+        """Who authenticates (the pipeline's plan): a subscription's URIs are authorized as a read would be."""
         self.rounds = rounds
         self.publish = publish
 
@@ -122,7 +127,7 @@ class Reads:
         return kept
 
     async def _authenticate(self, context: Context) -> Context:
-        authenticators = self.pipeline.authenticators  # none where the transport ran them for the request
+        authenticators = self.auth.before_call  # none where the transport ran them for the request
         return await authenticate(context, authenticators) if authenticators else context
 
     async def _authorize(self, call: Call, context: Context, uri: str) -> None:
@@ -135,7 +140,7 @@ class Reads:
                 dataclasses.replace(context, item=item),
                 target.access,
                 kind="resource",
-                authenticates=self.pipeline.authenticates,
+                authenticates=self.auth.anyone,
             )
 
     async def prompt(self, call: Call) -> JsonObject:

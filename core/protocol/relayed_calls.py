@@ -87,6 +87,17 @@ class RelayedCalls:
         self.run_tool = run_tool
         self.launcher = launcher
 
+    def candidate(self, params: JsonObject) -> Tool | None:
+        """The tool of a tools/call with `params`, if such a call might be relayed: a tool that takes a `Context`
+        (without one it cannot ask), called plainly (a task runs elsewhere already)."""
+        name = params.get("name")
+        tool = self.tools.get(name) if isinstance(name, str) else None
+        if tool is None or tool.signature.context_parameter is None:
+            return None
+        if tool.task_support == "required" or isinstance(params.get("task"), dict):
+            return None
+        return tool
+
     async def start(self, call: Call, tool: Tool) -> RelayedStream:
         """Store the call with a stream log of its own, and start its run elsewhere; where its stream is kept."""
         assert call.session is not None, "only a session's calls are relayed"

@@ -26,6 +26,7 @@ from stratus.protocol.notifications import NotificationFollower
 from stratus.server.server import McpServer
 
 if TYPE_CHECKING:
+    from stratus.protocol.call import Call
     from stratus.request.http import HttpRequest
     from stratus.request.outbound import Outbound
     from stratus.resilience.stream_slots import StreamSlots
@@ -158,3 +159,36 @@ async def _follow(
     if error is not None:
         raise error
     return {"_meta": meta}
+
+
+class Listener:
+    """`subscriptions/listen` of one server: the method the dispatcher's 2026-07-28 table names."""
+
+    def __init__(
+        self,
+        server: McpServer,
+        events: EventLogStore,
+        slots: StreamSlots,
+        readable: Callable[[Call, Sequence[str]], Awaitable[list[str]]],
+        *,
+        max_seconds: float,
+    ) -> None:
+        self.server = server
+        self.events = events
+        self.slots = slots
+        self.readable = readable
+        """The filter's resource URIs the caller could read (`Reads.readable`)."""
+        self.max_seconds = max_seconds
+
+    async def __call__(self, call: Call) -> dict[str, Any]:
+        return await listen(
+            call.request.id,
+            call.params,
+            call.http,
+            self.server,
+            self.events,
+            self.slots,
+            lambda uris: self.readable(call, uris),
+            principal=call.principal_key,
+            max_seconds=self.max_seconds,
+        )

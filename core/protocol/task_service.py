@@ -127,6 +127,10 @@ class TaskService:
         self.watch = CancellationWatch(stores.events)
         """One wait per process for the cancellation of every task running here."""
 
+    async def aclose(self) -> None:
+        """Stop the cancellation watch (at shutdown)."""
+        await self.watch.aclose()
+
     # -- creation ------------------------------------------------------------------------------------------
 
     def wanted(self, call: Call, tool: Tool) -> bool:

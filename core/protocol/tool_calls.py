@@ -13,9 +13,11 @@ from stratus.protocol.call import Call
 from stratus.protocol.cancellation import RunningCalls
 from stratus.protocol.rounds import InputRounds
 from stratus.request.inputs import InputRequired
+from stratus.server.principal import Principal
 from stratus.server.server import McpServer
 from stratus.server.signature import ArgumentsError
 from stratus.server.tools import Tool, error_result
+from stratus.stores.records import CallAdmission, CallChecks
 from stratus.types import JsonObject, Publish
 
 if TYPE_CHECKING:
@@ -38,6 +40,17 @@ class ToolCalls:
         self.running = running
         self.publish = publish
         self._tasks = tasks
+
+    def prefetch_checks(self, params: JsonObject, principal: Principal | None, session_id: str) -> CallChecks | None:
+        """What a tools/call with `params` would ask the store, to ask it together with loading its handshake-era
+        session; None when the session is loaded alone (`Pipeline.prefetch_checks` says when)."""
+        name = params.get("name")
+        tool = self.server.tools.get(name) if isinstance(name, str) else None
+        return None if tool is None else self.pipeline.prefetch_checks(tool, principal, session_id)
+
+    async def admit_with_session(self, checks: CallChecks) -> CallAdmission:
+        """The store's answer to `prefetch_checks`, the session with it (`Pipeline.admit_with_session`)."""
+        return await self.pipeline.admit_with_session(checks)
 
     async def call(self, call: Call) -> JsonObject:
         name = call.string_param("name")

@@ -7,7 +7,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from stratus.auth.setup import request_authenticator
-from stratus.composition import build_dispatcher, pipeline_for, stores_for, stream_slots_for
+from stratus.composition import build_serving, pipeline_for, stores_for, stream_slots_for
 from stratus.metrics import MetricsSink
 from stratus.protocol.capabilities import notifies_outside_calls
 from stratus.protocol.notifications import NotificationLog
@@ -23,6 +23,7 @@ from stratus.transport.metadata import WELL_KNOWN, ProtectedResourceMetadata
 from stratus.transport.polling import Polling
 from stratus.transport.session_api import REST_PREFIXES, SessionApi
 from stratus.transport.session_stream import SessionStreams
+from stratus.transport.stateless import StatelessTransport
 from stratus.types import ASGIApp
 
 if TYPE_CHECKING:
@@ -58,9 +59,7 @@ def build_app(
     )
     pipeline = pipeline_for(server, settings, stores, metrics)
     stream_slots = stream_slots_for(settings)
-    dispatcher = build_dispatcher(
-        server, settings, stores, pipeline, stream_slots=stream_slots, task_launcher=task_launcher
-    )
+    serving = build_serving(server, settings, stores, pipeline, stream_slots=stream_slots, task_launcher=task_launcher)
     session_streams = SessionStreams(
         stores.sessions,
         stores.events,
@@ -70,11 +69,12 @@ def build_app(
         polling=Polling(settings.poll_hold_seconds, settings.poll_retry_seconds),
     )
     handshake = HandshakeTransport(
-        dispatcher,
+        serving.dispatcher,
         stores,
-        pipeline.admitter,
+        serving.tool_calls,
         session_streams,
         BatchLimits(settings.max_batch_length, settings.max_batch_response_bytes),
+        relays=serving.relays if serving.starts_relays else None,
     )
     session_api = SessionApi(
         handshake,
@@ -84,7 +84,7 @@ def build_app(
         max_stream_seconds=settings.max_stream_seconds,
     )
     endpoint = McpEndpoint(
-        dispatcher,
+        StatelessTransport(serving.dispatcher, server.tools),
         handshake,
         session_api,
         guard,
@@ -124,7 +124,7 @@ def build_app(
 
     async def shutdown() -> None:
         try:
-            await dispatcher.aclose()
+            await serving.dispatcher.aclose()
             await server.aclose()
         finally:
             await stores.aclose()

@@ -13,7 +13,6 @@ from typing import TYPE_CHECKING, Any
 
 from stratus.errors import HttpError, InternalError, McpError
 from stratus.pipeline.guards import authenticate
-from stratus.protocol.dispatch import Dispatcher
 from stratus.protocol.jsonrpc import decode, request_id_of
 from stratus.request.http import HttpRequest
 from stratus.request.outbound import Outbound
@@ -31,7 +30,7 @@ from stratus.transport.http_guards import HostOriginGuard, accepts_event_stream,
 from stratus.transport.http_reply import Reply, error_reply
 from stratus.transport.session_api import SessionApi, is_rest_path, rest_route
 from stratus.transport.sse import KEEPALIVE_SECONDS
-from stratus.transport.stateless import handle_stateless
+from stratus.transport.stateless import StatelessTransport
 from stratus.types import Message, Receive, Scope, Send
 
 if TYPE_CHECKING:
@@ -48,7 +47,7 @@ class McpEndpoint:
 
     def __init__(
         self,
-        dispatcher: Dispatcher,
+        stateless: StatelessTransport,
         handshake: HandshakeTransport,
         session_api: SessionApi,
         guard: HostOriginGuard,
@@ -62,7 +61,7 @@ class McpEndpoint:
         server_authenticators: Sequence[Authenticator] = (),
         offers_get_stream: Callable[[], bool] = lambda: True,
     ) -> None:
-        self.dispatcher = dispatcher
+        self.stateless = stateless
         self.authenticator = authenticator
         self.server_authenticators = tuple(server_authenticators)
         """The server's own authenticators (`McpServer(authenticators=...)`), run here for every request after the
@@ -205,7 +204,7 @@ class McpEndpoint:
         if era is Era.REST:  # the session REST API: answered as JSON, never streamed
             return await self.session_api.call(body, http._replace(outbound=None), principal)
         if era is Era.STATELESS:
-            return await handle_stateless(body, exchange.headers, self.dispatcher, http, principal)
+            return await self.stateless.post(body, exchange.headers, http, principal)
         return await self.handshake.post(body, exchange.headers, http, principal)
 
 

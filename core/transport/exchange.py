@@ -1,8 +1,6 @@
 """One HTTP request to the endpoint and the way its answer goes back, with what is decided about it once: its mode
 (buffered or live, from the front door's `asgi.BUFFERED` extension) and who sent it."""
 
-from __future__ import annotations
-
 import asyncio
 from typing import Any, NamedTuple
 

@@ -5,7 +5,7 @@ Sessions live in the injected `SessionStore`, so any container can serve any req
 
 import json
 import secrets
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple, Protocol
 
 from stratus.errors import InvalidParamsError, InvalidRequestError, McpError, RecordTooLargeError
 from stratus.protocol import versions
@@ -30,15 +30,25 @@ from stratus.transport.asgi import Headers
 from stratus.transport.http_reply import ACCEPTED, Reply, error_reply
 from stratus.transport.polling import parse_call_position
 from stratus.transport.session_stream import GET_STREAM_PREFIX, SessionStreams
-from stratus.types import Receive, Send
+from stratus.types import JsonObject, Receive, Send
 
 if TYPE_CHECKING:
-    from stratus.pipeline.admission import Admitter
-    from stratus.protocol.relayed_calls import RelayedStream
+    from stratus.protocol.built_on_use import BuiltOnUse
+    from stratus.protocol.relayed_calls import RelayedCalls, RelayedStream
     from stratus.stores.base import Stores
     from stratus.transport.exchange import Exchange
 
 SESSION_HEADER = "mcp-session-id"
+
+
+class CallAdmissions(Protocol):
+    """A tools/call's admission asked together with loading its session (`stratus.protocol.tool_calls.ToolCalls`)."""
+
+    def prefetch_checks(
+        self, params: JsonObject, principal: Principal | None, session_id: str
+    ) -> CallChecks | None: ...
+
+    async def admit_with_session(self, checks: CallChecks) -> CallAdmission: ...
 
 
 class SessionNotFoundError(McpError):
@@ -71,17 +81,22 @@ class HandshakeTransport:
         self,
         dispatcher: Dispatcher,
         stores: "Stores",
-        admitter: "Admitter",
+        admissions: CallAdmissions,
         session_streams: SessionStreams,
         batch_limits: BatchLimits | None = None,
+        *,
+        relays: "BuiltOnUse[RelayedCalls] | None" = None,
     ) -> None:
         self.dispatcher = dispatcher
-        self.admitter = admitter
+        self.admissions = admissions
         self.batch_limits = batch_limits or BatchLimits()
         self.sessions = stores.sessions
         self.pending = stores.pending
         self.events = stores.events
         self.session_streams = session_streams
+        self.relays = relays
+        """Where a call that may ask its client runs when a buffered front door answers it (the task worker); None
+        when no launcher can start a call there."""
 
     async def post(self, body: Any, headers: Headers, http: HttpRequest, principal: Principal | None) -> Reply:
         header_version = headers.get("mcp-protocol-version")
@@ -96,8 +111,10 @@ class HandshakeTransport:
             message = parse_message(body)
             if isinstance(message, Request) and message.method == "initialize":
                 return await self._initialize(message, principal)
-            checks = self._tool_call_checks(message, headers, principal)
-            admitted = None if checks is None else await self.admitter.with_session(checks)
+            checks = None
+            if isinstance(message, Request) and message.method == "tools/call":
+                checks = self.admissions.prefetch_checks(message.params, principal, _session_id(headers))
+            admitted = None if checks is None else await self.admissions.admit_with_session(checks)
             if admitted is not None:
                 session = self._check_owner(admitted.session, principal)
             else:
@@ -105,17 +122,6 @@ class HandshakeTransport:
             return await self._one(message, session, http, principal, admitted) or ACCEPTED
         except McpError as error:
             return error_reply(request_id_of(body), error)
-
-    def _tool_call_checks(
-        self, message: Request | Notification | ClientResponse, headers: Headers, principal: Principal | None
-    ) -> CallChecks | None:
-        """For a tools/call, what to ask the store together with loading the session (one round trip), if anything."""
-        if not isinstance(message, Request) or message.method != "tools/call":
-            return None
-        tool = self.dispatcher.server.tools.get(message.params.get("name"))  # type: ignore[arg-type]
-        if tool is None:
-            return None
-        return self.admitter.session_checks(tool, principal, _session_id(headers))
 
     async def stream(self, exchange: "Exchange", *, max_seconds: float) -> Reply | None:
         """GET: the session's own stream of notifications, or with `Last-Event-ID` the resumption of a stream.
@@ -172,18 +178,17 @@ class HandshakeTransport:
         """Through a buffered front door, start a tools/call that may ask its client something mid-call in the task
         worker (`stratus.protocol.relayed_calls`): its session and where its stream is kept; None for any other
         request, which is answered as usual (its refusals included)."""
-        if http.outbound is None or not http.outbound.buffered or (relays := self.dispatcher.relays) is None:
+        if self.relays is None or http.outbound is None or not http.outbound.buffered:
             return None
-        from stratus.protocol.relayed_calls import may_ask  # loaded with `relays`
+        from stratus.protocol.relayed_calls import may_ask  # loaded with the relays
 
+        relays = self.relays()
         try:
             message = parse_message(body)
             if not isinstance(message, Request) or message.method != "tools/call":
                 return None
-            tool = self.dispatcher.server.tools.get(message.params.get("name"))  # type: ignore[arg-type]
-            if tool is None or tool.signature.context_parameter is None:  # a tool without a Context cannot ask
-                return None
-            if tool.task_support == "required" or isinstance(message.params.get("task"), dict):
+            tool = relays.candidate(message.params)
+            if tool is None:
                 return None
             session = await self._session(headers, principal)
         except McpError:

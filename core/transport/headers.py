@@ -7,12 +7,13 @@ never disagree. Any missing, malformed or mismatched value is a 400 with JSON-RP
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from typing import Any
 
 from stratus.errors import HeaderMismatchError
 from stratus.protocol import versions
 from stratus.protocol.header_values import decode_header_value
-from stratus.server.server import McpServer
+from stratus.server.tools import Tool
 from stratus.transport.asgi import Headers
 
 NAMED_METHODS = {
@@ -77,7 +78,7 @@ def _equals_integer(number: re.Match[str], body: int) -> bool:
     return remainder == 0 and quotient == body
 
 
-def check_stateless_headers(headers: Headers, method: str, params: dict[str, Any], server: McpServer) -> None:
+def check_stateless_headers(headers: Headers, method: str, params: dict[str, Any], tools: Mapping[str, Tool]) -> None:
     """Raise HeaderMismatchError unless every mirrored header matches the body."""
     _require(headers, "mcp-protocol-version", str(params["_meta"][versions.PROTOCOL_VERSION_META]))
     _require(headers, "mcp-method", method)
@@ -85,11 +86,12 @@ def check_stateless_headers(headers: Headers, method: str, params: dict[str, Any
     if field is not None and isinstance(params.get(field), str):
         _require(headers, "mcp-name", params[field])
     if method == "tools/call":
-        _check_parameter_headers(headers, params, server)
+        _check_parameter_headers(headers, params, tools)
 
 
-def _check_parameter_headers(headers: Headers, params: dict[str, Any], server: McpServer) -> None:
-    tool = server.tools.get(params.get("name"))  # type: ignore[arg-type]
+def _check_parameter_headers(headers: Headers, params: dict[str, Any], tools: Mapping[str, Tool]) -> None:
+    name = params.get("name")
+    tool = tools.get(name) if isinstance(name, str) else None
     arguments = params.get("arguments")
     if tool is None or not isinstance(arguments, dict):
         return

@@ -33,8 +33,6 @@ An `/events` stream past a cap on open streams is refused with 429 (503 for the 
 naming the setting that raises the cap.
 """
 
-from __future__ import annotations
-
 import math
 import secrets
 from typing import Any, NamedTuple

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from stratus.errors import InvalidParamsError, InvalidRequestError, McpError, UnsupportedVersionError
@@ -11,6 +12,7 @@ from stratus.protocol.dispatch import Dispatcher
 from stratus.protocol.jsonrpc import ClientResponse, Notification, parse_message, request_id_of, result_response
 from stratus.request.http import HttpRequest
 from stratus.server.principal import Principal
+from stratus.server.tools import Tool
 from stratus.transport.asgi import Headers
 from stratus.transport.headers import check_stateless_headers
 from stratus.transport.http_reply import ACCEPTED, Reply, error_reply
@@ -27,8 +29,26 @@ def request_meta_version(body: Any) -> Any:
     return None
 
 
+class StatelessTransport:
+    """Answers 2026-07-28 POST bodies."""
+
+    def __init__(self, dispatcher: Dispatcher, tools: Mapping[str, Tool]) -> None:
+        self.dispatcher = dispatcher
+        self.tools = tools
+        """The served tools, whose declared parameter headers (`Mcp-Param-*`) a tools/call must mirror."""
+
+    async def post(self, body: Any, headers: Headers, http: HttpRequest, principal: Principal | None) -> Reply:
+        """Answer one stateless POST body."""
+        return await handle_stateless(body, headers, self.dispatcher, self.tools, http, principal)
+
+
 async def handle_stateless(
-    body: Any, headers: Headers, dispatcher: Dispatcher, http: HttpRequest, principal: Principal | None
+    body: Any,
+    headers: Headers,
+    dispatcher: Dispatcher,
+    tools: Mapping[str, Tool],
+    http: HttpRequest,
+    principal: Principal | None,
 ) -> Reply:
     """Answer one stateless POST body."""
     request_id = request_id_of(body)
@@ -50,7 +70,7 @@ async def handle_stateless(
             raise InvalidParamsError(
                 f"Invalid params: {versions.PROTOCOL_VERSION_META} must be a string", http_status=400
             )
-        check_stateless_headers(headers, message.method, message.params, dispatcher.server)
+        check_stateless_headers(headers, message.method, message.params, tools)
         if not versions.is_stateless(version):
             raise UnsupportedVersionError(version, list(versions.SUPPORTED_VERSIONS))
         client_info = meta.get(versions.CLIENT_INFO_META)

@@ -8,10 +8,12 @@ from typing import Any
 import pytest
 
 from stratus import McpServer, ToolError
+from stratus.composition import build_pipeline
 from stratus.errors import CircuitOpenError, RateLimitedError, RequestTimeoutError
 from stratus.metrics import LocalMetrics
 from stratus.pipeline import call_metrics, rate_limits
 from stratus.pipeline.admission import NO_CHECKS, Admitter
+from stratus.pipeline.auth_plan import AuthenticationPlan
 from stratus.pipeline.circuit import Circuit
 from stratus.pipeline.retries import Retries
 from stratus.pipeline.timeout import within_deadline
@@ -67,18 +69,55 @@ def test_admission_names_each_bucket_the_server_declares() -> None:
     assert checks.breaker is None
 
 
-def test_admission_does_not_load_the_session_with_the_limits_when_a_guard_could_refuse_first() -> None:
-    server = McpServer("guarded", rate_limits=RateLimits(per_session=RateLimit(rate=1, burst=1)))
+async def _nobody(context: Context) -> bool:
+    return False
 
-    async def nobody(context: Context) -> bool:
-        return False
 
-    @server.tool(guards=[nobody])
+async def _anonymous(context: Context) -> Principal | None:
+    return None
+
+
+async def _passing(context: Context, call_next: Any) -> Any:
+    return await call_next(context)
+
+
+@pytest.mark.parametrize(
+    ("case", "prefetched"),
+    [
+        ("open", True),
+        ("guard", False),
+        ("tool middleware", False),
+        ("server middleware", False),
+        ("authenticator before the call", False),
+        ("scope the caller lacks", False),
+        ("scope the caller holds", True),
+    ],
+)
+def test_admission_is_asked_with_the_session_only_when_no_earlier_stage_could_refuse(
+    case: str, prefetched: bool
+) -> None:
+    limit = RateLimits(per_session=RateLimit(rate=1, burst=1))
+    server = McpServer("guarded", rate_limits=limit, middleware=[_passing] if case == "server middleware" else [])
+    options: dict[str, dict[str, Any]] = {
+        "guard": {"guards": [_nobody]},
+        "tool middleware": {"middleware": [_passing]},
+        "scope the caller lacks": {"scopes": ["admin"]},
+        "scope the caller holds": {"scopes": ["read"]},
+    }
+
+    @server.tool(**options.get(case, {}))
     def ping() -> str:
         return "pong"
 
-    admitter = _admitter(server)
-    assert admitter.session_checks(server.tools["ping"], None, "s1") is None
+    plan = AuthenticationPlan((_anonymous,) if case == "authenticator before the call" else ())
+    stores = build_stores("memory://", StoreOptions(session_ttl_seconds=60, clock=FakeClock()))
+    pipeline = build_pipeline(server.policy, stores, LocalMetrics(), auth=plan)
+    caller = Principal("ann", scopes=frozenset({"read"}))
+    checks = pipeline.prefetch_checks(server.tools["ping"], caller, "s1")
+    if prefetched:
+        assert checks is not None and checks.session_id == "s1" and checks.owner == caller.key
+    else:
+        assert checks is None
 
 
 def test_rate_limits_refuse_at_the_first_refusing_bucket_and_count_it() -> None:
