@@ -54,8 +54,10 @@ class Settings:
     Compared by identity, and shown with its secrets hidden (`__repr__`): no generated `__eq__`, `__hash__` or
     `__repr__` over fifty fields, which cost a cold start about 1 ms to build."""
 
-    app: str = "examples.demo:server"
-    """The server to serve, as `module:attribute`."""
+    app: str | None = None
+    """The server to serve, as `module:attribute`. Unset, the entry points serve the demo (`examples.demo:server`)
+    where it can be imported (a checkout of Stratus, the Lambda build that copies `examples/`), and otherwise stop
+    naming this setting (`stratus.handlers.loading`): the wheel does not install the demo."""
     store: str = "memory://"
     """Where state lives: `memory://` (this build), later `redis://...` or `dynamodb://TABLE`."""
     store_prefix: str = "stratus"
@@ -221,7 +223,7 @@ class Settings:
         problems: list[str] = []
         if not self.mcp_path.startswith("/"):
             problems.append(f"{PREFIX}MCP_PATH={self.mcp_path!r}: must start with '/', e.g. /mcp")
-        if ":" not in self.app:
+        if self.app is not None and ":" not in self.app:
             problems.append(f"{PREFIX}APP={self.app!r}: must be 'module:attribute', e.g. examples.demo:server")
         if self.telemetry not in ("local", "emf", "powertools"):
             problems.append(f"{PREFIX}TELEMETRY={self.telemetry!r}: must be local, emf or powertools")
