@@ -47,12 +47,13 @@ SECRET_FIELDS = ("secret_key", "store", "auth_upstream_client_secret")
 Secrets Manager where their value names a parameter (handlers/secrets.py)."""
 
 
+# No generated `__eq__`, `__hash__` or `__repr__`: over fifty fields they cost a cold start about 1 ms to build
+# (docs/benchmarks.md).
 @dataclass(frozen=True, slots=True, kw_only=True, repr=False, eq=False)
 class Settings:
     """Everything a deployment configures. Each field is `STRATUS_<FIELD>` in the environment.
 
-    Compared by identity, and shown with its secrets hidden (`__repr__`): no generated `__eq__`, `__hash__` or
-    `__repr__` over fifty fields, which cost a cold start about 1 ms to build."""
+    Compared by identity, and shown with its secrets hidden (`__repr__`)."""
 
     app: str | None = None
     """The server to serve, as `module:attribute`. Unset, the entry points serve the demo (`examples.demo:server`)
