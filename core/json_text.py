@@ -1,11 +1,9 @@
 """Compact JSON text (no spaces, non-ASCII kept as UTF-8): how Stratus writes every JSON-RPC answer and a tool's
 text content.
 
-`json.JSONEncoder.encode` builds a new C encoder on every call, and checks for circular references with a marker
-dict made for it. Built once, without the markers, the same C encoder writes a tools/call answer in about two
-thirds of the instructions (docs/benchmarks.md, "Where a warm tools/call's instructions go"). A value that contains
-itself still fails: RecursionError (an ordinary exception, at the interpreter's recursion limit) where the check
-would have raised ValueError. Where the interpreter has no C encoder, the standard one is used.
+One C encoder, built once, writes every value. A value that contains itself fails with RecursionError (an ordinary
+exception, at the interpreter's recursion limit) where `json.dumps` raises ValueError. Where the interpreter has no C
+encoder, the standard one is used.
 """
 
 from __future__ import annotations
@@ -14,6 +12,9 @@ import json
 from json import encoder
 from typing import Any
 
+# `json.JSONEncoder.encode` builds a C encoder on every call, with a marker dict to catch circular references; built
+# once, without the markers, the same encoder writes a tools/call answer in about two thirds of the instructions
+# (docs/benchmarks.md, "Where a warm tools/call's instructions go").
 _STANDARD = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False)
 _make = getattr(encoder, "c_make_encoder", None)
 _ONCE = (

@@ -47,15 +47,18 @@ SECRET_FIELDS = ("secret_key", "store", "auth_upstream_client_secret")
 Secrets Manager where their value names a parameter (handlers/secrets.py)."""
 
 
+# No generated `__eq__`, `__hash__` or `__repr__`: over fifty fields they cost a cold start about 1 ms to build
+# (docs/benchmarks.md).
 @dataclass(frozen=True, slots=True, kw_only=True, repr=False, eq=False)
 class Settings:
     """Everything a deployment configures. Each field is `STRATUS_<FIELD>` in the environment.
 
-    Compared by identity, and shown with its secrets hidden (`__repr__`): no generated `__eq__`, `__hash__` or
-    `__repr__` over fifty fields, which cost a cold start about 1 ms to build."""
+    Compared by identity, and shown with its secrets hidden (`__repr__`)."""
 
-    app: str = "examples.demo:server"
-    """The server to serve, as `module:attribute`."""
+    app: str | None = None
+    """The server to serve, as `module:attribute`. Unset, the entry points serve the demo (`examples.demo:server`)
+    where it can be imported (a checkout of Stratus, the Lambda build that copies `examples/`), and otherwise stop
+    naming this setting (`stratus.handlers.loading`): the wheel does not install the demo."""
     store: str = "memory://"
     """Where state lives: `memory://` (this build), later `redis://...` or `dynamodb://TABLE`."""
     store_prefix: str = "stratus"
@@ -163,6 +166,10 @@ class Settings:
     runs in the process that created it (uvicorn, `stratus serve`)."""
     secret_key: str | None = None
     """Key that signs pagination cursors; set it so every container accepts every other's cursors."""
+    eager_invocations: bool = True
+    """Behind the buffered handler: each invocation starts as an eager task on the container's event loop
+    (`ContainerLoop`, which reads asyncio's private state: tested on CPython 3.11 to 3.13). `false` runs each on a
+    plain event loop's `run_until_complete`, the fallback for a Python release that loop does not know."""
     log_level: str = "INFO"
     """Level of the server's own logs."""
     telemetry: str = "local"
@@ -217,7 +224,7 @@ class Settings:
         problems: list[str] = []
         if not self.mcp_path.startswith("/"):
             problems.append(f"{PREFIX}MCP_PATH={self.mcp_path!r}: must start with '/', e.g. /mcp")
-        if ":" not in self.app:
+        if self.app is not None and ":" not in self.app:
             problems.append(f"{PREFIX}APP={self.app!r}: must be 'module:attribute', e.g. examples.demo:server")
         if self.telemetry not in ("local", "emf", "powertools"):
             problems.append(f"{PREFIX}TELEMETRY={self.telemetry!r}: must be local, emf or powertools")
@@ -409,6 +416,7 @@ _PARSERS: dict[str, Callable[[str], Any]] = {
     "auth_registrations_per_hour": _positive_int,
     "gateway_allowed_networks": _csv,
     "trust_request_context_header": _flag,
+    "eager_invocations": _flag,
     "max_body_bytes": _positive_int,
     "max_response_bytes": _count,
     "max_record_bytes": _count,

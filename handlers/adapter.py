@@ -44,10 +44,11 @@ def _not_an_http_event(error: Exception) -> dict[str, Any]:
     return {"statusCode": 400, "headers": {"content-type": "application/json"}, "body": json.dumps(body)}
 
 
-def _ensure_event_loop() -> None:
+def _ensure_event_loop(eager: bool) -> None:
     # One event loop per container, set once and reused by every warm invocation, so connection pools bound to it
     # survive between invocations. A loop set before (a test's, the caller's) is kept; otherwise the container's is
-    # a ContainerLoop, not the one asyncio makes when asked with none set (with a warning, on 3.12 and later).
+    # a ContainerLoop (a plain loop with STRATUS_EAGER_INVOCATIONS=false), not the one asyncio makes when asked with
+    # none set (with a warning, on 3.12 and later).
     with warnings.catch_warnings(record=True) as warned:
         warnings.simplefilter("always", DeprecationWarning)
         try:
@@ -59,7 +60,7 @@ def _ensure_event_loop() -> None:
         return
     if loop is not None and made:
         loop.close()
-    asyncio.set_event_loop(ContainerLoop())
+    asyncio.set_event_loop(ContainerLoop() if eager else asyncio.new_event_loop())
 
 
 def make_handler(server: McpServer, settings: Settings | None = None) -> LambdaHandler:
@@ -69,7 +70,7 @@ def make_handler(server: McpServer, settings: Settings | None = None) -> LambdaH
     first invocation of the container counts a `cold_start`.
     """
     settings = settings or Settings()
-    _ensure_event_loop()
+    _ensure_event_loop(settings.eager_invocations)
     metrics, flush = build_telemetry(settings, server.name)
     app = build_app(server, settings, metrics=metrics, task_launcher=task_launcher(settings))
     cold = [True]

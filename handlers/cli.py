@@ -8,8 +8,8 @@
     stratus store create --store dynamodb://TABLE
     stratus gateway list | add NAME JSON | update NAME JSON | remove NAME | import FILE | test NAME [--store URL]
 
-Flags override the matching `STRATUS_*` variables; the defaults serve the demo server on 127.0.0.1:8000 with the
-in-memory store.
+Flags override the matching `STRATUS_*` variables; the defaults serve on 127.0.0.1:8000 with the in-memory store,
+and, in a checkout of Stratus, the demo server when no app is named.
 """
 
 from __future__ import annotations
@@ -39,7 +39,9 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"stratus {__version__}")
     commands = parser.add_subparsers(dest="command", required=True)
     serve = commands.add_parser("serve", help="run a server locally under uvicorn")
-    serve.add_argument("--app", help="the server as MODULE:ATTR (default: the demo server, or STRATUS_APP)")
+    serve.add_argument(
+        "--app", help="the server as MODULE:ATTR (default: STRATUS_APP, else the demo server in a checkout of Stratus)"
+    )
     serve.add_argument("--host", default="127.0.0.1", help="interface to bind (default: 127.0.0.1)")
     serve.add_argument("--port", type=int, help="port to bind (default: MCP_HTTP_PORT, else 8000)")
     serve.add_argument("--store", help="state store URL (default: memory://, or STRATUS_STORE)")

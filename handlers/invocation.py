@@ -2,11 +2,8 @@
 event loop, its buffered response written as the answer the front door expects.
 
 The front door that sent the event reads it and writes the answer (`stratus.handlers.front_doors`: one module per
-event shape, Stratus's own for payload 2.0, Mangum's event handlers for the others). Between reading and
-answering, `Mangum.__call__` would run the app through an `asyncio.Queue`, an `ExitStack`, an INFO access line and
-a lookup of the event's shape repeated on every invocation, and its HTTP API handler builds the scope twice. None of
-that is needed for an app that reads one body and sends one buffered answer, so `Cycle` runs it directly: together
-with `front_doors.http_api`, about a sixth of a warm tools/call's instructions (docs/benchmarks.md).
+event shape, Stratus's own for payload 2.0, Mangum's event handlers for the others); `Cycle` runs the app between
+the two, for an app that reads one body and sends one buffered answer.
 """
 
 from __future__ import annotations
@@ -26,6 +23,9 @@ logger = logging.getLogger("stratus.lambda")
 _INTERNAL_ERROR = (500, [(b"content-type", b"application/json")], b'{"error":"Internal Server Error"}')
 
 
+# Not `Mangum.__call__`, which runs the app through an `asyncio.Queue`, an `ExitStack`, an INFO access line and a
+# lookup of the event's shape on every invocation (and its HTTP API handler builds the scope twice): together with
+# `front_doors.http_api`, about a sixth of a warm tools/call's instructions (docs/benchmarks.md).
 class Cycle:
     """One request's ASGI messages: the body, then (once the answer is complete) the client gone."""
 
@@ -71,16 +71,18 @@ class Cycle:
                 self.chunks = [body]
 
 
+# `run_until_complete` costs about 65 k instructions even around a coroutine that never waits: a task scheduled, two
+# turns of the loop, the selector polled twice, the loop's setup and teardown (docs/benchmarks.md). The eager start
+# reads asyncio's private state: tests/handlers/container_loop_checks.py checks it against `run_until_complete` on
+# each supported CPython, and STRATUS_EAGER_INVOCATIONS=false leaves this loop out.
 class ContainerLoop(asyncio.SelectorEventLoop):
     """The container's one event loop (handlers/adapter.py sets it), which starts each invocation eagerly.
 
-    `run_until_complete` costs about 65 k instructions even around a coroutine that never waits: a task scheduled,
-    two turns of the loop, the selector polled twice, the loop's setup and teardown. `run_invocation` instead starts
-    the invocation as an eager task (CPython 3.12 and later): it runs at once, in its own context, as the current
-    task of this loop, which counts as running meanwhile (so `get_running_loop`, `asyncio.timeout`, task groups and
-    the async generator hooks behave as under `run_until_complete`). The loop itself turns only when something needs
-    it: the task waited, a callback was scheduled, a timer is due or was cancelled (the turn clears it away), each
-    then run by `run_until_complete` as before.
+    `run_invocation` starts the invocation as an eager task (CPython 3.12 and later): it runs at once, in its own
+    context, as the current task of this loop, which counts as running meanwhile (so `get_running_loop`,
+    `asyncio.timeout`, task groups and the async generator hooks behave as under `run_until_complete`). The loop itself
+    turns only when something needs it: the task waited, a callback was scheduled, a timer is due or was cancelled (the
+    turn clears it away), each then run by `run_until_complete` as before.
     """
 
     _ready: deque[asyncio.Handle]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib
+import importlib.util
 import os
 from pathlib import Path
 from types import ModuleType
@@ -13,6 +14,29 @@ from stratus.settings import Settings
 
 APP_SETTING = "STRATUS_APP (--app)"
 GATEWAY_SETTING = "STRATUS_GATEWAY_CONFIG (--gateway)"
+DEMO_APP = "examples.demo:server"
+"""What an unset `STRATUS_APP` serves where it can be imported: a checkout of Stratus (`make run`), and the Lambda
+build, which copies `examples/` beside the package. The wheel does not install it."""
+
+
+def app_reference(settings: Settings) -> str:
+    """The `module:attribute` to serve: `settings.app`, else the demo where it can be imported.
+
+    Raises:
+        ValueError: no app is set and the demo is not here (an installed wheel outside Stratus's repository).
+    """
+    if settings.app is not None:
+        return settings.app
+    try:
+        demo = importlib.util.find_spec(DEMO_APP.partition(":")[0])
+    except ImportError:  # no `examples` package at all
+        demo = None
+    if demo is None:
+        raise ValueError(
+            f"no server to serve: set {APP_SETTING} to your McpServer as MODULE:ATTRIBUTE, e.g. app:server (the demo, "
+            f"{DEMO_APP}, is not installed with Stratus)"
+        )
+    return DEMO_APP
 
 
 def load_server(reference: str) -> McpServer:
@@ -59,14 +83,15 @@ def _offer(module: ModuleType) -> str:
 
 
 def load_served(settings: Settings) -> McpServer:
-    """The gateway `settings.gateway_config` describes, else the server `settings.app` names.
+    """The gateway `settings.gateway_config` describes, else the server `settings.app` names (the demo where it is
+    unset and importable: `app_reference`).
 
     Raises:
         ValueError: the reference or the configuration is bad (a GatewayConfigError lists every problem).
         OSError: the configuration file cannot be read.
     """
     if settings.gateway_config is None:
-        return load_server(settings.app)
+        return load_server(app_reference(settings))
     from stratus.gateway.config import GatewayConfigError, parse_document
     from stratus.gateway.served import GatewayServer
     from stratus.handlers.secrets import resolve_reference

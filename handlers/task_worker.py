@@ -16,7 +16,7 @@ from typing import Any
 
 from stratus import Settings
 from stratus.composition import build_serving, pipeline_for, stores_for
-from stratus.handlers.loading import load_server
+from stratus.handlers.loading import app_reference, load_server
 from stratus.handlers.secrets import settings_from_env
 from stratus.handlers.telemetry import build_telemetry
 
@@ -60,7 +60,7 @@ def task_launcher(settings: Settings) -> LambdaLauncher | None:
 async def run_task(settings: Settings, task_id: str, lambda_context: Any = None, *, relayed: bool = False) -> None:
     """Run one stored task, or one relayed call, with the deployment's server, pipeline and stores (built for this
     run, then closed)."""
-    server = load_server(settings.app)
+    server = load_server(app_reference(settings))
     metrics, flush = build_telemetry(settings, server.name)
     stores = stores_for(settings)
     serving = build_serving(server, settings, stores, pipeline_for(server, settings, stores, metrics))

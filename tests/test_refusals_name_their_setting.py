@@ -9,6 +9,8 @@ tests/handlers/test_buffered_limits.py drive those, which need a held stream, a 
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
@@ -197,3 +199,31 @@ def test_a_start_up_refusal_names_the_setting_that_undoes_it(
     told = capsys.readouterr().err
     assert setting in told, told
     assert "Traceback" not in told
+
+
+OUTSIDE_A_CHECKOUT: list[tuple[str, list[str]]] = [
+    ("stratus serve", ["-m", "stratus.handlers.cli", "serve"]),
+    ("the buffered Lambda handler", ["-c", "import stratus.handlers.buffered"]),
+    ("the streaming Lambda entry point", ["-c", "from stratus.handlers.streaming import main; main()"]),
+    (
+        "the task worker",
+        [
+            "-c",
+            "import asyncio; from stratus import Settings; from stratus.handlers.task_worker import run_task; "
+            "asyncio.run(run_task(Settings(), 'task-1'))",
+        ],
+    ),
+]
+
+
+@pytest.mark.parametrize("command", [case[1] for case in OUTSIDE_A_CHECKOUT], ids=[c[0] for c in OUTSIDE_A_CHECKOUT])
+def test_without_an_app_outside_a_checkout_the_start_stops_naming_stratus_app(
+    command: list[str], tmp_path: Path
+) -> None:
+    """The demo is not installed with the wheel: with no app named, the start says which setting names one."""
+    ran = subprocess.run(
+        [sys.executable, *command], capture_output=True, text=True, timeout=60, check=False, cwd=tmp_path, env={}
+    )
+    assert ran.returncode != 0
+    told = ran.stderr.strip().splitlines()[-1]
+    assert "STRATUS_APP" in told, ran.stderr

@@ -1,7 +1,9 @@
 """Content blocks a tool, resource or prompt returns, and their wire form.
 
-They are `NamedTuple`s: immutable values that cost a fraction of a dataclass to define at cold start.
+They are `NamedTuple`s: immutable values.
 """
+
+# NamedTuples, not dataclasses: they cost a fraction of a dataclass to define at cold start (docs/benchmarks.md).
 
 import base64
 from collections.abc import Sequence

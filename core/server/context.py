@@ -70,9 +70,9 @@ class Context:
 
     @classmethod
     def of_fields(cls, fields: dict[str, Any]) -> Context:
-        """A context holding `fields`, which names every field (no defaults are filled in), built without the
-        generated `__init__`: a frozen dataclass's sets each of its 18 fields through `object.__setattr__`, about
-        30 k instructions of every call (stratus.protocol.call builds one per request)."""
+        """A context holding `fields`, which names every field (no defaults are filled in)."""
+        # Not the generated `__init__`, which sets each of the 18 fields through `object.__setattr__`: about 30 k
+        # instructions of every call, which builds one context per request (docs/benchmarks.md).
         context = _new(cls)
         _set(context, "__dict__", fields)
         return context

@@ -1,8 +1,10 @@
 """What a server or a single tool declares about how its calls run: access, limits, resilience, middleware.
 
-These are declarations only; `stratus.pipeline` carries them out. Immutable records are `NamedTuple`s, which cost a
-fraction of a dataclass to define at cold start; build them with keyword arguments.
+These are declarations only; `stratus.pipeline` carries them out. Immutable records are `NamedTuple`s: build them
+with keyword arguments.
 """
+
+# NamedTuples, not dataclasses: they cost a fraction of a dataclass to define at cold start (docs/benchmarks.md).
 
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass

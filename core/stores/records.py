@@ -28,8 +28,9 @@ class SessionRecord:
 
 
 def copy_session(record: SessionRecord) -> SessionRecord:
-    """A shallow copy of a session, as `dataclasses.replace(record)` makes at several times the cost: the memory
-    store hands one out on every warm call, so that the caller's changes reach it only through `save`."""
+    """A shallow copy of a session, as `dataclasses.replace(record)` makes: the memory store hands one out, so that
+    the caller's changes reach it only through `save`."""
+    # Not `dataclasses.replace`, at several times the cost on every warm call (docs/benchmarks.md).
     return SessionRecord(
         session_id=record.session_id,
         protocol_version=record.protocol_version,

@@ -1,8 +1,4 @@
-"""The ASGI vocabulary the transport needs, and the app that routes requests to the MCP endpoint.
-
-Stratus speaks ASGI directly rather than through a web framework: a Lambda cold start pays for every import, and
-routing one path needs no more than a dict (see docs/benchmarks.md for what Starlette cost here).
-"""
+"""The ASGI vocabulary the transport needs, and the app that routes requests to the MCP endpoint by a dict of paths."""
 
 from __future__ import annotations
 
@@ -70,6 +66,7 @@ async def send_response(send: Send, status: int, body: bytes, headers: Mapping[s
     await send({"type": "http.response.body", "body": body})
 
 
+# No web framework: a Lambda cold start pays for every import (docs/benchmarks.md, what Starlette cost here).
 class Router:
     """Routes HTTP requests by exact path (a trailing slash ignored) or path prefix, answers 404 elsewhere, and
     lifespan events."""

@@ -28,9 +28,9 @@ MAX_CALL_RETRY_MS = 60_000
 """The longest `retry:` a call's poll suggests. At the stretch above, 950 polls span about 2.5 hours."""
 
 
+# A plain class: a NamedTuple's class costs a cold start more to create (docs/benchmarks.md).
 class Polling:
-    """How streams end when they have nothing to relay (`STRATUS_POLL_HOLD_SECONDS`, `STRATUS_POLL_RETRY_SECONDS`).
-    A plain class: a NamedTuple's class costs a cold start more to create."""
+    """How streams end when they have nothing to relay (`STRATUS_POLL_HOLD_SECONDS`, `STRATUS_POLL_RETRY_SECONDS`)."""
 
     __slots__ = ("hold_seconds", "retry_ms")
 

@@ -5,11 +5,10 @@ Format: https://docs.aws.amazon.com/apigateway/latest/developerguide/http-api-de
 (request and response, cookies as their own field, `isBase64Encoded`) and
 https://docs.aws.amazon.com/lambda/latest/dg/urls-invocation.html (Function URLs send the same shape).
 
-Mangum reads this shape too; the buffered handler reads it here because it is every warm invocation's path and this
-reading costs about a third of Mangum's (no scope built twice, no per-header helper calls: docs/benchmarks.md).
-The answers are Mangum's to the letter (tests/handlers/test_invocation.py runs both on the same events): header
-values encoded as UTF-8, a repeated response header joined with ",", `Set-Cookie` headers as `cookies`, a body
-base64-encoded unless its content type is one of Mangum's text types, `application/json` when the app set none.
+Mangum reads this shape too; the answers here are Mangum's to the letter (tests/handlers/test_invocation.py runs
+both on the same events): header values encoded as UTF-8, a repeated response header joined with ",", `Set-Cookie`
+headers as `cookies`, a body base64-encoded unless its content type is one of Mangum's text types,
+`application/json` when the app set none.
 """
 
 from __future__ import annotations
@@ -39,6 +38,8 @@ def infer(event: dict[str, Any], context: Any) -> bool:
     return event.get("version") == "2.0" and "requestContext" in event
 
 
+# Read here rather than by Mangum: this is every warm invocation's path, and this reading costs about a third of
+# Mangum's (no scope built twice, no per-header helper calls: docs/benchmarks.md).
 class Reader:
     """One payload-2.0 event: `scope` and `body` for the app, and the front door's answer to a response."""
 

@@ -19,9 +19,9 @@ JWT = {
 }
 
 
-def test_defaults_serve_the_demo_on_the_memory_store() -> None:
+def test_defaults_name_no_app_and_the_memory_store() -> None:
     settings = Settings.from_env({})
-    assert (settings.app, settings.store, settings.mcp_path) == ("examples.demo:server", "memory://", "/mcp")
+    assert (settings.app, settings.store, settings.mcp_path) == (None, "memory://", "/mcp")
 
 
 def test_variables_are_parsed_and_overrides_win() -> None:
@@ -218,7 +218,7 @@ def test_the_repr_of_settings_hides_the_secrets_and_the_stores_password() -> Non
         auth_upstream_client_id="stratus",
     )
     shown = repr(settings)
-    assert shown.startswith("Settings(app='examples.demo:server', store='redis://***@cache.example:6379/0', ")
+    assert shown.startswith("Settings(app=None, store='redis://***@cache.example:6379/0', ")
     assert "secret_key='***'" in shown and "auth_upstream_client_secret='***'" in shown
     assert not any(secret in shown for secret in ("hunter2", "signing-key-1", "client-secret-1"))
     assert "secret_key=None" in repr(Settings())  # unset is shown as unset

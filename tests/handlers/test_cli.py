@@ -9,7 +9,10 @@ from pathlib import Path
 import httpx
 import pytest
 
+from examples.demo import server as demo_server
+from stratus import Settings
 from stratus.handlers.cli import SHUTDOWN_GRACE_SECONDS, main
+from stratus.handlers.loading import DEMO_APP, app_reference, load_served
 from stratus.stores.dynamodb.client import dynamodb_client
 from tests.fixtures.processes import ServerUrl, stratus_process
 from tests.fixtures.wire import BASE_HEADERS, initialize_message
@@ -118,3 +121,9 @@ def test_serve_refuses_a_bad_log_level_before_serving(
     printed = capsys.readouterr()
     assert "Serving" not in printed.out
     assert "STRATUS_LOG_LEVEL='LOUD'" in printed.err
+
+
+def test_an_unset_app_serves_the_demo_in_a_checkout_and_a_set_one_wins() -> None:
+    assert app_reference(Settings()) == DEMO_APP == "examples.demo:server"
+    assert app_reference(Settings(app="examples.add:server")) == "examples.add:server"
+    assert load_served(Settings()) is demo_server

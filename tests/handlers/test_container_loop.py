@@ -1,99 +1,104 @@
-"""The container's event loop runs each invocation as an eager task (CPython 3.12 and later): what the invocation
-sees of asyncio, and what runs before `run_invocation` returns, is what `run_until_complete` gives it."""
+"""The container's event loop runs each invocation as an eager task (CPython 3.12 and later), reading asyncio's
+private state: what the invocation sees of asyncio, and what runs before `run_invocation` returns, is what
+`run_until_complete` gives it, on every supported CPython (tests/handlers/container_loop_checks.py). With
+`STRATUS_EAGER_INVOCATIONS=false` the handler runs each invocation on a plain loop instead."""
 
 from __future__ import annotations
 
 import asyncio
-import contextvars
-import sys
-from collections.abc import Iterator
+import json
+import subprocess
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
 
 import pytest
 
+from stratus import McpServer, Settings
+from stratus.handlers.adapter import make_handler
 from stratus.handlers.invocation import ContainerLoop
+from stratus.settings import SettingsError
+from tests.fixtures.fresh_interpreter import pyenv_python
+from tests.fixtures.lambda_invoke import LambdaContext, event, stateless_request
+from tests.handlers import container_loop_checks
+from tests.handlers.container_loop_checks import CHECKS, LoopFactory
 
-marker: contextvars.ContextVar[str] = contextvars.ContextVar("marker", default="outside")
+ROOT = Path(__file__).resolve().parents[2]
+SUPPORTED_PYTHONS = ("3.11", "3.12", "3.13")
+
+
+@pytest.mark.parametrize("check", CHECKS, ids=[check.__name__ for check in CHECKS])
+def test_each_check_passes_in_this_interpreter(check: Callable[[LoopFactory], None]) -> None:
+    check(ContainerLoop)
+
+
+@pytest.mark.parametrize("version", SUPPORTED_PYTHONS)
+def test_every_check_passes_on_each_supported_python_with_only_the_invocation_module_imported(version: str) -> None:
+    python = pyenv_python(version)
+    if python is None:
+        pytest.skip(f"Python {version} skipped: pyenv has no {version}.x (~/.pyenv/versions)")
+    ran = subprocess.run(
+        [str(python), "-I", container_loop_checks.__file__, str(ROOT)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+        env={"PATH": ""},
+    )
+    assert ran.returncode == 0, ran.stderr
+    lines = ran.stdout.splitlines()
+    assert lines[0].startswith(f"python {version}.")
+    assert lines[1] == f"module {ROOT / 'handlers' / 'invocation.py'}"  # this tree's, not an installed copy
+    assert lines[2:] == [f"passed {check.__name__}" for check in CHECKS]
+
+
+probe = McpServer("loop-probe", "1.0.0")
+loops_seen: list[type[asyncio.AbstractEventLoop]] = []
+
+
+@probe.tool()
+async def add(a: int, b: int) -> int:
+    """Add two integers, after a turn of the loop (whose class is kept in `loops_seen`)."""
+    loops_seen.append(type(asyncio.get_running_loop()))
+    await asyncio.sleep(0)
+    return a + b
 
 
 @pytest.fixture
-def loop() -> Iterator[ContainerLoop]:
-    loop = ContainerLoop()
-    asyncio.set_event_loop(loop)
-    yield loop
+def no_loop_set() -> Iterator[None]:
+    """No event loop set, as in a fresh container: the handler sets its own, closed afterwards."""
     asyncio.set_event_loop(None)
-    loop.close()
+    yield
+    asyncio.get_event_loop().close()
+    asyncio.set_event_loop(None)
 
 
-def test_an_invocation_that_never_waits_sees_a_running_loop_its_task_and_its_own_context(loop: ContainerLoop) -> None:
-    seen: dict[str, object] = {}
-
-    async def invocation() -> None:
-        seen["loop"] = asyncio.get_running_loop()
-        seen["running"] = loop.is_running()
-        seen["task"] = asyncio.current_task()
-        async with asyncio.timeout(60), asyncio.TaskGroup() as group:
-            group.create_task(asyncio.sleep(0))
-        marker.set("inside")
-
-    loop.run_invocation(invocation())
-    assert seen["loop"] is loop and seen["running"] is True
-    assert isinstance(seen["task"], asyncio.Task)
-    assert marker.get() == "outside"  # the task ran in a copy of the context, as under run_until_complete
-    assert not loop.is_running()
-    with pytest.raises(RuntimeError):
-        asyncio.get_running_loop()
+def _call_add(eager: bool) -> dict[str, Any]:
+    handler = make_handler(probe, Settings(eager_invocations=eager))
+    body, headers = stateless_request("tools/call", {"name": "add", "arguments": {"a": 2, "b": 3}})
+    answer: dict[str, Any] = handler(event("http_api_v2", body, headers), LambdaContext())
+    handler.close()
+    return answer
 
 
-def test_an_invocation_that_waits_is_finished_on_the_loop(loop: ContainerLoop) -> None:
-    done: list[int] = []
+def test_with_eager_invocations_off_an_invocation_runs_on_a_plain_loop_and_answers_the_same(
+    no_loop_set: None,
+) -> None:
+    loops_seen.clear()
+    plain = _call_add(eager=False)
+    asyncio.get_event_loop().close()
+    asyncio.set_event_loop(None)
+    eager = _call_add(eager=True)
 
-    async def invocation() -> None:
-        future = loop.create_future()
-        loop.call_later(0.01, future.set_result, 3)
-        done.append(await future)
-        await asyncio.sleep(0)
-        done.append(4)
-
-    loop.run_invocation(invocation())
-    assert done == [3, 4]
-
-
-def test_what_the_invocation_scheduled_runs_before_it_returns_as_under_run_until_complete(loop: ContainerLoop) -> None:
-    ran: list[str] = []
-
-    async def background() -> None:
-        ran.append("task started")
-
-    async def invocation() -> None:
-        loop.call_soon(ran.append, "callback")
-        loop.create_task(background())
-
-    loop.run_invocation(invocation())
-    assert ran == ["callback", "task started"]
+    assert loops_seen == [asyncio.SelectorEventLoop, ContainerLoop]
+    assert plain["statusCode"] == 200
+    assert json.loads(plain["body"])["result"]["structuredContent"] == {"result": 5}
+    assert plain == eager
 
 
-def test_an_invocation_error_is_raised_and_the_loop_serves_the_next(loop: ContainerLoop) -> None:
-    async def failing() -> None:
-        raise ValueError("boom")
-
-    with pytest.raises(ValueError, match="boom"):
-        loop.run_invocation(failing())
-    assert not loop.is_running()
-
-    async def waiting() -> int:
-        await asyncio.sleep(0)
-        return 5
-
-    assert loop.run_until_complete(waiting()) == 5
-
-
-@pytest.mark.skipif(sys.version_info < (3, 12), reason="eager tasks are CPython 3.12 and later")
-def test_an_invocation_that_never_waits_runs_before_the_loop_turns(loop: ContainerLoop) -> None:
-    order: list[str] = []
-    loop.call_soon(order.append, "waiting callback")
-
-    async def invocation() -> None:
-        order.append("invocation")
-
-    loop.run_invocation(invocation())
-    assert order == ["invocation", "waiting callback"]  # started at once; the loop then turned for the callback
+def test_eager_invocations_is_on_unless_set_false_and_refuses_another_value() -> None:
+    assert Settings.from_env({}).eager_invocations is True
+    assert Settings.from_env({"STRATUS_EAGER_INVOCATIONS": "false"}).eager_invocations is False
+    with pytest.raises(SettingsError) as refused:
+        Settings.from_env({"STRATUS_EAGER_INVOCATIONS": "off"})
+    assert refused.value.problems[0].startswith("STRATUS_EAGER_INVOCATIONS=")

@@ -66,3 +66,21 @@ def test_a_fresh_venv_imports_stratus_and_nothing_else_of_ours(installed: FreshV
     assert "site-packages/stratus/__init__.py" in location
     assert others == "[]"
     assert installed.run(installed.bin / "stratus", "--help", cwd=outside).startswith("usage: stratus")
+
+
+def test_the_installed_wheel_with_no_app_named_stops_with_one_line_naming_stratus_app(
+    installed: FreshVenv, outside: Path
+) -> None:
+    """The demo is not in the wheel: `stratus serve` with no app says which setting names one, not an import error."""
+    done = subprocess.run(
+        [str(installed.bin / "stratus"), "serve"],
+        cwd=outside,
+        env=installed.environment(None),
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert done.returncode == 2
+    told = done.stderr.splitlines()
+    assert len(told) == 1 and "STRATUS_APP" in told[0], done.stderr

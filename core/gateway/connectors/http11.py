@@ -3,8 +3,7 @@
 The gateway spends most of a forwarded call in its HTTP client, so this one does only what an MCP upstream
 needs: a request (line, headers and body) goes out in a single write; the response head is read in one
 `readuntil`, and its body is framed by `Content-Length`, chunked transfer coding or the connection's end, and
-handed out as it arrives (an SSE body streams). Measured on loopback beside httpx/httpcore it costs about a tenth
-of their CPU per request (bench/gateway.py). A connection is reused when its response was read to the end and
+handed out as it arrives (an SSE body streams). A connection is reused when its response was read to the end and
 the server did not ask to close; an idle one is dropped after `idle_seconds` (below the usual 5 s server
 keep-alive) or when the server has closed it, and a request that finds its reused connection closed before any
 answer is sent once more on a new one. Heads are bounded by the stream reader's limit; everything else by the
@@ -29,6 +28,9 @@ from typing import NamedTuple
 from urllib.parse import urlsplit
 
 from stratus.gateway.addresses import AddressGuard
+
+# The gateway spends most of a forwarded call in its HTTP client: measured on loopback beside httpx/httpcore this one
+# costs about a tenth of their CPU per request (bench/gateway.py, docs/benchmarks.md).
 
 HEAD_LIMIT = 64 * 1024
 """The longest response head (status line and headers) accepted."""
