@@ -7,7 +7,7 @@ The methods live with what they serve: `lifecycle` (discover, initialize, ping, 
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, cast
+from typing import TYPE_CHECKING
 
 from stratus.errors import MethodNotFoundError
 from stratus.pipeline.pipeline import Pipeline
@@ -29,8 +29,9 @@ from stratus.stores.base import Stores
 from stratus.types import JsonObject
 
 if TYPE_CHECKING:
+    from stratus.protocol.launchers import TaskLauncher
     from stratus.protocol.relayed_calls import RelayedCalls
-    from stratus.protocol.task_service import TaskLauncher, TaskService
+    from stratus.protocol.task_service import TaskService
 
 
 class Dispatcher:
@@ -118,11 +119,13 @@ class Dispatcher:
     def relays(self) -> RelayedCalls | None:
         """Where calls that may ask their client mid-call run when a buffered front door answers them: the task
         worker, when the launcher can start a call there (None otherwise); built on first use."""
-        if self._relays is None and callable(getattr(self.task_launcher, "launch_call", None)):
-            from stratus.protocol.relayed_calls import CallLauncher, RelayedCalls
+        if self._relays is None and self.task_launcher is not None:
+            from stratus.protocol.launchers import CallLauncher
 
-            launcher = cast("CallLauncher", self.task_launcher)
-            self._relays = RelayedCalls(self.server.tools, self.stores, self.tool_calls.run, launcher)
+            if isinstance(self.task_launcher, CallLauncher):
+                from stratus.protocol.relayed_calls import RelayedCalls
+
+                self._relays = RelayedCalls(self.server.tools, self.stores, self.tool_calls.run, self.task_launcher)
         return self._relays
 
     async def aclose(self) -> None:
