@@ -26,10 +26,10 @@ from typing import TYPE_CHECKING
 
 from stratus.errors import InternalError
 from stratus.protocol.jsonrpc import error_response
-from stratus.protocol.task_service import launch_key, stored_error, task_place
+from stratus.protocol.task_service import launch_key, task_place
 from stratus.protocol.task_watch import task_stream
 from stratus.request.outbound import StreamLog
-from stratus.stores.task_records import RelayedCall, TaskOutcome, TaskRequest
+from stratus.stores.task_records import RelayedCall, RpcError, TaskOutcome, TaskRequest
 
 if TYPE_CHECKING:
     from stratus.stores.base import Stores
@@ -58,7 +58,7 @@ async def fail_task(stores: Stores, task_id: str, condition: str) -> bool:
         if not await stores.cache.claim(launch_key(task), ttl):
             return False  # another delivery of this launch runs it (or ran it)
     message = _status_message(condition)
-    outcome = TaskOutcome(error=stored_error(InternalError(message)), status_message=message)
+    outcome = TaskOutcome(error=RpcError.of(InternalError(message)), status_message=message)
     if not await stores.tasks.update(task_id, status="failed", outcome=outcome, expect=("working",)):
         return False
     place = task_place(task)

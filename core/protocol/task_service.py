@@ -36,7 +36,7 @@ from stratus.protocol.launchers import InProcessLauncher as InProcessLauncher
 from stratus.protocol.launchers import TaskLauncher as TaskLauncher
 from stratus.protocol.task_quota import PrincipalTaskQuota, refuse_process
 from stratus.protocol.task_watch import CancellationWatch, task_stream
-from stratus.protocol.task_wire import HANDSHAKE, wire_for
+from stratus.protocol.task_wire import HANDSHAKE, STATELESS, TaskWire, wire_for
 from stratus.stores.records import TaskRecord
 from stratus.stores.task_records import RpcError, TaskOutcome, TaskRequest
 from stratus.types import JsonObject
@@ -61,11 +61,6 @@ CANCELLED_BY_CLIENT = TaskOutcome(status_message="Cancelled by the client")
 
 def _task_not_found() -> InvalidParamsError:
     return InvalidParamsError("Failed to retrieve task: Task not found")
-
-
-def stored_error(error: McpError) -> RpcError:
-    """The JSON-RPC error a task keeps as its outcome."""
-    return RpcError(error.code, error.message, error.data)
 
 
 class TaskService:
@@ -143,7 +138,7 @@ class TaskService:
             logger.exception("task launch failed", extra={"task": record.task_id, "error_ref": reference})
             failure = InternalError(f"The task could not be started (reference {reference})", http_status=200)
             await self.stores.tasks.update(
-                record.task_id, status="failed", outcome=TaskOutcome(error=stored_error(failure)), expect=LIVE
+                record.task_id, status="failed", outcome=TaskOutcome(error=RpcError.of(failure)), expect=LIVE
             )
             await self.quota.give_back(place)
             raise failure from None
@@ -153,7 +148,7 @@ class TaskService:
 
     async def get(self, call: Call) -> JsonObject:
         wire = wire_for(call)
-        task = await self._own_task(call)
+        task = await self._own_task(call, wire)
         return await wire.status(task, lambda: self._outstanding(task))
 
     async def _outstanding(self, task: TaskRecord) -> JsonObject:
@@ -164,18 +159,18 @@ class TaskService:
 
     async def result(self, call: Call) -> JsonObject:
         """2025-11-25 `tasks/result`: once the task has ended, exactly what the call would have answered."""
-        task = await self._own_task(call)
+        task = await self._own_task(call, HANDSHAKE)
         loop = asyncio.get_running_loop()
         deadline, seen = loop.time() + RESULT_WAIT_SECONDS, 0
         while task.status not in TERMINAL and (left := deadline - loop.time()) > 0:
             events = await self.stores.events.wait_after(task_stream(task.task_id), seen, left)
             seen = events[-1].seq if events else seen
-            task = await self._own_task(call)
+            task = await self._own_task(call, HANDSHAKE)
         return HANDSHAKE.final(task)
 
     async def cancel(self, call: Call) -> JsonObject:
         wire = wire_for(call)
-        task = await self._own_task(call)
+        task = await self._own_task(call, wire)
         moved = await self.stores.tasks.update(
             task.task_id, status="cancelled", outcome=CANCELLED_BY_CLIENT, expect=LIVE
         )
@@ -183,12 +178,12 @@ class TaskService:
             return wire.already_ended(task)
         await self.stores.events.append(task_stream(task.task_id), "cancelled")  # heard by the run's watch
         await self.quota.give_back(task_place(task))
-        return wire.cancelled(await self._own_task(call))
+        return wire.cancelled(await self._own_task(call, wire))
 
     async def update(self, call: Call) -> JsonObject:
         """2026-07-28 `tasks/update`: keep the answers to outstanding questions (others are ignored, as the
         extension asks); once none is left, the task goes back to `working` and runs again with them."""
-        task = await self._own_task(call)
+        task = await self._own_task(call, STATELESS)
         responses = call.params.get("inputResponses")
         if not isinstance(responses, dict):
             raise InvalidParamsError("Invalid params: inputResponses must be an object")
@@ -208,8 +203,8 @@ class TaskService:
             await self.launcher.launch(task.task_id, self.run)
         return {}
 
-    async def _own_task(self, call: Call) -> TaskRecord:
-        wire_for(call).admit(call)
+    async def _own_task(self, call: Call, wire: TaskWire) -> TaskRecord:
+        wire.admit(call)
         task_id = call.params.get("taskId")
         if not isinstance(task_id, str):
             raise InvalidParamsError("Invalid params: taskId must be a string")
@@ -252,7 +247,7 @@ class TaskService:
             http=HttpRequest("POST", "", {}, lambda_context=lambda_context) if lambda_context else None,
         )
         if tool is None:
-            outcome = TaskOutcome(error=stored_error(InvalidParamsError(f"Unknown tool: {request.tool}")))
+            outcome = TaskOutcome(error=RpcError.of(InvalidParamsError(f"Unknown tool: {request.tool}")))
         else:
             outcome = await self._outcome_of(call, tool, request.arguments)
         if outcome.input_requests is not None:
@@ -274,7 +269,7 @@ class TaskService:
             moved = await self.stores.tasks.update(task_id, status=status, outcome=outcome, expect=LIVE)
         except RecordTooLargeError as refused:
             logger.warning("task outcome too large to keep", extra={"task": task_id, "size": refused.data["size"]})
-            status, failure = "failed", TaskOutcome(error=stored_error(refused))
+            status, failure = "failed", TaskOutcome(error=RpcError.of(refused))
             moved = await self.stores.tasks.update(task_id, status=status, outcome=failure, expect=LIVE)
         return status if moved else None
 
@@ -300,11 +295,11 @@ class TaskService:
                 running.exception()  # retrieved: the outcome of a cancelled task is not recorded
             else:
                 running.cancel()
-            return TaskOutcome(error=stored_error(McpError("Task cancelled")))
+            return TaskOutcome(error=RpcError.of(McpError("Task cancelled")))
         try:
             result = running.result()
         except McpError as error:
-            return TaskOutcome(error=stored_error(error))
+            return TaskOutcome(error=RpcError.of(error))
         if result.get("resultType") == "input_required":
             return TaskOutcome(input_requests=result["inputRequests"])
         return TaskOutcome(result=result)

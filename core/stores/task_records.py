@@ -13,6 +13,7 @@ Loaded with the first task, not at cold start (`TaskRecord` names these types as
 import json
 from typing import Any, NamedTuple
 
+from stratus.errors import McpError
 from stratus.types import JsonObject
 
 DEFAULT_TTL_MS = 3_600_000
@@ -62,6 +63,11 @@ class RpcError(NamedTuple):
     code: int
     message: str
     data: Any = None
+
+    @classmethod
+    def of(cls, error: McpError) -> "RpcError":
+        """The error a task keeps of a failure."""
+        return cls(error.code, error.message, error.data)
 
     def to_error(self) -> JsonObject:
         error: JsonObject = {"code": self.code, "message": self.message}
