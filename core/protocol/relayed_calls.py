@@ -93,7 +93,7 @@ class RelayedCalls:
         await log.open()  # a poll that comes before the call has sent anything finds the stream
         meta = call.params.get("_meta")
         request = RelayedCall(
-            tool=tool.name,
+            tool=call.string_param("name"),  # as the client named it: the name `run` finds the tool by
             arguments=call.object_param("arguments"),
             request_id=call.request.id,
             session_id=session_id,
