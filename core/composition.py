@@ -12,7 +12,7 @@ import random
 import secrets
 import time
 from collections.abc import Callable
-from typing import TYPE_CHECKING, cast
+from typing import TYPE_CHECKING
 
 from stratus.metrics import LocalMetrics, MetricsSink
 from stratus.pipeline.admission import Admitter
@@ -34,6 +34,7 @@ from stratus.protocol.tool_calls import ToolCalls
 from stratus.resilience.closed_breakers import CLOSED_SECONDS, ClosedBreakers
 from stratus.resilience.deadline import Clock
 from stratus.resilience.stream_slots import StreamSlots
+from stratus.server.hooks import hooks_of
 from stratus.server.pagination import Paginator
 from stratus.server.policy import ServerPolicy
 from stratus.server.server import McpServer
@@ -42,8 +43,9 @@ from stratus.stores.base import StoreOptions, Stores
 from stratus.stores.factory import build_stores
 
 if TYPE_CHECKING:
+    from stratus.protocol.launchers import TaskLauncher
     from stratus.protocol.relayed_calls import RelayedCalls
-    from stratus.protocol.task_service import TaskLauncher, TaskService
+    from stratus.protocol.task_service import TaskService
 
 
 def stores_for(settings: Settings) -> Stores:
@@ -93,16 +95,14 @@ def authentication_plan(server: McpServer, settings: Settings) -> Authentication
 
 
 def pipeline_for(server: McpServer, settings: Settings, stores: Stores, metrics: MetricsSink | None = None) -> Pipeline:
-    """`server`'s pipeline as the settings configure it; the server's own metrics (a tool's) go to the same sink."""
-    pipeline = build_pipeline(
+    """`server`'s pipeline as the settings configure it."""
+    return build_pipeline(
         server.policy,
         stores,
         metrics or LocalMetrics(),
         fail_open=settings.limits_on_store_failure == "open",
         auth=authentication_plan(server, settings),
     )
-    server.attach(pipeline.metrics)
-    return pipeline
 
 
 def stream_slots_for(settings: Settings) -> StreamSlots:
@@ -160,8 +160,13 @@ def build_serving(
     rounds = InputRounds(StateSealer(state_key, clock=time.time), stores.cache)
     running = RunningCalls(stores.pending)
     publish = NotificationLog(stores.events).publish
+    hooks = hooks_of(server)
     reads = Reads(server, pipeline, rounds, publish, pipeline.auth)
-    starts_relays = callable(getattr(task_launcher, "launch_call", None))
+    starts_relays = False
+    if task_launcher is not None:
+        from stratus.protocol.launchers import CallLauncher
+
+        starts_relays = isinstance(task_launcher, CallLauncher)
 
     def task_service() -> TaskService:
         from stratus.protocol.task_service import TaskService
@@ -177,15 +182,17 @@ def build_serving(
         )
 
     def relayed_calls() -> RelayedCalls:
-        from stratus.protocol.relayed_calls import CallLauncher, RelayedCalls
+        from stratus.protocol.launchers import CallLauncher
+        from stratus.protocol.relayed_calls import RelayedCalls
 
-        launcher = cast("CallLauncher", task_launcher) if starts_relays else None
+        launcher = task_launcher if isinstance(task_launcher, CallLauncher) else None
         return RelayedCalls(server.tools, stores, tool_calls.run, launcher)
 
     tasks = BuiltOnUse(task_service)
     tool_calls = ToolCalls(server, pipeline, rounds, running, publish, tasks)
     listen = Listener(
         server,
+        hooks,
         stores.events,
         stream_slots or stream_slots_for(settings),
         reads.readable,
@@ -194,7 +201,8 @@ def build_serving(
     dispatcher = Dispatcher(
         server,
         stores,
-        lifecycle=Lifecycle(server, stores.sessions, reads.check_readable),
+        hooks=hooks,
+        lifecycle=Lifecycle(server, hooks, stores.sessions, reads.check_readable),
         listings=Listings(server, paginator),
         tool_calls=tool_calls,
         reads=reads,

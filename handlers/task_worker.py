@@ -12,7 +12,7 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from stratus import Settings
 from stratus.composition import build_serving, pipeline_for, stores_for
@@ -20,13 +20,19 @@ from stratus.handlers.loading import app_reference, load_server
 from stratus.handlers.secrets import settings_from_env
 from stratus.handlers.telemetry import build_telemetry
 
+if TYPE_CHECKING:
+    from stratus.protocol.launchers import RunTask
+
 TASK_EVENT_KEY = "stratusTask"
 CALL_EVENT_KEY = "stratusCall"
 logger = logging.getLogger("stratus.tasks")
 
 
 class LambdaLauncher:
-    """Starts each task in an asynchronous invocation of the task worker function."""
+    """Starts each task, and each relayed call, in an asynchronous invocation of the task worker function (whose own
+    task service runs it: the `run` a launch is given is this process's). A `TaskLauncher` and, by its
+    `launch_call`, a `CallLauncher` (`stratus.protocol.launchers`, not imported here: this module is on the cold
+    path)."""
 
     def __init__(self, function: str, client: Any = None) -> None:
         self.function = function
@@ -39,7 +45,7 @@ class LambdaLauncher:
             self._client = boto3.client("lambda")
         return self._client
 
-    async def launch(self, task_id: str) -> None:
+    async def launch(self, task_id: str, run: RunTask) -> None:
         await self._invoke({TASK_EVENT_KEY: task_id})
 
     async def launch_call(self, call_id: str) -> None:

@@ -30,6 +30,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
         "stratus.stores",
         "stratus.stores.base",
         "stratus.stores.records",
+        "stratus.stores.task_records",
         "stratus.stores.urls",
         "stratus.stores.bounded",
         "stratus.setting_values",

@@ -73,12 +73,13 @@ class Forwarder:
                 raise UpstreamCallError(error.error) from None
             finally:
                 if method == "tools/call":
-                    self._called(upstream, params["name"], time.perf_counter() - started, success)
+                    sink = context.metrics if context is not None and context.metrics is not None else self.metrics
+                    self._called(sink, upstream, params["name"], time.perf_counter() - started, success)
 
-    def _called(self, upstream: str, tool: str, seconds: float, success: bool) -> None:
+    def _called(self, metrics: MetricsSink | None, upstream: str, tool: str, seconds: float, success: bool) -> None:
         milliseconds = seconds * 1000
-        if self.metrics is not None:
-            self.metrics.count("gateway_tool_calls", upstream=upstream, outcome="success" if success else "failure")
-            self.metrics.latency("gateway_tool_latency", milliseconds, upstream=upstream)
+        if metrics is not None:
+            metrics.count("gateway_tool_calls", upstream=upstream, outcome="success" if success else "failure")
+            metrics.latency("gateway_tool_latency", milliseconds, upstream=upstream)
         fields = {"upstream": upstream, "tool": tool, "ms": round(milliseconds, 3), "success": success}
         self.events.emit("tool:called", fields, level=logging.DEBUG)  # one per call: metrics carry it, the log need not

@@ -280,10 +280,6 @@ class GatewayServer(McpServer):
         """Each upstream as this container knows it (core/gateway/upstream_health.py)."""
         return describe_upstreams(self.pool, self.failures, self.tool_counts)
 
-    def attach(self, metrics: MetricsSink) -> None:
-        if self.forwarder.metrics is None:
-            self.forwarder.metrics = metrics
-
     async def aclose(self) -> None:
         """Wait for the calls in flight (up to 10 s), then close every upstream connection."""
         await self.pool.aclose(within=10.0)

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 
 from stratus.errors import InvalidParamsError
+from stratus.metrics import MetricsSink
 from stratus.protocol import versions
 from stratus.protocol.jsonrpc import Request
 from stratus.request.http import HttpRequest
@@ -110,6 +111,7 @@ class Call:
         deadline: Deadline | None = None,
         inputs: InputRound | None = None,
         publish: Callable[[str, JsonObject], Awaitable[None]] | None = None,
+        metrics: MetricsSink | None = None,
     ) -> Context:
         meta = self.params.get("_meta")
         if not isinstance(meta, dict):
@@ -145,6 +147,7 @@ class Call:
                 "log_opted_in": log_opted_in,
                 "inputs": inputs,
                 "publish": publish,
+                "metrics": metrics,
             }
         )
 

@@ -18,6 +18,7 @@ from stratus.protocol.lifecycle import Lifecycle
 from stratus.protocol.listing import Listings
 from stratus.protocol.reads import Reads
 from stratus.protocol.tool_calls import ToolCalls
+from stratus.server.hooks import ServerHooks
 from stratus.server.server import McpServer
 from stratus.stores.base import Stores
 from stratus.types import JsonObject
@@ -35,6 +36,7 @@ class Dispatcher:
         server: McpServer,
         stores: Stores,
         *,
+        hooks: ServerHooks,
         lifecycle: Lifecycle,
         listings: Listings,
         tool_calls: ToolCalls,
@@ -45,6 +47,7 @@ class Dispatcher:
     ) -> None:
         self.server = server
         self.stores = stores
+        self.hooks = hooks
         self.lifecycle = lifecycle
         self.running = running
         self.tasks = tasks
@@ -92,7 +95,7 @@ class Dispatcher:
         table = self._modern if call.stateless else self._handshake
         method = table.get(call.request.method)
         if self.server.dynamic and method is not None:
-            await self.server.refresh(self.stores, call.request.method, call.params)
+            await self.hooks.refresh(self.stores, call.request.method, call.params)
         if method is None:
             raise MethodNotFoundError(
                 f"Method not found: {call.request.method}", http_status=404 if call.stateless else None

@@ -1,31 +1,32 @@
 """What a call run later, elsewhere (a task, a relayed call), keeps of its caller to run as it: identity, scopes, roles
-and the issuer, never the token."""
+and the issuer, never the token (`stratus.stores.task_records.KeptPrincipal`)."""
 
 from __future__ import annotations
 
 from stratus.server.principal import Principal
-from stratus.types import JsonObject
+from stratus.stores.task_records import KeptPrincipal
 
 
-def principal_fields(principal: Principal | None) -> JsonObject | None:
-    """What a task keeps of its caller to run as it: identity, scopes, roles and the issuer (no token)."""
+def kept_principal(principal: Principal | None) -> KeptPrincipal | None:
+    """What a stored call keeps of its caller."""
     if principal is None:
         return None
     issuer = principal.claims.get("iss")
-    return {
-        "subject": principal.subject,
-        "scopes": sorted(principal.scopes),
-        "roles": sorted(principal.roles),
-        "claims": {"iss": issuer} if isinstance(issuer, str) else {},
-    }
+    return KeptPrincipal(
+        subject=principal.subject,
+        scopes=tuple(sorted(principal.scopes)),
+        roles=tuple(sorted(principal.roles)),
+        issuer=issuer if isinstance(issuer, str) else None,
+    )
 
 
-def principal_from(fields: JsonObject | None) -> Principal | None:
-    if fields is None:
+def principal_from(kept: KeptPrincipal | None) -> Principal | None:
+    """The caller a stored call runs as."""
+    if kept is None:
         return None
     return Principal(
-        subject=fields["subject"],
-        scopes=frozenset(fields["scopes"]),
-        roles=frozenset(fields["roles"]),
-        claims=fields["claims"],
+        subject=kept.subject,
+        scopes=frozenset(kept.scopes),
+        roles=frozenset(kept.roles),
+        claims={"iss": kept.issuer} if kept.issuer is not None else {},
     )

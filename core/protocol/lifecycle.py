@@ -14,6 +14,7 @@ from stratus.protocol import versions
 from stratus.protocol.call import Call
 from stratus.protocol.capabilities import server_capabilities
 from stratus.request.outbound import LOG_LEVELS
+from stratus.server.hooks import ServerHooks
 from stratus.server.server import McpServer
 from stratus.stores.base import SessionStore
 from stratus.types import JsonObject
@@ -24,9 +25,15 @@ LIST_TTL_MS = 300_000
 
 class Lifecycle:
     def __init__(
-        self, server: McpServer, sessions: SessionStore, check_readable: Callable[[Call, str], Awaitable[None]]
+        self,
+        server: McpServer,
+        hooks: ServerHooks,
+        sessions: SessionStore,
+        check_readable: Callable[[Call, str], Awaitable[None]],
     ) -> None:
         self.server = server
+        self.hooks = hooks
+        """Told of each subscription (a gateway passes it on to the upstream owning the resource)."""
         self.sessions = sessions
         self.check_readable = check_readable
         """Raises what a `resources/read` of the URI by the call's caller would, before reading (reads.py)."""
@@ -71,7 +78,7 @@ class Lifecycle:
         uri = call.string_param("uri")
         session = call.require_session()
         await self.check_readable(call, uri)
-        await self.server.subscribed(uri)
+        await self.hooks.subscribed(uri)
         if uri not in session.subscriptions:
             session.subscriptions.append(uri)
             await self.sessions.save(session)
@@ -83,5 +90,5 @@ class Lifecycle:
         if uri in session.subscriptions:
             session.subscriptions.remove(uri)
             await self.sessions.save(session)
-            await self.server.unsubscribed(uri)
+            await self.hooks.unsubscribed(uri)
         return {}

@@ -192,7 +192,9 @@ class Reads:
         inputs = self.rounds.first(call) if "requestState" not in call.params else await self.rounds.open(call)
         try:
             deadline = self.pipeline.deadline_for(call.http, None)
-            context = call.context(item=item, deadline=deadline, inputs=inputs, publish=self.publish)
+            context = call.context(
+                item=item, deadline=deadline, inputs=inputs, publish=self.publish, metrics=self.pipeline.metrics
+            )
             value = await self.pipeline.read(context, kind, access, work)
         except InputRequired:
             return self.rounds.required(call, inputs)

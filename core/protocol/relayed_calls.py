@@ -3,7 +3,8 @@ invocation, their stream relayed through the store.
 
 API Gateway's HTTP API sends an answer whole, once it ends. A call waiting there for its client's answer to an
 elicitation, sampling or roots request would wait for an answer the client cannot give before it has the question.
-So such a call is stored and started in the task worker (an asynchronous invocation, `CallLauncher`), and runs
+So such a call is stored (`stratus.stores.task_records.RelayedCall`) and started in the task worker (an asynchronous
+invocation, `stratus.protocol.launchers.CallLauncher`), and runs
 there with a stream log of its own (`StreamLog`): what it sends, its questions and at last its response are appended
 to it, and its client's replies reach it through the pending-request store (a POST landing on any container). The
 buffered answer relays the log until the call asks something or ends (`stratus.transport.session_stream`), and the
@@ -16,22 +17,23 @@ first moves its record from `working` to `running`, and a delivery that finds it
 
 from __future__ import annotations
 
-import json
 import secrets
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any, NamedTuple, Protocol
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from stratus.errors import InvalidParamsError, McpError
 from stratus.protocol import versions
 from stratus.protocol.call import Call
 from stratus.protocol.jsonrpc import Request, error_response, result_response
-from stratus.protocol.kept_principal import principal_fields, principal_from
+from stratus.protocol.kept_principal import kept_principal, principal_from
 from stratus.request.http import HttpRequest
 from stratus.request.outbound import Outbound, SessionReplies, StreamLog
 from stratus.stores.records import TaskRecord
+from stratus.stores.task_records import RelayedCall
 from stratus.types import JsonObject
 
 if TYPE_CHECKING:
+    from stratus.protocol.launchers import CallLauncher
     from stratus.protocol.task_service import RunTool
     from stratus.server.tools import Tool
     from stratus.stores.base import Stores
@@ -41,12 +43,6 @@ ASKING_CAPABILITIES = ("elicitation", "sampling", "roots")
 RUN_MARGIN_SECONDS = 60.0
 """How long a relayed call's record outlives its tool's timeout (or the worker's 15 minutes)."""
 WORKER_SECONDS = 900.0
-
-
-class CallLauncher(Protocol):
-    """Starts a stored call's run in another invocation (`stratus.handlers.task_worker.LambdaLauncher`)."""
-
-    async def launch_call(self, call_id: str) -> None: ...
 
 
 class RelayedStream(NamedTuple):
@@ -68,9 +64,11 @@ class RelayedOutbound(Outbound):
 
 def may_ask(call: Call, tool: Tool) -> bool:
     """Whether the call could ask its client something mid-call: a tool that takes a `Context`, in a session whose
-    client declared a capability to be asked and resumes streams (2025-11-25 on)."""
+    client declared a capability to be asked and resumes streams (2025-11-25 on). A call whose arguments are no object
+    is answered at once with its error, as any."""
     return (
         tool.signature.context_parameter is not None
+        and isinstance(call.params.get("arguments", {}), dict | None)
         and versions.at_least(call.version, versions.PRIMING_SINCE)
         and any(capability in call.client_capabilities for capability in ASKING_CAPABILITIES)
     )
@@ -104,17 +102,20 @@ class RelayedCalls:
         session_id = call.session.session_id
         log = StreamLog(self.stores.events, session_id, priming=True)
         await log.open()  # a poll that comes before the call has sent anything finds the stream
-        request = {
-            "session": session_id,
-            "token": log.token,
-            "id": call.request.id,
-            "params": call.params,
-            "principal": principal_fields(call.principal),
-        }
+        meta = call.params.get("_meta")
+        request = RelayedCall(
+            tool=call.string_param("name"),  # as the client named it: the name `run` finds the tool by
+            arguments=call.object_param("arguments"),
+            request_id=call.request.id,
+            session_id=session_id,
+            stream_token=log.token,
+            principal=kept_principal(call.principal),
+            meta=meta if isinstance(meta, dict) else None,
+        )
         call_id = f"call-{secrets.token_urlsafe(18)}"
         ttl = (tool.policy.timeout or WORKER_SECONDS) + RUN_MARGIN_SECONDS
         owner = call.principal.key if call.principal else None
-        record = TaskRecord(task_id=call_id, principal=owner, status="working", request=json.dumps(request))
+        record = TaskRecord(task_id=call_id, principal=owner, status="working", request=request)
         assert self.launcher is not None, "only a dispatcher with a launcher starts relayed calls"
         await self.stores.tasks.create(record, ttl_seconds=ttl)
         await self.launcher.launch_call(call_id)
@@ -123,15 +124,20 @@ class RelayedCalls:
     async def run(self, call_id: str, *, lambda_context: Any = None) -> None:
         """Run a stored call once, its messages and response appended to its stream log."""
         record = await self.stores.tasks.get(call_id)
-        if record is None or not await self.stores.tasks.update(
-            call_id, status="running", result=None, expect=("working",)
+        if (
+            record is None
+            or not isinstance(record.request, RelayedCall)
+            or not await self.stores.tasks.update(call_id, status="running", outcome=None, expect=("working",))
         ):
-            return  # unknown, expired, or delivered again: another run has it
-        request = json.loads(record.request)
-        session = await self.stores.sessions.load(request["session"])
-        outbound = RelayedOutbound(SessionReplies(self.stores.pending, request["session"]))
-        outbound.log = StreamLog(self.stores.events, request["session"], priming=True, token=request["token"])
-        message = Request(id=request["id"], method="tools/call", params=request["params"])
+            return  # unknown, expired, no call, or delivered again: another run has it
+        request = record.request
+        session = await self.stores.sessions.load(request.session_id)
+        outbound = RelayedOutbound(SessionReplies(self.stores.pending, request.session_id))
+        outbound.log = StreamLog(self.stores.events, request.session_id, priming=True, token=request.stream_token)
+        params: JsonObject = {"name": request.tool, "arguments": request.arguments}
+        if request.meta is not None:
+            params["_meta"] = request.meta
+        message = Request(id=request.request_id, method="tools/call", params=params)
         if session is None:  # ended meanwhile: its client is gone, and nothing may run on its behalf
             await outbound.record_final(error_response(message.id, McpError("The session ended before the call ran")))
             return
@@ -139,14 +145,14 @@ class RelayedCalls:
             message,
             session,
             HttpRequest("POST", "", {}, lambda_context=lambda_context, outbound=outbound),
-            principal_from(request["principal"]),
+            principal_from(request.principal),
         )
         try:
-            tool = self.tools.get(call.string_param("name"))
+            tool = self.tools.get(request.tool)
             if tool is None:
-                raise InvalidParamsError(f"Unknown tool: {call.params.get('name')}")
-            response = result_response(message.id, await self.run_tool(call, tool, call.object_param("arguments")))
+                raise InvalidParamsError(f"Unknown tool: {request.tool}")
+            response = result_response(message.id, await self.run_tool(call, tool, request.arguments))
         except McpError as error:
             response = error_response(message.id, error)
         await outbound.record_final(response)
-        await self.stores.tasks.update(call_id, status="completed", result=None, expect=("running",))
+        await self.stores.tasks.update(call_id, status="completed", outcome=None, expect=("running",))

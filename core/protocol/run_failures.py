@@ -21,7 +21,6 @@ What the client sees carries no detail of the failure (the record's error stays 
 
 from __future__ import annotations
 
-import json
 import logging
 from typing import TYPE_CHECKING
 
@@ -30,6 +29,7 @@ from stratus.protocol.jsonrpc import error_response
 from stratus.protocol.task_service import launch_key, task_place
 from stratus.protocol.task_watch import task_stream
 from stratus.request.outbound import StreamLog
+from stratus.stores.task_records import RelayedCall, RpcError, TaskOutcome, TaskRequest
 
 if TYPE_CHECKING:
     from stratus.stores.base import Stores
@@ -50,7 +50,7 @@ def _status_message(condition: str) -> str:
 async def fail_task(stores: Stores, task_id: str, condition: str) -> bool:
     """Mark a live task failed because its run died (`condition`: the record's); whether this call moved it."""
     task = await stores.tasks.get(task_id)
-    if task is None or task.status != "working":
+    if task is None or task.status != "working" or not isinstance(task.request, TaskRequest):
         return False  # ended, or waiting for its client: the launch it was given ran
     if condition == EVENT_AGE_EXCEEDED:
         # Claiming the launch also keeps a late delivery of it from running a task this marks failed.
@@ -58,8 +58,8 @@ async def fail_task(stores: Stores, task_id: str, condition: str) -> bool:
         if not await stores.cache.claim(launch_key(task), ttl):
             return False  # another delivery of this launch runs it (or ran it)
     message = _status_message(condition)
-    outcome = {"error": InternalError(message).to_error(), "statusMessage": message}
-    if not await stores.tasks.update(task_id, status="failed", result=json.dumps(outcome), expect=("working",)):
+    outcome = TaskOutcome(error=RpcError.of(InternalError(message)), status_message=message)
+    if not await stores.tasks.update(task_id, status="failed", outcome=outcome, expect=("working",)):
         return False
     place = task_place(task)
     if place is not None:
@@ -73,11 +73,11 @@ async def fail_call(stores: Stores, call_id: str, condition: str) -> bool:
     request; whether this call moved it."""
     record = await stores.tasks.get(call_id)
     live = ("working",) if condition == EVENT_AGE_EXCEEDED else LIVE_CALL  # `running`: another delivery runs it
-    if record is None or record.status not in live:
+    if record is None or record.status not in live or not isinstance(record.request, RelayedCall):
         return False
-    if not await stores.tasks.update(call_id, status="failed", result=None, expect=live):
+    if not await stores.tasks.update(call_id, status="failed", outcome=None, expect=live):
         return False
-    request = json.loads(record.request)
-    log = StreamLog(stores.events, request["session"], priming=True, token=request["token"])
-    await log.record(error_response(request["id"], InternalError(CALL_DIED)))
+    request = record.request
+    log = StreamLog(stores.events, request.session_id, priming=True, token=request.stream_token)
+    await log.record(error_response(request.request_id, InternalError(CALL_DIED)))
     return True

@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any
 
 from stratus.errors import InvalidParamsError, InvalidRequestError
 from stratus.protocol.notifications import NotificationFollower
+from stratus.server.hooks import ServerHooks
 from stratus.server.server import McpServer
 
 if TYPE_CHECKING:
@@ -82,6 +83,7 @@ async def listen(
     params: dict[str, Any],
     http: HttpRequest | None,
     server: McpServer,
+    hooks: ServerHooks,
     events: EventLogStore,
     slots: StreamSlots,
     readable: Callable[[Sequence[str]], Awaitable[list[str]]],
@@ -111,7 +113,7 @@ async def listen(
             del agreed["resourceSubscriptions"]
     uris: list[str] = agreed.get("resourceSubscriptions", [])
     # Together, so a gateway asks its upstream for all of them at once; each one passed on is withdrawn at the end.
-    outcomes = await asyncio.gather(*(server.subscribed(uri) for uri in uris), return_exceptions=True)
+    outcomes = await asyncio.gather(*(hooks.subscribed(uri) for uri in uris), return_exceptions=True)
     try:
         for outcome in outcomes:
             if isinstance(outcome, BaseException):
@@ -121,7 +123,7 @@ async def listen(
     finally:
         for uri, outcome in zip(uris, outcomes, strict=True):
             if not isinstance(outcome, BaseException):
-                await server.unsubscribed(uri)
+                await hooks.unsubscribed(uri)
 
 
 async def _follow(
@@ -167,6 +169,7 @@ class Listener:
     def __init__(
         self,
         server: McpServer,
+        hooks: ServerHooks,
         events: EventLogStore,
         slots: StreamSlots,
         readable: Callable[[Call, Sequence[str]], Awaitable[list[str]]],
@@ -174,6 +177,7 @@ class Listener:
         max_seconds: float,
     ) -> None:
         self.server = server
+        self.hooks = hooks
         self.events = events
         self.slots = slots
         self.readable = readable
@@ -186,6 +190,7 @@ class Listener:
             call.params,
             call.http,
             self.server,
+            self.hooks,
             self.events,
             self.slots,
             lambda uris: self.readable(call, uris),

@@ -77,7 +77,9 @@ class ToolCalls:
         """Run the tool now, through the pipeline, and answer with its result."""
         inputs = self.rounds.first(call) if "requestState" not in call.params else await self.rounds.open(call)
         deadline = self.pipeline.deadline_for(call.http, tool.policy.timeout)
-        context = call.context(item=tool.name, deadline=deadline, inputs=inputs, publish=self.publish)
+        context = call.context(
+            item=tool.name, deadline=deadline, inputs=inputs, publish=self.publish, metrics=self.pipeline.metrics
+        )
         watcher = self.running.start(call.request.id, context)
         try:
             return await self.pipeline.call_tool(tool, arguments, context, call.admitted)

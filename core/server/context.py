@@ -16,6 +16,7 @@ from types import MappingProxyType
 from typing import Any
 
 from stratus.errors import McpError, MissingCapabilityError
+from stratus.metrics import MetricsSink
 from stratus.request.http import HttpRequest
 from stratus.request.inputs import InputRound
 from stratus.request.outbound import Outbound, level_allows
@@ -67,6 +68,8 @@ class Context:
     """At 2026-07-28: the answers this attempt carries; questions without one end the round (MRTR)."""
     publish: Callable[[str, dict[str, Any]], Awaitable[None]] | None = None
     """Sends a server-wide notification to every listening session, on any container."""
+    metrics: MetricsSink | None = None
+    """Where the app serving the call counts its metrics (a gateway counts its upstream calls there)."""
 
     @classmethod
     def of_fields(cls, fields: dict[str, Any]) -> Context:

@@ -25,8 +25,7 @@ from stratus.server.tools import Tool
 from stratus.types import JsonObject
 
 if TYPE_CHECKING:
-    from stratus.metrics import MetricsSink
-    from stratus.stores.base import Stores
+    pass
 
 F = TypeVar("F", bound=Callable[..., Any])
 CompletionHandler = Callable[[str, str, dict[str, str]], Iterable[str] | Awaitable[Iterable[str]]]
@@ -41,7 +40,8 @@ class McpServer:
     """
 
     dynamic = False
-    """Whether what it offers changes while it runs (a gateway): `refresh` is awaited before each request."""
+    """Whether what it offers changes while it runs (a gateway, whose `stratus.server.hooks.ServerHooks` refresh it
+    before each request)."""
 
     def __init__(
         self,
@@ -106,29 +106,6 @@ class McpServer:
             breaker=breaker,
             deadline_margin=deadline_margin,
         )
-
-    async def refresh(self, stores: Stores, method: str, params: JsonObject) -> None:
-        """Bring the registries up to date before serving `method` (only called when `dynamic`)."""
-
-    async def subscribed(self, uri: str) -> None:
-        """A client subscribed to updates of `uri` (a session's `resources/subscribe`, a `subscriptions/listen`
-        filter); nothing for a plain server, whose resources publish their own updates. A gateway passes the
-        subscription on to the upstream that owns the resource."""
-
-    async def unsubscribed(self, uri: str) -> None:
-        """A subscription announced to `subscribed` was withdrawn (`resources/unsubscribe`, or the end of the
-        `subscriptions/listen` that asked), on this container; nothing for a plain server."""
-
-    def health(self) -> JsonObject:
-        """What `/health` adds about the server itself (a gateway: its upstreams), from what it already knows: it
-        must not make `/health` wait on anything. Nothing for a plain server."""
-        return {}
-
-    def attach(self, metrics: MetricsSink) -> None:
-        """Receive the app's metrics sink (a gateway reports its upstream calls there); nothing for a plain server."""
-
-    async def aclose(self) -> None:
-        """Release what the server holds (a gateway's upstream connections); run when the app shuts down."""
 
     @property
     def info(self) -> JsonObject:

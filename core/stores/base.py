@@ -6,13 +6,16 @@ Every operation a caller needs to be atomic is one method, so a remote backend c
 import time
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
-from typing import NamedTuple, Protocol
+from typing import TYPE_CHECKING, NamedTuple, Protocol
 
 from stratus.resilience.breaker import Admission, BreakerPolicy, CircuitState
 from stratus.resilience.deadline import Clock
 from stratus.resilience.limiter import Decision, RateLimit
 from stratus.stores.records import CallAdmission, CallChecks, SessionCensus, SessionRecord, StreamEvent, TaskRecord
 from stratus.stores.urls import StoreUrl
+
+if TYPE_CHECKING:
+    from stratus.stores.task_records import TaskOutcome
 
 
 class SessionStore(Protocol):
@@ -124,8 +127,11 @@ class TaskStore(Protocol):
     async def get(self, task_id: str) -> TaskRecord | None:
         """The live task, or None when unknown or expired."""
 
-    async def update(self, task_id: str, *, status: str, result: str | None, expect: tuple[str, ...]) -> bool:
-        """Move a task to `status` only if it is in one of `expect` (one atomic step); whether it moved."""
+    async def update(
+        self, task_id: str, *, status: str, outcome: "TaskOutcome | None", expect: tuple[str, ...]
+    ) -> bool:
+        """Move a task to `status` only if it is in one of `expect` (one atomic step), with `outcome` (None keeps
+        the stored one); whether it moved."""
 
 
 class CacheStore(Protocol):

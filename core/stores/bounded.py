@@ -12,10 +12,14 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import replace
+from typing import TYPE_CHECKING
 
 from stratus.errors import RecordTooLargeError
 from stratus.stores.base import EventLogStore, PendingRequestStore, SessionStore, Stores, TaskStore
 from stratus.stores.records import SessionCensus, SessionRecord, StreamEvent, TaskRecord, encode_session
+
+if TYPE_CHECKING:
+    from stratus.stores.task_records import TaskOutcome
 
 DYNAMODB_ITEM_BYTES = 400 * 1024
 """DynamoDB's item size limit (the ServiceQuotas page above)."""
@@ -117,7 +121,9 @@ class BoundedTasks:
         self.limit = limit
 
     async def create(self, record: TaskRecord, ttl_seconds: float) -> None:
-        size = size_of(record.request)
+        from stratus.stores.task_records import encode_request
+
+        size = size_of(encode_request(record.request))
         if size > self.limit:
             raise RecordTooLargeError("The task's request (the tool's arguments)", size, self.limit)
         await self.inner.create(record, ttl_seconds)
@@ -125,15 +131,17 @@ class BoundedTasks:
     async def get(self, task_id: str) -> TaskRecord | None:
         return await self.inner.get(task_id)
 
-    async def update(self, task_id: str, *, status: str, result: str | None, expect: tuple[str, ...]) -> bool:
-        if result is not None:
-            size = size_of(result)
+    async def update(self, task_id: str, *, status: str, outcome: TaskOutcome | None, expect: tuple[str, ...]) -> bool:
+        from stratus.stores.task_records import encode_outcome, encode_request
+
+        if outcome is not None:
+            size = size_of(encode_outcome(outcome))
             if size > self.limit // 2:  # only then can request and result together pass: read the request's size
                 stored = await self.inner.get(task_id)
-                size += size_of(stored.request) if stored is not None else 0
+                size += size_of(encode_request(stored.request)) if stored is not None else 0
             if size > self.limit:
                 raise RecordTooLargeError("The task's result", size, self.limit)
-        return await self.inner.update(task_id, status=status, result=result, expect=expect)
+        return await self.inner.update(task_id, status=status, outcome=outcome, expect=expect)
 
 
 def bounded(stores: Stores, limit: int) -> Stores:

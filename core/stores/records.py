@@ -3,11 +3,14 @@ answer, stream events and tasks; with the encoding a shared store keeps a sessio
 
 import json
 from dataclasses import dataclass, field
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from stratus.errors import StoreBusyError
 from stratus.resilience.breaker import Admission, BreakerPolicy
 from stratus.resilience.limiter import Decision, RateLimit
+
+if TYPE_CHECKING:
+    from stratus.stores.task_records import RelayedCall, TaskOutcome, TaskRequest
 
 
 @dataclass(slots=True, kw_only=True)
@@ -139,14 +142,16 @@ class StreamEvent(NamedTuple):
 
 @dataclass(slots=True, kw_only=True)
 class TaskRecord:
-    """A long-running call: who owns it, where it stands, and its result once it has one."""
+    """A long-running call (a task, or a relayed call): who owns it, where it stands, what it runs and where that
+    came to. Its request and outcome are typed (`stratus.stores.task_records`, loaded with the first task); a shared
+    store keeps them in that module's encoding."""
 
     task_id: str
     principal: str | None
     status: str
-    request: str = ""
-    """What to run, as the task's runner encodes it (JSON), stored with the task so any container can run it."""
-    result: str | None = None
+    request: "TaskRequest | RelayedCall"
+    """What to run, stored with the record so any container can run it."""
+    outcome: "TaskOutcome | None" = None
     created_at: float = 0.0
     updated_at: float = 0.0
     expires_at: float = 0.0

@@ -11,6 +11,7 @@ from stratus.composition import build_serving, pipeline_for, stores_for, stream_
 from stratus.metrics import MetricsSink
 from stratus.protocol.capabilities import notifies_outside_calls
 from stratus.protocol.notifications import NotificationLog
+from stratus.server.hooks import hooks_of
 from stratus.server.server import McpServer
 from stratus.settings import Settings
 from stratus.stores.base import Stores
@@ -27,7 +28,7 @@ from stratus.transport.stateless import StatelessTransport
 from stratus.types import ASGIApp
 
 if TYPE_CHECKING:
-    from stratus.protocol.task_service import TaskLauncher
+    from stratus.protocol.launchers import TaskLauncher
 
 
 def build_app(
@@ -51,6 +52,7 @@ def build_app(
     """
     settings = settings or Settings()
     stores = stores or stores_for(settings)
+    hooks = hooks_of(server)
     authenticator, resource = request_authenticator(settings)
     guard = HostOriginGuard(
         settings.allowed_hosts,
@@ -105,7 +107,7 @@ def build_app(
         guard=guard,
         authenticator=authenticator,
         monotonic=monotonic,
-        details=server.health,
+        details=hooks.health,
     )
     routes: dict[str, ASGIApp] = {
         settings.mcp_path: endpoint,
@@ -125,7 +127,7 @@ def build_app(
     async def shutdown() -> None:
         try:
             await serving.dispatcher.aclose()
-            await server.aclose()
+            await hooks.aclose()
         finally:
             await stores.aclose()
 

@@ -37,8 +37,9 @@ from stratus.stores.records import SessionExistsError, SessionRecord, TaskExists
 from stratus.stores.redis import lua
 from stratus.stores.redis.builder import redis_stores
 from stratus.stores.redis.client import redis_client
+from stratus.stores.task_records import TaskOutcome
 from tests.fixtures.dynamodb_wire import JSON_1_0, Body
-from tests.fixtures.store_backends import REDIS_URL
+from tests.fixtures.store_backends import ADD, REDIS_URL
 
 pytestmark = pytest.mark.anyio
 TIMEOUT = 2.0
@@ -287,24 +288,25 @@ async def test_a_reply_whose_delivery_answer_was_lost_is_delivered_once(lossy: L
 async def test_a_task_create_whose_answer_was_lost_stores_the_task_once(lossy: Lossy) -> None:
     tasks = lossy.stores.tasks
     lossy.lose("task create")
-    await tasks.create(TaskRecord(task_id="t-1", principal="alice", status="working", request="{}"), ttl_seconds=60)
+    await tasks.create(TaskRecord(task_id="t-1", principal="alice", status="working", request=ADD), ttl_seconds=60)
     assert_resent(lossy)
     stored = await tasks.get("t-1")
     assert stored is not None and (stored.principal, stored.status) == ("alice", "working")
     with pytest.raises(TaskExistsError) as clash:  # another create of the same id is refused: 503, never 500
-        await tasks.create(TaskRecord(task_id="t-1", principal="bob", status="working"), ttl_seconds=60)
+        await tasks.create(TaskRecord(task_id="t-1", principal="bob", status="working", request=ADD), ttl_seconds=60)
     assert (clash.value.http_status, clash.value.code) == (503, STORE_UNAVAILABLE)
 
 
 async def test_a_task_move_whose_answer_was_lost_reports_it_moved(lossy: Lossy) -> None:
     tasks = lossy.stores.tasks
-    await tasks.create(TaskRecord(task_id="t-1", principal=None, status="working"), ttl_seconds=60)
+    await tasks.create(TaskRecord(task_id="t-1", principal=None, status="working", request=ADD), ttl_seconds=60)
     lossy.lose("task update")
-    assert await tasks.update("t-1", status="completed", result='{"ok":1}', expect=("working",)) is True
+    done = TaskOutcome(result={"ok": 1})
+    assert await tasks.update("t-1", status="completed", outcome=done, expect=("working",)) is True
     assert_resent(lossy)
-    assert await tasks.update("t-1", status="cancelled", result=None, expect=("working",)) is False
+    assert await tasks.update("t-1", status="cancelled", outcome=None, expect=("working",)) is False
     stored = await tasks.get("t-1")
-    assert stored is not None and (stored.status, stored.result) == ("completed", '{"ok":1}')
+    assert stored is not None and (stored.status, stored.outcome) == ("completed", done)
 
 
 async def test_a_claim_whose_answer_was_lost_is_held_by_its_claimant_only(lossy: Lossy) -> None:

@@ -2,8 +2,13 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from stratus.stores.dynamodb.table import TableItems, number, number_of, write_token
 from stratus.stores.records import TaskExistsError, TaskRecord
+
+if TYPE_CHECKING:
+    from stratus.stores.task_records import TaskOutcome
 
 
 class DynamoTaskStore(TableItems):
@@ -12,13 +17,15 @@ class DynamoTaskStore(TableItems):
     kind = "task"
 
     async def create(self, record: TaskRecord, ttl_seconds: float) -> None:
+        from stratus.stores.task_records import encode_request
+
         now = self.table.clock()
         token = write_token()
         item = {
             **self.key(record.task_id),
             "principal": {"S": record.principal or ""},
             "status": {"S": record.status},
-            "request": {"S": record.request},
+            "request": {"S": encode_request(record.request)},
             "created": number(now),
             "updated": number(now),
             "expires": number(now + ttl_seconds),
@@ -35,6 +42,8 @@ class DynamoTaskStore(TableItems):
             raise TaskExistsError(record.task_id)
 
     async def get(self, task_id: str) -> TaskRecord | None:
+        from stratus.stores.task_records import decode_outcome, decode_request
+
         item = await self.table.get(self.key(task_id))
         if item is None or number_of(item, "expires") <= self.table.clock():
             return None
@@ -42,14 +51,17 @@ class DynamoTaskStore(TableItems):
             task_id=task_id,
             principal=item["principal"]["S"] or None,
             status=item["status"]["S"],
-            request=item["request"]["S"] if "request" in item else "",
-            result=item["result"]["S"] if "result" in item else None,
+            request=decode_request(item["request"]["S"]),
+            outcome=decode_outcome(item["result"]["S"]) if "result" in item else None,
             created_at=number_of(item, "created"),
             updated_at=number_of(item, "updated"),
             expires_at=number_of(item, "expires"),
         )
 
-    async def update(self, task_id: str, *, status: str, result: str | None, expect: tuple[str, ...]) -> bool:
+    async def update(self, task_id: str, *, status: str, outcome: TaskOutcome | None, expect: tuple[str, ...]) -> bool:
+        from stratus.stores.task_records import encode_outcome
+
+        result = encode_outcome(outcome) if outcome is not None else None
         now = self.table.clock()
         token = write_token()
         names = {f":expect{index}": {"S": value} for index, value in enumerate(expect)}

@@ -16,6 +16,7 @@ from mcp.client.client import ConnectMode
 from stratus import Context, McpServer, Settings, build_app
 from stratus.gateway.config import Upstream
 from stratus.gateway.served import GatewayServer
+from stratus.metrics import LocalMetrics
 from tests.fixtures.processes import stratus_process
 from tests.fixtures.sdk_answers import ASKED, call_the_asking_tools
 from tests.fixtures.servers import uvicorn_serving
@@ -108,3 +109,31 @@ async def test_an_upstreams_list_change_drops_its_cached_lists_and_reaches_the_g
                             break
                     else:
                         raise AssertionError("the stream ended without the list change")
+
+
+async def test_two_apps_built_from_one_gateway_count_its_upstream_calls_each_in_its_own_sink() -> None:
+    upstream = McpServer("adder")
+
+    @upstream.tool()
+    def add(a: int, b: int) -> int:
+        return a + b
+
+    with uvicorn_serving(build_app(upstream, Settings())) as upstream_url:
+        gateway = GatewayServer(
+            [Upstream(name="u", transport="http", url=f"{upstream_url}/mcp", protocol_version="2025-11-25")],
+            allowed_networks=LOOPBACK,
+        )
+        sinks = (LocalMetrics(), LocalMetrics())
+        apps = [build_app(gateway, Settings(), metrics=sink) for sink in sinks]
+        with anyio.fail_after(15):
+            for app, calls in zip(apps, (1, 2), strict=True):
+                transport = httpx.ASGITransport(app=app)
+                async with httpx.AsyncClient(transport=transport, base_url="http://localhost") as http:
+                    session = await McpHttp(http).initialize()
+                    for _ in range(calls):
+                        answer = await session.request(
+                            "tools/call", {"name": "mcp__u__add", "arguments": {"a": 1, "b": 2}}
+                        )
+                        assert answer.json()["result"]["structuredContent"] == {"result": 3}
+            await apps[0].shutdown()
+    assert [sink.total("gateway_tool_calls", upstream="u", outcome="success") for sink in sinks] == [1, 2]

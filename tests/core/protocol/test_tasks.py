@@ -7,7 +7,6 @@ event stream), bounded in time: nothing sleeps.
 from __future__ import annotations
 
 import asyncio
-import json
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from typing import Any
@@ -16,11 +15,13 @@ import httpx
 import pytest
 
 from stratus import Context, McpServer, Settings
-from stratus.protocol.task_service import InProcessLauncher
+from stratus.protocol.launchers import InProcessLauncher, RunTask
 from stratus.stores.base import StoreOptions, Stores
 from stratus.stores.factory import build_stores
 from stratus.stores.records import TaskRecord
+from stratus.stores.task_records import RelayedCall
 from stratus.transport.app import build_app
+from tests.fixtures.store_backends import ADD
 from tests.fixtures.wire import McpHttp, initialize_message, stateless_meta
 
 pytestmark = pytest.mark.anyio
@@ -216,8 +217,7 @@ async def test_a_tool_error_completes_its_task_and_a_json_rpc_error_fails_it(har
 async def test_unknown_and_other_principals_tasks_are_not_found(harness: Harness) -> None:
     session = await harness.mcp.initialize("2025-11-25")
     await harness.stores.tasks.create(
-        TaskRecord(task_id="alices", principal="issuer|alice", status="working", request=json.dumps({"ttlMs": 1})),
-        ttl_seconds=60,
+        TaskRecord(task_id="alices", principal="issuer|alice", status="working", request=ADD), ttl_seconds=60
     )
     for task_id in ("no-such-task", "alices"):
         for method in ("tasks/get", "tasks/result", "tasks/cancel"):
@@ -333,9 +333,9 @@ async def test_a_task_waits_for_input_takes_answers_one_at_a_time_and_runs_again
 class DeliveredTwice(InProcessLauncher):
     """Asynchronous invocation as AWS documents it may behave: each launch delivered twice, the runs overlapping."""
 
-    async def launch(self, task_id: str) -> None:
-        await super().launch(task_id)
-        await super().launch(task_id)
+    async def launch(self, task_id: str, run: RunTask) -> None:
+        await super().launch(task_id, run)
+        await super().launch(task_id, run)
 
 
 async def test_a_launch_delivered_twice_runs_its_task_once() -> None:
@@ -352,3 +352,52 @@ async def test_a_launch_delivered_twice_runs_its_task_once() -> None:
         fetched = result_of(await session.request("tasks/result", {"taskId": task_id}))
     assert gates.runs == 1
     assert fetched["structuredContent"] == {"result": 1}
+
+
+async def test_one_in_process_launcher_runs_each_apps_tasks_with_that_apps_service() -> None:
+    launcher = InProcessLauncher()
+    gates = Gates()
+    stores = [build_stores("memory://", StoreOptions(session_ttl_seconds=600)) for _ in range(2)]
+    other = McpServer("other", "1.0.0")
+
+    @other.tool(task="optional")
+    def tally() -> str:
+        """Another app's tool of the same name."""
+        return "the other app's tally"
+
+    apps = [
+        build_app(task_server(gates), Settings(), stores=stores[0], task_launcher=launcher),
+        build_app(other, Settings(), stores=stores[1], task_launcher=launcher),
+    ]
+    async with (
+        httpx.AsyncClient(transport=httpx.ASGITransport(app=apps[0]), base_url="http://localhost") as first,
+        httpx.AsyncClient(transport=httpx.ASGITransport(app=apps[1]), base_url="http://localhost") as second,
+    ):
+        harness = Harness(McpHttp(first), stores[0], gates)
+        session = await harness.mcp.initialize("2025-11-25")
+        await session.request("tasks/get", {"taskId": "none"})  # the first app's task service is built
+        await (await McpHttp(second).initialize("2025-11-25")).request(
+            "tasks/get", {"taskId": "none"}
+        )  # then the other's
+        created = result_of(await session.request("tools/call", {"name": "tally", "arguments": {}, "task": {}}))
+        task_id = created["task"]["taskId"]
+        gates.release.set()
+        await harness.ended(task_id)
+        fetched = result_of(await session.request("tasks/result", {"taskId": task_id}))
+    assert fetched["structuredContent"] == {"result": 1}  # run by the first app's service, with its tool
+    assert gates.runs == 1
+
+
+async def test_a_relayed_calls_id_is_not_a_task(harness: Harness) -> None:
+    session = await harness.mcp.initialize("2025-11-25")
+    relayed = RelayedCall(
+        tool="quick", arguments={}, request_id=1, session_id="s-1", stream_token="tok", principal=None
+    )
+    await harness.stores.tasks.create(
+        TaskRecord(task_id="call-1", principal=None, status="working", request=relayed), ttl_seconds=60
+    )
+    for method in ("tasks/get", "tasks/result", "tasks/cancel"):
+        refused = await session.request(method, {"taskId": "call-1"})
+        assert error_of(refused) == {"code": -32602, "message": "Failed to retrieve task: Task not found"}
+    stored = await harness.stores.tasks.get("call-1")
+    assert stored is not None and stored.status == "working"  # nothing was cancelled

@@ -16,9 +16,10 @@ from stratus.errors import RecordTooLargeError
 from stratus.request.outbound import StreamLog
 from stratus.stores.bounded import DYNAMODB_MAX_RECORD_BYTES, bounded
 from stratus.stores.records import SessionRecord, TaskRecord
+from stratus.stores.task_records import TaskOutcome, encode_outcome, encode_request
 from stratus.transport.app import build_app
 from tests.fixtures.emulator_apps import probe
-from tests.fixtures.store_backends import TTL, Backend
+from tests.fixtures.store_backends import ADD, TTL, Backend
 from tests.fixtures.wire import McpHttp, stateless_meta
 
 pytestmark = pytest.mark.anyio
@@ -63,12 +64,18 @@ async def test_a_session_and_a_reply_past_the_bound_are_refused(backend: Backend
 
 async def test_a_task_request_and_result_together_up_to_the_bound_are_kept(backend: Backend) -> None:
     tasks = bounded(backend.stores, LIMIT).tasks
-    await tasks.create(TaskRecord(task_id="t1", principal=None, status="working", request="q" * 1000), TTL)
+    request = ADD._replace(arguments={"q": "q" * 1000})
+    await tasks.create(TaskRecord(task_id="t1", principal=None, status="working", request=request), TTL)
+    left = LIMIT - len(encode_request(request)) - len(encode_outcome(TaskOutcome(status_message="")))
     with pytest.raises(RecordTooLargeError):
-        await tasks.update("t1", status="completed", result="r" * (LIMIT - 999), expect=("working",))
-    assert await tasks.update("t1", status="completed", result="r" * (LIMIT - 1000), expect=("working",))
+        await tasks.update("t1", status="completed", outcome=_message(left + 1), expect=("working",))
+    assert await tasks.update("t1", status="completed", outcome=_message(left), expect=("working",))
     stored = await tasks.get("t1")
-    assert stored is not None and (stored.status, len(stored.result or "")) == ("completed", LIMIT - 1000)
+    assert stored is not None and (stored.status, stored.outcome) == ("completed", _message(left))
+
+
+def _message(size: int) -> TaskOutcome:
+    return TaskOutcome(status_message="r" * size)
 
 
 async def _task_outcome(backend: Backend, size: int) -> dict[str, Any]:

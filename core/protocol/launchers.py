@@ -1,0 +1,46 @@
+"""Where a stored task or relayed call runs: what a launcher declares it can start, and the in-process one.
+
+A launcher is given what it runs: `TaskLauncher.launch(task_id, run)` runs `run(task_id)` in this process, or starts
+an invocation whose own task service runs the same (`stratus.handlers.task_worker.LambdaLauncher`). A launcher that
+can also start a relayed call in another invocation says so by being a `CallLauncher` (checked with isinstance);
+nothing rewrites a launcher once built.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Callable
+from typing import Protocol, runtime_checkable
+
+RunTask = Callable[[str], Awaitable[None]]
+"""Runs a stored task to its end (`TaskService.run`)."""
+
+
+class TaskLauncher(Protocol):
+    """Starts the run of a stored task somewhere: this process, or another invocation."""
+
+    async def launch(self, task_id: str, run: RunTask) -> None: ...
+
+
+@runtime_checkable
+class CallLauncher(Protocol):
+    """Also starts a stored relayed call's run in another invocation (`stratus.protocol.relayed_calls`)."""
+
+    async def launch_call(self, call_id: str) -> None: ...
+
+
+class InProcessLauncher:
+    """Runs tasks on this process's event loop (uvicorn, `stratus serve`); keeps them referenced until done."""
+
+    def __init__(self) -> None:
+        self._running: set[asyncio.Future[None]] = set()
+
+    @property
+    def running(self) -> int:
+        """How many task runs this process holds now."""
+        return len(self._running)
+
+    async def launch(self, task_id: str, run: RunTask) -> None:
+        running = asyncio.ensure_future(run(task_id))
+        self._running.add(running)
+        running.add_done_callback(self._running.discard)
