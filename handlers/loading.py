@@ -85,3 +85,13 @@ def load_served(settings: Settings) -> McpServer:
         # A Lambda container is frozen between invocations: it cannot keep listening to its upstreams.
         watch="AWS_LAMBDA_FUNCTION_NAME" not in os.environ,
     )
+
+
+def load_at_start(settings: Settings) -> McpServer:
+    """`load_served(settings)` for a process starting (a Lambda function's init, `run.sh`): a mistake in the app or
+    its configuration is printed as one line naming the setting, and the process exits with status 1, instead of
+    a traceback that buries it."""
+    try:
+        return load_served(settings)
+    except (ValueError, ImportError, OSError) as error:
+        raise SystemExit(f"stratus: {error}") from None  # printed on stderr, exit status 1

@@ -89,6 +89,27 @@ class ToolSignatureError(TypeError):
         self.parameter = parameter
 
 
+class ToolReturnTypeError(ToolSignatureError):
+    """A structured tool's return type cannot be described as JSON (`-> socket.socket`): raised when the tool is
+    registered, naming the tool and the type, instead of failing every `tools/list`."""
+
+    def __init__(self, tool: str, annotation: Any, reason: str) -> None:
+        TypeError.__init__(
+            self,
+            f"tool {tool!r}: return type {_type_name(annotation)} cannot be described as JSON Schema ({reason}); "
+            "return a JSON type, a pydantic model, a dataclass or a TypedDict, or register it with "
+            "structured_output=False",
+        )
+        self.tool = tool
+        self.parameter = "return"
+
+
+def _type_name(annotation: Any) -> str:
+    if isinstance(annotation, type):
+        return f"{annotation.__module__}.{annotation.__qualname__}".removeprefix("builtins.")
+    return repr(annotation)
+
+
 class Signature:
     """What a handler takes: client-supplied parameters and, optionally, the execution context."""
 
