@@ -23,7 +23,7 @@ from collections.abc import Mapping, Sequence
 from stratus import build_app
 from stratus.emulator import command as local_command
 from stratus.handlers import gateway_admin, scaffold
-from stratus.handlers.loading import load_served
+from stratus.handlers.loading import load_served, registered
 from stratus.handlers.secrets import settings_from_env
 from stratus.server.server import McpServer
 from stratus.settings import SettingsError
@@ -108,11 +108,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     app = build_app(server, settings)
     if (args.transport or os.environ.get("MCP_TRANSPORT_TYPE") or "http").lower() == "stdio":
+        print(registered(server), file=sys.stderr)  # stdout carries MCP messages only
         return _serve_stdio(app, server, settings.mcp_path)
     from stratus.handlers.serving import serve
 
     args.port = serve_port(args.port, os.environ)
     print(f"Serving {server.name} at http://{args.host}:{args.port}{settings.mcp_path} (store {settings.store})")
+    print(registered(server))
     # Open streams (a session's GET stream, a gateway watching this server) would hold a graceful shutdown forever;
     # after this long they are cut, and their clients resume elsewhere with Last-Event-ID.
     serve(app, settings, host=args.host, port=args.port, timeout_graceful_shutdown=SHUTDOWN_GRACE_SECONDS)

@@ -95,3 +95,30 @@ def load_at_start(settings: Settings) -> McpServer:
         return load_served(settings)
     except (ValueError, ImportError, OSError) as error:
         raise SystemExit(f"stratus: {error}") from None  # printed on stderr, exit status 1
+
+
+SHOWN_NAMES = 8
+"""Names listed per kind in `registered`; the rest are counted."""
+
+
+def registered(server: McpServer) -> str:
+    """One line saying what `server` registered (counts and names of its tools, resources, resource templates and
+    prompts), printed at start so that an app imported from the wrong folder, or a decorator that registered
+    nothing, shows at once."""
+    if server.dynamic:
+        return f"{server.name} serves the tools, resources and prompts of its upstreams"
+    kinds = (
+        ("tool", list(server.tools)),
+        ("resource", list(server.resources)),
+        ("resource template", list(server.templates)),
+        ("prompt", list(server.prompts)),
+    )
+    return "Registered " + ", ".join(_counted(kind, names) for kind, names in kinds)
+
+
+def _counted(kind: str, names: list[str]) -> str:
+    counted = f"{len(names)} {kind}{'' if len(names) == 1 else 's'}"
+    if not names:
+        return counted
+    shown = ", ".join(names[:SHOWN_NAMES]) + (f", +{len(names) - SHOWN_NAMES} more" if len(names) > SHOWN_NAMES else "")
+    return f"{counted} ({shown})"

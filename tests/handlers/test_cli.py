@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import signal
 import sys
+import tempfile
 from pathlib import Path
 
 import httpx
@@ -118,3 +119,16 @@ def test_serve_refuses_a_bad_log_level_before_serving(
     printed = capsys.readouterr()
     assert "Serving" not in printed.out
     assert "STRATUS_LOG_LEVEL='LOUD'" in printed.err
+
+
+@pytest.mark.uvicorn
+def test_serve_says_at_start_what_the_app_registered() -> None:
+    with tempfile.TemporaryFile() as output:
+        with stratus_process("examples.demo:server", {}, output=output):
+            pass
+        output.seek(0)
+        printed = output.read().decode()
+    assert (
+        "Registered 3 tools (add, forecast, divide), 1 resource (demo://notes/welcome), "
+        "1 resource template (demo://cities/{city}/population), 1 prompt (greeting)\n"
+    ) in printed
