@@ -8,7 +8,7 @@ from pathlib import Path
 from types import ModuleType
 
 from stratus.server.server import McpServer
-from stratus.server.signature import ToolSignatureError
+from stratus.server.signature import RegistrationError
 from stratus.settings import Settings
 
 APP_SETTING = "STRATUS_APP (--app)"
@@ -26,9 +26,9 @@ def load_server(reference: str) -> McpServer:
         raise ValueError(f"{APP_SETTING} must be MODULE:ATTRIBUTE, got {reference!r}")
     try:
         module = importlib.import_module(module_name)
-    except ToolSignatureError as error:
+    except RegistrationError as error:
         raise ValueError(
-            f"{APP_SETTING} names {reference}, but {module_name!r} declares an unusable tool: {error}"
+            f"{APP_SETTING} names {reference}, but {module_name!r} cannot register a handler: {error}"
         ) from None
     except ImportError as error:  # said to the operator at start-up, never to a client
         raise ImportError(
@@ -122,3 +122,22 @@ def _counted(kind: str, names: list[str]) -> str:
         return counted
     shown = ", ".join(names[:SHOWN_NAMES]) + (f", +{len(names) - SHOWN_NAMES} more" if len(names) > SHOWN_NAMES else "")
     return f"{counted} ({shown})"
+
+
+async def store_problem(settings: Settings) -> str | None:
+    """One line naming `STRATUS_STORE`, why its store failed a first read and what fixes it; None when it answered
+    (or is the process's own memory)."""
+    from stratus.composition import stores_for
+    from stratus.errors import StoreUnavailableError
+    from stratus.stores.urls import parse_store_url
+
+    if parse_store_url(settings.store).backend == "memory":
+        return None
+    stores = stores_for(settings)
+    try:
+        await stores.sessions.census()
+    except StoreUnavailableError as error:
+        return f"STRATUS_STORE: {error.cause or 'the store did not answer'}"
+    finally:
+        await stores.aclose()
+    return None

@@ -20,7 +20,7 @@ from stratus.server.policy import (
 )
 from stratus.server.prompts import Prompt
 from stratus.server.resources import Resource, ResourceTemplate
-from stratus.server.signature import enum_values
+from stratus.server.signature import RegistrationError, enum_values
 from stratus.server.tools import Tool
 from stratus.types import JsonObject
 
@@ -267,7 +267,7 @@ class McpServer:
         `scopes`, `roles` and `guards` restrict who may read it, as for tools.
         """
         if not isinstance(uri, str):  # the bare `@server.resource` passes the function as the URI
-            raise TypeError(
+            raise RegistrationError(
                 f'@server.resource needs the resource\'s URI: write @server.resource("scheme://...") above '
                 f"{getattr(uri, '__qualname__', uri)!r}"
             )
@@ -389,7 +389,11 @@ class McpServer:
         return []
 
 
+class DuplicateError(RegistrationError, ValueError):
+    """Two handlers registered under one name (or URI)."""
+
+
 def _add(registry: dict[Any, Any], key: Any, item: Any, kind: str) -> None:
     if key in registry:
-        raise ValueError(f"duplicate {kind} {key!r}")
+        raise DuplicateError(f"duplicate {kind} {key!r}: give one of them another name=")
     registry[key] = item

@@ -96,7 +96,7 @@ class Tool:
         self.task_support = task_support
         """Whether a call may (`optional`) or must (`required`) run as a task; None: never."""
         self.name = name
-        self.signature = Signature(fn, model_name=f"{name}_arguments")
+        self.signature = Signature(fn, model_name=f"{name}_arguments", owner=f"tool {name!r}")
         if input_schema is None:
             self.signature.check(name)  # plain parameters: nothing built, cold start pays nothing
         self.title = title

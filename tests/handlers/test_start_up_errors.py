@@ -70,3 +70,95 @@ def test_a_lambda_function_init_prints_the_unusable_tool_in_one_line_and_exits_1
     assert done.returncode == 1
     [line] = done.stderr.strip().splitlines()
     assert line.startswith("stratus: ") and "'connect'" in line and "socket.socket" in line
+
+
+VARIADIC = """
+from stratus import McpServer
+
+server = McpServer("variadic")
+
+
+@server.tool()
+def spread(*values: int) -> int:
+    return sum(values)
+"""
+
+MISMATCHED_TEMPLATE = """
+from stratus import McpServer
+
+server = McpServer("mismatched")
+
+
+@server.resource("weather://{city}/today")
+def today(town: str) -> str:
+    return town
+"""
+
+
+def test_a_variadic_tool_is_one_line_naming_the_tool_and_the_parameter(
+    project: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    (project / "startup_variadic.py").write_text(VARIADIC)
+    assert main(["serve", "--app", "startup_variadic:server"]) == 2
+    [line] = _err_lines(capsys)
+    assert line.startswith("stratus: STRATUS_APP (--app) names startup_variadic:server")
+    assert "tool 'spread'" in line and "*values" in line and "declare each argument by name" in line
+    assert "startup_variadic.py:" in line  # where it is declared
+
+
+def test_a_template_whose_variable_differs_from_its_parameter_is_one_line_naming_both(
+    project: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    (project / "startup_template.py").write_text(MISMATCHED_TEMPLATE)
+    assert main(["serve", "--app", "startup_template:server"]) == 2
+    [line] = _err_lines(capsys)
+    assert "'weather://{city}/today'" in line and "['city']" in line and "['town']" in line
+    assert "name each parameter after a variable" in line
+
+
+def test_a_port_out_of_range_is_one_line_naming_the_flag(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["serve", "--port", "99999"]) == 2
+    assert _err_lines(capsys) == ["stratus: --port='99999': must be a port number from 1 to 65535, e.g. 8000"]
+
+
+def test_a_port_variable_that_is_not_a_number_is_one_line_naming_the_variable(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setenv("MCP_HTTP_PORT", "abc")
+    assert main(["serve"]) == 2
+    assert _err_lines(capsys) == ["stratus: MCP_HTTP_PORT='abc': must be a port number from 1 to 65535, e.g. 8000"]
+
+
+def test_every_start_up_mistake_is_told_at_once_one_line_each(
+    project: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    (project / "startup_variadic.py").write_text(VARIADIC)
+    monkeypatch.setenv("MCP_HTTP_PORT", "abc")
+    monkeypatch.setenv("MCP_HTTP_MAX_SESSIONS", "many")
+    monkeypatch.setenv("MCP_HTTP_SESSION_TIMEOUT", "soon")
+    monkeypatch.setenv("STRATUS_LOG_LEVEL", "LOUD")
+    assert main(["serve", "--app", "startup_variadic:server"]) == 2
+    lines = _err_lines(capsys)
+    assert all(line.startswith("stratus: ") for line in lines)
+    assert len(lines) == 5
+    assert [line.split("=")[0].split(":")[1].strip() for line in lines] == [
+        "MCP_HTTP_MAX_SESSIONS",
+        "MCP_HTTP_SESSION_TIMEOUT",
+        "STRATUS_LOG_LEVEL",
+        "STRATUS_APP (--app) names startup_variadic",
+        "MCP_HTTP_PORT",
+    ]
+    assert "tool 'spread'" in lines[3]
+
+
+@pytest.mark.usefixtures("aws_credentials")
+def test_store_create_without_a_region_is_one_line_saying_to_set_aws_region(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    for name in ("AWS_DEFAULT_REGION", "AWS_REGION"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("AWS_CONFIG_FILE", "/nonexistent/aws-config")
+    assert main(["store", "create", "--store", "dynamodb://stratus"]) == 2
+    [line] = _err_lines(capsys)
+    assert line.startswith("stratus: cannot create the table: no AWS region is set (NoRegionError)")
+    assert "set AWS_REGION" in line
