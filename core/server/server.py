@@ -395,5 +395,6 @@ class DuplicateError(RegistrationError, ValueError):
 
 def _add(registry: dict[Any, Any], key: Any, item: Any, kind: str) -> None:
     if key in registry:
-        raise DuplicateError(f"duplicate {kind} {key!r}: give one of them another name=")
+        fix = "register each URI once" if kind.startswith("resource") else "pass another name= to one of them"
+        raise DuplicateError(f"duplicate {kind} {key!r}: {fix}")
     registry[key] = item
