@@ -4,13 +4,16 @@ from __future__ import annotations
 
 import importlib
 import os
+from collections.abc import Callable
 from pathlib import Path
 from types import ModuleType
+from typing import TypeVar
 
 from stratus.server.server import McpServer
 from stratus.server.signature import RegistrationError
-from stratus.settings import Settings
+from stratus.settings import Settings, SettingsError
 
+T = TypeVar("T")
 APP_SETTING = "STRATUS_APP (--app)"
 GATEWAY_SETTING = "STRATUS_GATEWAY_CONFIG (--gateway)"
 
@@ -87,12 +90,14 @@ def load_served(settings: Settings) -> McpServer:
     )
 
 
-def load_at_start(settings: Settings) -> McpServer:
-    """`load_served(settings)` for a process starting (a Lambda function's init, `run.sh`): a mistake in the app or
-    its configuration is printed as one line naming the setting, and the process exits with status 1, instead of
-    a traceback that buries it."""
+def at_start(step: Callable[[], T]) -> T:
+    """`step()` for a process starting (a Lambda function's init, `run.sh`): a mistake in the settings, the app or
+    its configuration is printed as one line per problem naming the setting, and the process exits with status 1,
+    instead of a traceback that buries it."""
     try:
-        return load_served(settings)
+        return step()
+    except SettingsError as error:
+        raise SystemExit("\n".join(f"stratus: {problem}" for problem in error.problems)) from None
     except (ValueError, ImportError, OSError) as error:
         raise SystemExit(f"stratus: {error}") from None  # printed on stderr, exit status 1
 

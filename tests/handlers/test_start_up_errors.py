@@ -162,3 +162,18 @@ def test_store_create_without_a_region_is_one_line_saying_to_set_aws_region(
     [line] = _err_lines(capsys)
     assert line.startswith("stratus: cannot create the table: no AWS region is set (NoRegionError)")
     assert "set AWS_REGION" in line
+
+
+def test_a_lambda_function_init_prints_each_bad_setting_in_one_line_and_exits_1() -> None:
+    done = subprocess.run(
+        [sys.executable, "-c", "import stratus.handlers.buffered"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+        env={"PATH": "", "STRATUS_LOG_LEVEL": "LOUD", "STRATUS_MCP_PATH": "mcp"},
+    )
+    assert done.returncode == 1
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 2 and all(line.startswith("stratus: STRATUS_") for line in lines)
+    assert {line.split("=")[0] for line in lines} == {"stratus: STRATUS_LOG_LEVEL", "stratus: STRATUS_MCP_PATH"}
