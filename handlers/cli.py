@@ -115,7 +115,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         settings = settings_from_env(app=args.app, store=args.store, gateway_config=args.gateway)
     except SettingsError as exc:
-        problems = [*exc.problems, *_app_problems(args.app or os.environ.get("STRATUS_APP")), *problems]
+        gateway = args.gateway or os.environ.get("STRATUS_GATEWAY_CONFIG")
+        app_problems = [] if gateway else _app_problems(args.app or os.environ.get("STRATUS_APP"))
+        problems = [*exc.problems, *app_problems, *problems]
     else:
         server, found = _load(settings)
         problems = [*found, *problems]
