@@ -71,6 +71,19 @@ def _is_object_type(annotation: Any) -> bool:
     return is_model or dataclasses.is_dataclass(annotation) or typing.is_typeddict(annotation)
 
 
+def _plainly_json(annotation: Any) -> bool:
+    """Whether a return type is JSON scalars (or None) nested in lists, tuples, str-keyed dicts and unions: pydantic
+    can surely describe it, so registration need not import pydantic to ask (cold start)."""
+    if annotation in scalar_params.JSON_TYPES or annotation in (None, type(None)):
+        return True
+    origin, args = get_origin(annotation), get_args(annotation)
+    if origin in (list, tuple, typing.Union, types.UnionType) and args:
+        return all(arg is Ellipsis or _plainly_json(arg) for arg in args)
+    if origin is dict and len(args) == 2:  # dict[key, value]
+        return args[0] is str and _plainly_json(args[1])
+    return False
+
+
 class Tool:
     """A registered tool."""
 
@@ -114,7 +127,7 @@ class Tool:
         self._definition: JsonObject | None = None
         self._input_schema = copy.deepcopy(input_schema) if input_schema is not None else None
         """The schema the author gave, listed as it is: never rebuilt, so no keyword is lost."""
-        if self._structured and not self._plain_return:
+        if self._structured and not _plainly_json(self._return_annotation):
             self._check_output_schema()
 
     def _check_output_schema(self) -> None:

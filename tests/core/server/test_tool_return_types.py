@@ -4,6 +4,7 @@ tool error instead of being sent."""
 
 from __future__ import annotations
 
+import json
 import socket
 import warnings
 
@@ -13,6 +14,7 @@ from pydantic import BaseModel
 from stratus import McpServer
 from stratus.server.signature import ToolReturnTypeError, ToolSignatureError
 from tests.fixtures.clients import McpFactory
+from tests.fixtures.fresh_interpreter import run_fresh
 from tests.fixtures.wire import McpHttp
 
 pytestmark = pytest.mark.anyio
@@ -92,3 +94,15 @@ async def test_a_value_that_fits_its_schema_is_sent_as_structured_content(mcp: M
     result = (await mcp.stateless("tools/call", {"name": "totals"})).json()["result"]
     assert result.get("isError") is not True
     assert result["structuredContent"] == {"a": 1, "b": 2}
+
+
+def test_a_tool_returning_json_scalars_in_lists_and_dicts_registers_without_importing_pydantic() -> None:
+    """The registration check costs a cold start nothing for return types that are surely describable."""
+    probe = (
+        "import json, sys; from stratus import McpServer; server = McpServer('plain', '1')\n"
+        "def names() -> list[str]: return []\n"
+        "def totals() -> dict[str, int | None]: return {}\n"
+        "server.tool(names); server.tool(totals)\n"
+        "print(json.dumps(['pydantic' in sys.modules, sorted(server.tools)]))"
+    )
+    assert json.loads(run_fresh(probe)) == [False, ["names", "totals"]]
