@@ -212,9 +212,12 @@ class StoreUnavailableError(McpError):
     SETTING: str | None = "STRATUS_STORE"
     """What points Stratus at a store that answers (say, a Redis not started yet on a newcomer's machine)."""
 
-    def __init__(self, message: str) -> None:
+    def __init__(self, message: str, *, cause: str | None = None) -> None:
         super().__init__(message, data={"setting": self.SETTING} if self.SETTING else None)
         self.headers = {"retry-after": str(self.retry_after_seconds)}
+        self.cause = cause
+        """For the operator's log only, never a client: what failed (the exception's class, the endpoint, the
+        store's error code) and what fixes it."""
 
 
 class StoreBusyError(StoreUnavailableError):

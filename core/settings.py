@@ -333,7 +333,7 @@ class Settings:
         environ = os.environ if environ is None else environ
         known = [PREFIX + field.name.upper() for field in fields(cls)]
         problems: list[str] = []
-        values: dict[str, Any] = session_api_settings(environ)
+        values: dict[str, Any] = session_api_settings(environ, problems)
         for key, raw in environ.items():
             if not key.startswith(PREFIX):
                 continue
@@ -378,28 +378,28 @@ def _unknown(key: str, raw: str, known: list[str]) -> str:
 SEED_PREFIX = "MCP_HTTP_"
 
 
-def session_api_settings(environ: Mapping[str, str]) -> dict[str, Any]:
+def session_api_settings(environ: Mapping[str, str], problems: list[str]) -> dict[str, Any]:
     """The session REST API's `MCP_HTTP_*` variables (the names its users already configure) as settings (a
-    `STRATUS_*` variable of the same setting wins).
+    `STRATUS_*` variable of the same setting wins); a value that does not parse is added to `problems`, naming its
+    variable, and the others are still read.
 
     `MCP_HTTP_SESSION_TIMEOUT` is in milliseconds; `MCP_HTTP_ENABLE_DNS_REBINDING_PROTECTION=false` accepts any
     Host (the protection stays on unless it is explicitly turned off). `MCP_HTTP_PORT` is read by `stratus serve`.
-
-    Raises:
-        SettingsError: a value that does not parse.
     """
     values: dict[str, Any] = {}
-    try:
-        if hosts := environ.get(f"{SEED_PREFIX}ALLOWED_HOSTS"):
-            values["allowed_hosts"] = _csv(hosts)
-        if origins := environ.get(f"{SEED_PREFIX}ALLOWED_ORIGINS"):
-            values["allowed_origins"] = _csv(origins)
-        if limit := environ.get(f"{SEED_PREFIX}MAX_SESSIONS"):
-            values["max_sessions"] = _count(limit)
-        if timeout := environ.get(f"{SEED_PREFIX}SESSION_TIMEOUT"):
-            values["session_ttl_seconds"] = max(1, -(-_positive_int(timeout) // 1000))
-    except ValueError as exc:
-        raise SettingsError(f"{SEED_PREFIX}*: {exc}") from None
+    readers: tuple[tuple[str, str, Callable[[str], Any]], ...] = (
+        ("ALLOWED_HOSTS", "allowed_hosts", _csv),
+        ("ALLOWED_ORIGINS", "allowed_origins", _csv),
+        ("MAX_SESSIONS", "max_sessions", _count),
+        ("SESSION_TIMEOUT", "session_ttl_seconds", lambda text: max(1, -(-_positive_int(text) // 1000))),
+    )
+    for suffix, name, read in readers:
+        if raw := environ.get(f"{SEED_PREFIX}{suffix}"):
+            try:
+                values[name] = read(raw)
+            except ValueError as exc:
+                unit = " (milliseconds)" if suffix == "SESSION_TIMEOUT" else ""
+                problems.append(f"{SEED_PREFIX}{suffix}={raw!r}: {exc}{unit}")
     if environ.get(f"{SEED_PREFIX}ENABLE_DNS_REBINDING_PROTECTION", "").strip().lower() == "false":
         values["allowed_hosts"] = ("*",)
     return values

@@ -234,14 +234,15 @@ def _serve(args: argparse.Namespace, overrides: dict[str, str]) -> int:
     from stratus.emulator.intrinsics import TemplateError
     from stratus.emulator.local_aws import LocalAws, Options
     from stratus.emulator.stack import read_stack
-    from stratus.handlers.loading import load_server
+    from stratus.handlers.loading import load_server, registered
     from stratus.stores.urls import StoreConfigError, parse_store_url
 
     template = Path(args.template)
+    shown = ""  # what the app registered, when it is imported here (--app or STRATUS_APP)
     try:
         parse_store_url(store)
         if "STRATUS_APP" in overrides:
-            load_server(overrides["STRATUS_APP"])
+            shown = registered(load_server(overrides["STRATUS_APP"]))
         if not template.is_file():
             raise TemplateError(f"no template at {template}: pass --template FILE")
         stack = read_stack(template, dict(args.parameter))
@@ -283,6 +284,8 @@ def _serve(args: argparse.Namespace, overrides: dict[str, str]) -> int:
             )
             for line in door_lines(aws.served, mcp_path(stack, overrides)):
                 sys.stdout.write(line + "\n")
+            if shown:
+                sys.stdout.write(shown + "\n")
             sys.stdout.flush()
             stopped.wait()
     except OSError as error:

@@ -13,11 +13,11 @@ from __future__ import annotations
 
 from stratus.handlers.adapter import make_handler
 from stratus.handlers.deferred import ResolvedSettings, start_or_defer
-from stratus.handlers.loading import load_served
+from stratus.handlers.loading import at_start, load_served
 from stratus.handlers.secrets import settings_without_secrets
 from stratus.handlers.snapstart import snapstart_aware
 
-_named = settings_without_secrets()
-_server = load_served(_named)
+_named = at_start(settings_without_secrets)
+_server = at_start(lambda: load_served(_named))
 _settings = ResolvedSettings()
 handler = snapstart_aware(lambda: start_or_defer(lambda: make_handler(_server, _settings())), _named.mcp_path)

@@ -23,10 +23,10 @@ from collections.abc import Mapping, Sequence
 from stratus import build_app
 from stratus.emulator import command as local_command
 from stratus.handlers import gateway_admin, scaffold
-from stratus.handlers.loading import load_served
+from stratus.handlers.loading import load_served, load_server, registered, store_problem
 from stratus.handlers.secrets import settings_from_env
 from stratus.server.server import McpServer
-from stratus.settings import SettingsError
+from stratus.settings import Settings, SettingsError
 from stratus.transport.asgi import Router
 from stratus.version import __version__
 
@@ -74,10 +74,19 @@ def _create_store(url: str) -> int:
     if store.backend != "dynamodb":
         print(f"stratus: {store.scheme} needs no set-up; only dynamodb:// stores are created", file=sys.stderr)
         return 2
+    from botocore.exceptions import BotoCoreError, ClientError
+
     from stratus.stores.dynamodb.client import dynamodb_client
+    from stratus.stores.dynamodb.failures import diagnosis
     from stratus.stores.dynamodb.schema import create_table
 
-    create_table(dynamodb_client(timeout=5.0), store.table)
+    client = None
+    try:
+        client = dynamodb_client(timeout=5.0)
+        create_table(client, store.table)
+    except (BotoCoreError, ClientError) as error:
+        print(f"stratus: cannot create the table: {diagnosis(error, client, store.table)}", file=sys.stderr)
+        return 2
     print(f"Created DynamoDB table {store.table} (PK/SK, on demand, TTL on 'expires')")
     return 0
 
@@ -102,22 +111,33 @@ def main(argv: Sequence[str] | None = None) -> int:
             print(f"stratus: {exc}", file=sys.stderr)
             return 2
         return gateway_admin.run(args, settings)
+    stdio = (args.transport or os.environ.get("MCP_TRANSPORT_TYPE") or "http").lower() == "stdio"
+    problems, port = serve_port(args.port, os.environ) if not stdio else ([], 0)
+    server: McpServer | None = None
     try:
         settings = settings_from_env(app=args.app, store=args.store, gateway_config=args.gateway)
-        server = load_served(settings)
-    except (SettingsError, ValueError, ImportError, OSError) as exc:
-        print(f"stratus: {exc}", file=sys.stderr)
+    except SettingsError as exc:
+        gateway = args.gateway or os.environ.get("STRATUS_GATEWAY_CONFIG")
+        app_problems = [] if gateway else _app_problems(args.app or os.environ.get("STRATUS_APP"))
+        problems = [*exc.problems, *app_problems, *problems]
+    else:
+        server, found = _load(settings)
+        problems = [*found, *problems]
+    if problems or server is None:  # every problem at once, one line each
+        for problem in problems:
+            print(f"stratus: {problem}", file=sys.stderr)
         return 2
     app = build_app(server, settings)
-    if (args.transport or os.environ.get("MCP_TRANSPORT_TYPE") or "http").lower() == "stdio":
+    if stdio:
+        print(registered(server), file=sys.stderr)  # stdout carries MCP messages only
         return _serve_stdio(app, server, settings.mcp_path)
     from stratus.handlers.serving import serve
 
-    args.port = serve_port(args.port, os.environ)
-    print(f"Serving {server.name} at http://{args.host}:{args.port}{settings.mcp_path} (store {settings.store})")
+    print(f"Serving {server.name} at http://{args.host}:{port}{settings.mcp_path} (store {settings.store})")
+    print(registered(server))
     # Open streams (a session's GET stream, a gateway watching this server) would hold a graceful shutdown forever;
     # after this long they are cut, and their clients resume elsewhere with Last-Event-ID.
-    serve(app, settings, host=args.host, port=args.port, timeout_graceful_shutdown=SHUTDOWN_GRACE_SECONDS)
+    serve(app, settings, host=args.host, port=port, timeout_graceful_shutdown=SHUTDOWN_GRACE_SECONDS)
     return 0
 
 
@@ -125,11 +145,47 @@ DEFAULT_PORT = 8000
 """Not the seed's 3000, which `stratus local`'s front doors (and most web dev servers) take."""
 
 
-def serve_port(flag: int | None, environ: Mapping[str, str]) -> int:
-    """The port `stratus serve` binds: `--port`, else the seed's `MCP_HTTP_PORT`, else 8000."""
+def serve_port(flag: int | None, environ: Mapping[str, str]) -> tuple[list[str], int]:
+    """The port `stratus serve` binds (`--port`, else the seed's `MCP_HTTP_PORT`, else 8000), and what is wrong
+    with the one given (one line naming where it came from), if anything."""
     if flag is not None:
-        return flag
-    return int(environ.get("MCP_HTTP_PORT") or DEFAULT_PORT)
+        source, text = "--port", str(flag)
+    elif environ.get("MCP_HTTP_PORT"):
+        source, text = "MCP_HTTP_PORT", environ["MCP_HTTP_PORT"]
+    else:
+        return [], DEFAULT_PORT
+    if not text.strip().isdigit() or not 0 < int(text) < 65536:
+        return [f"{source}={text!r}: must be a port number from 1 to 65535, e.g. {DEFAULT_PORT}"], DEFAULT_PORT
+    return [], int(text)
+
+
+def _app_problems(reference: str | None) -> list[str]:
+    """Why the app `reference` names cannot be served, when the other settings failed: told with them."""
+    if not reference or ":" not in reference:
+        return []  # the demo server, or a malformed reference the settings already name
+    try:
+        load_server(reference)
+    except (ValueError, ImportError) as exc:
+        return [str(exc)]
+    return []
+
+
+def _load(settings: Settings) -> tuple[McpServer | None, list[str]]:
+    """The server `settings` name, and what stops it from serving, one line each: the app cannot be loaded, the
+    store does not answer."""
+    from stratus.gateway.config import GatewayConfigError
+
+    problems: list[str] = []
+    server: McpServer | None = None
+    try:
+        server = load_served(settings)
+    except GatewayConfigError as exc:
+        problems.extend(exc.problems)
+    except (ValueError, ImportError, OSError) as exc:
+        problems.append(str(exc))
+    if (unreachable := asyncio.run(store_problem(settings))) is not None:
+        problems.append(unreachable)
+    return server, problems
 
 
 def _serve_stdio(app: Router, server: McpServer, path: str) -> int:

@@ -5,13 +5,16 @@ from __future__ import annotations
 import importlib
 import importlib.util
 import os
+from collections.abc import Callable
 from pathlib import Path
 from types import ModuleType
+from typing import TypeVar
 
 from stratus.server.server import McpServer
-from stratus.server.signature import ToolSignatureError
-from stratus.settings import Settings
+from stratus.server.signature import RegistrationError
+from stratus.settings import Settings, SettingsError
 
+T = TypeVar("T")
 APP_SETTING = "STRATUS_APP (--app)"
 GATEWAY_SETTING = "STRATUS_GATEWAY_CONFIG (--gateway)"
 DEMO_APP = "examples.demo:server"
@@ -50,9 +53,9 @@ def load_server(reference: str) -> McpServer:
         raise ValueError(f"{APP_SETTING} must be MODULE:ATTRIBUTE, got {reference!r}")
     try:
         module = importlib.import_module(module_name)
-    except ToolSignatureError as error:
+    except RegistrationError as error:
         raise ValueError(
-            f"{APP_SETTING} names {reference}, but {module_name!r} declares an unusable tool: {error}"
+            f"{APP_SETTING} names {reference}, but {module_name!r} cannot register a handler: {error}"
         ) from None
     except ImportError as error:  # said to the operator at start-up, never to a client
         raise ImportError(
@@ -110,3 +113,61 @@ def load_served(settings: Settings) -> McpServer:
         # A Lambda container is frozen between invocations: it cannot keep listening to its upstreams.
         watch="AWS_LAMBDA_FUNCTION_NAME" not in os.environ,
     )
+
+
+def at_start(step: Callable[[], T]) -> T:
+    """`step()` for a process starting (a Lambda function's init, `run.sh`): a mistake in the settings, the app or
+    its configuration is printed as one line per problem naming the setting, and the process exits with status 1,
+    instead of a traceback that buries it."""
+    try:
+        return step()
+    except SettingsError as error:
+        raise SystemExit("\n".join(f"stratus: {problem}" for problem in error.problems)) from None
+    except (ValueError, ImportError, OSError) as error:
+        raise SystemExit(f"stratus: {error}") from None  # printed on stderr, exit status 1
+
+
+SHOWN_NAMES = 8
+"""Names listed per kind in `registered`; the rest are counted."""
+
+
+def registered(server: McpServer) -> str:
+    """One line saying what `server` registered (counts and names of its tools, resources, resource templates and
+    prompts), printed at start so that an app imported from the wrong folder, or a decorator that registered
+    nothing, shows at once."""
+    if server.dynamic:
+        return f"{server.name} serves the tools, resources and prompts of its upstreams"
+    kinds = (
+        ("tool", list(server.tools)),
+        ("resource", list(server.resources)),
+        ("resource template", list(server.templates)),
+        ("prompt", list(server.prompts)),
+    )
+    return "Registered " + ", ".join(_counted(kind, names) for kind, names in kinds)
+
+
+def _counted(kind: str, names: list[str]) -> str:
+    counted = f"{len(names)} {kind}{'' if len(names) == 1 else 's'}"
+    if not names:
+        return counted
+    shown = ", ".join(names[:SHOWN_NAMES]) + (f", +{len(names) - SHOWN_NAMES} more" if len(names) > SHOWN_NAMES else "")
+    return f"{counted} ({shown})"
+
+
+async def store_problem(settings: Settings) -> str | None:
+    """One line naming `STRATUS_STORE`, why its store failed a first read and what fixes it; None when it answered
+    (or is the process's own memory)."""
+    from stratus.composition import stores_for
+    from stratus.errors import StoreUnavailableError
+    from stratus.stores.urls import parse_store_url
+
+    if parse_store_url(settings.store).backend == "memory":
+        return None
+    stores = stores_for(settings)
+    try:
+        await stores.sessions.census()
+    except StoreUnavailableError as error:
+        return f"STRATUS_STORE: {error.cause or 'the store did not answer'}"
+    finally:
+        await stores.aclose()
+    return None

@@ -16,7 +16,7 @@ from collections.abc import Callable
 
 from stratus import McpServer, Settings, build_app
 from stratus.handlers.deferred import ResolvedSettings, start_or_defer_app
-from stratus.handlers.loading import load_served
+from stratus.handlers.loading import at_start, load_served
 from stratus.handlers.secrets import settings_without_secrets
 from stratus.handlers.serving import serve
 from stratus.handlers.task_worker import task_launcher
@@ -73,8 +73,8 @@ def flushing_after_each_request(app: ASGIApp, flush: Callable[[], None]) -> ASGI
 
 
 def main() -> None:
-    named = settings_without_secrets()
-    app = adapter_app(load_served(named), named, ResolvedSettings())
+    named = at_start(settings_without_secrets)
+    app = adapter_app(at_start(lambda: load_served(named)), named, ResolvedSettings())
     serve(app, named, host="127.0.0.1", port=adapter_port(), lifespan="on")
 
 

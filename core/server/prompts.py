@@ -44,7 +44,7 @@ class Prompt:
     ) -> None:
         self.fn = fn
         self.name = name
-        self.signature = Signature(fn, model_name=f"{name}_arguments")
+        self.signature = Signature(fn, model_name=f"{name}_arguments", owner=f"prompt {name!r}")
         self.access = Access()
         self.description = description or self.signature.docstring.summary or ""
         wire: JsonObject = {"name": name}

@@ -10,7 +10,7 @@ from urllib.parse import unquote
 from stratus.server.content import BlobResource, TextResource, is_sequence
 from stratus.server.context import Context
 from stratus.server.policy import Access
-from stratus.server.signature import Signature
+from stratus.server.signature import RegistrationError, Signature, where
 from stratus.types import JsonObject
 
 # Level-1 simple expansion {var} and level-2 reserved expansion {+var}: what resource templates use in practice.
@@ -50,7 +50,7 @@ class _Readable:
         self.fn = fn
         self.name = name
         self.mime_type = mime_type
-        self.signature = Signature(fn, model_name=f"{name}_variables")
+        self.signature = Signature(fn, model_name=f"{name}_variables", owner=f"resource {name!r}")
         self.access = Access()
 
     async def _run(self, kwargs: dict[str, Any], context: Context) -> Any:
@@ -110,7 +110,10 @@ class Resource(_Readable):
     ) -> None:
         super().__init__(fn, name=name, mime_type=mime_type)
         if self.signature.parameters:
-            raise TypeError(f"resource {uri!r} has a fixed URI, so its handler takes no arguments")
+            raise RegistrationError(
+                f"resource {uri!r} has a fixed URI, so its handler takes no arguments: put a {{variable}} in the URI "
+                f"for each parameter to make it a template, or drop the parameters{where(fn)}"
+            )
         self.uri = uri
         self.definition = self._definition(
             {"uri": uri, "name": name}, title, description, size=size, icons=icons, annotations=annotations
@@ -140,9 +143,9 @@ class ResourceTemplate(_Readable):
         self.pattern, self.variables = compile_template(uri_template)
         declared = {parameter.name for parameter in self.signature.parameters}
         if declared != set(self.variables):
-            raise TypeError(
-                f"template {uri_template!r} has variables {sorted(self.variables)} "
-                f"but its handler takes {sorted(declared)}"
+            raise RegistrationError(
+                f"resource template {uri_template!r} has the variables {sorted(self.variables)} but its handler "
+                f"takes {sorted(declared)}: name each parameter after a variable of the URI{where(fn)}"
             )
         self.definition = self._definition(
             {"uriTemplate": uri_template, "name": name}, title, description, icons=icons, annotations=annotations

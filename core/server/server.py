@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import inspect
 from collections.abc import Awaitable, Callable, Iterable, Sequence
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar, overload
 
 from stratus.resilience.breaker import BreakerPolicy
 from stratus.resilience.limiter import RateLimit
@@ -20,7 +20,7 @@ from stratus.server.policy import (
 )
 from stratus.server.prompts import Prompt
 from stratus.server.resources import Resource, ResourceTemplate
-from stratus.server.signature import enum_values
+from stratus.server.signature import RegistrationError, enum_values
 from stratus.server.tools import Tool
 from stratus.types import JsonObject
 
@@ -116,6 +116,10 @@ class McpServer:
                 info[key] = value
         return info
 
+    @overload
+    def tool(self, name: F, /) -> F: ...
+
+    @overload
     def tool(
         self,
         name: str | None = None,
@@ -137,8 +141,32 @@ class McpServer:
         middleware: Sequence[Middleware] = (),
         task: str | None = None,
         input_schema: JsonObject | None = None,
-    ) -> Callable[[F], F]:
-        """Register a function as a tool; its input schema comes from the type hints, unless given.
+    ) -> Callable[[F], F]: ...
+
+    def tool(
+        self,
+        name: str | F | None = None,
+        *,
+        title: str | None = None,
+        description: str | None = None,
+        annotations: JsonObject | None = None,
+        icons: list[JsonObject] | None = None,
+        meta: JsonObject | None = None,
+        structured_output: bool | None = None,
+        public: bool = False,
+        scopes: Sequence[str] = (),
+        roles: Sequence[str] = (),
+        guards: Sequence[Guard] = (),
+        rate_limit: RateLimit | None = None,
+        timeout: float | None = None,
+        retry: RetryPolicy | None = None,
+        breaker: BreakerPolicy | None = None,
+        middleware: Sequence[Middleware] = (),
+        task: str | None = None,
+        input_schema: JsonObject | None = None,
+    ) -> Callable[[F], F] | F:
+        """Register a function as a tool; its input schema comes from the type hints, unless given. `@server.tool`
+        without parentheses registers it with the defaults.
 
         Args:
             name: the tool's name (default: the function's name).
@@ -164,6 +192,7 @@ class McpServer:
         """
         if input_schema is not None and input_schema.get("type") != "object":
             raise ValueError("an inputSchema must have type 'object' at its root")
+        named = name if isinstance(name, str) else None
         policy = ToolPolicy(
             access=Access(public=public, scopes=tuple(scopes), roles=tuple(roles), guards=tuple(guards)),
             rate_limit=rate_limit,
@@ -177,7 +206,7 @@ class McpServer:
             tool = Tool(
                 fn,
                 policy=policy,
-                name=name or fn.__name__,
+                name=named or fn.__name__,
                 title=title,
                 description=description,
                 annotations=annotations,
@@ -190,6 +219,8 @@ class McpServer:
             _add(self.tools, tool.name, tool, "tool")
             return fn
 
+        if callable(name):  # the bare `@server.tool`
+            return register(name)
         return register
 
     def resource(
@@ -212,6 +243,11 @@ class McpServer:
         The handler returns `str` (text), `bytes` (blob), `TextResource` / `BlobResource`, or a list of them.
         `scopes`, `roles` and `guards` restrict who may read it, as for tools.
         """
+        if not isinstance(uri, str):  # the bare `@server.resource` passes the function as the URI
+            raise RegistrationError(
+                f'@server.resource needs the resource\'s URI: write @server.resource("scheme://...") above '
+                f"{getattr(uri, '__qualname__', uri)!r}"
+            )
         access = Access(scopes=tuple(scopes), roles=tuple(roles), guards=tuple(guards))
 
         def register(fn: F) -> F:
@@ -247,6 +283,10 @@ class McpServer:
 
         return register
 
+    @overload
+    def prompt(self, name: F, /) -> F: ...
+
+    @overload
     def prompt(
         self,
         name: str | None = None,
@@ -257,16 +297,32 @@ class McpServer:
         scopes: Sequence[str] = (),
         roles: Sequence[str] = (),
         guards: Sequence[Guard] = (),
-    ) -> Callable[[F], F]:
-        """Register a prompt; its arguments are the function's parameters. `scopes`, `roles`, `guards` as for tools."""
+    ) -> Callable[[F], F]: ...
+
+    def prompt(
+        self,
+        name: str | F | None = None,
+        *,
+        title: str | None = None,
+        description: str | None = None,
+        icons: list[JsonObject] | None = None,
+        scopes: Sequence[str] = (),
+        roles: Sequence[str] = (),
+        guards: Sequence[Guard] = (),
+    ) -> Callable[[F], F] | F:
+        """Register a prompt; its arguments are the function's parameters. `scopes`, `roles`, `guards` as for tools.
+        `@server.prompt` without parentheses registers it with the defaults."""
         access = Access(scopes=tuple(scopes), roles=tuple(roles), guards=tuple(guards))
+        named = name if isinstance(name, str) else None
 
         def register(fn: F) -> F:
-            prompt = Prompt(fn, name=name or fn.__name__, title=title, description=description, icons=icons)
+            prompt = Prompt(fn, name=named or fn.__name__, title=title, description=description, icons=icons)
             prompt.access = access
             _add(self.prompts, prompt.name, prompt, "prompt")
             return fn
 
+        if callable(name):  # the bare `@server.prompt`
+            return register(name)
         return register
 
     def completion(self, *, prompt: str | None = None, template: str | None = None) -> Callable[[F], F]:
@@ -310,7 +366,12 @@ class McpServer:
         return []
 
 
+class DuplicateError(RegistrationError, ValueError):
+    """Two handlers registered under one name (or URI)."""
+
+
 def _add(registry: dict[Any, Any], key: Any, item: Any, kind: str) -> None:
     if key in registry:
-        raise ValueError(f"duplicate {kind} {key!r}")
+        fix = "register each URI once" if kind.startswith("resource") else "pass another name= to one of them"
+        raise DuplicateError(f"duplicate {kind} {key!r}: {fix}")
     registry[key] = item

@@ -76,7 +76,18 @@ class ArgumentsError(Exception):
         self.problems = problems
 
 
-class ToolSignatureError(TypeError):
+class RegistrationError(TypeError):
+    """A handler cannot be registered as it is declared: raised by the decorator, at import, with a message naming
+    the handler, what is wrong and what to change (`stratus serve` and the Lambda functions print it as one line)."""
+
+
+def where(fn: Callable[..., Any]) -> str:
+    """`file:line` of a function's definition, for a registration error ('' when it has no code object)."""
+    code = getattr(fn, "__code__", None)
+    return f" ({code.co_filename}:{code.co_firstlineno})" if code is not None else ""
+
+
+class ToolSignatureError(RegistrationError):
     """A tool's parameter has a type that cannot be described to a client as JSON (a plain class, a callable):
     raised when the tool is registered, naming the tool and the parameter."""
 
@@ -89,10 +100,36 @@ class ToolSignatureError(TypeError):
         self.parameter = parameter
 
 
+class ToolReturnTypeError(ToolSignatureError):
+    """A structured tool's return type cannot be described as JSON (`-> socket.socket`): raised when the tool is
+    registered, naming the tool and the type, instead of failing every `tools/list`."""
+
+    def __init__(self, tool: str, annotation: Any, reason: str) -> None:
+        TypeError.__init__(
+            self,
+            f"tool {tool!r}: return type {_type_name(annotation)} cannot be described as JSON Schema ({reason}); "
+            "return a JSON type, a pydantic model, a dataclass or a TypedDict, or register it with "
+            "structured_output=False",
+        )
+        self.tool = tool
+        self.parameter = "return"
+
+
+def _type_name(annotation: Any) -> str:
+    if isinstance(annotation, type):
+        return f"{annotation.__module__}.{annotation.__qualname__}".removeprefix("builtins.")
+    return repr(annotation)
+
+
 class Signature:
     """What a handler takes: client-supplied parameters and, optionally, the execution context."""
 
-    def __init__(self, fn: Callable[..., Any], *, model_name: str) -> None:
+    def __init__(self, fn: Callable[..., Any], *, model_name: str, owner: str | None = None) -> None:
+        """Read `fn`'s signature; `owner` names the handler in errors (`tool 'add'`).
+
+        Raises:
+            RegistrationError: a `*args` or `**kwargs` parameter, which no client can be told about.
+        """
         self._fn = fn
         self._model_name = model_name
         self.docstring = parse_docstring(fn.__doc__)
@@ -102,7 +139,11 @@ class Signature:
         hints = typing.get_type_hints(fn, include_extras=True)
         for name, param in inspect.signature(fn).parameters.items():
             if param.kind in (param.VAR_POSITIONAL, param.VAR_KEYWORD):
-                raise TypeError(f"{fn.__qualname__}: *args and **kwargs cannot be described to a client")
+                stars = "*" if param.kind == param.VAR_POSITIONAL else "**"
+                raise RegistrationError(
+                    f"{owner or fn.__qualname__}: parameter {stars}{name} cannot be described to a client: declare "
+                    f"each argument by name (a list or dict parameter takes many values){where(fn)}"
+                )
             annotation = hints.get(name, Any)
             if annotation is Context:
                 self.context_parameter = name

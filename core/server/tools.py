@@ -19,7 +19,7 @@ from stratus.server import scalar_params
 from stratus.server.content import CONTENT_TYPES, ToolResult, to_content_list
 from stratus.server.context import Context
 from stratus.server.policy import ToolPolicy
-from stratus.server.signature import Signature
+from stratus.server.signature import Signature, ToolReturnTypeError
 from stratus.types import JsonObject
 
 if TYPE_CHECKING:
@@ -71,6 +71,19 @@ def _is_object_type(annotation: Any) -> bool:
     return is_model or dataclasses.is_dataclass(annotation) or typing.is_typeddict(annotation)
 
 
+def _plainly_json(annotation: Any) -> bool:
+    """Whether a return type is JSON scalars (or None) nested in lists, tuples, str-keyed dicts and unions: pydantic
+    can surely describe it, so registration need not import pydantic to ask (cold start)."""
+    if annotation in scalar_params.JSON_TYPES or annotation in (None, type(None)):
+        return True
+    origin, args = get_origin(annotation), get_args(annotation)
+    if origin in (list, tuple, typing.Union, types.UnionType) and args:
+        return all(arg is Ellipsis or _plainly_json(arg) for arg in args)
+    if origin is dict and len(args) == 2:  # dict[key, value]
+        return args[0] is str and _plainly_json(args[1])
+    return False
+
+
 class Tool:
     """A registered tool."""
 
@@ -96,7 +109,7 @@ class Tool:
         self.task_support = task_support
         """Whether a call may (`optional`) or must (`required`) run as a task; None: never."""
         self.name = name
-        self.signature = Signature(fn, model_name=f"{name}_arguments")
+        self.signature = Signature(fn, model_name=f"{name}_arguments", owner=f"tool {name!r}")
         if input_schema is None:
             self.signature.check(name)  # plain parameters: nothing built, cold start pays nothing
         self.title = title
@@ -114,6 +127,16 @@ class Tool:
         self._definition: JsonObject | None = None
         self._input_schema = copy.deepcopy(input_schema) if input_schema is not None else None
         """The schema the author gave, listed as it is: never rebuilt, so no keyword is lost."""
+        if self._structured and not _plainly_json(self._return_annotation):
+            self._check_output_schema()
+
+    def _check_output_schema(self) -> None:
+        """Build the `outputSchema` now: a return type pydantic cannot describe fails the registration, naming the
+        tool and the type, rather than every `tools/list` (a plain scalar needs no pydantic and is not checked)."""
+        try:
+            self.output_schema()
+        except Exception as error:  # pydantic raises several kinds, all meaning "not describable"
+            raise ToolReturnTypeError(self.name, self._return_annotation, type(error).__name__) from error
 
     def _adapter(self) -> TypeAdapter[Any]:
         if self._output_adapter is None:
@@ -210,11 +233,51 @@ class Tool:
             scalar_params.accept(self._return_annotation, value) if self._plain_return else (False, None)
         )
         if not exact:
-            structured = self._adapter().dump_python(value, mode="json")
+            checked, structured = self._checked(value)
+            if not checked:
+                return self._mismatch(value, structured)
         if self._wrapped:
             structured = {"result": structured}
         text = compact(structured)
         return {"content": [{"type": "text", "text": text}], "structuredContent": structured}
+
+    def _checked(self, value: Any) -> tuple[bool, Any]:
+        """(True, `value` in JSON form) once the return type's adapter (the one behind `outputSchema`) accepts it,
+        else (False, what is wrong): a result that breaks the tool's own schema is never sent."""
+        from pydantic import ValidationError
+
+        adapter = self._adapter()
+        try:
+            return True, adapter.dump_python(adapter.validate_python(value), mode="json", warnings="error")
+        except (ValidationError, ValueError) as error:
+            return False, _problems(error, "result" if self._wrapped else "")
+
+    def _mismatch(self, value: Any, problems: str) -> JsonObject:
+        logger.error(
+            "tool returned a value its return type does not allow",
+            extra={"tool": self.name, "returned": type(value).__name__, "problems": problems},
+        )
+        return error_result(
+            f"Tool '{self.name}' returned a value that does not match its declared return type "
+            f"{_type_label(self._return_annotation)}: {problems}"
+        )
+
+
+def _problems(error: Exception, root: str) -> str:
+    """Which field was wrong and what was expected, without the value or Python's exception text."""
+    from pydantic import ValidationError
+
+    if not isinstance(error, ValidationError):
+        return "it cannot be written as JSON"
+    parts = []
+    for problem in error.errors(include_url=False, include_input=False, include_context=False):
+        where = ".".join(str(part) for part in (root, *problem["loc"]) if part != "")
+        parts.append(f"{where}: {problem['msg']}" if where else str(problem["msg"]))
+    return "; ".join(parts)
+
+
+def _type_label(annotation: Any) -> str:
+    return annotation.__name__ if isinstance(annotation, type) else repr(annotation)
 
 
 def error_result(message: str) -> JsonObject:

@@ -12,6 +12,7 @@ nothing, and probes address it by IP (a load balancer's Host is the target's add
 
 import asyncio
 import json
+import logging
 import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, NamedTuple
@@ -26,6 +27,7 @@ from stratus.types import Receive, Scope, Send
 if TYPE_CHECKING:
     from stratus.auth.setup import RequestAuthenticator
 
+logger = logging.getLogger("stratus.transport")
 _HEADERS = {"content-type": "application/json", "cache-control": "no-store"}
 LIVE_PATH = "/health/live"
 """The readiness path (the Web Adapter's `AWS_LWA_READINESS_CHECK_PATH` in template.yaml)."""
@@ -42,15 +44,17 @@ async def live(scope: Scope, receive: Receive, send: Send) -> None:
 
 
 class _Outcome(NamedTuple):
-    """One census: its figures (None when the store did not answer), how long it took, and when it ended."""
+    """One census: its figures (None when the store failed), how long it took, when it ended, and why it failed."""
 
     census: SessionCensus | None
     latency_ms: float
     taken_at: float
+    cause: str | None = None
 
 
 class Health:
-    """`GET /health`: 200 with the statistics, or 503 when the store does not answer."""
+    """`GET /health`: 200 with the statistics, or 503 naming the check that failed (`failed: "store"`); why it
+    failed and what fixes it (the store's endpoint, its error code) goes to the log, never to the caller."""
 
     def __init__(
         self,
@@ -108,7 +112,7 @@ class Health:
         outcome = await self._census()
         if outcome.census is None:
             store: dict[str, Any] = {"backend": self.backend, "healthy": False}
-            report: dict[str, Any] = {"status": "unhealthy", "transport": "http", "store": store}
+            report: dict[str, Any] = {"status": "unhealthy", "failed": "store", "transport": "http", "store": store}
             return 503, ({**report, "uptime": self._uptime()} if figures else report)
         store = {"backend": self.backend, "healthy": True, "latencyMs": outcome.latency_ms}
         if not figures:
@@ -143,12 +147,14 @@ class Health:
     async def _take_census(self) -> _Outcome:
         try:
             began = self.monotonic()
+            cause = None
             try:
                 census: SessionCensus | None = await self.sessions.census()
-            except StoreUnavailableError:
-                census = None  # cached too: an outage is not probed once per request either
+            except StoreUnavailableError as error:
+                census, cause = None, error.cause  # cached too: an outage is not probed once per request either
+                logger.warning("/health: the state store failed: %s (STRATUS_STORE)", cause or "it did not answer")
             ended = self.monotonic()
-            self._last = _Outcome(census, round((ended - began) * 1000, 3), ended)
+            self._last = _Outcome(census, round((ended - began) * 1000, 3), ended, cause)
             return self._last
         finally:
             self._taking = None

@@ -24,8 +24,12 @@ ACCEPTED = Reply(202)
 
 
 def error_reply(request_id: RequestId | None, error: McpError) -> Reply:
-    """A JSON-RPC error response at the error's HTTP status. A store that did not answer is logged: the client is
-    told to retry, the operator needs to know."""
+    """A JSON-RPC error response at the error's HTTP status. A store that failed is logged with its cause and fix:
+    the client is told to retry, the operator needs to know why."""
     if isinstance(error, StoreUnavailableError):
-        logger.warning("the state store did not answer: the request was answered %d (STRATUS_STORE)", error.http_status)
+        logger.warning(
+            "the state store failed: %s; the request was answered %d (STRATUS_STORE)",
+            error.cause or "it did not answer",
+            error.http_status,
+        )
     return Reply(error.http_status, error_response(request_id, error), error.headers)

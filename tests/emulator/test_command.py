@@ -63,6 +63,7 @@ async def test_stratus_local_serves_the_buffered_api_and_the_streaming_url() -> 
     assert re.search(r"(?m)^\[ServerlessHttpApi\] POST /mcp 200 \d+ ms$", printed)
     assert re.search(r"(?m)^\[StreamingFunctionUrl\] POST /mcp 200 \d+ ms$", printed)
     assert printed.count('"message":"counting"') == 2, printed[-3000:]
+    assert re.search(r"(?m)^Registered \d+ tools \(.*count_to_three.*\), ", printed)  # --app's, under the doors
     for line in [
         f"HTTP API      ServerlessHttpApi        http://127.0.0.1:{port}/mcp",
         f"REST API      StreamingRestApi         http://127.0.0.1:{port + 1}/v1/mcp",

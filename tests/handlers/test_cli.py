@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import signal
 import sys
+import tempfile
 from pathlib import Path
 
 import httpx
@@ -127,3 +128,32 @@ def test_an_unset_app_serves_the_demo_in_a_checkout_and_a_set_one_wins() -> None
     assert app_reference(Settings()) == DEMO_APP == "examples.demo:server"
     assert app_reference(Settings(app="examples.add:server")) == "examples.add:server"
     assert load_served(Settings()) is demo_server
+
+
+@pytest.mark.uvicorn
+def test_serve_says_at_start_what_the_app_registered() -> None:
+    with tempfile.TemporaryFile() as output:
+        with stratus_process("examples.demo:server", {}, output=output):
+            pass
+        output.seek(0)
+        printed = output.read().decode()
+    assert (
+        "Registered 3 tools (add, forecast, divide), 1 resource (demo://notes/welcome), "
+        "1 resource template (demo://cities/{city}/population), 1 prompt (greeting)\n"
+    ) in printed
+
+
+def test_serve_over_stdio_says_what_the_app_registered_on_stderr_only() -> None:
+    import subprocess
+
+    done = subprocess.run(
+        [sys.executable, "-m", "stratus.handlers.cli", "serve", "--transport", "stdio", "--app", "examples.add:server"],
+        input="",  # a pipe the client closes at once: the server ends
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert done.returncode == 0
+    assert done.stdout == ""  # stdout carries MCP messages only
+    assert done.stderr.splitlines()[0] == "Registered 1 tool (add), 0 resources, 0 resource templates, 0 prompts"

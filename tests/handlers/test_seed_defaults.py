@@ -55,6 +55,6 @@ def test_each_deliberate_difference_is_listed_with_the_variable_that_restores_th
     assert Settings.from_env({name: value}).max_body_bytes == SEED_BODY_LIMIT
 
     name, value = restore["port"]
-    assert serve_port(None, {}) == 8000
-    assert serve_port(None, {name: value}) == 3000
-    assert serve_port(8123, {name: value}) == 8123  # the flag still wins
+    assert serve_port(None, {}) == ([], 8000)
+    assert serve_port(None, {name: value}) == ([], 3000)
+    assert serve_port(8123, {name: value}) == ([], 8123)  # the flag still wins

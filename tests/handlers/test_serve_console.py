@@ -1,11 +1,15 @@
 """What `stratus serve` shows on its console at the default STRATUS_LOG_LEVEL (INFO): each request's outcome, a
-tool's own log lines, a tool's unexpected error with the reference its client got, and a store that does not answer."""
+tool's own log lines, a tool's unexpected error with the reference its client got; and a store that fails at start
+stops it with one line saying why."""
 
 from __future__ import annotations
 
 import json
+import os
 import re
 import socket
+import subprocess
+import sys
 import tempfile
 from typing import Any
 
@@ -55,29 +59,27 @@ async def test_the_console_shows_requests_a_tools_log_lines_and_its_error_with_t
     assert f"error_ref={reference.group(1)}" in printed and "RuntimeError: the disk is on fire" in printed
 
 
-async def test_the_console_says_when_the_store_does_not_answer() -> None:
+def test_the_console_says_why_the_store_fails_and_serve_stops_before_serving() -> None:
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
         closed = probe.getsockname()[1]  # nothing listens there once the probe closes
     environment = {
+        **{name: value for name, value in os.environ.items() if not name.startswith("STRATUS_")},
         "STRATUS_STORE": f"redis://127.0.0.1:{closed}/0",
         "STRATUS_SECRET_KEY": "k",
         "STRATUS_STORE_TIMEOUT_SECONDS": "0.5",
     }
-    with tempfile.TemporaryFile() as output:
-        with stratus_process(NOISY, environment, output=output) as url:
-            async with httpx.AsyncClient(base_url=url, timeout=10) as http:
-                refused = await McpHttp(http).post(
-                    {
-                        "jsonrpc": "2.0",
-                        "id": 1,
-                        "method": "initialize",
-                        "params": {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "t"}},
-                    }
-                )
-        printed = _printed(output)
-    assert refused.status_code == 503
-    assert (
-        "WARNING:  stratus.transport: the state store did not answer: the request was answered 503 (STRATUS_STORE)"
-        in printed
+    done = subprocess.run(
+        [sys.executable, "-m", "stratus.handlers.cli", "serve", "--app", NOISY, "--port", str(closed)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+        env=environment,
     )
+    assert done.returncode == 2
+    assert done.stdout == ""
+    assert done.stderr.splitlines() == [
+        f"stratus: STRATUS_STORE: Redis at 127.0.0.1:{closed} cannot be reached (ConnectionError): start Redis at "
+        f"127.0.0.1:{closed} (e.g. `redis-server --port {closed}`), or point STRATUS_STORE at one that runs"
+    ]

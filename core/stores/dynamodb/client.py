@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+import os
 from typing import Any
 
 
 def dynamodb_client(*, timeout: float) -> Any:
-    """A boto3 DynamoDB client (region, credentials and `AWS_ENDPOINT_URL_DYNAMODB` from the environment)."""
+    """A boto3 DynamoDB client (region, credentials and `AWS_ENDPOINT_URL_DYNAMODB` from the environment).
+
+    `AWS_REGION` names the region when `AWS_DEFAULT_REGION` does not (Lambda sets both; boto3 reads only the second,
+    and a newcomer sets the first)."""
     import boto3
     from botocore.config import Config
 
@@ -16,4 +20,5 @@ def dynamodb_client(*, timeout: float) -> Any:
         retries={"mode": "standard", "max_attempts": 2},
         tcp_keepalive=True,
     )
-    return boto3.client("dynamodb", config=config)
+    region = None if os.environ.get("AWS_DEFAULT_REGION") else os.environ.get("AWS_REGION") or None
+    return boto3.client("dynamodb", config=config, region_name=region)

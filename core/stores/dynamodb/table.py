@@ -111,6 +111,18 @@ class DynamoTable:
             self._threads.shutdown(wait=False)
             self._threads = None
 
+    def unavailable(self, message: str, error: BaseException) -> StoreUnavailableError:
+        """The error a client is told (`message`), carrying for the log why `error` happened and what fixes it."""
+        from stratus.stores.dynamodb.failures import diagnosis
+
+        return StoreUnavailableError(message, cause=diagnosis(error, self.client, self.table))
+
+    def _throttled(self) -> str:
+        return (
+            f"DynamoDB left items of table {self.table} unprocessed after {ATTEMPTS} attempts (throttled): give the "
+            "table more capacity, or make it on-demand"
+        )
+
     @property
     def _client_error(self) -> Any:
         from botocore.exceptions import ClientError  # imported with the client, on first use (stratus.stores.lazy)
@@ -147,9 +159,9 @@ class DynamoTable:
                 old = error.response.get("Item")
                 raise ConditionFailedError(items={0: old} if old else None) from None
 
-            raise StoreUnavailableError("The state store failed the request; retry shortly") from error
+            raise self.unavailable("The state store failed the request; retry shortly", error) from error
         except (self._transport_error, TimeoutError, OSError) as error:
-            raise StoreUnavailableError("The state store is unavailable; retry shortly") from error
+            raise self.unavailable("The state store is unavailable; retry shortly", error) from error
 
     async def write_once(self, operation: str, token: str, **params: Any) -> bool:
         """A conditional write (`put_item`, `update_item`) that stores `token` as the item's `w`: whether it applied,
@@ -184,12 +196,12 @@ class DynamoTable:
                 async with asyncio.timeout(self.timeout * 2 + 1):
                     response = await self._in_thread(self.client.batch_get_item, RequestItems=request)
             except (self._client_error, self._transport_error, TimeoutError, OSError) as error:
-                raise StoreUnavailableError("The state store is unavailable; retry shortly") from error
+                raise self.unavailable("The state store is unavailable; retry shortly", error) from error
             for item in response.get("Responses", {}).get(self.table, []):
                 found[(item["PK"]["S"], item["SK"]["S"])] = item
             pending = response.get("UnprocessedKeys", {}).get(self.table, {}).get("Keys", [])
         if pending:
-            raise StoreUnavailableError("The state store throttled the request; retry shortly")
+            raise StoreUnavailableError("The state store throttled the request; retry shortly", cause=self._throttled())
         return [found.get((key["PK"]["S"], key["SK"]["S"])) for key in keys]
 
     async def put_many(self, items: Sequence[Item]) -> None:
@@ -205,13 +217,13 @@ class DynamoTable:
                     async with asyncio.timeout(self.timeout * 2 + 1):
                         response = await self._in_thread(self.client.batch_write_item, RequestItems=request)
                 except (self._client_error, self._transport_error, TimeoutError, OSError) as error:
-                    raise StoreUnavailableError("The state store is unavailable; retry shortly") from error
+                    raise self.unavailable("The state store is unavailable; retry shortly", error) from error
                 left = response.get("UnprocessedItems", {}).get(self.table, [])
                 puts = [entry["PutRequest"]["Item"] for entry in left]
                 if not puts:
                     return
                 await back_off(attempt)
-            raise StoreUnavailableError("The state store throttled the request; retry shortly")
+            raise StoreUnavailableError("The state store throttled the request; retry shortly", cause=self._throttled())
 
         chunks = [list(items[start : start + BATCH_WRITE_ITEMS]) for start in range(0, len(items), BATCH_WRITE_ITEMS)]
         await asyncio.gather(*(batch(chunk) for chunk in chunks))
@@ -268,9 +280,9 @@ class DynamoTable:
                     items = {index: reason["Item"] for index, reason in enumerate(reasons) if reason.get("Item")}
                     raise ConditionFailedError(failed, items) from None
                 if "TransactionConflict" not in codes:
-                    raise StoreUnavailableError("The state store failed the request; retry shortly") from error
+                    raise self.unavailable("The state store failed the request; retry shortly", error) from error
             except (self._transport_error, TimeoutError, OSError) as error:
-                raise StoreUnavailableError("The state store is unavailable; retry shortly") from error
+                raise self.unavailable("The state store is unavailable; retry shortly", error) from error
             token = write_token()
             await back_off(attempt)
         raise StoreBusyError("The write is too contended to complete; retry shortly")

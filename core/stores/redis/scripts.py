@@ -46,6 +46,12 @@ class RedisScripts:
         self.publish = "SPUBLISH" if cluster else "PUBLISH"
         self._sha = {name: hashlib.sha1(source.encode()).hexdigest() for name, source in lua.ALL.items()}  # noqa: S324 - Redis names scripts by SHA-1
 
+    def unavailable(self, message: str, error: BaseException) -> StoreUnavailableError:
+        """The error a client is told (`message`), carrying for the log why `error` happened and what fixes it."""
+        from stratus.stores.redis.failures import diagnosis
+
+        return StoreUnavailableError(message, cause=diagnosis(error, self.client, self.timeout))
+
     @property
     def _errors(self) -> tuple[type[BaseException], ...]:
         # imported with the client, on first use (see stratus.stores.lazy)
@@ -81,10 +87,10 @@ class RedisScripts:
                     await self._load()
                     results = await self._pipeline(calls)
         except self._errors as error:
-            raise StoreUnavailableError("The state store is unavailable; retry shortly") from error
+            raise self.unavailable("The state store is unavailable; retry shortly", error) from error
         for result in results:
             if isinstance(result, BaseException):
-                raise StoreUnavailableError("The state store failed the request; retry shortly") from result
+                raise self.unavailable("The state store failed the request; retry shortly", result) from result
         return results
 
     async def command(self, name: str, *args: Any, blocking: bool = False, **kwargs: Any) -> Any:
@@ -117,7 +123,7 @@ class RedisScripts:
             async with asyncio.timeout(limit):
                 return await step()
         except self._errors as error:
-            raise StoreUnavailableError("The state store is unavailable; retry shortly") from error
+            raise self.unavailable("The state store is unavailable; retry shortly", error) from error
 
     async def delete(self, key: str) -> bool:
         """Delete one key; whether it existed."""

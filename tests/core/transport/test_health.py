@@ -80,14 +80,20 @@ async def test_health_refuses_a_host_or_origin_this_server_does_not_serve() -> N
         assert (await http.get("/health/live", headers={"host": "10.0.3.7:8000"})).status_code == 200
 
 
-async def test_an_unreachable_store_makes_health_503_while_liveness_stays_200() -> None:
-    settings = Settings(store=f"redis://127.0.0.1:{closed_port()}/0", secret_key="k", store_timeout_seconds=0.5)
+async def test_an_unreachable_store_makes_health_503_naming_the_check_while_liveness_stays_200(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    port = closed_port()
+    settings = Settings(store=f"redis://127.0.0.1:{port}/0", secret_key="k", store_timeout_seconds=0.5)
     async with client_for(server, settings) as http:
         health = await http.get("/health")
         assert health.status_code == 503
         body = health.json()
-        assert (body["status"], body["store"]) == ("unhealthy", {"backend": "redis", "healthy": False})
-        assert "Error" not in health.text and "refused" not in health.text
+        assert (body["status"], body["failed"]) == ("unhealthy", "store")
+        assert body["store"] == {"backend": "redis", "healthy": False}
+        assert "Error" not in health.text and "refused" not in health.text and str(port) not in health.text
+        # the operator's log says why, and what to do
+        assert f"start Redis at 127.0.0.1:{port}" in caplog.text and "ConnectionError" in caplog.text
         live = await http.get("/health/live")
         assert (live.status_code, live.json()) == (200, {"status": "ok"})
         assert (await http.post("/health")).status_code == 405
