@@ -8,10 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from examples.demo import server as demo
 from stratus import Settings, build_app
 from stratus.handlers.cli import main
 from tests.fixtures import sdk_upstream
+from tests.fixtures.sample_server import server as sample
 from tests.fixtures.servers import uvicorn_serving
 
 
@@ -49,7 +49,7 @@ def test_records_are_added_listed_and_removed_with_clear_refusals(capsys: pytest
 def test_an_imported_file_is_recorded_and_its_upstream_tested_under_the_gateways_address_guard(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    with uvicorn_serving(build_app(demo, Settings())) as url:
+    with uvicorn_serving(build_app(sample, Settings())) as url:
         servers = tmp_path / "servers.json"
         servers.write_text(json.dumps({"mcpServers": {"demo": {"url": f"{url}/mcp"}}}))
         assert main(["gateway", "import", str(servers)]) == 0  # recorded, though connecting was refused
@@ -69,7 +69,7 @@ def test_an_imported_file_is_recorded_and_its_upstream_tested_under_the_gateways
 def test_add_connects_at_once_and_keeps_the_record_when_connecting_fails(
     capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    with uvicorn_serving(build_app(demo, Settings())) as url:
+    with uvicorn_serving(build_app(sample, Settings())) as url:
         assert main(["gateway", "add", "refused", json.dumps({"url": f"{url}/mcp"})]) == 0
         monkeypatch.setenv("STRATUS_GATEWAY_ALLOWED_NETWORKS", "127.0.0.0/8")
         assert main(["gateway", "add", "demo", json.dumps({"url": f"{url}/mcp", "isTrusted": True})]) == 0

@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from examples.demo import server as demo
 from stratus import Settings, build_app
 from tests.fixtures.lambda_invoke import LambdaContext, event, stateless_request
+from tests.fixtures.sample_server import server as sample
 from tests.fixtures.servers import uvicorn_serving
 
 
@@ -21,7 +21,7 @@ from tests.fixtures.servers import uvicorn_serving
 def test_the_buffered_handler_serves_a_gateway_from_its_configuration_file(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path, container_loop: asyncio.AbstractEventLoop
 ) -> None:
-    with uvicorn_serving(build_app(demo, Settings())) as upstream:
+    with uvicorn_serving(build_app(sample, Settings())) as upstream:
         config = tmp_path / "servers.json"
         config.write_text(json.dumps({"mcpServers": {"demo": {"url": f"{upstream}/mcp"}}}))
         for name in ("STRATUS_APP", "STRATUS_STORE", "STRATUS_SECRET_KEY"):

@@ -7,13 +7,13 @@ from collections.abc import Iterator
 
 import pytest
 
-from examples.demo import server as demo
 from stratus import Settings, build_app
 from stratus.gateway.config import Upstream
 from stratus.gateway.operations import check_connection, discover
 from stratus.gateway.upstream_client import UpstreamClient, UpstreamError, UpstreamUnavailableError
 from tests.fixtures import sdk_upstream
 from tests.fixtures.processes import free_port
+from tests.fixtures.sample_server import server as sample
 from tests.fixtures.servers import uvicorn_serving
 
 pytestmark = [pytest.mark.anyio, pytest.mark.uvicorn]
@@ -21,7 +21,7 @@ pytestmark = [pytest.mark.anyio, pytest.mark.uvicorn]
 
 @pytest.fixture(scope="module")
 def stratus_upstream() -> Iterator[str]:
-    with uvicorn_serving(build_app(demo, Settings())) as url:
+    with uvicorn_serving(build_app(sample, Settings())) as url:
         yield f"{url}/mcp"
 
 
@@ -32,7 +32,7 @@ async def test_a_stratus_upstream_is_used_in_the_era_found_or_pinned(stratus_ups
         await client.connect()
         assert client.version == (pinned or "2026-07-28")
         assert (client.session_id is not None) == (pinned is not None)  # a handshake-era upstream has a session
-        assert client.server_info["name"] == "stratus-demo"
+        assert client.server_info["name"] == "stratus-sample"
         names = [tool["name"] for tool in await client.list_tools()]
         assert {"add", "divide"} <= set(names)
         added = await client.call_tool("add", {"a": 2, "b": 3})

@@ -12,7 +12,6 @@ import anyio
 import pytest
 from mcp import Client
 
-from examples.demo import server as demo
 from stratus import Settings, build_app
 from stratus.gateway.config import GatewayConfigError
 from stratus.gateway.registry import UpstreamRegistry
@@ -20,6 +19,7 @@ from stratus.gateway.served import GatewayServer
 from stratus.stores.base import StoreOptions, Stores
 from stratus.stores.factory import build_stores
 from tests.fixtures.clocks import FakeClock
+from tests.fixtures.sample_server import server as sample
 from tests.fixtures.servers import uvicorn_serving
 
 pytestmark = pytest.mark.anyio
@@ -148,7 +148,10 @@ async def test_two_containers_adding_at_once_both_keep_their_upstream(stores: St
 
 @pytest.fixture(scope="module")
 def demo_urls() -> Iterator[tuple[str, str]]:
-    with uvicorn_serving(build_app(demo, Settings())) as first, uvicorn_serving(build_app(demo, Settings())) as second:
+    with (
+        uvicorn_serving(build_app(sample, Settings())) as first,
+        uvicorn_serving(build_app(sample, Settings())) as second,
+    ):
         yield f"{first}/mcp", f"{second}/mcp"
 
 
