@@ -27,7 +27,7 @@ def stratus_upstream() -> Iterator[str]:
 
 @pytest.mark.parametrize("pinned", [None, "2025-11-25", "2025-06-18"])
 async def test_a_stratus_upstream_is_used_in_the_era_found_or_pinned(stratus_upstream: str, pinned: str | None) -> None:
-    client = UpstreamClient(Upstream(name="demo", transport="http", url=stratus_upstream, protocol_version=pinned))
+    client = UpstreamClient(Upstream(name="sample", transport="http", url=stratus_upstream, protocol_version=pinned))
     try:
         await client.connect()
         assert client.version == (pinned or "2026-07-28")
@@ -70,7 +70,7 @@ async def test_an_upstream_that_is_not_there_is_unavailable_not_a_crash() -> Non
 async def test_discovery_lists_tools_prompts_and_resources_and_reports_what_an_upstream_lacks(
     stratus_upstream: str,
 ) -> None:
-    client = UpstreamClient(Upstream(name="demo", transport="http", url=stratus_upstream))
+    client = UpstreamClient(Upstream(name="sample", transport="http", url=stratus_upstream))
     try:
         await client.connect()
         found = await discover(client)
@@ -92,7 +92,7 @@ async def test_discovery_lists_tools_prompts_and_resources_and_reports_what_an_u
 
 
 async def test_the_connection_test_names_the_tools_or_the_reason(stratus_upstream: str) -> None:
-    passed = await check_connection(Upstream(name="demo", transport="http", url=stratus_upstream), guard=None)
+    passed = await check_connection(Upstream(name="sample", transport="http", url=stratus_upstream), guard=None)
     assert passed.ok and "add" in passed.tools and passed.error is None
     failed = await check_connection(
         Upstream(name="gone", transport="http", url=f"http://127.0.0.1:{free_port()}/mcp"), guard=None, within=2.0

@@ -147,7 +147,7 @@ async def test_two_containers_adding_at_once_both_keep_their_upstream(stores: St
 
 
 @pytest.fixture(scope="module")
-def demo_urls() -> Iterator[tuple[str, str]]:
+def sample_urls() -> Iterator[tuple[str, str]]:
     with (
         uvicorn_serving(build_app(sample, Settings())) as first,
         uvicorn_serving(build_app(sample, Settings())) as second,
@@ -156,7 +156,7 @@ def demo_urls() -> Iterator[tuple[str, str]]:
 
 
 @pytest.mark.uvicorn
-async def test_a_gateway_serves_what_is_recorded_and_follows_changes(demo_urls: tuple[str, str]) -> None:
+async def test_a_gateway_serves_what_is_recorded_and_follows_changes(sample_urls: tuple[str, str]) -> None:
     stores = build_stores("memory://", StoreOptions(session_ttl_seconds=600))
     gateway = GatewayServer([], allowed_networks=["127.0.0.0/8"], catalog_seconds=0.0)
     events: list[tuple[str, dict[str, object]]] = []
@@ -166,10 +166,10 @@ async def test_a_gateway_serves_what_is_recorded_and_follows_changes(demo_urls: 
     with uvicorn_serving(app, lifespan="on") as url, anyio.fail_after(20):
         async with Client(f"{url}/mcp", mode="legacy") as client:
             assert (await client.list_tools()).tools == []
-            await registry.add("recorded", {"url": demo_urls[0]})
+            await registry.add("recorded", {"url": sample_urls[0]})
             listed = [tool.name for tool in (await client.list_tools()).tools]
             added = await client.call_tool("mcp__recorded__add", {"a": 1, "b": 2})
-            await registry.update("recorded", {"url": demo_urls[1], "namespaced": False})
+            await registry.update("recorded", {"url": sample_urls[1], "namespaced": False})
             renamed = [tool.name for tool in (await client.list_tools()).tools]
             await registry.remove("recorded")
             removed = (await client.list_tools()).tools

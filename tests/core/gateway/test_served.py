@@ -199,7 +199,7 @@ async def test_an_upstreams_tools_share_one_rate_limit_that_leaves_the_others_al
 async def test_a_cached_tools_list_is_answered_with_the_upstream_gone() -> None:
     stores = build_stores("memory://", StoreOptions(session_ttl_seconds=600))
     with uvicorn_serving(build_app(sample, Settings())) as upstream_url:
-        upstream = Upstream(name="demo", transport="http", url=f"{upstream_url}/mcp")
+        upstream = Upstream(name="sample", transport="http", url=f"{upstream_url}/mcp")
         gateway = GatewayServer([upstream], allowed_networks=LOOPBACK, catalog_seconds=0.0, watch=False)
         app = build_app(gateway, Settings(), stores=stores)
         with uvicorn_serving(app, lifespan="on") as url, anyio.fail_after(TEST_TIMEOUT_SECONDS):
@@ -210,7 +210,7 @@ async def test_a_cached_tools_list_is_answered_with_the_upstream_gone() -> None:
         with anyio.fail_after(TEST_TIMEOUT_SECONDS):
             async with connect(f"{url}/mcp", "auto") as client:
                 after = [tool.name for tool in (await client.list_tools()).tools]
-    assert before == after == ["mcp__demo__add", "mcp__demo__forecast", "mcp__demo__divide"]
+    assert before == after == ["mcp__sample__add", "mcp__sample__forecast", "mcp__sample__divide"]
     assert another.failures == {}  # nothing was asked of the upstream, which is gone
 
 
