@@ -5,11 +5,11 @@ from contextlib import AsyncExitStack
 
 import pytest
 
-from examples.demo import server as demo_server
 from tests.fixtures.clients import McpFactory, mcp_clients
 from tests.fixtures.moto_server import SerialMotoServer
 from tests.fixtures.redis_cluster import OwnRedisCluster
 from tests.fixtures.redis_server import OwnRedis
+from tests.fixtures.sample_server import server as sample_server
 from tests.fixtures.wire import McpHttp
 
 
@@ -28,8 +28,8 @@ async def mcp_factory() -> AsyncIterator[McpFactory]:
 
 @pytest.fixture
 async def mcp(mcp_factory: McpFactory) -> McpHttp:
-    """A client of the demo server on a fresh app (fresh in-memory store)."""
-    return await mcp_factory(demo_server)
+    """A client of the tests' sample server on a fresh app (fresh in-memory store)."""
+    return await mcp_factory(sample_server)
 
 
 @pytest.fixture

@@ -18,10 +18,10 @@ from starlette.requests import Request
 from starlette.responses import PlainTextResponse
 from starlette.routing import Mount, Route
 
-from examples.demo import server as demo_server
 from stratus import McpServer, Settings, build_app
 from stratus.transport.asgi import Router
 from tests.fixtures.apps import shared
+from tests.fixtures.sample_server import server as sample_server
 from tests.fixtures.servers import uvicorn_serving
 from tests.fixtures.wire import BASE_HEADERS, McpHttp
 
@@ -67,7 +67,7 @@ def host(request: pytest.FixtureRequest) -> Host:
 async def test_the_sdk_client_calls_a_tool_of_stratus_mounted_under_a_prefix(
     host: Host, mode: ConnectMode, version: str
 ) -> None:
-    with uvicorn_serving(host(build_app(demo_server, Settings())), lifespan="on") as base_url:
+    with uvicorn_serving(host(build_app(sample_server, Settings())), lifespan="on") as base_url:
         with anyio.fail_after(TIMEOUT_SECONDS):
             async with Client(f"{base_url}{PREFIX}/mcp", mode=mode, read_timeout_seconds=5.0) as client:
                 assert client.protocol_version == version
@@ -123,7 +123,7 @@ async def test_a_401_below_the_prefix_points_at_metadata_the_mounted_app_serves(
         auth_jwks_url="https://issuer.example/jwks",
         auth_stage_path=PREFIX,
     )
-    with uvicorn_serving(host(build_app(demo_server, settings)), lifespan="on") as base_url:
+    with uvicorn_serving(host(build_app(sample_server, settings)), lifespan="on") as base_url:
         async with httpx.AsyncClient(base_url=base_url, timeout=TIMEOUT_SECONDS) as http:
             refused = await McpHttp(http, path=f"{PREFIX}/mcp").post({"jsonrpc": "2.0", "id": 1, "method": "ping"})
             assert refused.status_code == 401

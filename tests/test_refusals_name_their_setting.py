@@ -171,8 +171,8 @@ async def test_a_refusal_names_the_setting_that_undoes_it(
 
 STARTS: list[tuple[str, list[str], dict[str, str], str]] = [
     ("unimportable app", ["--app", "not_a_module_here:server"], {}, "STRATUS_APP"),
-    ("app that is not a server", ["--app", "examples.demo:Unit"], {}, "STRATUS_APP"),
-    ("malformed app", [], {"STRATUS_APP": "examples.demo"}, "STRATUS_APP"),
+    ("app that is not a server", ["--app", "tests.fixtures.sample_server:Unit"], {}, "STRATUS_APP"),
+    ("malformed app", [], {"STRATUS_APP": "tests.fixtures.sample_server"}, "STRATUS_APP"),
     ("missing gateway file", ["--gateway", "{tmp}/absent.json"], {}, "STRATUS_GATEWAY_CONFIG"),
     ("bad gateway file", ["--gateway", "{tmp}/bad.json"], {}, "STRATUS_GATEWAY_CONFIG"),
     ("unusable store", ["--store", "dynamo://x"], {}, "STRATUS_STORE"),

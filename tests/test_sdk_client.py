@@ -1,6 +1,6 @@
 """The official MCP SDK client (`mcp` 2.x) against Stratus over real HTTP, in both protocol eras.
 
-A uvicorn server on 127.0.0.1 (an ephemeral port) serves the demo server. Each test connects a fresh SDK
+A uvicorn server on 127.0.0.1 (an ephemeral port) serves the tests' sample server. Each test connects a fresh SDK
 `Client` to it twice, once per era:
 
 - 2026-07-28: `mode="auto"`, so the SDK probes `server/discover` and adopts the modern, stateless wire
@@ -20,8 +20,8 @@ from mcp import Client
 from mcp.client.client import ConnectMode
 from mcp_types import PromptReference, TextContent, TextResourceContents
 
-from examples.demo import server as demo_server
 from stratus import Settings, build_app
+from tests.fixtures.sample_server import server as sample_server
 from tests.fixtures.servers import uvicorn_serving
 
 pytestmark = [pytest.mark.anyio, pytest.mark.uvicorn]
@@ -44,8 +44,8 @@ HANDSHAKE = Era(mode="legacy", protocol_version="2025-11-25")
 
 @pytest.fixture(scope="module")
 def stratus_url() -> Iterator[str]:
-    """The MCP endpoint of the demo server, served by uvicorn in a background thread."""
-    with uvicorn_serving(build_app(demo_server, Settings())) as base_url:
+    """The MCP endpoint of the tests' sample server, served by uvicorn in a background thread."""
+    with uvicorn_serving(build_app(sample_server, Settings())) as base_url:
         yield f"{base_url}/mcp"
 
 
@@ -76,8 +76,8 @@ async def test_the_sdk_client_negotiates_each_era_through_its_own_handshake(stra
                 assert session.initialize_result is not None
                 assert session.discover_result is None
             assert client.server_info is not None
-            assert (client.server_info.name, client.server_info.version) == ("stratus-demo", "0.1.0")
-            assert client.instructions == demo_server.instructions
+            assert (client.server_info.name, client.server_info.version) == ("stratus-sample", "1.0.0")
+            assert client.instructions == sample_server.instructions
             assert client.server_capabilities.tools is not None
             assert client.server_capabilities.resources is not None
             assert client.server_capabilities.prompts is not None
@@ -117,10 +117,10 @@ async def test_dividing_by_zero_is_a_tool_error_result_not_a_protocol_error(stra
 async def test_reading_the_welcome_note_returns_its_markdown(stratus_url: str, era: Era) -> None:
     with anyio.fail_after(TEST_TIMEOUT_SECONDS):
         async with connect(stratus_url, era) as client:
-            result = await client.read_resource("demo://notes/welcome")
+            result = await client.read_resource("sample://notes/welcome")
     assert result.contents == [
         TextResourceContents(
-            uri="demo://notes/welcome",
+            uri="sample://notes/welcome",
             mime_type="text/markdown",
             text="# Welcome\n\nThis server runs on Stratus.",
         )
@@ -130,10 +130,10 @@ async def test_reading_the_welcome_note_returns_its_markdown(stratus_url: str, e
 async def test_reading_a_city_through_the_population_template_returns_its_json(stratus_url: str, era: Era) -> None:
     with anyio.fail_after(TEST_TIMEOUT_SECONDS):
         async with connect(stratus_url, era) as client:
-            result = await client.read_resource("demo://cities/Rome/population")
+            result = await client.read_resource("sample://cities/Rome/population")
     assert result.contents == [
         TextResourceContents(
-            uri="demo://cities/Rome/population",
+            uri="sample://cities/Rome/population",
             mime_type="application/json",
             text='{"city": "Rome", "population": 400000}',
         )
@@ -146,7 +146,7 @@ async def test_listing_resource_templates_returns_the_city_population_template(s
             listing = await client.list_resource_templates()
     assert listing.next_cursor is None
     assert [(item.name, item.uri_template, item.mime_type) for item in listing.resource_templates] == [
-        ("population", "demo://cities/{city}/population", "application/json")
+        ("population", "sample://cities/{city}/population", "application/json")
     ]
     assert listing.resource_templates[0].description == "A made-up population figure for a city."
 

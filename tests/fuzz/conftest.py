@@ -1,4 +1,4 @@
-"""The Lambda handler the fuzz tests drive: one container's event loop, the demo server, no session limit."""
+"""The Lambda handler the fuzz tests drive: one container's event loop, the tests' sample server, no session limit."""
 
 from __future__ import annotations
 
@@ -9,11 +9,11 @@ from typing import Any
 
 import pytest
 
-from examples.demo import server
 from stratus import Settings
 from stratus.handlers.adapter import make_handler
 from tests.fixtures.lambda_events import http_event
 from tests.fixtures.lambda_invoke import LambdaContext
+from tests.fixtures.sample_server import server
 from tests.fixtures.wire import BASE_HEADERS as BASE
 from tests.fixtures.wire import initialize_message
 

@@ -11,9 +11,9 @@ import pytest
 import schemathesis
 from hypothesis import HealthCheck, settings
 
-from examples.demo import server
 from stratus import Settings, build_app
 from tests.fixtures.fuzzing import EXAMPLES
+from tests.fixtures.sample_server import server
 from tests.fixtures.servers import uvicorn_serving
 
 SCHEMA = schemathesis.openapi.from_path(Path(__file__).parents[2] / "docs" / "openapi.yaml")

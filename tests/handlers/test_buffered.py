@@ -9,10 +9,10 @@ from typing import Any
 
 import pytest
 
-from examples.demo import server
 from stratus import Settings
 from stratus.handlers.adapter import make_handler
 from tests.fixtures.lambda_invoke import LambdaContext, event, stateless_request
+from tests.fixtures.sample_server import server
 from tests.fixtures.wire import STATELESS, initialize_message, validate_response
 
 EVENT_TYPES = ["http_api_v2", "function_url", "rest_api_v1", "alb"]
@@ -91,13 +91,13 @@ def test_a_foreign_host_on_an_api_gateway_event_is_refused(handler: Any) -> None
 def test_the_module_handler_serves_the_app_named_by_stratus_app(
     monkeypatch: pytest.MonkeyPatch, container_loop: asyncio.AbstractEventLoop
 ) -> None:
-    monkeypatch.setenv("STRATUS_APP", "examples.add:server")
+    monkeypatch.setenv("STRATUS_APP", "tests.fixtures.slow_app:slow")
     module = importlib.import_module("stratus.handlers.buffered")
     module = importlib.reload(module)
     body, headers = stateless_request("tools/list", {})
     response = module.handler(event("http_api_v2", body, headers), LambdaContext())
     tools = json.loads(response["body"])["result"]["tools"]
-    assert [tool["name"] for tool in tools] == ["add"]
+    assert [tool["name"] for tool in tools] == ["sleep"]
 
 
 def test_one_redis_client_serves_every_warm_invocation_on_the_container_loop(

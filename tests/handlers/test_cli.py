@@ -25,7 +25,7 @@ def test_an_unusable_store_exits_2_with_a_clear_message(capsys: pytest.CaptureFi
 
 
 def test_an_app_that_is_not_a_server_exits_2(capsys: pytest.CaptureFixture[str]) -> None:
-    assert main(["serve", "--app", "examples.demo:Unit"]) == 2
+    assert main(["serve", "--app", "tests.fixtures.sample_server:Unit"]) == 2
     assert "is not an McpServer" in capsys.readouterr().err
 
 
@@ -50,7 +50,7 @@ def test_store_create_refuses_other_stores(capsys: pytest.CaptureFixture[str]) -
 
 @pytest.mark.uvicorn
 def test_stratus_serve_stops_within_its_grace_period_with_a_stream_open() -> None:
-    with stratus_process("examples.demo:server", {}) as url:
+    with stratus_process("tests.fixtures.sample_server:server", {}) as url:
         assert isinstance(url, ServerUrl)
         with httpx.Client(base_url=url, timeout=10) as http:
             opened = http.post("/mcp", json=initialize_message(), headers=BASE_HEADERS)

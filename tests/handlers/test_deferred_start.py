@@ -24,7 +24,6 @@ import httpx
 import pytest
 import snapshot_restore_py
 
-from examples.demo import server
 from stratus.handlers.adapter import make_handler
 from stratus.handlers.deferred import DeferredStart, ResolvedSettings
 from stratus.handlers.secrets import SecretUnavailableError, settings_from_env, settings_without_secrets
@@ -34,6 +33,7 @@ from tests.fixtures.clocks import FakeClock
 from tests.fixtures.lambda_invoke import LambdaContext, event, stateless_request
 from tests.fixtures.moto_server import AWS, SerialMotoServer
 from tests.fixtures.processes import START_TIMEOUT_SECONDS, free_port
+from tests.fixtures.sample_server import server
 from tests.fixtures.snapstart_runtime import snapstart_registries
 from tests.fixtures.wire import BASE_HEADERS
 
@@ -46,7 +46,7 @@ def unreachable_ssm(aws_credentials: None, monkeypatch: pytest.MonkeyPatch) -> N
     """SSM at a 127.0.0.1 port nothing listens on, and the secret key named by reference, as template.yaml does."""
     monkeypatch.setenv("AWS_ENDPOINT_URL_SSM", f"http://127.0.0.1:{free_port()}")
     monkeypatch.setenv("STRATUS_SECRET_KEY", f"ssm:{PARAMETER}")
-    monkeypatch.setenv("STRATUS_APP", "examples.demo:server")
+    monkeypatch.setenv("STRATUS_APP", "tests.fixtures.sample_server:server")
 
 
 @pytest.fixture
@@ -194,7 +194,7 @@ def test_the_streaming_function_starts_without_a_route_to_ssm_passes_readiness_a
         "AWS_ENDPOINT_URL_SSM": f"http://127.0.0.1:{free_port()}",
         "AWS_LWA_PORT": str(port),
         "STRATUS_SECRET_KEY": f"ssm:{PARAMETER}",
-        "STRATUS_APP": "examples.demo:server",
+        "STRATUS_APP": "tests.fixtures.sample_server:server",
         "STRATUS_TELEMETRY": "emf",  # as template.yaml deploys it: JSON log lines
     }
     process = subprocess.Popen(

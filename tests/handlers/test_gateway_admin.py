@@ -8,10 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from examples.demo import server as demo
 from stratus import Settings, build_app
 from stratus.handlers.cli import main
 from tests.fixtures import sdk_upstream
+from tests.fixtures.sample_server import server as sample
 from tests.fixtures.servers import uvicorn_serving
 
 
@@ -49,40 +49,40 @@ def test_records_are_added_listed_and_removed_with_clear_refusals(capsys: pytest
 def test_an_imported_file_is_recorded_and_its_upstream_tested_under_the_gateways_address_guard(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    with uvicorn_serving(build_app(demo, Settings())) as url:
+    with uvicorn_serving(build_app(sample, Settings())) as url:
         servers = tmp_path / "servers.json"
-        servers.write_text(json.dumps({"mcpServers": {"demo": {"url": f"{url}/mcp"}}}))
+        servers.write_text(json.dumps({"mcpServers": {"sample": {"url": f"{url}/mcp"}}}))
         assert main(["gateway", "import", str(servers)]) == 0  # recorded, though connecting was refused
-        assert main(["gateway", "test", "demo"]) == 1  # loopback, as `stratus serve --gateway` would refuse it
+        assert main(["gateway", "test", "sample"]) == 1  # loopback, as `stratus serve --gateway` would refuse it
         refused = capsys.readouterr().err
         monkeypatch.setenv("STRATUS_GATEWAY_ALLOWED_NETWORKS", "127.0.0.0/8")
-        assert main(["gateway", "test", "demo"]) == 0
-    assert main(["gateway", "test", "demo"]) == 1  # the upstream is gone
+        assert main(["gateway", "test", "sample"]) == 0
+    assert main(["gateway", "test", "sample"]) == 1  # the upstream is gone
     out, err = capsys.readouterr()
-    assert refused.splitlines()[-1].startswith("demo: not connected: demo its address is not allowed")
+    assert refused.splitlines()[-1].startswith("sample: not connected: sample its address is not allowed")
     assert "STRATUS_GATEWAY_ALLOWED_NETWORKS" in refused and "127.0.0.1" not in refused
-    assert "demo: connected, 3 tools: add, forecast, divide" in out
-    assert err.startswith("demo: not connected: demo did not answer")
+    assert "sample: connected, 3 tools: add, forecast, divide" in out
+    assert err.startswith("sample: not connected: sample did not answer")
 
 
 @pytest.mark.uvicorn
 def test_add_connects_at_once_and_keeps_the_record_when_connecting_fails(
     capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    with uvicorn_serving(build_app(demo, Settings())) as url:
+    with uvicorn_serving(build_app(sample, Settings())) as url:
         assert main(["gateway", "add", "refused", json.dumps({"url": f"{url}/mcp"})]) == 0
         monkeypatch.setenv("STRATUS_GATEWAY_ALLOWED_NETWORKS", "127.0.0.0/8")
-        assert main(["gateway", "add", "demo", json.dumps({"url": f"{url}/mcp", "isTrusted": True})]) == 0
+        assert main(["gateway", "add", "sample", json.dumps({"url": f"{url}/mcp", "isTrusted": True})]) == 0
         assert main(["gateway", "add", "idle", json.dumps({"url": f"{url}/mcp", "isActive": False})]) == 0
     assert main(["gateway", "list"]) == 0
     out, err = capsys.readouterr()
-    assert "demo: connected, 3 tools: add, forecast, divide" in out.splitlines()
+    assert "sample: connected, 3 tools: add, forecast, divide" in out.splitlines()
     assert err.splitlines() == [
         "refused: not connected: refused its address is not allowed (private, loopback, link-local or reserved; "
         "allow its network with STRATUS_GATEWAY_ALLOWED_NETWORKS)"
     ]  # the inactive one is not tried
     listed = [line.split("\t")[0] for line in out.splitlines() if "\t" in line]
-    assert listed[-3:] == ["refused", "demo", "idle"]
+    assert listed[-3:] == ["refused", "sample", "idle"]
 
 
 def test_update_merges_into_the_record_unless_told_to_replace_it(capsys: pytest.CaptureFixture[str]) -> None:

@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from examples.demo import server as demo
 from stratus import Settings, build_app
 from tests.fixtures.lambda_invoke import LambdaContext, event, stateless_request
+from tests.fixtures.sample_server import server as sample
 from tests.fixtures.servers import uvicorn_serving
 
 
@@ -21,9 +21,9 @@ from tests.fixtures.servers import uvicorn_serving
 def test_the_buffered_handler_serves_a_gateway_from_its_configuration_file(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path, container_loop: asyncio.AbstractEventLoop
 ) -> None:
-    with uvicorn_serving(build_app(demo, Settings())) as upstream:
+    with uvicorn_serving(build_app(sample, Settings())) as upstream:
         config = tmp_path / "servers.json"
-        config.write_text(json.dumps({"mcpServers": {"demo": {"url": f"{upstream}/mcp"}}}))
+        config.write_text(json.dumps({"mcpServers": {"sample": {"url": f"{upstream}/mcp"}}}))
         for name in ("STRATUS_APP", "STRATUS_STORE", "STRATUS_SECRET_KEY"):
             monkeypatch.delenv(name, raising=False)
         monkeypatch.setenv("STRATUS_GATEWAY_CONFIG", str(config))
@@ -34,7 +34,7 @@ def test_the_buffered_handler_serves_a_gateway_from_its_configuration_file(
         for _ in range(2):  # warm invocations on one container
             for method, params in [
                 ("tools/list", {}),
-                ("tools/call", {"name": "mcp__demo__add", "arguments": {"a": 40, "b": 2}}),
+                ("tools/call", {"name": "mcp__sample__add", "arguments": {"a": 40, "b": 2}}),
             ]:
                 body, headers = stateless_request(method, params)
                 response = module.handler(event("http_api_v2", body, headers), LambdaContext())
@@ -47,8 +47,8 @@ def test_the_buffered_handler_serves_a_gateway_from_its_configuration_file(
         monkeypatch.delenv("STRATUS_GATEWAY_CONFIG")
         importlib.reload(module)  # leave the module serving STRATUS_APP again
     assert [tool["name"] for tool in answers[0]["tools"]] == [
-        "mcp__demo__add",
-        "mcp__demo__forecast",
-        "mcp__demo__divide",
+        "mcp__sample__add",
+        "mcp__sample__forecast",
+        "mcp__sample__divide",
     ]
     assert answers[1]["structuredContent"] == answers[3]["structuredContent"] == {"result": 42}

@@ -9,11 +9,11 @@ import json
 import httpx
 import pytest
 
-from examples.demo import server
 from stratus import Settings, build_app
 from stratus.handlers.streaming import flushing_after_each_request
 from stratus.metrics import LocalMetrics
 from stratus.observability import EmfMetrics
+from tests.fixtures.sample_server import server
 from tests.fixtures.wire import STATELESS, stateless_meta
 
 pytestmark = pytest.mark.anyio

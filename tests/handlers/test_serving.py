@@ -28,7 +28,7 @@ def test_the_access_log_names_no_token_and_no_session_id(tmp_path: Path) -> None
     token = "SECRET-TOKEN-4711"
     with (
         log_path.open("wb") as output,
-        stratus_process("examples.demo:server", {}, output=output) as url,
+        stratus_process("tests.fixtures.sample_server:server", {}, output=output) as url,
         httpx.Client(base_url=url, timeout=10) as http,
     ):
         initialized = http.post(f"/mcp?access_token={token}", json=initialize_message(), headers=BASE_HEADERS)
@@ -70,7 +70,7 @@ def guarded_url() -> Iterator[str]:
         "STRATUS_BODY_TIMEOUT_SECONDS": str(SHORT_TIMEOUT_SECONDS),
         "STRATUS_SERVE_MAX_CONNECTIONS": "2",
     }
-    with stratus_process("examples.demo:server", settings) as url:
+    with stratus_process("tests.fixtures.sample_server:server", settings) as url:
         yield url
 
 

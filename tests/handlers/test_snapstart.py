@@ -11,10 +11,10 @@ from typing import Any
 import pytest
 import snapshot_restore_py
 
-from examples.demo import server as demo_server
 from stratus import Settings
 from stratus.handlers.adapter import make_handler
 from stratus.handlers.snapstart import SnapStartHandler, priming_event, snapstart_aware
+from tests.fixtures.sample_server import server as sample_server
 from tests.fixtures.snapstart_runtime import snapstart_registries
 
 
@@ -36,7 +36,7 @@ def test_under_a_snapshot_init_the_app_is_primed_and_rebuilt_after_restore(
     builds: list[Any] = []
 
     def build() -> Any:
-        builds.append(make_handler(demo_server, Settings()))
+        builds.append(make_handler(sample_server, Settings()))
         return builds[-1]
 
     handler = snapstart_aware(build, "/mcp")
@@ -53,6 +53,6 @@ def test_under_a_snapshot_init_the_app_is_primed_and_rebuilt_after_restore(
 
 def test_an_ordinary_cold_start_registers_no_hooks(runtime_registries: None, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("AWS_LAMBDA_INITIALIZATION_TYPE", "on-demand")
-    handler = snapstart_aware(lambda: make_handler(demo_server, Settings()), "/mcp")
+    handler = snapstart_aware(lambda: make_handler(sample_server, Settings()), "/mcp")
     assert not isinstance(handler, SnapStartHandler)
     assert snapshot_restore_py.get_before_snapshot() == [] and snapshot_restore_py.get_after_restore() == []

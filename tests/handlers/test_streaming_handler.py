@@ -29,6 +29,7 @@ def adapter_target() -> Iterator[str]:
     port = free_port()
     env = {**{k: v for k, v in os.environ.items() if not k.startswith("STRATUS_")}, "AWS_LWA_PORT": str(port)}
     env["STRATUS_TRUST_REQUEST_CONTEXT_HEADER"] = "true"  # as template.yaml sets it on the streaming function
+    env["STRATUS_APP"] = "tests.fixtures.sample_server:server"
     env["PATH"] = f"{Path(sys.executable).parent}:{env.get('PATH', '')}"
     process = subprocess.Popen(["sh", str(ROOT / "run.sh")], cwd=ROOT, env=env, stderr=subprocess.DEVNULL)
     try:

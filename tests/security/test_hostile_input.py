@@ -7,9 +7,9 @@ import json
 
 import pytest
 
-from examples.demo import server as demo
 from stratus import Settings
 from tests.fixtures.clients import client_for
+from tests.fixtures.sample_server import server as sample
 from tests.fixtures.wire import STATELESS, McpHttp, stateless_meta
 
 pytestmark = pytest.mark.anyio
@@ -47,7 +47,7 @@ async def test_deeply_nested_arguments_within_the_parser_limit_are_refused_clean
 
 
 async def test_a_body_over_the_limit_is_413_before_it_is_parsed() -> None:
-    async with client_for(demo, Settings(max_body_bytes=1024)) as http:
+    async with client_for(sample, Settings(max_body_bytes=1024)) as http:
         response = await McpHttp(http).post(call_body({"a": "1" * 2048, "b": 2}), STATELESS_CALL)
     assert response.status_code == 413
     assert response.json()["error"]["code"] == -32600

@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import pytest
 
-from examples.demo import server
 from stratus import Settings
 from tests.fixtures.clients import client_for
 from tests.fixtures.jwt_issuer import AUDIENCE, ISSUER, Issuer
+from tests.fixtures.sample_server import server
 
 pytestmark = pytest.mark.anyio
 

@@ -7,13 +7,13 @@ from collections.abc import Iterator
 
 import pytest
 
-from examples.demo import server as demo
 from stratus import Settings, build_app
 from stratus.gateway.config import Upstream
 from stratus.gateway.operations import check_connection, discover
 from stratus.gateway.upstream_client import UpstreamClient, UpstreamError, UpstreamUnavailableError
 from tests.fixtures import sdk_upstream
 from tests.fixtures.processes import free_port
+from tests.fixtures.sample_server import server as sample
 from tests.fixtures.servers import uvicorn_serving
 
 pytestmark = [pytest.mark.anyio, pytest.mark.uvicorn]
@@ -21,18 +21,18 @@ pytestmark = [pytest.mark.anyio, pytest.mark.uvicorn]
 
 @pytest.fixture(scope="module")
 def stratus_upstream() -> Iterator[str]:
-    with uvicorn_serving(build_app(demo, Settings())) as url:
+    with uvicorn_serving(build_app(sample, Settings())) as url:
         yield f"{url}/mcp"
 
 
 @pytest.mark.parametrize("pinned", [None, "2025-11-25", "2025-06-18"])
 async def test_a_stratus_upstream_is_used_in_the_era_found_or_pinned(stratus_upstream: str, pinned: str | None) -> None:
-    client = UpstreamClient(Upstream(name="demo", transport="http", url=stratus_upstream, protocol_version=pinned))
+    client = UpstreamClient(Upstream(name="sample", transport="http", url=stratus_upstream, protocol_version=pinned))
     try:
         await client.connect()
         assert client.version == (pinned or "2026-07-28")
         assert (client.session_id is not None) == (pinned is not None)  # a handshake-era upstream has a session
-        assert client.server_info["name"] == "stratus-demo"
+        assert client.server_info["name"] == "stratus-sample"
         names = [tool["name"] for tool in await client.list_tools()]
         assert {"add", "divide"} <= set(names)
         added = await client.call_tool("add", {"a": 2, "b": 3})
@@ -70,7 +70,7 @@ async def test_an_upstream_that_is_not_there_is_unavailable_not_a_crash() -> Non
 async def test_discovery_lists_tools_prompts_and_resources_and_reports_what_an_upstream_lacks(
     stratus_upstream: str,
 ) -> None:
-    client = UpstreamClient(Upstream(name="demo", transport="http", url=stratus_upstream))
+    client = UpstreamClient(Upstream(name="sample", transport="http", url=stratus_upstream))
     try:
         await client.connect()
         found = await discover(client)
@@ -92,7 +92,7 @@ async def test_discovery_lists_tools_prompts_and_resources_and_reports_what_an_u
 
 
 async def test_the_connection_test_names_the_tools_or_the_reason(stratus_upstream: str) -> None:
-    passed = await check_connection(Upstream(name="demo", transport="http", url=stratus_upstream), guard=None)
+    passed = await check_connection(Upstream(name="sample", transport="http", url=stratus_upstream), guard=None)
     assert passed.ok and "add" in passed.tools and passed.error is None
     failed = await check_connection(
         Upstream(name="gone", transport="http", url=f"http://127.0.0.1:{free_port()}/mcp"), guard=None, within=2.0

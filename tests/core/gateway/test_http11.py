@@ -14,12 +14,12 @@ from contextlib import asynccontextmanager
 
 import pytest
 
-from examples.demo import server as demo
 from stratus import Settings, build_app
 from stratus.gateway.addresses import AddressGuard, UpstreamAddressError, parse_allowed_networks
 from stratus.gateway.connectors.http11 import Http11Pool, HttpProtocolError, HttpRequestError
 from tests.fixtures.addresses import ScriptedResolver, capturing_listener
 from tests.fixtures.clocks import FakeClock
+from tests.fixtures.sample_server import server as sample
 from tests.fixtures.servers import uvicorn_serving
 from tests.fixtures.wire import initialize_message
 
@@ -192,7 +192,7 @@ async def test_a_head_over_the_limit_is_refused_not_buffered() -> None:
 
 @pytest.mark.uvicorn
 async def test_uvicorn_answers_json_and_streams_sse_through_it() -> None:
-    with uvicorn_serving(build_app(demo, Settings())) as base:
+    with uvicorn_serving(build_app(sample, Settings())) as base:
         url = f"{base}/mcp"
         pool = Http11Pool(url)
         body = json.dumps(initialize_message()).encode()

@@ -15,7 +15,6 @@ import anyio
 import pytest
 from mcp.server.transport_security import TransportSecuritySettings
 
-from examples.demo import server as demo
 from stratus import Settings, build_app
 from stratus.gateway.addresses import AddressGuard, parse_allowed_networks
 from stratus.gateway.config import Upstream
@@ -23,6 +22,7 @@ from stratus.gateway.served import GatewayServer
 from stratus.gateway.upstream_client import UpstreamClient, UpstreamUnavailableError
 from tests.fixtures import sdk_upstream
 from tests.fixtures.addresses import ScriptedResolver, capturing_listener
+from tests.fixtures.sample_server import server as sample
 from tests.fixtures.servers import uvicorn_serving
 
 pytestmark = [pytest.mark.anyio, pytest.mark.uvicorn]
@@ -36,7 +36,7 @@ async def test_a_gateway_upstream_that_rebinds_to_loopback_is_refused_before_any
     resolver = ScriptedResolver([ALLOWED], [REFUSED])
     async with capturing_listener(REFUSED) as loopback_service:
         port = loopback_service.port
-        with uvicorn_serving(build_app(demo, Settings()), host=ALLOWED, port=port):
+        with uvicorn_serving(build_app(sample, Settings()), host=ALLOWED, port=port):
             upstream = Upstream(name="rebinder", transport="http", url=f"http://localhost:{port}/mcp", headers=SECRET)
             gateway = GatewayServer(
                 [upstream], allowed_networks=(f"{ALLOWED}/32",), address_resolver=resolver, watch=False

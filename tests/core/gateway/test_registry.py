@@ -12,7 +12,6 @@ import anyio
 import pytest
 from mcp import Client
 
-from examples.demo import server as demo
 from stratus import Settings, build_app
 from stratus.gateway.config import GatewayConfigError
 from stratus.gateway.registry import UpstreamRegistry
@@ -20,6 +19,7 @@ from stratus.gateway.served import GatewayServer
 from stratus.stores.base import StoreOptions, Stores
 from stratus.stores.factory import build_stores
 from tests.fixtures.clocks import FakeClock
+from tests.fixtures.sample_server import server as sample
 from tests.fixtures.servers import uvicorn_serving
 
 pytestmark = pytest.mark.anyio
@@ -147,13 +147,16 @@ async def test_two_containers_adding_at_once_both_keep_their_upstream(stores: St
 
 
 @pytest.fixture(scope="module")
-def demo_urls() -> Iterator[tuple[str, str]]:
-    with uvicorn_serving(build_app(demo, Settings())) as first, uvicorn_serving(build_app(demo, Settings())) as second:
+def sample_urls() -> Iterator[tuple[str, str]]:
+    with (
+        uvicorn_serving(build_app(sample, Settings())) as first,
+        uvicorn_serving(build_app(sample, Settings())) as second,
+    ):
         yield f"{first}/mcp", f"{second}/mcp"
 
 
 @pytest.mark.uvicorn
-async def test_a_gateway_serves_what_is_recorded_and_follows_changes(demo_urls: tuple[str, str]) -> None:
+async def test_a_gateway_serves_what_is_recorded_and_follows_changes(sample_urls: tuple[str, str]) -> None:
     stores = build_stores("memory://", StoreOptions(session_ttl_seconds=600))
     gateway = GatewayServer([], allowed_networks=["127.0.0.0/8"], catalog_seconds=0.0)
     events: list[tuple[str, dict[str, object]]] = []
@@ -163,10 +166,10 @@ async def test_a_gateway_serves_what_is_recorded_and_follows_changes(demo_urls: 
     with uvicorn_serving(app, lifespan="on") as url, anyio.fail_after(20):
         async with Client(f"{url}/mcp", mode="legacy") as client:
             assert (await client.list_tools()).tools == []
-            await registry.add("recorded", {"url": demo_urls[0]})
+            await registry.add("recorded", {"url": sample_urls[0]})
             listed = [tool.name for tool in (await client.list_tools()).tools]
             added = await client.call_tool("mcp__recorded__add", {"a": 1, "b": 2})
-            await registry.update("recorded", {"url": demo_urls[1], "namespaced": False})
+            await registry.update("recorded", {"url": sample_urls[1], "namespaced": False})
             renamed = [tool.name for tool in (await client.list_tools()).tools]
             await registry.remove("recorded")
             removed = (await client.list_tools()).tools

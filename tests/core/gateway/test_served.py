@@ -18,7 +18,6 @@ from mcp.client.client import ConnectMode
 from mcp.shared.exceptions import MCPError
 from mcp_types import TextContent
 
-from examples.demo import server as demo
 from stratus import Settings, build_app
 from stratus.errors import RATE_LIMITED
 from stratus.gateway.config import Upstream
@@ -28,6 +27,7 @@ from stratus.stores.base import StoreOptions
 from stratus.stores.factory import build_stores
 from stratus.transport.asgi import read_body
 from tests.fixtures import sdk_upstream
+from tests.fixtures.sample_server import server as sample
 from tests.fixtures.servers import uvicorn_serving
 from tests.fixtures.wire import McpHttp
 
@@ -39,8 +39,8 @@ LOOPBACK = ("127.0.0.0/8",)
 @pytest.fixture(scope="module")
 def upstream_urls() -> Iterator[dict[str, str]]:
     with (
-        uvicorn_serving(build_app(demo, Settings())) as alpha,
-        uvicorn_serving(build_app(demo, Settings())) as beta,
+        uvicorn_serving(build_app(sample, Settings())) as alpha,
+        uvicorn_serving(build_app(sample, Settings())) as beta,
         uvicorn_serving(sdk_upstream.multiply_app(), lifespan="on") as sdk,  # type: ignore[arg-type]
     ):
         yield {"alpha": f"{alpha}/mcp", "beta": f"{beta}/mcp", "sdk": f"{sdk}/mcp"}
@@ -111,10 +111,12 @@ async def test_resources_and_prompts_of_the_upstreams_are_served_too(gateway_url
     with anyio.fail_after(TEST_TIMEOUT_SECONDS):
         async with connect(gateway_url, "legacy") as client:
             resources = await client.list_resources()
-            read = await client.read_resource("demo://notes/welcome")
+            read = await client.read_resource("sample://notes/welcome")
             prompts = await client.list_prompts()
             prompt = await client.get_prompt("mcp__alpha__greeting", {"name": "Ada"})
-    assert [resource.uri for resource in resources.resources] == ["demo://notes/welcome"]  # first upstream keeps a URI
+    assert [resource.uri for resource in resources.resources] == [
+        "sample://notes/welcome"
+    ]  # first upstream keeps a URI
     assert read.contents[0].text.startswith("# Welcome")  # type: ignore[union-attr]
     assert [each.name for each in prompts.prompts] == ["mcp__alpha__greeting", "mcp__beta__greeting"]
     assert "Ada" in prompt.messages[0].content.text  # type: ignore[union-attr]
@@ -196,8 +198,8 @@ async def test_an_upstreams_tools_share_one_rate_limit_that_leaves_the_others_al
 
 async def test_a_cached_tools_list_is_answered_with_the_upstream_gone() -> None:
     stores = build_stores("memory://", StoreOptions(session_ttl_seconds=600))
-    with uvicorn_serving(build_app(demo, Settings())) as upstream_url:
-        upstream = Upstream(name="demo", transport="http", url=f"{upstream_url}/mcp")
+    with uvicorn_serving(build_app(sample, Settings())) as upstream_url:
+        upstream = Upstream(name="sample", transport="http", url=f"{upstream_url}/mcp")
         gateway = GatewayServer([upstream], allowed_networks=LOOPBACK, catalog_seconds=0.0, watch=False)
         app = build_app(gateway, Settings(), stores=stores)
         with uvicorn_serving(app, lifespan="on") as url, anyio.fail_after(TEST_TIMEOUT_SECONDS):
@@ -208,7 +210,7 @@ async def test_a_cached_tools_list_is_answered_with_the_upstream_gone() -> None:
         with anyio.fail_after(TEST_TIMEOUT_SECONDS):
             async with connect(f"{url}/mcp", "auto") as client:
                 after = [tool.name for tool in (await client.list_tools()).tools]
-    assert before == after == ["mcp__demo__add", "mcp__demo__forecast", "mcp__demo__divide"]
+    assert before == after == ["mcp__sample__add", "mcp__sample__forecast", "mcp__sample__divide"]
     assert another.failures == {}  # nothing was asked of the upstream, which is gone
 
 

@@ -165,7 +165,9 @@ async def test_unexpected_exception_becomes_is_error_without_its_text(
 
 
 async def test_every_tool_definition_is_schema_valid_for_every_version(mcp: McpHttp) -> None:
-    for tool in (await _tools(mcp)).values():
+    tools = await _tools(mcp)
+    assert sorted(tools) == ["crashes", "failing", "mode", "paint", "picture", "point", "slow_echo"]
+    for tool in tools.values():
         for version in ("2025-06-18", "2025-11-25", "2026-07-28"):
             validate(version, "Tool", tool)
 

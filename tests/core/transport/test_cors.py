@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import pytest
 
-from examples.demo import server as demo_server
 from stratus import Settings
 from tests.fixtures.clients import client_for
+from tests.fixtures.sample_server import server as sample_server
 
 pytestmark = pytest.mark.anyio
 
@@ -15,7 +15,7 @@ APP_ORIGIN = "https://app.example.com"
 
 
 async def test_an_allowed_origin_is_answered_its_preflight_and_may_read_the_session_header() -> None:
-    async with client_for(demo_server, Settings(allowed_origins=(APP_ORIGIN,))) as http:
+    async with client_for(sample_server, Settings(allowed_origins=(APP_ORIGIN,))) as http:
         preflight = await http.options(
             "/session",
             headers={
@@ -36,7 +36,7 @@ async def test_an_allowed_origin_is_answered_its_preflight_and_may_read_the_sess
 
 
 async def test_another_origin_gets_403_and_no_cors_headers() -> None:
-    async with client_for(demo_server) as http:
+    async with client_for(sample_server) as http:
         preflight = await http.options(
             "/mcp", headers={"origin": "https://evil.example.com", "access-control-request-method": "POST"}
         )

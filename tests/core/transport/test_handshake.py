@@ -8,9 +8,9 @@ import anyio
 import httpx
 import pytest
 
-from examples.demo import server as demo_server
 from stratus import McpServer, Settings
 from tests.fixtures.clients import client_for
+from tests.fixtures.sample_server import server as sample_server
 from tests.fixtures.wire import McpHttp, validate_response
 
 pytestmark = pytest.mark.anyio
@@ -128,7 +128,7 @@ def _pings(count: int) -> list[dict[str, object]]:
 
 
 async def test_a_batch_longer_than_the_limit_is_refused_naming_the_setting() -> None:
-    async with client_for(demo_server, Settings(max_batch_length=3)) as http:
+    async with client_for(sample_server, Settings(max_batch_length=3)) as http:
         mcp = McpHttp(http)
         session = await mcp.initialize("2025-03-26")
         refused = await mcp.post(_pings(4), {"mcp-session-id": session.session_id})
@@ -190,7 +190,7 @@ async def test_ping_and_set_level_return_empty_results(mcp: McpHttp) -> None:
 
 async def test_subscribe_and_unsubscribe_succeed(mcp: McpHttp) -> None:
     session = await mcp.initialize()
-    params = {"uri": "demo://notes/welcome"}
+    params = {"uri": "sample://notes/welcome"}
     assert (await session.request("resources/subscribe", params)).json()["result"] == {}
     assert (await session.request("resources/unsubscribe", params)).json()["result"] == {}
 
@@ -228,9 +228,9 @@ async def test_unknown_method_in_a_session_is_method_not_found(mcp: McpHttp) -> 
 
 async def test_unknown_resource_is_resource_not_found_with_the_uri(mcp: McpHttp) -> None:
     session = await mcp.initialize()
-    error = (await session.request("resources/read", {"uri": "demo://missing"})).json()["error"]
+    error = (await session.request("resources/read", {"uri": "sample://missing"})).json()["error"]
     assert error["code"] == -32002
-    assert error["data"] == {"uri": "demo://missing"}
+    assert error["data"] == {"uri": "sample://missing"}
 
 
 async def test_notifications_cancelled_stops_a_running_call_of_the_session() -> None:

@@ -7,10 +7,10 @@ import socket
 import httpx
 import pytest
 
-from examples.demo import server
 from stratus import Settings, build_app
 from stratus.transport.health import CENSUS_SECONDS
 from tests.fixtures.clients import client_for
+from tests.fixtures.sample_server import server
 
 pytestmark = pytest.mark.anyio
 

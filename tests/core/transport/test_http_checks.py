@@ -7,9 +7,9 @@ import json
 import httpx
 import pytest
 
-from examples.demo import server
 from stratus import Settings, build_app
 from tests.fixtures.clients import client_for
+from tests.fixtures.sample_server import server
 from tests.fixtures.servers import uvicorn_serving
 from tests.fixtures.wire import BASE_HEADERS, STATELESS, McpHttp, stateless_meta, validate
 

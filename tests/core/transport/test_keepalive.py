@@ -1,6 +1,6 @@
-"""A call that stays silent longer than the keep-alive interval answers on an SSE stream of keep-alive comments, so
-no front door cuts the response for idling (API Gateway REST streaming ends a response idle for 5 minutes); a
-session's GET stream keeps to the same interval (STRATUS_KEEPALIVE_SECONDS)."""
+"""A call that stays silent longer than the keep-alive interval (STRATUS_KEEPALIVE_SECONDS) answers on an SSE stream
+of keep-alive comments, so no front door cuts the response for idling (API Gateway REST streaming ends a response
+idle for 5 minutes). A session's GET stream keeps to the same interval (tests/core/transport/test_session_stream.py)."""
 
 from __future__ import annotations
 
@@ -90,23 +90,3 @@ def test_a_quick_call_still_answers_plain_json(url: str) -> None:
     response = httpx.post(f"{url}/mcp", json=body, headers=headers, timeout=5)
     assert response.headers["content-type"].startswith("application/json")
     assert response.json()["result"]["content"][0]["text"] == "done"
-
-
-def test_a_silent_get_stream_keeps_alive_at_the_configured_interval(url: str) -> None:
-    """Not at the 15 s default: the client's 3 s read timeout would end the test first. (A GET stream that holds
-    while nothing happens: `STRATUS_POLL_HOLD_SECONDS` is 5 here.)"""
-    with httpx.Client(base_url=url, timeout=3) as http:
-        opened = http.post("/mcp", json=initialize_message("2025-11-25"), headers=BASE_HEADERS)
-        session = {"mcp-session-id": opened.headers["mcp-session-id"], "mcp-protocol-version": "2025-11-25"}
-        http.post(
-            "/mcp", json={"jsonrpc": "2.0", "method": "notifications/initialized"}, headers={**BASE_HEADERS, **session}
-        )
-        with http.stream("GET", "/mcp", headers={"accept": "text/event-stream", **session}) as response:
-            assert response.status_code == 200
-            comments = []
-            for line in response.iter_lines():  # bounded by the read timeout, and by the count below
-                if line.startswith(":"):
-                    comments.append(line)
-                    if len(comments) == 2:
-                        break
-    assert comments == [": keep-alive", ": keep-alive"]

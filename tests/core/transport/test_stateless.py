@@ -24,7 +24,7 @@ async def test_discover_lists_every_supported_version_and_only_implemented_capab
     }
     assert result["resultType"] == "complete"
     assert result["cacheScope"] == "public" and result["ttlMs"] >= 0
-    assert result["_meta"]["io.modelcontextprotocol/serverInfo"]["name"] == "stratus-demo"
+    assert result["_meta"]["io.modelcontextprotocol/serverInfo"]["name"] == "stratus-sample"
 
 
 async def test_tools_call_returns_structured_content_and_text(mcp: McpHttp) -> None:
@@ -148,21 +148,21 @@ async def test_session_header_is_ignored_and_never_minted(mcp: McpHttp) -> None:
 
 
 async def test_resource_read_of_unknown_uri_is_invalid_params_with_the_uri(mcp: McpHttp) -> None:
-    response = await mcp.stateless("resources/read", {"uri": "demo://missing"})
+    response = await mcp.stateless("resources/read", {"uri": "sample://missing"})
     assert response.status_code == 200
     assert response.json()["error"] == {
         "code": -32602,
-        "message": "Resource not found: demo://missing",
-        "data": {"uri": "demo://missing"},
+        "message": "Resource not found: sample://missing",
+        "data": {"uri": "sample://missing"},
     }
 
 
 async def test_template_read_is_private_and_cacheable(mcp: McpHttp) -> None:
-    response = await mcp.stateless("resources/read", {"uri": "demo://cities/Rome/population"})
+    response = await mcp.stateless("resources/read", {"uri": "sample://cities/Rome/population"})
     result = response.json()["result"]
     assert result["contents"] == [
         {
-            "uri": "demo://cities/Rome/population",
+            "uri": "sample://cities/Rome/population",
             "text": '{"city": "Rome", "population": 400000}',
             "mimeType": "application/json",
         }
