@@ -1,13 +1,12 @@
 """What the protocol layer calls on a server whose offer lives elsewhere (a gateway: its upstreams'), as a seam of its
 own: a plain `McpServer` has no hooks, and building an app never changes the server it is given."""
 
-from typing import Protocol, runtime_checkable
+from typing import Protocol
 
 from stratus.stores.base import Stores
 from stratus.types import JsonObject
 
 
-@runtime_checkable
 class ServerHooks(Protocol):
     """The hooks of a dynamic server (`stratus.gateway.served.GatewayServer`)."""
 
@@ -64,8 +63,7 @@ class _SomeHooks(_NoHooks):
 
 def hooks_of(server: object) -> ServerHooks:
     """`server`'s hooks: itself when it has them all (a gateway), the ones it defines, or none."""
-    if isinstance(server, ServerHooks):
-        return server
-    if any(callable(getattr(server, name, None)) for name in _NAMES):
-        return _SomeHooks(server)
-    return NO_HOOKS
+    defined = [name for name in _NAMES if callable(getattr(server, name, None))]
+    if len(defined) == len(_NAMES):
+        return server  # type: ignore[return-value]  # it defines every hook
+    return _SomeHooks(server) if defined else NO_HOOKS

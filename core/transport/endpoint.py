@@ -115,11 +115,13 @@ class McpEndpoint:
         method = exchange.method
         if is_rest_path(exchange.path):
             route = rest_route(method, exchange.path)
-            await self._authenticate(exchange)
+            if self._authenticates:
+                await self._authenticate(exchange)
             return await self.session_api.serve(route, exchange)
         if method not in ("POST", "DELETE", "GET") or (method != "POST" and not exchange.headers.get(SESSION_HEADER)):
             raise HttpError(405, "Method Not Allowed: send JSON-RPC messages with POST", headers=_ALLOW_POST)
-        await self._authenticate(exchange)
+        if self._authenticates:
+            await self._authenticate(exchange)
         if method == "POST":
             return await self._post(exchange)
         if method == "DELETE":
@@ -138,8 +140,6 @@ class McpEndpoint:
         """Who sent the request: the deployment's authenticator, then each of the server's in order (each may
         establish the user or raise to deny). They see the HTTP request; the body is not read yet, so `ctx.method`
         is empty."""
-        if not self._authenticates:
-            return
         headers, scope = exchange.headers, exchange.scope
         principal = await self.authenticator.authenticate(headers, scope) if self.authenticator else None
         if self.server_authenticators:
@@ -158,37 +158,42 @@ class McpEndpoint:
         branch = branch_for(
             era, body, buffered=exchange.buffered, accepts_sse=accepts_event_stream(headers.get("accept"))
         )
-        if exchange.buffered or era is not Era.STATELESS:
-            # Only a live 2026-07-28 call is cancelled by its client leaving; a handshake-era client may resume.
-            return await self._answer_branch(era, branch, body, exchange, None)
+        if exchange.buffered:
+            return await self._buffered(era, branch, body, exchange)
         disconnected = CancellationSignal()
+        if era != "2026-07-28":  # only a 2026-07-28 call is cancelled by its client leaving; others may resume
+            return await self._live(era, branch, body, exchange, disconnected)
         watcher = asyncio.ensure_future(_cancel_on_disconnect(exchange.receive, disconnected))
         try:
-            return await self._answer_branch(era, branch, body, exchange, disconnected)
+            return await self._live(era, branch, body, exchange, disconnected)
         finally:
             watcher.cancel()
 
-    async def _answer_branch(
-        self, era: Era, branch: Branch, body: Any, exchange: Exchange, disconnected: CancellationSignal | None
+    async def _live(
+        self, era: Era, branch: Branch, body: Any, exchange: Exchange, disconnected: CancellationSignal
     ) -> Reply | None:
-        if not exchange.buffered:
-            disconnected = disconnected or CancellationSignal()
-        if branch is Branch.ANSWER or branch is Branch.WATCH:
+        if branch == "answer":
+            return await self._answer(era, body, exchange, exchange.http_request(disconnected=disconnected))
+        if branch == "watch":
             http = exchange.http_request(disconnected=disconnected)
-            if branch is Branch.ANSWER:
-                return await self._answer(era, body, exchange, http)
             return await self._stream(self._answer(era, body, exchange, http), None, exchange)
-        if branch is Branch.STREAM:
-            http = exchange.http_request(disconnected=disconnected, outbound=Outbound())
-            return await self._stream(self._answer(era, body, exchange, http), http.outbound, exchange)
+        http = exchange.http_request(disconnected=disconnected, outbound=Outbound())
+        return await self._stream(self._answer(era, body, exchange, http), http.outbound, exchange)
+
+    async def _buffered(self, era: Era, branch: Branch, body: Any, exchange: Exchange) -> Reply | None:
+        if branch == "answer":
+            return await self._answer(era, body, exchange, exchange.http_request())
         outbound = Outbound(buffered=True)
         http = exchange.http_request(outbound=outbound)
-        if branch is Branch.RELAY:
+        if branch == "relay":
             relayed = await self.handshake.relay(body, exchange.headers, http, exchange.principal)
             if relayed is not None:
                 refused = await self.handshake.follow_relayed(relayed, exchange, max_seconds=self.max_stream_seconds)
                 return error_reply(request_id_of(body), refused) if refused else None
-        return await send_collected(await self._answer(era, body, exchange, http), outbound, exchange.send)
+        reply = await self._answer(era, body, exchange, http)
+        if not outbound.messages or reply.payload is None:
+            return reply
+        return await send_collected(reply, outbound, exchange.send)
 
     async def _stream(self, answer: Any, outbound: Outbound | None, exchange: Exchange) -> Reply | None:
         return await stream_call(
@@ -201,9 +206,9 @@ class McpEndpoint:
 
     async def _answer(self, era: Era, body: Any, exchange: Exchange, http: HttpRequest) -> Reply:
         principal = exchange.principal
-        if era is Era.REST:  # the session REST API: answered as JSON, never streamed
+        if era == "rest":  # the session REST API: answered as JSON, never streamed
             return await self.session_api.call(body, http._replace(outbound=None), principal)
-        if era is Era.STATELESS:
+        if era == "2026-07-28":
             return await self.stateless.post(body, exchange.headers, http, principal)
         return await self.handshake.post(body, exchange.headers, http, principal)
 

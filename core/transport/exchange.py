@@ -2,7 +2,7 @@
 (buffered or live, from the front door's `asgi.BUFFERED` extension) and who sent it."""
 
 import asyncio
-from typing import Any, NamedTuple
+from typing import Any
 
 from stratus.errors import HttpError
 from stratus.protocol.jsonrpc import decode
@@ -16,11 +16,14 @@ from stratus.transport.http_guards import check_json_body
 from stratus.types import Receive, Scope, Send
 
 
-class BodyLimits(NamedTuple):
+class BodyLimits:
     """How much of a body the endpoint reads, and for how long on a live connection."""
 
-    max_bytes: int
-    timeout_seconds: float = 30.0
+    __slots__ = ("max_bytes", "timeout_seconds")
+
+    def __init__(self, max_bytes: int, timeout_seconds: float = 30.0) -> None:
+        self.max_bytes = max_bytes
+        self.timeout_seconds = timeout_seconds
 
 
 class Exchange:

@@ -28,44 +28,44 @@ REST_CALL = {"sessionId": "s", "method": "tools/call", "params": {}}
 
 TABLE: list[tuple[str, Any, dict[str, str], bool, Era, Branch]] = [
     # name, body, headers, buffered -> era, branch
-    ("handshake call, live", HANDSHAKE_CALL, SESSION, False, Era.HANDSHAKE, Branch.STREAM),
-    ("handshake call, buffered", HANDSHAKE_CALL, SESSION, True, Era.HANDSHAKE, Branch.RELAY),
-    ("2026-07-28 call with progress, live", STATELESS_CALL, {}, False, Era.STATELESS, Branch.STREAM),
-    ("2026-07-28 call with progress, buffered", STATELESS_CALL, {}, True, Era.STATELESS, Branch.COLLECT),
+    ("handshake call, live", HANDSHAKE_CALL, SESSION, False, "handshake", "stream"),
+    ("handshake call, buffered", HANDSHAKE_CALL, SESSION, True, "handshake", "relay"),
+    ("2026-07-28 call with progress, live", STATELESS_CALL, {}, False, "2026-07-28", "stream"),
+    ("2026-07-28 call with progress, buffered", STATELESS_CALL, {}, True, "2026-07-28", "collect"),
     # The bug of issue 44: a session header must not turn a 2026-07-28 call into a handshake-era relay.
     (
         "2026-07-28 call with progress and a session, buffered",
         STATELESS_CALL,
         SESSION,
         True,
-        Era.STATELESS,
-        Branch.COLLECT,
+        "2026-07-28",
+        "collect",
     ),
-    ("2026-07-28 call with progress and a session, live", STATELESS_CALL, SESSION, False, Era.STATELESS, Branch.STREAM),
+    ("2026-07-28 call with progress and a session, live", STATELESS_CALL, SESSION, False, "2026-07-28", "stream"),
     (
         "2026-07-28 header, no _meta, buffered",
         HANDSHAKE_CALL,
         {"mcp-protocol-version": STATELESS, **SESSION},
         True,
-        Era.STATELESS,
-        Branch.COLLECT,
+        "2026-07-28",
+        "collect",
     ),
-    ("silent 2026-07-28 call, live", STATELESS_SILENT, {}, False, Era.STATELESS, Branch.WATCH),
-    ("silent 2026-07-28 call, buffered", STATELESS_SILENT, SESSION, True, Era.STATELESS, Branch.ANSWER),
+    ("silent 2026-07-28 call, live", STATELESS_SILENT, {}, False, "2026-07-28", "watch"),
+    ("silent 2026-07-28 call, buffered", STATELESS_SILENT, SESSION, True, "2026-07-28", "answer"),
     (
         "2026-07-28 listen, buffered",
         _call(stateless_meta(), "subscriptions/listen"),
         {},
         True,
-        Era.STATELESS,
-        Branch.COLLECT,
+        "2026-07-28",
+        "collect",
     ),
-    ("initialize, live", INITIALIZE, {}, False, Era.HANDSHAKE, Branch.ANSWER),
-    ("initialize, buffered", INITIALIZE, {}, True, Era.HANDSHAKE, Branch.ANSWER),
-    ("batch, live", BATCH, SESSION, False, Era.HANDSHAKE, Branch.ANSWER),
-    ("batch, buffered", BATCH, SESSION, True, Era.HANDSHAKE, Branch.ANSWER),
-    ("REST call, live", REST_CALL, {}, False, Era.REST, Branch.ANSWER),
-    ("REST call, buffered", REST_CALL, {}, True, Era.REST, Branch.ANSWER),
+    ("initialize, live", INITIALIZE, {}, False, "handshake", "answer"),
+    ("initialize, buffered", INITIALIZE, {}, True, "handshake", "answer"),
+    ("batch, live", BATCH, SESSION, False, "handshake", "answer"),
+    ("batch, buffered", BATCH, SESSION, True, "handshake", "answer"),
+    ("REST call, live", REST_CALL, {}, False, "rest", "answer"),
+    ("REST call, buffered", REST_CALL, {}, True, "rest", "answer"),
 ]
 
 
@@ -75,14 +75,14 @@ TABLE: list[tuple[str, Any, dict[str, str], bool, Era, Branch]] = [
 def test_each_post_is_answered_by_the_branch_its_era_and_mode_choose(
     body: Any, headers: dict[str, str], buffered: bool, era: Era, branch: Branch
 ) -> None:
-    assert era_of(body, headers) is era
-    assert branch_for(era, body, buffered=buffered, accepts_sse=True) is branch
+    assert era_of(body, headers) == era
+    assert branch_for(era, body, buffered=buffered, accepts_sse=True) == branch
 
 
 @pytest.mark.parametrize("body", [HANDSHAKE_CALL, STATELESS_CALL, STATELESS_SILENT])
 @pytest.mark.parametrize("buffered", [False, True])
 def test_a_client_that_does_not_accept_sse_gets_plain_json_in_every_mode(body: Any, buffered: bool) -> None:
-    assert branch_for(era_of(body, {}), body, buffered=buffered, accepts_sse=False) is Branch.ANSWER
+    assert branch_for(era_of(body, {}), body, buffered=buffered, accepts_sse=False) == "answer"
 
 
 def test_only_the_handshake_era_is_ever_relayed() -> None:
@@ -91,6 +91,6 @@ def test_only_the_handshake_era_is_ever_relayed() -> None:
         era_of(body, headers)
         for body in bodies
         for headers in ({}, SESSION, {"mcp-protocol-version": STATELESS})
-        if branch_for(era_of(body, headers), body, buffered=True, accepts_sse=True) is Branch.RELAY
+        if branch_for(era_of(body, headers), body, buffered=True, accepts_sse=True) == "relay"
     }
-    assert relayed == {Era.HANDSHAKE}
+    assert relayed == {"handshake"}
