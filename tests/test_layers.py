@@ -152,39 +152,6 @@ def test_no_two_modules_import_each_other_however_indirectly() -> None:
     assert _cycles(_graph(_modules())) == []
 
 
-BACKENDS = ("stratus.stores.memory", "stratus.stores.redis", "stratus.stores.dynamodb")
-"""Each backend's package holds one module per kind of store, named for that kind (sessions, limits, ...)."""
-
-
-def _shared_names(modules: dict[str, Path]) -> dict[str, list[str]]:
-    by_name: dict[str, list[str]] = {}
-    for module, path in modules.items():
-        if path.name != "__init__.py" and "project-template" not in path.parts:
-            by_name.setdefault(path.stem, []).append(module)
-    return {
-        name: sorted(holders)
-        for name, holders in sorted(by_name.items())
-        if len(holders) > 1 and not all(holder.rpartition(".")[0] in BACKENDS for holder in holders)
-    }
-
-
-def test_no_two_modules_share_a_name_unless_they_hold_the_same_kind_of_thing() -> None:
-    """One name, one meaning across the tree: only the store backends repeat a name, one module per kind of store."""
-    assert _shared_names(_modules()) == {}
-
-
-def test_a_name_taken_twice_is_caught(tmp_path: Path) -> None:
-    modules = {**_modules(), "stratus.gateway.sessions": tmp_path / "sessions.py"}
-    assert _shared_names(modules) == {
-        "sessions": [
-            "stratus.gateway.sessions",
-            "stratus.stores.dynamodb.sessions",
-            "stratus.stores.memory.sessions",
-            "stratus.stores.redis.sessions",
-        ]
-    }
-
-
 def test_a_module_added_outside_every_layer_is_caught(tmp_path: Path) -> None:
     """A new top-level module of core/ belongs to no layer until LAYERS names it: the public API's entry covers
     core/__init__.py alone, not everything below it."""
