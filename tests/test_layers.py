@@ -33,6 +33,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
         "stratus.stores.urls",
         "stratus.stores.bounded",
         "stratus.setting_values",
+        "stratus.net",
     ),
     (
         "stratus.server",

@@ -2,7 +2,7 @@
 is an https URL is described by the JSON document at that URL, whose `client_id` must be that URL.
 
 The URL comes from whoever starts a sign-in, so it is fetched as the gateway fetches its upstreams: every address
-its host resolves to is checked and the connection goes to a checked address (core/gateway/addresses.py: no
+its host resolves to is checked and the connection goes to a checked address (core/net/addresses.py: no
 loopback, private, link-local or metadata-service address unless STRATUS_GATEWAY_ALLOWED_NETWORKS allows it), with
 a time limit and a size limit. A document is kept in the store for its `Cache-Control: max-age`, between one minute
 and one day (five minutes when it names none).
@@ -18,8 +18,8 @@ from urllib.parse import urlsplit
 from stratus.auth.front.clients import Client, client_metadata
 from stratus.auth.front.front_records import FrontRecords
 from stratus.auth.front.replies import OAuthError
-from stratus.gateway.addresses import AddressGuard, UpstreamAddressError
-from stratus.gateway.connectors.http11 import Http11Pool, HttpProtocolError, HttpRequestError
+from stratus.net.addresses import AddressGuard, UpstreamAddressError
+from stratus.net.http11 import Http11Pool, HttpProtocolError, HttpRequestError
 
 FETCH_SECONDS = 5.0
 MAX_DOCUMENT_BYTES = 5 * 1024

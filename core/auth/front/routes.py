@@ -14,7 +14,7 @@ from stratus.auth.front.registration import Registration
 from stratus.auth.front.signing import signing_key
 from stratus.auth.front.tokens import Tokens
 from stratus.auth.front.upstream import OpenIdProvider
-from stratus.gateway.addresses import AddressGuard, parse_allowed_networks
+from stratus.net.addresses import AddressGuard, parse_allowed_networks
 from stratus.settings import Settings
 from stratus.stores.base import Stores
 from stratus.types import ASGIApp

@@ -17,10 +17,10 @@ from mcp.server.transport_security import TransportSecuritySettings
 
 from examples.demo import server as demo
 from stratus import Settings, build_app
-from stratus.gateway.addresses import AddressGuard, parse_allowed_networks
 from stratus.gateway.config import Upstream
 from stratus.gateway.served import GatewayServer
 from stratus.gateway.upstream_client import UpstreamClient, UpstreamUnavailableError
+from stratus.net.addresses import AddressGuard, parse_allowed_networks
 from tests.fixtures import sdk_upstream
 from tests.fixtures.addresses import ScriptedResolver, capturing_listener
 from tests.fixtures.servers import uvicorn_serving
