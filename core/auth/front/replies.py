@@ -9,6 +9,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 from urllib.parse import parse_qsl, urlencode, urlsplit
 
+from stratus.net.request_body import BodyTooLargeError, read_body
 from stratus.transport.asgi import send_response
 from stratus.types import Receive, Scope, Send
 
@@ -37,17 +38,10 @@ class OAuthError(Exception):
 
 async def read_limited(receive: Receive) -> bytes:
     """The request body, refused past MAX_BODY_BYTES."""
-    chunks: list[bytes] = []
-    size = 0
-    while True:
-        message = await receive()
-        chunk = message.get("body", b"")
-        size += len(chunk)
-        if size > MAX_BODY_BYTES:
-            raise OAuthError("invalid_request", f"the request body is over {MAX_BODY_BYTES} bytes", 413)
-        chunks.append(chunk)
-        if not message.get("more_body"):
-            return b"".join(chunks)
+    try:
+        return await read_body(receive, MAX_BODY_BYTES)
+    except BodyTooLargeError:
+        raise OAuthError("invalid_request", f"the request body is over {MAX_BODY_BYTES} bytes", 413) from None
 
 
 def single_values(pairs: Iterable[tuple[str, str]]) -> dict[str, str]:

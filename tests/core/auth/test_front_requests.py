@@ -110,6 +110,12 @@ async def test_metadata_the_front_cannot_honour_is_refused(http: httpx.AsyncClie
     assert not_json.status_code == 400 and not_json.json()["error"] == "invalid_client_metadata"
 
 
+async def test_a_registration_body_over_64_kb_is_refused_with_413(http: httpx.AsyncClient) -> None:
+    answer = await register(http, client_name="x" * (64 * 1024))
+    assert answer.status_code == 413
+    assert answer.json()["error"] == "invalid_request"
+
+
 async def test_a_flood_of_registrations_from_one_address_is_refused_naming_the_setting(
     http: httpx.AsyncClient,
 ) -> None:
