@@ -11,8 +11,8 @@ import httpx
 import pytest
 
 from stratus import McpServer, Settings, build_app
-from stratus.auth.front.front_config import FrontConfig
-from stratus.auth.front.upstream import discovery_url
+from stratus.auth.front_config import FrontConfig
+from stratus.transport.oauth.upstream import discovery_url
 from tests.fixtures.store_backends import REDIS_URL
 
 pytestmark = pytest.mark.anyio

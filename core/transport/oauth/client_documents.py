@@ -15,11 +15,11 @@ import json
 import re
 from urllib.parse import urlsplit
 
-from stratus.auth.front.clients import Client, client_metadata
-from stratus.auth.front.front_records import FrontRecords
-from stratus.auth.front.replies import OAuthError
 from stratus.net.addresses import AddressGuard, UpstreamAddressError
 from stratus.net.http11 import Http11Pool, HttpProtocolError, HttpRequestError
+from stratus.transport.oauth.clients import Client, client_metadata
+from stratus.transport.oauth.records import FrontRecords
+from stratus.transport.oauth.replies import OAuthError
 
 FETCH_SECONDS = 5.0
 MAX_DOCUMENT_BYTES = 5 * 1024

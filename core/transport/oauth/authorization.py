@@ -14,15 +14,14 @@ import re
 import secrets
 from typing import Any
 
-from stratus.auth.front import front_config as config
-from stratus.auth.front.browser import binding, is_same_browser
-from stratus.auth.front.clients import ClientRegistry
-from stratus.auth.front.front_config import FrontConfig
-from stratus.auth.front.front_records import FrontRecords
-from stratus.auth.front.pages import consent_page, send_page, send_refusal
-from stratus.auth.front.replies import OAuthError, query, read_form, send_redirect, with_query
-from stratus.auth.front.upstream import OpenIdProvider, UpstreamError, logger
+from stratus.auth.front_config import CALLBACK_PATH, CONSENT_PATH, CONSENT_SECONDS, SIGN_IN_SECONDS, FrontConfig
 from stratus.transport.asgi import request_headers
+from stratus.transport.oauth.browser import binding, is_same_browser
+from stratus.transport.oauth.clients import ClientRegistry
+from stratus.transport.oauth.pages import consent_page, send_page, send_refusal
+from stratus.transport.oauth.records import FrontRecords
+from stratus.transport.oauth.replies import OAuthError, query, read_form, send_redirect, with_query
+from stratus.transport.oauth.upstream import OpenIdProvider, UpstreamError, logger
 from stratus.types import Receive, Scope, Send
 
 PKCE_CHALLENGE = re.compile(r"[A-Za-z0-9\-._~]{43,128}")
@@ -76,14 +75,14 @@ class Authorization:
             await self._to_upstream(send, request, cookies)
             return
         handle = secrets.token_urlsafe(32)
-        await self._records.put("consent-request", handle, request, config.SIGN_IN_SECONDS)
+        await self._records.put("consent-request", handle, request, SIGN_IN_SECONDS)
         page = consent_page(
             client_name=client_name,
             client_id=request["client_id"],
             redirect_uri=request["redirect_uri"],
             scopes=request["scope"],
             resource=self._front.resource,
-            action=self._front.url(config.CONSENT_PATH),
+            action=self._front.url(CONSENT_PATH),
             request=handle,
         )
         await send_page(send, 200, page, cookies)
@@ -94,7 +93,7 @@ class Authorization:
         except OAuthError as error:
             await send_refusal(send, error.status, error.description)
             return
-        taken = await self._records.take("consent-request", form.get("request", ""), config.SIGN_IN_SECONDS)
+        taken = await self._records.take("consent-request", form.get("request", ""), SIGN_IN_SECONDS)
         request = taken.fresh
         if request is None or not is_same_browser(scope, self._front.secure, request["browser"]):
             await send_refusal(
@@ -108,7 +107,7 @@ class Authorization:
             denied = OAuthError("access_denied", "the user did not allow this application")
             await send_redirect(send, error_redirect(request, self._front.issuer, denied))
             return
-        await self._records.mark("consent", self._consent_key(request), config.CONSENT_SECONDS)
+        await self._records.mark("consent", self._consent_key(request), CONSENT_SECONDS)
         await self._to_upstream(send, request, ())
 
     async def _client_request(self, parameters: dict[str, str]) -> dict[str, Any]:
@@ -163,7 +162,7 @@ class Authorization:
         state, verifier, nonce = (secrets.token_urlsafe(32) for _ in range(3))
         try:
             location = await self._upstream.authorization_url(
-                redirect_uri=self._front.url(config.CALLBACK_PATH), state=state, nonce=nonce, challenge=s256(verifier)
+                redirect_uri=self._front.url(CALLBACK_PATH), state=state, nonce=nonce, challenge=s256(verifier)
             )
         except UpstreamError as error:
             logger.warning("the upstream identity provider is unavailable: %s", error)
@@ -171,5 +170,5 @@ class Authorization:
             await send_redirect(send, error_redirect(request, self._front.issuer, failed), cookies)
             return
         sign_in = {**request, "verifier": verifier, "nonce": nonce}
-        await self._records.put("sign-in", state, sign_in, config.SIGN_IN_SECONDS)
+        await self._records.put("sign-in", state, sign_in, SIGN_IN_SECONDS)
         await send_redirect(send, location, cookies)

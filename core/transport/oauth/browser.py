@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import secrets
 
-from stratus.auth.front.front_config import CONSENT_SECONDS
-from stratus.auth.front.front_records import digest
+from stratus.auth.front_config import CONSENT_SECONDS
+from stratus.transport.oauth.records import digest
 from stratus.types import Scope
 
 COOKIE = "stratus-browser"

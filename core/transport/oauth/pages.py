@@ -7,7 +7,7 @@ from __future__ import annotations
 from html import escape
 from urllib.parse import urlsplit
 
-from stratus.auth.front.replies import send_with_cookies
+from stratus.transport.oauth.replies import send_with_cookies
 from stratus.types import Send
 
 PAGE_HEADERS = {

@@ -15,15 +15,14 @@ import time
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-from stratus.auth.front import front_config as config
-from stratus.auth.front.authorization import s256
-from stratus.auth.front.client_auth import authenticate_client
-from stratus.auth.front.clients import Client, ClientRegistry
-from stratus.auth.front.front_config import FrontConfig
-from stratus.auth.front.front_records import FrontRecords
-from stratus.auth.front.replies import OAuthError, read_form, send_error, send_json, send_preflight
-from stratus.auth.front.signing import SigningKey
+from stratus.auth.front_config import CODE_SECONDS, FrontConfig
+from stratus.auth.front_key import SigningKey
 from stratus.transport.asgi import request_headers
+from stratus.transport.oauth.authorization import s256
+from stratus.transport.oauth.client_auth import authenticate_client
+from stratus.transport.oauth.clients import Client, ClientRegistry
+from stratus.transport.oauth.records import FrontRecords
+from stratus.transport.oauth.replies import OAuthError, read_form, send_error, send_json, send_preflight
 from stratus.types import Receive, Scope, Send
 
 logger = logging.getLogger("stratus.auth")
@@ -81,7 +80,7 @@ class Tokens:
         if not verifier:
             raise OAuthError("invalid_request", "PKCE is required: no code_verifier")
         self._check_resource(form)
-        taken = await self._records.take("code", code, config.CODE_SECONDS)
+        taken = await self._records.take("code", code, CODE_SECONDS)
         if taken.replayed:
             await self._revoke_grant(taken.record)
             logger.warning(

@@ -5,11 +5,18 @@ from __future__ import annotations
 
 import json
 
-from stratus.auth.front.clients import ClientRegistry
-from stratus.auth.front.replies import OAuthError, read_limited, send_error, send_json, send_preflight, source_address
 from stratus.resilience.limiter import RateLimit
 from stratus.stores.base import RateLimitStore
 from stratus.transport.asgi import request_headers
+from stratus.transport.oauth.clients import ClientRegistry
+from stratus.transport.oauth.replies import (
+    OAuthError,
+    read_limited,
+    send_error,
+    send_json,
+    send_preflight,
+    source_address,
+)
 from stratus.types import Receive, Scope, Send
 
 

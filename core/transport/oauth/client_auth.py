@@ -8,8 +8,8 @@ import binascii
 from collections.abc import Mapping
 from urllib.parse import unquote
 
-from stratus.auth.front.clients import Client, ClientRegistry
-from stratus.auth.front.replies import OAuthError
+from stratus.transport.oauth.clients import Client, ClientRegistry
+from stratus.transport.oauth.replies import OAuthError
 
 
 def _basic(header: str) -> tuple[str, str] | None:

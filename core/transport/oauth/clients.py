@@ -16,8 +16,8 @@ from dataclasses import asdict, dataclass
 from typing import Any
 from urllib.parse import urlsplit
 
-from stratus.auth.front.front_records import FrontRecords, digest
-from stratus.auth.front.replies import OAuthError
+from stratus.transport.oauth.records import FrontRecords, digest
+from stratus.transport.oauth.replies import OAuthError
 
 AUTH_METHODS = ("none", "client_secret_basic", "client_secret_post")
 GRANT_TYPES = ("authorization_code", "refresh_token")
