@@ -4,6 +4,10 @@ A request is checked in RFC 6749 section 4.1.2.1's order: an unknown client or a
 gets a page (never a redirect); any other fault is sent back to the redirect URI. PKCE is required with S256 only,
 and `resource` (RFC 8707), when sent, must be this server's resource. A browser that has not approved this client
 for this redirect URI sees the consent page first; then the user goes to the upstream provider to sign in.
+
+The browser a sign-in belongs to is a random, HTTP-only cookie, whose digest every sign-in record carries. The
+consent form and the upstream callback are honoured only from the browser that started the sign-in, so a link that
+ends someone else's sign-in in a victim's browser (login CSRF) or a forged consent post leads nowhere.
 """
 
 from __future__ import annotations
@@ -16,17 +20,59 @@ from typing import Any
 
 from stratus.auth.front_config import CALLBACK_PATH, CONSENT_PATH, CONSENT_SECONDS, SIGN_IN_SECONDS, FrontConfig
 from stratus.transport.asgi import request_headers
-from stratus.transport.oauth.browser import binding, is_same_browser
 from stratus.transport.oauth.clients import ClientRegistry
-from stratus.transport.oauth.pages import consent_page, send_page, send_refusal
-from stratus.transport.oauth.records import FrontRecords
-from stratus.transport.oauth.replies import OAuthError, query, read_form, send_redirect, with_query
+from stratus.transport.oauth.records import FrontRecords, digest
+from stratus.transport.oauth.replies import (
+    OAuthError,
+    consent_page,
+    query,
+    read_form,
+    send_page,
+    send_redirect,
+    send_refusal,
+    with_query,
+)
 from stratus.transport.oauth.upstream import OpenIdProvider, UpstreamError, logger
 from stratus.types import Receive, Scope, Send
 
 PKCE_CHALLENGE = re.compile(r"[A-Za-z0-9\-._~]{43,128}")
 OPENID_SCOPES = frozenset({"openid", "offline_access", "profile", "email"})
 """Scopes some hosts ask of every server; they grant nothing here and are dropped rather than refused."""
+COOKIE = "stratus-browser"
+SECURE_COOKIE = "__Host-stratus-browser"
+"""On https: RFC 6265bis's `__Host-` prefix keeps a sibling subdomain from planting the cookie."""
+
+
+def cookie_name(secure: bool) -> str:
+    return SECURE_COOKIE if secure else COOKIE
+
+
+def browser_id(scope: Scope, secure: bool) -> str | None:
+    """The browser's id from its cookie, if it sent one."""
+    wanted = cookie_name(secure)
+    for name, value in scope.get("headers") or ():
+        if name.lower() != b"cookie":
+            continue
+        for pair in value.decode("latin-1").split(";"):
+            key, _, found = pair.strip().partition("=")
+            if key == wanted and 20 <= len(found) <= 100:
+                return str(found)
+    return None
+
+
+def binding(scope: Scope, secure: bool) -> tuple[str, tuple[str, ...]]:
+    """The digest that binds a record to this browser, and the cookie to set when the browser had none."""
+    found = browser_id(scope, secure)
+    if found is not None:
+        return digest(found), ()
+    made = secrets.token_urlsafe(32)
+    attributes = f"Path=/; Max-Age={CONSENT_SECONDS}; HttpOnly; SameSite=Lax" + ("; Secure" if secure else "")
+    return digest(made), (f"{cookie_name(secure)}={made}; {attributes}",)
+
+
+def is_same_browser(scope: Scope, secure: bool, bound: str) -> bool:
+    found = browser_id(scope, secure)
+    return found is not None and secrets.compare_digest(digest(found), bound)
 
 
 def s256(verifier: str) -> str:

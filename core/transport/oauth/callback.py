@@ -7,11 +7,9 @@ import secrets
 from typing import Any
 
 from stratus.auth.front_config import CALLBACK_PATH, CODE_SECONDS, SIGN_IN_SECONDS, FrontConfig
-from stratus.transport.oauth.authorization import error_redirect
-from stratus.transport.oauth.browser import is_same_browser
-from stratus.transport.oauth.pages import send_refusal
+from stratus.transport.oauth.authorization import error_redirect, is_same_browser
 from stratus.transport.oauth.records import FrontRecords
-from stratus.transport.oauth.replies import OAuthError, query, send_redirect, with_query
+from stratus.transport.oauth.replies import OAuthError, query, send_redirect, send_refusal, with_query
 from stratus.transport.oauth.upstream import OpenIdProvider, UpstreamError, logger
 from stratus.types import Receive, Scope, Send
 

@@ -20,11 +20,9 @@ from stratus.settings import Settings
 from stratus.stores.base import Stores
 from stratus.transport.oauth.authorization import Authorization
 from stratus.transport.oauth.callback import Callback
-from stratus.transport.oauth.client_documents import ClientDocuments
-from stratus.transport.oauth.clients import ClientRegistry
+from stratus.transport.oauth.clients import ClientDocuments, ClientRegistry, Registration
 from stratus.transport.oauth.discovery import PublicDocument, authorization_server_metadata
 from stratus.transport.oauth.records import FrontRecords
-from stratus.transport.oauth.registration import Registration
 from stratus.transport.oauth.tokens import Tokens
 from stratus.transport.oauth.upstream import OpenIdProvider
 from stratus.types import ASGIApp
