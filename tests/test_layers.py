@@ -153,6 +153,53 @@ def test_no_two_modules_import_each_other_however_indirectly() -> None:
     assert _cycles(_graph(_modules())) == []
 
 
+BOUNDED = {
+    "stratus.gateway": ("stratus.composition", "stratus.handlers.loading", "stratus.handlers.gateway_admin"),
+    "stratus.emulator": ("stratus.handlers.cli",),
+}
+"""Add-ons that are products of their own: outside each, only the modules that choose it import it (the composition
+root, `load_served` serving STRATUS_GATEWAY_CONFIG, `stratus gateway ...`; the command line's `stratus local`). What
+an add-on shares with the rest (the address guard, the HTTP/1.1 client, body reading) is the leaf stratus.net."""
+
+
+def _within(module: str, package: str) -> bool:
+    return module == package or module.startswith(package + ".")
+
+
+def _crossings(graph: dict[str, set[str]]) -> list[str]:
+    return [
+        f"{module} imports {target}"
+        for module, targets in sorted(graph.items())
+        for target in sorted(targets)
+        for package, choosers in BOUNDED.items()
+        if _within(target, package) and not _within(module, package) and module not in choosers
+    ]
+
+
+def test_the_gateway_and_the_emulator_are_imported_only_by_what_chooses_them() -> None:
+    assert _crossings(_graph(_modules())) == []
+
+
+@pytest.mark.parametrize(
+    ("source", "line", "target"),
+    [
+        (
+            "stratus.transport.oauth.clients",
+            "from stratus.gateway.served import GatewayServer",
+            "stratus.gateway.served",
+        ),
+        ("stratus.handlers.adapter", "import stratus.emulator.stack", "stratus.emulator.stack"),
+    ],
+)
+def test_an_import_of_the_gateway_or_the_emulator_written_elsewhere_is_caught(
+    source: str, line: str, target: str, tmp_path: Path
+) -> None:
+    modules = _modules()
+    changed = tmp_path / "changed.py"
+    changed.write_text(modules[source].read_text(encoding="utf-8") + f"\n{line}\n")
+    assert _crossings(_graph({**modules, source: changed})) == [f"{source} imports {target}"]
+
+
 def test_a_module_added_outside_every_layer_is_caught(tmp_path: Path) -> None:
     """A new top-level module of core/ belongs to no layer until LAYERS names it: the public API's entry covers
     core/__init__.py alone, not everything below it."""

@@ -15,10 +15,10 @@ from collections.abc import AsyncGenerator, AsyncIterator
 
 from stratus.gateway.connectors.contract import ERRORS, SessionLostError, UpstreamUnavailableError, reason
 from stratus.gateway.connectors.event_stream import SseEvents, bounded_body, json_object, messages
-from stratus.gateway.mirrored_headers import ParameterHeaders, mirrored_headers
 from stratus.net.addresses import AddressGuard
 from stratus.net.http11 import Http11Pool
 from stratus.protocol import versions
+from stratus.protocol.mirrored_headers import ParameterHeaders, mirrored_headers
 from stratus.types import JsonObject
 
 
