@@ -24,7 +24,7 @@ from typing import Any
 
 from stratus_process import serving
 
-from stratus.gateway.connectors.http11 import Http11Pool
+from stratus.net.http11 import Http11Pool
 
 HEADERS = {"accept": "application/json, text/event-stream", "content-type": "application/json"}
 META = {

@@ -22,6 +22,7 @@ from stratus.emulator.intrinsics import ACCOUNT_ID
 from stratus.emulator.resource_policy import api_gateway_may_invoke
 from stratus.emulator.stack import Stack
 from stratus.handlers.serving import redact_path
+from stratus.net.request_body import BodyTooLargeError, read_body
 from stratus.types import Message, Receive, Scope, Send
 
 REMAPPED_PREFIX = "x-amzn-Remapped-"
@@ -54,19 +55,10 @@ def listening_address(scope: Scope) -> str:
 
 async def read_limited(receive: Receive, limit: int) -> tuple[bytes, bool]:
     """The request body, and whether it went past `limit` bytes (then reading stops there)."""
-    parts: list[bytes] = []
-    size = 0
-    while True:
-        message = await receive()
-        if message["type"] == "http.disconnect":
-            return b"".join(parts), False
-        chunk = message.get("body", b"")
-        size += len(chunk)
-        if size > limit:
-            return b"", True
-        parts.append(chunk)
-        if not message.get("more_body"):
-            return b"".join(parts), False
+    try:
+        return await read_body(receive, limit), False
+    except BodyTooLargeError:
+        return b"", True
 
 
 async def send_answer(send: Send, answer: Answer) -> None:

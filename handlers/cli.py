@@ -23,7 +23,7 @@ from collections.abc import Mapping, Sequence
 from stratus import build_app
 from stratus.emulator import command as local_command
 from stratus.handlers import gateway_admin, scaffold
-from stratus.handlers.loading import load_served, load_server, registered, store_problem
+from stratus.handlers.loading import load_served, load_server, problem_lines, registered, store_problem
 from stratus.handlers.secrets import settings_from_env
 from stratus.server.server import McpServer
 from stratus.settings import Settings, SettingsError
@@ -173,16 +173,12 @@ def _app_problems(reference: str | None) -> list[str]:
 def _load(settings: Settings) -> tuple[McpServer | None, list[str]]:
     """The server `settings` name, and what stops it from serving, one line each: the app cannot be loaded, the
     store does not answer."""
-    from stratus.gateway.config import GatewayConfigError
-
     problems: list[str] = []
     server: McpServer | None = None
     try:
         server = load_served(settings)
-    except GatewayConfigError as exc:
-        problems.extend(exc.problems)
     except (ValueError, ImportError, OSError) as exc:
-        problems.append(str(exc))
+        problems.extend(problem_lines(exc))
     if (unreachable := asyncio.run(store_problem(settings))) is not None:
         problems.append(unreachable)
     return server, problems

@@ -34,7 +34,7 @@ from stratus.gateway.registry import RegistryBusyError, UpstreamRecord, Upstream
 from stratus.settings import Settings
 
 if TYPE_CHECKING:
-    from stratus.gateway.addresses import AddressGuard
+    from stratus.net.addresses import AddressGuard
 
 CONNECT_SECONDS = 10.0
 
@@ -158,7 +158,7 @@ async def _discover(upstream: Upstream, settings: Settings) -> int:
 
 
 def _guard(settings: Settings) -> AddressGuard:
-    from stratus.gateway.addresses import AddressGuard, parse_allowed_networks
+    from stratus.net.addresses import AddressGuard, parse_allowed_networks
 
     return AddressGuard(parse_allowed_networks(",".join(settings.gateway_allowed_networks)))
 

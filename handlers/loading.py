@@ -171,3 +171,10 @@ async def store_problem(settings: Settings) -> str | None:
     finally:
         await stores.aclose()
     return None
+
+
+def problem_lines(error: Exception) -> list[str]:
+    """What `load_served` refused, one line each: every problem of a gateway configuration, else the error's one."""
+    from stratus.gateway.config import GatewayConfigError
+
+    return list(error.problems) if isinstance(error, GatewayConfigError) else [str(error)]

@@ -176,7 +176,7 @@ class StdioBridge:
         version = meta.get(versions.PROTOCOL_VERSION_META) if isinstance(meta, dict) else None
         if not isinstance(version, str):
             return {}
-        from stratus.gateway.mirrored_headers import mirrored_headers, parameter_headers
+        from stratus.protocol.mirrored_headers import mirrored_headers, parameter_headers
 
         tools = {name: parameter_headers(tool.definition()) for name, tool in self.server.tools.items()}
         return {"mcp-protocol-version": version, **mirrored_headers(message, tools)}

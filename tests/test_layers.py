@@ -34,6 +34,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
         "stratus.stores.urls",
         "stratus.stores.bounded",
         "stratus.setting_values",
+        "stratus.net",
     ),
     (
         "stratus.server",
@@ -49,13 +50,13 @@ LAYERS: tuple[tuple[str, ...], ...] = (
         "stratus.auth",
         "stratus.stores.factory",
         "stratus.pipeline",
-        "stratus.auth.front.front_config",
-        "stratus.auth.front.signing",
+        "stratus.auth.front_config",
+        "stratus.auth.front_key",
     ),
     ("stratus.protocol",),
     ("stratus.gateway",),
     ("stratus.composition",),
-    ("stratus.transport", "stratus.observability", "stratus.auth.front"),
+    ("stratus.transport", "stratus.observability"),
     ("stratus",),
     ("stratus.handlers",),
     ("stratus.emulator",),  # a development tool that runs the handlers as Lambda would
@@ -153,37 +154,51 @@ def test_no_two_modules_import_each_other_however_indirectly() -> None:
     assert _cycles(_graph(_modules())) == []
 
 
-BACKENDS = ("stratus.stores.memory", "stratus.stores.redis", "stratus.stores.dynamodb")
-"""Each backend's package holds one module per kind of store, named for that kind (sessions, limits, ...)."""
+BOUNDED = {
+    "stratus.gateway": ("stratus.composition", "stratus.handlers.loading", "stratus.handlers.gateway_admin"),
+    "stratus.emulator": ("stratus.handlers.cli",),
+}
+"""Add-ons that are products of their own: outside each, only the modules that choose it import it (the composition
+root, `load_served` serving STRATUS_GATEWAY_CONFIG, `stratus gateway ...`; the command line's `stratus local`). What
+an add-on shares with the rest (the address guard, the HTTP/1.1 client, body reading) is the leaf stratus.net."""
 
 
-def _shared_names(modules: dict[str, Path]) -> dict[str, list[str]]:
-    by_name: dict[str, list[str]] = {}
-    for module, path in modules.items():
-        if path.name != "__init__.py" and "project-template" not in path.parts:
-            by_name.setdefault(path.stem, []).append(module)
-    return {
-        name: sorted(holders)
-        for name, holders in sorted(by_name.items())
-        if len(holders) > 1 and not all(holder.rpartition(".")[0] in BACKENDS for holder in holders)
-    }
+def _within(module: str, package: str) -> bool:
+    return module == package or module.startswith(package + ".")
 
 
-def test_no_two_modules_share_a_name_unless_they_hold_the_same_kind_of_thing() -> None:
-    """One name, one meaning across the tree: only the store backends repeat a name, one module per kind of store."""
-    assert _shared_names(_modules()) == {}
+def _crossings(graph: dict[str, set[str]]) -> list[str]:
+    return [
+        f"{module} imports {target}"
+        for module, targets in sorted(graph.items())
+        for target in sorted(targets)
+        for package, choosers in BOUNDED.items()
+        if _within(target, package) and not _within(module, package) and module not in choosers
+    ]
 
 
-def test_a_name_taken_twice_is_caught(tmp_path: Path) -> None:
-    modules = {**_modules(), "stratus.gateway.sessions": tmp_path / "sessions.py"}
-    assert _shared_names(modules) == {
-        "sessions": [
-            "stratus.gateway.sessions",
-            "stratus.stores.dynamodb.sessions",
-            "stratus.stores.memory.sessions",
-            "stratus.stores.redis.sessions",
-        ]
-    }
+def test_the_gateway_and_the_emulator_are_imported_only_by_what_chooses_them() -> None:
+    assert _crossings(_graph(_modules())) == []
+
+
+@pytest.mark.parametrize(
+    ("source", "line", "target"),
+    [
+        (
+            "stratus.transport.oauth.clients",
+            "from stratus.gateway.served import GatewayServer",
+            "stratus.gateway.served",
+        ),
+        ("stratus.handlers.adapter", "import stratus.emulator.stack", "stratus.emulator.stack"),
+    ],
+)
+def test_an_import_of_the_gateway_or_the_emulator_written_elsewhere_is_caught(
+    source: str, line: str, target: str, tmp_path: Path
+) -> None:
+    modules = _modules()
+    changed = tmp_path / "changed.py"
+    changed.write_text(modules[source].read_text(encoding="utf-8") + f"\n{line}\n")
+    assert _crossings(_graph({**modules, source: changed})) == [f"{source} imports {target}"]
 
 
 def test_a_module_added_outside_every_layer_is_caught(tmp_path: Path) -> None:

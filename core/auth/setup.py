@@ -38,8 +38,8 @@ def request_authenticator(settings: Settings) -> tuple[RequestAuthenticator | No
 def _front_authenticator(settings: Settings) -> tuple[RequestAuthenticator, Any]:
     """The resource server of the authorization front: its own issuer, its own key (no JWKS fetched)."""
     from stratus.auth.bearer import JwtAuthenticator, ResourceServer
-    from stratus.auth.front.front_config import JWKS_PATH, FrontConfig
-    from stratus.auth.front.signing import signing_key
+    from stratus.auth.front_config import JWKS_PATH, FrontConfig
+    from stratus.auth.front_key import signing_key
     from stratus.auth.jwks import KeySet
 
     front = FrontConfig.from_settings(settings)

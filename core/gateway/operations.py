@@ -10,9 +10,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from stratus.gateway.addresses import AddressGuard
 from stratus.gateway.config import Upstream
 from stratus.gateway.upstream_client import UpstreamClient, UpstreamError, UpstreamUnavailableError
+from stratus.net.addresses import AddressGuard
 from stratus.types import JsonObject
 
 OPTIONAL_LISTS = {"prompts": "prompts/list", "resources": "resources/list"}

@@ -20,11 +20,11 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
 from contextlib import asynccontextmanager, suppress
 from dataclasses import dataclass, field
 
-from stratus.gateway.addresses import AddressGuard
 from stratus.gateway.config import Upstream
 from stratus.gateway.connection import ConnectionState, ConnectionTracker, StateListener
 from stratus.gateway.listening import ResourceInterest
 from stratus.gateway.upstream_client import UpstreamClient, UpstreamError, UpstreamUnavailableError
+from stratus.net.addresses import AddressGuard
 
 logger = logging.getLogger("stratus.gateway")
 ChangeListener = Callable[[str, str], Awaitable[None]]

@@ -40,7 +40,6 @@ from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 from stratus.errors import StoreUnavailableError
-from stratus.gateway.addresses import AddressGuard, Resolver, parse_allowed_networks, system_resolver
 from stratus.gateway.catalog import CATALOG_SECONDS, Catalog, build_catalog, read_offers
 from stratus.gateway.config import GatewayConfigError, Upstream
 from stratus.gateway.event_bus import GatewayEvents
@@ -53,6 +52,7 @@ from stratus.gateway.upstream_client import UpstreamClient, UpstreamUnavailableE
 from stratus.gateway.upstream_health import describe_upstreams
 from stratus.gateway.upstream_subscriptions import owner_of, pass_on, withdraw
 from stratus.metrics import MetricsSink
+from stratus.net.addresses import AddressGuard, Resolver, parse_allowed_networks, system_resolver
 from stratus.protocol.notifications import NotificationLog
 from stratus.resilience.breaker import BreakerPolicy
 from stratus.resilience.limiter import RateLimit

@@ -19,7 +19,6 @@ from collections.abc import AsyncIterator
 from typing import Protocol
 
 from stratus.errors import HEADER_MISMATCH
-from stratus.gateway.addresses import AddressGuard
 from stratus.gateway.config import Upstream
 from stratus.gateway.connectors.contract import (
     SessionLostError,
@@ -30,8 +29,9 @@ from stratus.gateway.connectors.contract import (
 from stratus.gateway.connectors.streamable_http import StreamableHttpTransport
 from stratus.gateway.demux import LIST_CHANGES, RESOURCE_UPDATED
 from stratus.gateway.listening import ResourceInterest, listen
-from stratus.gateway.mirrored_headers import parameter_headers
+from stratus.net.addresses import AddressGuard
 from stratus.protocol import versions
+from stratus.protocol.mirrored_headers import parameter_headers
 from stratus.types import JsonObject
 from stratus.version import __version__
 

@@ -120,7 +120,7 @@ def build_app(
         routes[WELL_KNOWN] = metadata
         routes[WELL_KNOWN + settings.mcp_path] = metadata
     if settings.auth_mode == "front":
-        from stratus.auth.front.routes import front_routes
+        from stratus.transport.oauth.routes import front_routes
 
         routes.update(front_routes(settings, stores))
 

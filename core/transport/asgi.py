@@ -130,13 +130,3 @@ async def until_disconnected(receive: Receive) -> None:
     """Return once the server reports the client gone (the request body already read)."""
     while (await receive())["type"] != "http.disconnect":
         pass
-
-
-async def read_body(receive: Receive) -> bytes:
-    """The whole request body, however many messages it arrives in (no size limit: for trusted local servers)."""
-    chunks: list[bytes] = []
-    while True:
-        message = await receive()
-        chunks.append(message.get("body", b""))
-        if not message.get("more_body"):
-            return b"".join(chunks)

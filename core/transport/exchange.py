@@ -5,6 +5,7 @@ import asyncio
 from typing import Any
 
 from stratus.errors import HttpError
+from stratus.net.request_body import BodyTooLargeError, read_body
 from stratus.protocol.jsonrpc import decode
 from stratus.request.aws_context import authorizer_claims, request_context
 from stratus.request.http import HttpRequest
@@ -107,21 +108,10 @@ class Exchange:
             ) from None
 
     async def _read_chunks(self) -> bytes:
-        chunks: list[bytes] = []
-        size = 0
-        limit = self.limits.max_bytes
-        while True:
-            message = await self.receive()
-            if message["type"] == "http.disconnect":
-                break
-            chunk = message.get("body", b"")
-            size += len(chunk)
-            if size > limit:
-                raise too_large(limit)
-            chunks.append(chunk)
-            if not message.get("more_body", False):
-                break
-        return b"".join(chunks)
+        try:
+            return await read_body(self.receive, self.limits.max_bytes)
+        except BodyTooLargeError:
+            raise too_large(self.limits.max_bytes) from None
 
 
 def too_large(limit: int) -> HttpError:

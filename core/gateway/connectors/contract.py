@@ -15,9 +15,9 @@ import logging
 from collections.abc import AsyncGenerator, AsyncIterator
 from typing import Any, Protocol
 
-from stratus.gateway.addresses import UpstreamAddressError
 from stratus.gateway.connectors.event_stream import SseEventError
-from stratus.gateway.connectors.http11 import HttpProtocolError, HttpRequestError
+from stratus.net.addresses import UpstreamAddressError
+from stratus.net.http11 import HttpProtocolError, HttpRequestError
 from stratus.types import JsonObject
 
 ADDRESS_REFUSED = (

@@ -5,7 +5,7 @@ absolute); one on another origin (scheme, host, port) is refused, so an upstream
 requests, and the headers configured for it, at another host. Every later `message` event carries one JSON-RPC
 message, sorted to the request it is about (`Demux`). Lines and events are bounded in size; `open` waits at most
 the timeout for the endpoint. When the stream ends, every waiting request and every later one fails with
-`UpstreamUnavailableError`. It runs on the gateway's HTTP/1.1 client (core/gateway/connectors/http11.py), which never
+`UpstreamUnavailableError`. It runs on the gateway's HTTP/1.1 client (core/net/http11.py), which never
 follows redirects and, given an `AddressGuard`, checks the addresses of the stream's connection and of every one a
 message is posted on.
 """
@@ -18,11 +18,11 @@ import logging
 from collections.abc import AsyncGenerator, AsyncIterator
 from urllib.parse import urljoin, urlsplit
 
-from stratus.gateway.addresses import AddressGuard
 from stratus.gateway.connectors.contract import ERRORS, UpstreamUnavailableError, reason
 from stratus.gateway.connectors.event_stream import SseEvents, bounded_body, bounded_lines, json_object
-from stratus.gateway.connectors.http11 import Http11Pool
 from stratus.gateway.demux import Demux
+from stratus.net.addresses import AddressGuard
+from stratus.net.http11 import Http11Pool
 from stratus.types import JsonObject
 
 CLOSE_SECONDS = 2.0

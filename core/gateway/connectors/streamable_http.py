@@ -1,6 +1,6 @@
 """MCP's Streamable HTTP as the gateway's client speaks it: one POST per message, answers as JSON or SSE.
 
-It runs on the gateway's own lean HTTP/1.1 client (connectors/http11.py: a tenth of httpx's CPU per forwarded call);
+It runs on the gateway's own lean HTTP/1.1 client (core/net/http11.py: a tenth of httpx's CPU per forwarded call);
 its keep-alive connections are the upstream's pooled connection. Given an `AddressGuard`, every new connection's
 addresses are checked; a refusal fails the exchange with a message naming the setting that allows it, while the
 refused address (internal) goes to the log only.
@@ -13,12 +13,12 @@ import contextlib
 import json
 from collections.abc import AsyncGenerator, AsyncIterator
 
-from stratus.gateway.addresses import AddressGuard
 from stratus.gateway.connectors.contract import ERRORS, SessionLostError, UpstreamUnavailableError, reason
 from stratus.gateway.connectors.event_stream import SseEvents, bounded_body, json_object, messages
-from stratus.gateway.connectors.http11 import Http11Pool
-from stratus.gateway.mirrored_headers import ParameterHeaders, mirrored_headers
+from stratus.net.addresses import AddressGuard
+from stratus.net.http11 import Http11Pool
 from stratus.protocol import versions
+from stratus.protocol.mirrored_headers import ParameterHeaders, mirrored_headers
 from stratus.types import JsonObject
 
 

@@ -20,10 +20,10 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from stratus.errors import UnencodableTextError
-from stratus.gateway.addresses import AddressGuard
 from stratus.gateway.connectors.contract import ERRORS, UpstreamUnavailableError, reason
 from stratus.gateway.connectors.event_stream import json_object
 from stratus.gateway.demux import Demux
+from stratus.net.addresses import AddressGuard
 from stratus.types import JsonObject
 
 SUBPROTOCOL = "mcp"

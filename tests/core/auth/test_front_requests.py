@@ -11,8 +11,8 @@ import httpx
 import pytest
 
 from stratus import McpServer, Settings, build_app
-from stratus.auth.front.front_config import FrontConfig
-from stratus.auth.front.upstream import discovery_url
+from stratus.auth.front_config import FrontConfig
+from stratus.transport.oauth.upstream import discovery_url
 from tests.fixtures.store_backends import REDIS_URL
 
 pytestmark = pytest.mark.anyio
@@ -108,6 +108,12 @@ async def test_metadata_the_front_cannot_honour_is_refused(http: httpx.AsyncClie
     assert refused.status_code == 400 and refused.json()["error"] == "invalid_client_metadata"
     not_json = await http.post("/register", content=b"{", headers={"content-type": "application/json"})
     assert not_json.status_code == 400 and not_json.json()["error"] == "invalid_client_metadata"
+
+
+async def test_a_registration_body_over_64_kb_is_refused_with_413(http: httpx.AsyncClient) -> None:
+    answer = await register(http, client_name="x" * (64 * 1024))
+    assert answer.status_code == 413
+    assert answer.json()["error"] == "invalid_request"
 
 
 async def test_a_flood_of_registrations_from_one_address_is_refused_naming_the_setting(

@@ -12,7 +12,8 @@ from mcp.server.transport_security import TransportSecuritySettings
 from stratus.gateway.config import Upstream
 from stratus.gateway.connectors.http_sse import HttpSseTransport
 from stratus.gateway.upstream_client import UpstreamClient, UpstreamUnavailableError
-from stratus.transport.asgi import read_body, until_disconnected
+from stratus.net.request_body import read_body
+from stratus.transport.asgi import until_disconnected
 from stratus.types import Receive, Scope, Send
 from tests.fixtures.sdk_upstream import build
 from tests.fixtures.servers import uvicorn_serving

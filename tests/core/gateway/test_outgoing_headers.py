@@ -16,10 +16,10 @@ from pydantic import Field
 
 from stratus import McpServer, Settings, build_app
 from stratus.gateway.config import Upstream
-from stratus.gateway.mirrored_headers import mirrored_headers, parameter_headers
 from stratus.gateway.served import GatewayServer
 from stratus.gateway.upstream_client import UpstreamClient
 from stratus.protocol.header_values import decode_header_value, encode_header_value
+from stratus.protocol.mirrored_headers import mirrored_headers, parameter_headers
 from stratus.types import ASGIApp, Receive, Scope, Send
 from tests.fixtures.servers import uvicorn_serving
 from tests.fixtures.wire import McpHttp

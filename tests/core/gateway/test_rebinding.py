@@ -16,10 +16,10 @@ import pytest
 from mcp.server.transport_security import TransportSecuritySettings
 
 from stratus import Settings, build_app
-from stratus.gateway.addresses import AddressGuard, parse_allowed_networks
 from stratus.gateway.config import Upstream
 from stratus.gateway.served import GatewayServer
 from stratus.gateway.upstream_client import UpstreamClient, UpstreamUnavailableError
+from stratus.net.addresses import AddressGuard, parse_allowed_networks
 from tests.fixtures import sdk_upstream
 from tests.fixtures.addresses import ScriptedResolver, capturing_listener
 from tests.fixtures.sample_server import server as sample

@@ -22,10 +22,10 @@ from stratus import Settings, build_app
 from stratus.errors import RATE_LIMITED
 from stratus.gateway.config import Upstream
 from stratus.gateway.served import GatewayServer
+from stratus.net.request_body import read_body
 from stratus.resilience.limiter import RateLimit
 from stratus.stores.base import StoreOptions
 from stratus.stores.factory import build_stores
-from stratus.transport.asgi import read_body
 from tests.fixtures import sdk_upstream
 from tests.fixtures.sample_server import server as sample
 from tests.fixtures.servers import uvicorn_serving

@@ -35,7 +35,7 @@ async def test_a_websocket_upstreams_tools_are_served_and_called_through_the_gat
 
 
 async def test_a_websocket_upstream_is_refused_by_the_address_guard_and_without_the_mcp_subprotocol() -> None:
-    from stratus.gateway.addresses import AddressGuard
+    from stratus.net.addresses import AddressGuard
 
     async with sdk_upstream.websocket_serving() as url, sdk_upstream.websocket_serving("other") as other:
         refused = UpstreamClient(Upstream(name="ws", transport="websocket", url=url), guard=AddressGuard())

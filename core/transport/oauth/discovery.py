@@ -6,22 +6,21 @@ from __future__ import annotations
 
 from typing import Any
 
-from stratus.auth.front import front_config as config
-from stratus.auth.front.front_config import FrontConfig
-from stratus.auth.front.replies import send_json, send_preflight
-from stratus.auth.front.signing import ALGORITHM
+from stratus.auth.front_config import AUTHORIZE_PATH, JWKS_PATH, REGISTER_PATH, REVOKE_PATH, TOKEN_PATH, FrontConfig
+from stratus.auth.front_key import ALGORITHM
 from stratus.transport.asgi import send_response
+from stratus.transport.oauth.replies import send_json, send_preflight
 from stratus.types import JsonObject, Receive, Scope, Send
 
 
 def authorization_server_metadata(front: FrontConfig) -> dict[str, Any]:
     document: dict[str, Any] = {
         "issuer": front.issuer,
-        "authorization_endpoint": front.url(config.AUTHORIZE_PATH),
-        "token_endpoint": front.url(config.TOKEN_PATH),
-        "registration_endpoint": front.url(config.REGISTER_PATH),
-        "revocation_endpoint": front.url(config.REVOKE_PATH),
-        "jwks_uri": front.url(config.JWKS_PATH),
+        "authorization_endpoint": front.url(AUTHORIZE_PATH),
+        "token_endpoint": front.url(TOKEN_PATH),
+        "registration_endpoint": front.url(REGISTER_PATH),
+        "revocation_endpoint": front.url(REVOKE_PATH),
+        "jwks_uri": front.url(JWKS_PATH),
         "response_types_supported": ["code"],
         "response_modes_supported": ["query"],
         "grant_types_supported": ["authorization_code", "refresh_token"],

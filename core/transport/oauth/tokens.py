@@ -5,29 +5,70 @@ Access tokens are JWTs for this resource alone (`aud`), signed with the front's 
 4.3.1). Every token from one sign-in belongs to one grant: a code or refresh token presented twice (a replay: RFC 6749
 section 4.1.2 and OAuth 2.1 section 4.14.2) revokes the grant, and so does revoking any of its tokens. An access
 token already issued lives out its short life: resource servers do not look it up.
+
+Both endpoints know who is calling (RFC 6749 section 2.3): a confidential client by its secret, in the Basic header or
+the form, or a public client by its ID alone.
 """
 
 from __future__ import annotations
 
+import base64
+import binascii
 import logging
 import secrets
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
+from urllib.parse import unquote
 
-from stratus.auth.front import front_config as config
-from stratus.auth.front.authorization import s256
-from stratus.auth.front.client_auth import authenticate_client
-from stratus.auth.front.clients import Client, ClientRegistry
-from stratus.auth.front.front_config import FrontConfig
-from stratus.auth.front.front_records import FrontRecords
-from stratus.auth.front.replies import OAuthError, read_form, send_error, send_json, send_preflight
-from stratus.auth.front.signing import SigningKey
+from stratus.auth.front_config import CODE_SECONDS, FrontConfig
+from stratus.auth.front_key import SigningKey
 from stratus.transport.asgi import request_headers
+from stratus.transport.oauth.authorization import s256
+from stratus.transport.oauth.clients import Client, ClientRegistry
+from stratus.transport.oauth.records import FrontRecords
+from stratus.transport.oauth.replies import OAuthError, read_form, send_error, send_json, send_preflight
 from stratus.types import Receive, Scope, Send
 
 logger = logging.getLogger("stratus.auth")
 ClientRequest = Callable[[Client, dict[str, str]], Awaitable[dict[str, Any]]]
+
+
+def _basic(header: str) -> tuple[str, str] | None:
+    scheme, _, encoded = header.partition(" ")
+    if scheme.lower() != "basic":
+        return None
+    try:
+        client_id, colon, secret = base64.b64decode(encoded.strip(), validate=True).decode().partition(":")
+    except (binascii.Error, UnicodeDecodeError):
+        raise OAuthError("invalid_client", "the Basic credentials are malformed", 401) from None
+    if not colon:
+        raise OAuthError("invalid_client", "the Basic credentials are malformed", 401)
+    return unquote(client_id), unquote(secret)
+
+
+async def authenticate_client(clients: ClientRegistry, form: Mapping[str, str], headers: Mapping[str, str]) -> Client:
+    basic = _basic(headers.get("authorization", ""))
+    challenge = {"www-authenticate": 'Basic realm="token"'} if basic else {}
+    if basic is not None:
+        client_id, secret = basic
+        if form.get("client_id", client_id) != client_id:
+            raise OAuthError("invalid_request", "client_id differs from the Basic credentials")
+    else:
+        client_id, secret = form.get("client_id", ""), form.get("client_secret", "")
+    if not client_id:
+        raise OAuthError("invalid_client", "no client_id", 401, challenge)
+    try:
+        client = await clients.find(client_id)
+    except OAuthError as error:
+        raise OAuthError("invalid_client", error.description, 401, challenge) from None
+    if client is None:
+        raise OAuthError(
+            "invalid_client", "unknown client (its registration may have expired: register again)", 401, challenge
+        )
+    if client.auth_method != "none" and not client.secret_matches(secret):
+        raise OAuthError("invalid_client", "the client's credentials are wrong", 401, challenge)
+    return client
 
 
 class Tokens:
@@ -81,7 +122,7 @@ class Tokens:
         if not verifier:
             raise OAuthError("invalid_request", "PKCE is required: no code_verifier")
         self._check_resource(form)
-        taken = await self._records.take("code", code, config.CODE_SECONDS)
+        taken = await self._records.take("code", code, CODE_SECONDS)
         if taken.replayed:
             await self._revoke_grant(taken.record)
             logger.warning(

@@ -1,4 +1,5 @@
-"""A lean HTTP/1.1 client for the gateway's hot path: keep-alive connections to one origin, one write per request.
+"""A lean HTTP/1.1 client for the gateway's hot path (and the authorization front's document fetch): keep-alive
+connections to one origin, one write per request.
 
 The gateway spends most of a forwarded call in its HTTP client, so this one does only what an MCP upstream
 needs: a request (line, headers and body) goes out in a single write; the response head is read in one
@@ -27,7 +28,7 @@ from contextlib import asynccontextmanager
 from typing import NamedTuple
 from urllib.parse import urlsplit
 
-from stratus.gateway.addresses import AddressGuard
+from stratus.net.addresses import AddressGuard
 
 # The gateway spends most of a forwarded call in its HTTP client: measured on loopback beside httpx/httpcore this one
 # costs about a tenth of their CPU per request (bench/gateway.py, docs/benchmarks.md).

@@ -6,14 +6,11 @@ from __future__ import annotations
 import secrets
 from typing import Any
 
-from stratus.auth.front import front_config as config
-from stratus.auth.front.authorization import error_redirect
-from stratus.auth.front.browser import is_same_browser
-from stratus.auth.front.front_config import FrontConfig
-from stratus.auth.front.front_records import FrontRecords
-from stratus.auth.front.pages import send_refusal
-from stratus.auth.front.replies import OAuthError, query, send_redirect, with_query
-from stratus.auth.front.upstream import OpenIdProvider, UpstreamError, logger
+from stratus.auth.front_config import CALLBACK_PATH, CODE_SECONDS, SIGN_IN_SECONDS, FrontConfig
+from stratus.transport.oauth.authorization import error_redirect, is_same_browser
+from stratus.transport.oauth.records import FrontRecords
+from stratus.transport.oauth.replies import OAuthError, query, send_redirect, send_refusal, with_query
+from stratus.transport.oauth.upstream import OpenIdProvider, UpstreamError, logger
 from stratus.types import Receive, Scope, Send
 
 PASSED_ON_ERRORS = frozenset({"access_denied", "temporarily_unavailable", "server_error"})
@@ -42,7 +39,7 @@ class Callback:
         except OAuthError as error:
             await send_refusal(send, 400, error.description)
             return
-        taken = await self._records.take("sign-in", parameters.get("state", ""), config.SIGN_IN_SECONDS)
+        taken = await self._records.take("sign-in", parameters.get("state", ""), SIGN_IN_SECONDS)
         sign_in = taken.fresh
         if sign_in is None:
             await send_refusal(
@@ -71,7 +68,7 @@ class Callback:
             claims = await self._upstream.identify(
                 code=parameters["code"],
                 verifier=sign_in["verifier"],
-                redirect_uri=self._front.url(config.CALLBACK_PATH),
+                redirect_uri=self._front.url(CALLBACK_PATH),
                 nonce=sign_in["nonce"],
             )
         except UpstreamError as error:
@@ -86,7 +83,7 @@ class Callback:
             "identity": identity(claims),
             "grant": secrets.token_urlsafe(16),
         }
-        await self._records.put("code", code, grant, config.CODE_SECONDS)
+        await self._records.put("code", code, grant, CODE_SECONDS)
         answer = {"code": code, "iss": self._front.issuer}
         if sign_in.get("state") is not None:
             answer["state"] = sign_in["state"]

@@ -20,7 +20,7 @@ from http.client import HTTPException
 from typing import Any
 from urllib.parse import quote, urlencode
 
-from stratus.auth.front.front_config import FrontConfig
+from stratus.auth.front_config import FrontConfig
 from stratus.auth.jwks import JwksUnavailableError, KeySet
 from stratus.types import JsonObject
 

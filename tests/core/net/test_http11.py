@@ -15,8 +15,8 @@ from contextlib import asynccontextmanager
 import pytest
 
 from stratus import Settings, build_app
-from stratus.gateway.addresses import AddressGuard, UpstreamAddressError, parse_allowed_networks
-from stratus.gateway.connectors.http11 import Http11Pool, HttpProtocolError, HttpRequestError
+from stratus.net.addresses import AddressGuard, UpstreamAddressError, parse_allowed_networks
+from stratus.net.http11 import Http11Pool, HttpProtocolError, HttpRequestError
 from tests.fixtures.addresses import ScriptedResolver, capturing_listener
 from tests.fixtures.clocks import FakeClock
 from tests.fixtures.sample_server import server as sample

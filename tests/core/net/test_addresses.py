@@ -7,7 +7,7 @@ import ipaddress
 
 import pytest
 
-from stratus.gateway.addresses import (
+from stratus.net.addresses import (
     UpstreamAddressError,
     check_upstream_address,
     check_upstream_address_async,

@@ -4,6 +4,10 @@ A request is checked in RFC 6749 section 4.1.2.1's order: an unknown client or a
 gets a page (never a redirect); any other fault is sent back to the redirect URI. PKCE is required with S256 only,
 and `resource` (RFC 8707), when sent, must be this server's resource. A browser that has not approved this client
 for this redirect URI sees the consent page first; then the user goes to the upstream provider to sign in.
+
+The browser a sign-in belongs to is a random, HTTP-only cookie, whose digest every sign-in record carries. The
+consent form and the upstream callback are honoured only from the browser that started the sign-in, so a link that
+ends someone else's sign-in in a victim's browser (login CSRF) or a forged consent post leads nowhere.
 """
 
 from __future__ import annotations
@@ -14,20 +18,61 @@ import re
 import secrets
 from typing import Any
 
-from stratus.auth.front import front_config as config
-from stratus.auth.front.browser import binding, is_same_browser
-from stratus.auth.front.clients import ClientRegistry
-from stratus.auth.front.front_config import FrontConfig
-from stratus.auth.front.front_records import FrontRecords
-from stratus.auth.front.pages import consent_page, send_page, send_refusal
-from stratus.auth.front.replies import OAuthError, query, read_form, send_redirect, with_query
-from stratus.auth.front.upstream import OpenIdProvider, UpstreamError, logger
+from stratus.auth.front_config import CALLBACK_PATH, CONSENT_PATH, CONSENT_SECONDS, SIGN_IN_SECONDS, FrontConfig
 from stratus.transport.asgi import request_headers
+from stratus.transport.oauth.clients import ClientRegistry
+from stratus.transport.oauth.records import FrontRecords, digest
+from stratus.transport.oauth.replies import (
+    OAuthError,
+    consent_page,
+    query,
+    read_form,
+    send_page,
+    send_redirect,
+    send_refusal,
+    with_query,
+)
+from stratus.transport.oauth.upstream import OpenIdProvider, UpstreamError, logger
 from stratus.types import Receive, Scope, Send
 
 PKCE_CHALLENGE = re.compile(r"[A-Za-z0-9\-._~]{43,128}")
 OPENID_SCOPES = frozenset({"openid", "offline_access", "profile", "email"})
 """Scopes some hosts ask of every server; they grant nothing here and are dropped rather than refused."""
+COOKIE = "stratus-browser"
+SECURE_COOKIE = "__Host-stratus-browser"
+"""On https: RFC 6265bis's `__Host-` prefix keeps a sibling subdomain from planting the cookie."""
+
+
+def cookie_name(secure: bool) -> str:
+    return SECURE_COOKIE if secure else COOKIE
+
+
+def browser_id(scope: Scope, secure: bool) -> str | None:
+    """The browser's id from its cookie, if it sent one."""
+    wanted = cookie_name(secure)
+    for name, value in scope.get("headers") or ():
+        if name.lower() != b"cookie":
+            continue
+        for pair in value.decode("latin-1").split(";"):
+            key, _, found = pair.strip().partition("=")
+            if key == wanted and 20 <= len(found) <= 100:
+                return str(found)
+    return None
+
+
+def binding(scope: Scope, secure: bool) -> tuple[str, tuple[str, ...]]:
+    """The digest that binds a record to this browser, and the cookie to set when the browser had none."""
+    found = browser_id(scope, secure)
+    if found is not None:
+        return digest(found), ()
+    made = secrets.token_urlsafe(32)
+    attributes = f"Path=/; Max-Age={CONSENT_SECONDS}; HttpOnly; SameSite=Lax" + ("; Secure" if secure else "")
+    return digest(made), (f"{cookie_name(secure)}={made}; {attributes}",)
+
+
+def is_same_browser(scope: Scope, secure: bool, bound: str) -> bool:
+    found = browser_id(scope, secure)
+    return found is not None and secrets.compare_digest(digest(found), bound)
 
 
 def s256(verifier: str) -> str:
@@ -76,14 +121,14 @@ class Authorization:
             await self._to_upstream(send, request, cookies)
             return
         handle = secrets.token_urlsafe(32)
-        await self._records.put("consent-request", handle, request, config.SIGN_IN_SECONDS)
+        await self._records.put("consent-request", handle, request, SIGN_IN_SECONDS)
         page = consent_page(
             client_name=client_name,
             client_id=request["client_id"],
             redirect_uri=request["redirect_uri"],
             scopes=request["scope"],
             resource=self._front.resource,
-            action=self._front.url(config.CONSENT_PATH),
+            action=self._front.url(CONSENT_PATH),
             request=handle,
         )
         await send_page(send, 200, page, cookies)
@@ -94,7 +139,7 @@ class Authorization:
         except OAuthError as error:
             await send_refusal(send, error.status, error.description)
             return
-        taken = await self._records.take("consent-request", form.get("request", ""), config.SIGN_IN_SECONDS)
+        taken = await self._records.take("consent-request", form.get("request", ""), SIGN_IN_SECONDS)
         request = taken.fresh
         if request is None or not is_same_browser(scope, self._front.secure, request["browser"]):
             await send_refusal(
@@ -108,7 +153,7 @@ class Authorization:
             denied = OAuthError("access_denied", "the user did not allow this application")
             await send_redirect(send, error_redirect(request, self._front.issuer, denied))
             return
-        await self._records.mark("consent", self._consent_key(request), config.CONSENT_SECONDS)
+        await self._records.mark("consent", self._consent_key(request), CONSENT_SECONDS)
         await self._to_upstream(send, request, ())
 
     async def _client_request(self, parameters: dict[str, str]) -> dict[str, Any]:
@@ -163,7 +208,7 @@ class Authorization:
         state, verifier, nonce = (secrets.token_urlsafe(32) for _ in range(3))
         try:
             location = await self._upstream.authorization_url(
-                redirect_uri=self._front.url(config.CALLBACK_PATH), state=state, nonce=nonce, challenge=s256(verifier)
+                redirect_uri=self._front.url(CALLBACK_PATH), state=state, nonce=nonce, challenge=s256(verifier)
             )
         except UpstreamError as error:
             logger.warning("the upstream identity provider is unavailable: %s", error)
@@ -171,5 +216,5 @@ class Authorization:
             await send_redirect(send, error_redirect(request, self._front.issuer, failed), cookies)
             return
         sign_in = {**request, "verifier": verifier, "nonce": nonce}
-        await self._records.put("sign-in", state, sign_in, config.SIGN_IN_SECONDS)
+        await self._records.put("sign-in", state, sign_in, SIGN_IN_SECONDS)
         await send_redirect(send, location, cookies)

@@ -1,4 +1,5 @@
-"""Whether the gateway may call an upstream's address: its guard against server-side request forgery.
+"""Whether an outgoing request may reach an address: the guard against server-side request forgery that the
+gateway's upstreams and the authorization front's client metadata documents are fetched through.
 
 A gateway fetches whatever URLs its configuration names, from inside the deployment's network. An upstream URL
 must therefore not lead to the deployment itself or its neighbours: every address its host resolves to must be

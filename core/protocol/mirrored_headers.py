@@ -1,5 +1,6 @@
-"""The 2026-07-28 headers a request to an upstream mirrors from its body: `Mcp-Method`, `Mcp-Name` and, for a tool
-whose input schema marks parameters with `x-mcp-header`, `Mcp-Param-*`.
+"""The 2026-07-28 headers a client's request mirrors from its body (the gateway's to an upstream, the stdio server's to
+its app): `Mcp-Method`, `Mcp-Name` and, for a tool whose input schema marks parameters with `x-mcp-header`,
+`Mcp-Param-*`.
 
 Every mirrored value goes through the spec's encoding (core/transport/headers.py): a name, URI or argument that is
 not plain visible ASCII travels Base64-encoded in the sentinel form `=?base64?...?=`, so nothing a caller sends
