@@ -16,13 +16,11 @@ from typing import TYPE_CHECKING
 
 from stratus.metrics import LocalMetrics, MetricsSink
 from stratus.pipeline.admission import Admitter
-from stratus.pipeline.auth_plan import AuthenticationPlan
 from stratus.pipeline.circuit import Circuit
-from stratus.pipeline.pipeline import Pipeline
+from stratus.pipeline.pipeline import AuthenticationPlan, Pipeline
 from stratus.pipeline.retries import Retries, Sleep
-from stratus.protocol.built_on_use import BuiltOnUse
 from stratus.protocol.cancellation import RunningCalls
-from stratus.protocol.dispatch import Dispatcher
+from stratus.protocol.dispatch import BuiltOnUse, Dispatcher
 from stratus.protocol.lifecycle import Lifecycle
 from stratus.protocol.listing import Listings
 from stratus.protocol.notifications import NotificationLog

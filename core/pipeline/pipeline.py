@@ -34,7 +34,6 @@ from stratus.errors import McpError
 from stratus.metrics import MetricsSink
 from stratus.pipeline import call_metrics, rate_limits
 from stratus.pipeline.admission import Admitter
-from stratus.pipeline.auth_plan import AuthenticationPlan
 from stratus.pipeline.chain import chain
 from stratus.pipeline.circuit import Circuit
 from stratus.pipeline.current import serving
@@ -45,12 +44,29 @@ from stratus.request.http import HttpRequest
 from stratus.request.inputs import InputRequired
 from stratus.resilience.deadline import Clock, Deadline
 from stratus.server.context import Context
-from stratus.server.policy import Access, Middleware, ServerPolicy
+from stratus.server.policy import Access, Authenticator, Middleware, ServerPolicy
 from stratus.server.principal import Principal
 from stratus.server.signature import ArgumentsError
 from stratus.server.tools import Tool
 from stratus.stores.records import CallAdmission, CallChecks
 from stratus.types import JsonObject
+
+
+class AuthenticationPlan:
+    """Where authentication happens, and so what a refusal means."""
+
+    __slots__ = ("anyone", "before_call")
+
+    def __init__(self, before_call: tuple[Authenticator, ...] = (), *, anyone: bool = True) -> None:
+        self.before_call = before_call
+        """The authenticators the pipeline runs before each call: the server's own where nothing ran them for the
+        request (a pipeline driven directly); none where the transport ran them (`McpEndpoint`) or a task's run
+        carries the principal its creator had."""
+        self.anyone = anyone
+        """Whether any request can carry a user (the deployment authenticates, or the server has authenticators): a
+        restricted item then answers 401 to a request without one, else 403 naming the setting that would
+        help."""
+
 
 EVERYONE_AUTHENTICATES = AuthenticationPlan()
 

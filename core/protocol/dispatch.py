@@ -7,11 +7,11 @@ The methods live with what they serve: `lifecycle` (discover, initialize, ping, 
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Generic, TypeVar
 
 from stratus.errors import MethodNotFoundError
 from stratus.protocol import versions
-from stratus.protocol.built_on_use import BuiltOnUse
 from stratus.protocol.call import Call, Method
 from stratus.protocol.cancellation import RunningCalls
 from stratus.protocol.lifecycle import Lifecycle
@@ -25,6 +25,30 @@ from stratus.types import JsonObject
 
 if TYPE_CHECKING:
     from stratus.protocol.task_service import TaskService
+
+
+T = TypeVar("T")
+
+
+class BuiltOnUse(Generic[T]):
+    """`build()`'s result, made on the first call and kept: a part built the first time it is used, so that what a
+    server never uses is never imported (the task service, the relayed calls)."""
+
+    __slots__ = ("_build", "_part")
+
+    def __init__(self, build: Callable[[], T]) -> None:
+        self._build = build
+        self._part: T | None = None
+
+    def __call__(self) -> T:
+        if self._part is None:
+            self._part = self._build()
+        return self._part
+
+    @property
+    def built(self) -> T | None:
+        """The part, if it was used; None otherwise (nothing is built to answer)."""
+        return self._part
 
 
 class Dispatcher:

@@ -23,10 +23,9 @@ from stratus.errors import (
     McpError,
     UnauthorizedError,
 )
-from stratus.pipeline.auth_plan import AuthenticationPlan
 from stratus.pipeline.current import serving
 from stratus.pipeline.guards import authenticate, authorize
-from stratus.pipeline.pipeline import Pipeline
+from stratus.pipeline.pipeline import AuthenticationPlan, Pipeline
 from stratus.protocol.call import Call
 from stratus.protocol.rounds import InputRounds
 from stratus.request.inputs import InputRequired

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple, Protocol
 from stratus.errors import InvalidParamsError, InvalidRequestError, McpError, RecordTooLargeError
 from stratus.protocol import versions
 from stratus.protocol.call import Call
-from stratus.protocol.dispatch import Dispatcher
+from stratus.protocol.dispatch import BuiltOnUse, Dispatcher
 from stratus.protocol.jsonrpc import (
     ClientResponse,
     Notification,
@@ -33,7 +33,6 @@ from stratus.transport.session_stream import GET_STREAM_PREFIX, SessionStreams
 from stratus.types import JsonObject, Receive, Send
 
 if TYPE_CHECKING:
-    from stratus.protocol.built_on_use import BuiltOnUse
     from stratus.protocol.relayed_calls import RelayedCalls, RelayedStream
     from stratus.stores.base import Stores
     from stratus.transport.exchange import Exchange

@@ -13,8 +13,8 @@ from stratus.errors import CircuitOpenError, RateLimitedError, RequestTimeoutErr
 from stratus.metrics import LocalMetrics
 from stratus.pipeline import call_metrics, rate_limits
 from stratus.pipeline.admission import NO_CHECKS, Admitter
-from stratus.pipeline.auth_plan import AuthenticationPlan
 from stratus.pipeline.circuit import Circuit
+from stratus.pipeline.pipeline import AuthenticationPlan
 from stratus.pipeline.retries import Retries
 from stratus.pipeline.timeout import within_deadline
 from stratus.resilience.breaker import Admission, BreakerPolicy, CircuitState
