@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from stratus.resilience.deadline import Clock
@@ -13,19 +12,31 @@ if TYPE_CHECKING:
     from stratus.stores.task_records import TaskOutcome
 
 
-@dataclass(slots=True)
 class _Kept:
     """A task as this store keeps it: its request and outcome encoded as a shared store encodes them, so that no
     caller shares their objects (a tool that changes its arguments changes no stored task) and a record this store
     cannot encode fails here too."""
 
-    principal: str | None
-    status: str
-    request: str
-    outcome: str | None
-    created: float
-    updated: float
-    expires: float
+    # A plain class: a dataclass costs every cold start on the default store (docs/benchmarks.md).
+    __slots__ = ("created", "expires", "outcome", "principal", "request", "status", "updated")
+
+    def __init__(
+        self,
+        principal: str | None,
+        status: str,
+        request: str,
+        outcome: str | None,
+        created: float,
+        updated: float,
+        expires: float,
+    ) -> None:
+        self.principal = principal
+        self.status = status
+        self.request = request
+        self.outcome = outcome
+        self.created = created
+        self.updated = updated
+        self.expires = expires
 
 
 class MemoryTaskStore:
