@@ -446,3 +446,14 @@ def test_the_streaming_functions_reserved_concurrency_is_a_parameter_the_emulato
     stack = read_stack(TEMPLATE_PATH, {"StreamingReservedConcurrency": value})
     assert stack.functions["stratus-local-StreamingFunction"].reserved_concurrency == reserved
     assert stack.functions["stratus-local-BufferedFunction"].reserved_concurrency is None
+
+
+def test_a_deploy_deletes_the_buffered_version_it_replaces_so_only_the_live_snapshot_bills() -> None:
+    """SAM retains every version AutoPublishAlias publishes unless told otherwise, and each kept SnapStart snapshot
+    bills its cache: the version a deploy replaces is deleted with it."""
+    resources = _translated()["Resources"]
+    versions = {name: resource for name, resource in resources.items() if resource["Type"] == "AWS::Lambda::Version"}
+    assert [resource["Properties"]["FunctionName"] for resource in versions.values()] == [{"Ref": "BufferedFunction"}]
+    assert [resource["DeletionPolicy"] for resource in versions.values()] == ["Delete"]
+    alias = next(resource for resource in resources.values() if resource["Type"] == "AWS::Lambda::Alias")
+    assert alias["Properties"]["FunctionVersion"] == {"Fn::GetAtt": [next(iter(versions)), "Version"]}
