@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import re
 from pathlib import Path
 from typing import Any
@@ -457,3 +458,68 @@ def test_a_deploy_deletes_the_buffered_version_it_replaces_so_only_the_live_snap
     assert [resource["DeletionPolicy"] for resource in versions.values()] == ["Delete"]
     alias = next(resource for resource in resources.values() if resource["Type"] == "AWS::Lambda::Alias")
     assert alias["Properties"]["FunctionVersion"] == {"Fn::GetAtt": [next(iter(versions)), "Version"]}
+
+
+FUNCTIONS = ("BufferedFunction", "StreamingFunction", "SweeperFunction", "TaskWorkerFunction")
+
+
+def _role_statements(resources: dict[str, Any], role: str) -> list[dict[str, Any]]:
+    """The statements a translated role holds: its inline policies' and those of the stack's managed policies."""
+    properties = resources[role]["Properties"]
+    documents = [policy["PolicyDocument"] for policy in properties.get("Policies", [])]
+    documents += [
+        resources[arn["Ref"]]["Properties"]["PolicyDocument"]
+        for arn in properties["ManagedPolicyArns"]
+        if isinstance(arn, dict) and "Ref" in arn
+    ]
+    return [statement for document in documents for statement in document["Statement"]]
+
+
+def test_each_function_may_write_logs_only_to_its_own_log_group() -> None:
+    """No role holds AWSLambdaBasicExecutionRole (logs on every group in the account): each writes its function's
+    LoggingConfig group, and no two functions share a role."""
+    resources = _translated()["Resources"]
+    roles = {function: resources[function]["Properties"]["Role"]["Fn::GetAtt"][0] for function in FUNCTIONS}
+    assert len(set(roles.values())) == len(FUNCTIONS)
+    for function, role in roles.items():
+        group = resources[function]["Properties"]["LoggingConfig"]["LogGroup"]["Ref"]
+        assert resources[group]["Type"] == "AWS::Logs::LogGroup"
+        assert "AWSLambdaBasicExecutionRole" not in json.dumps(resources[role]["Properties"]["ManagedPolicyArns"])
+        logs = [s for s in _role_statements(resources, role) if any(a.startswith("logs:") for a in _actions(s))]
+        assert [(sorted(_actions(s)), s["Resource"]) for s in logs] == [
+            (["logs:CreateLogStream", "logs:PutLogEvents"], {"Fn::GetAtt": [group, "Arn"]})
+        ], function
+
+
+def test_the_state_table_outlives_the_stack_and_a_replacement() -> None:
+    """`sam delete`, or an update that would replace the table, leaves it and every session and task in it."""
+    table = _translated()["Resources"]["StateTable"]
+    assert (table["DeletionPolicy"], table["UpdateReplacePolicy"]) == ("Retain", "Retain")
+
+
+# The key term of each service docs/deploy.md's "In a VPC" section lists, as VpcSubnetIds' description names it.
+_VPC_NEEDS = {
+    "SSM": "SSM",
+    "DynamoDB": "DynamoDB",
+    "Lambda": "Lambda",
+    "The Redis store": "Redis",
+    "`AuthMode=front`": "AuthMode=front",
+    "`AuthMode=jwt`": "AuthMode=jwt",
+    "A gateway's upstreams": "upstreams",
+}
+
+
+def test_the_vpc_parameter_names_every_service_the_vpc_section_of_the_deploy_guide_lists() -> None:
+    text = (TEMPLATE_PATH.parent / "docs" / "deploy.md").read_text(encoding="utf-8")
+    section = text[text.index("### In a VPC: what each function must reach") :]
+    section = section[: section.index("\n### ")]
+    table = {
+        name.strip()
+        for cells in re.findall(r"^\| `\w+Function` \| ([^|]+) \| ([^|]+) \|$", section, re.M)
+        for cell in cells
+        for name in cell.split(",")
+    }
+    listed = re.findall(r"^- \*\*(.+?)\*\*", section, re.MULTILINE)
+    assert table == {"SSM", "DynamoDB", "Lambda"} and set(table) <= set(listed)
+    description = " ".join(_translated()["Parameters"]["VpcSubnetIds"]["Description"].split())
+    assert [name for name in listed if _VPC_NEEDS[name] not in description] == []
