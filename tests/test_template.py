@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import re
+import uuid
 from pathlib import Path
 from typing import Any
 
@@ -523,3 +524,87 @@ def test_the_vpc_parameter_names_every_service_the_vpc_section_of_the_deploy_gui
     assert table == {"SSM", "DynamoDB", "Lambda"} and set(table) <= set(listed)
     description = " ".join(_translated()["Parameters"]["VpcSubnetIds"]["Description"].split())
     assert [name for name in listed if _VPC_NEEDS[name] not in description] == []
+
+
+def _resolved_alarms(stack_name: str = "stratus-local") -> dict[str, dict[str, Any]]:
+    """Each alarm of the translated template, its intrinsics resolved as CloudFormation would for `stack_name`."""
+    from stratus.emulator.intrinsics import Resolver, parameter_values
+    from stratus.emulator.stack import load_template
+
+    values = parameter_values(load_template(TEMPLATE_PATH), {})
+    resolver = Resolver(_translated(), values, stack_name=stack_name, region="us-east-1")
+    return {alarm: resolver.properties(alarm) for alarm in resolver.created("AWS::CloudWatch::Alarm")}
+
+
+def test_the_task_workers_errors_throttles_dropped_launches_and_lost_failure_records_raise_alarms() -> None:
+    watched = {
+        (alarm["MetricName"], alarm["Dimensions"][0]["Value"])
+        for alarm in _resolved_alarms().values()
+        if alarm.get("Namespace") == "AWS/Lambda"
+        and alarm["Dimensions"][0]["Name"] == "FunctionName"
+        and (alarm.get("Statistic"), alarm["Threshold"], alarm["ComparisonOperator"])
+        == ("Sum", 1, "GreaterThanOrEqualToThreshold")
+    }
+    worker = "stratus-local-TaskWorkerFunction"
+    assert {
+        ("Errors", worker),
+        ("Throttles", worker),
+        ("AsyncEventsDropped", worker),
+        ("DestinationDeliveryFailures", worker),
+    } <= watched
+
+
+_QUERY = re.compile(r'^SELECT SUM\((\w+)\) FROM "([^"]+)"(?: WHERE (.+))?$')
+
+
+def _queried(alarm: dict[str, Any]) -> tuple[str, str, str | None]:
+    """The metric, namespace and condition of an alarm on one Metrics Insights query."""
+    [query] = alarm["Metrics"]
+    found = _QUERY.match(query["Expression"])
+    assert found is not None and query["ReturnData"] is True, query
+    return found[1], found[2], found[3]
+
+
+def test_the_breaker_and_failed_run_alarms_query_only_this_stacks_metrics() -> None:
+    """Stratus's metrics go to a namespace named for the stack, which the alarms query: another stack's breaker or
+    failed task does not trip them (the whole `Stratus` namespace did)."""
+    from stratus.emulator.stack import read_stack
+
+    namespaces = {f.environment["STRATUS_METRICS_NAMESPACE"] for f in read_stack(TEMPLATE_PATH).functions.values()}
+    assert namespaces == {"Stratus/stratus-local"}
+    alarms = _resolved_alarms()
+    assert _queried(alarms["BreakerOpenAlarm"]) == ("breaker_transitions", "Stratus/stratus-local", "state = 'open'")
+    assert _queried(alarms["TaskRunsFailedAlarm"]) == ("task_runs_failed", "Stratus/stratus-local", None)
+    assert _queried(_resolved_alarms("other-stack")["BreakerOpenAlarm"])[1] == "Stratus/other-stack"
+
+
+def test_the_failed_run_alarm_watches_the_metric_the_sweeper_emits_as_the_template_configures_it() -> None:
+    """The sweeper, given a task worker's failure record with the template's environment (a Redis store standing in
+    for the table, the secret inline), writes an EMF line for task_runs_failed in the namespace the alarm queries."""
+    from stratus.emulator.stack import read_stack
+    from tests.fixtures.fresh_interpreter import run_fresh
+
+    sweeper = read_stack(TEMPLATE_PATH).functions["stratus-local-SweeperFunction"]
+    environment = {
+        **sweeper.environment,
+        "STRATUS_STORE": "redis://127.0.0.1:6379/0",
+        "STRATUS_STORE_PREFIX": f"alarm-{uuid.uuid4().hex[:8]}",
+        "STRATUS_SECRET_KEY": "k",
+    }
+    record = {
+        "version": "1.0",
+        "requestContext": {"requestId": "r-1", "condition": "RetriesExhausted", "approximateInvokeCount": 1},
+        "requestPayload": {"stratusTask": "no-such-task"},
+    }
+    code = f"from stratus.handlers import sweeper; print(sweeper.handler({record!r}, None))"
+    lines = run_fresh(code, environment, cwd=TEMPLATE_PATH.parent).splitlines()
+    assert lines[-1] == "{'markedFailed': 0}"  # no such task: nothing to mark, and still counted
+    emitted = {
+        (directive["Namespace"], metric["Name"])
+        for line in lines
+        if line.startswith('{"_aws"')
+        for directive in json.loads(line)["_aws"]["CloudWatchMetrics"]
+        for metric in directive["Metrics"]
+    }
+    metric, namespace, _ = _queried(_resolved_alarms()["TaskRunsFailedAlarm"])
+    assert (namespace, metric) in emitted
