@@ -608,3 +608,24 @@ def test_the_failed_run_alarm_watches_the_metric_the_sweeper_emits_as_the_templa
     }
     metric, namespace, _ = _queried(_resolved_alarms()["TaskRunsFailedAlarm"])
     assert (namespace, metric) in emitted
+
+
+def test_the_reserved_concurrency_parameter_refuses_0_which_would_disable_the_function() -> None:
+    """CloudFormation matches AllowedPattern against the whole value: empty (no reservation) or a count from 1."""
+    pattern = _translated()["Parameters"]["StreamingReservedConcurrency"]["AllowedPattern"]
+    accepted = {
+        value for value in ("", "1", "40", "900", "0", "00", "007", "-1", " 4", "4.0") if re.fullmatch(pattern, value)
+    }
+    assert accepted == {"", "1", "40", "900"}
+
+
+def test_the_rest_api_answers_a_lambda_throttle_with_a_retryable_429() -> None:
+    """API Gateway's INTEGRATION_FAILURE response (a Lambda throttle's 500 otherwise) is 429 with Retry-After."""
+    body = _translated()["Resources"]["StreamingRestApi"]["Properties"]["Body"]
+    assert body["x-amazon-apigateway-gateway-responses"] == {
+        "INTEGRATION_FAILURE": {
+            "statusCode": "429",
+            "responseParameters": {"gatewayresponse.header.Retry-After": "'1'"},
+            "responseTemplates": {},
+        }
+    }
