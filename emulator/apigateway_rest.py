@@ -19,7 +19,12 @@
   endpoints; 30 s for EDGE).
 - A throttled Lambda invocation (no container free, none may start: Lambda's 429) is not forwarded: API Gateway
   answers 500 `{"message": "Internal server error"}`
-  (https://repost.aws/knowledge-center/api-gateway-internal-server-error, "Throttling occurs").
+  (https://repost.aws/knowledge-center/api-gateway-internal-server-error, "Throttling occurs"), as its
+  INTEGRATION_FAILURE gateway response, which falls back on DEFAULT_5XX; an API that customises either answers with
+  its status, static headers and `application/json` body template instead
+  (https://docs.aws.amazon.com/apigateway/latest/developerguide/supported-gateway-response-types.html). That a Lambda
+  throttle is an INTEGRATION_FAILURE is AWS's answer on its forum, not a documentation page (docs/deploy.md,
+  "Throttles").
 - Mock integrations (SAM's CORS preflights) answer with their configured status and headers.
 """
 
@@ -118,6 +123,19 @@ class RestApiDoor(FrontDoor):
             return None
         return self.mapping.stage, request_path[len(base) :] or "/"
 
+    def _gateway_response(self, kind: str, default: Answer) -> Answer:
+        """`default` as the API's gateway response of `kind` (or its DEFAULT_5XX / DEFAULT_4XX) changes it."""
+        fallback = "DEFAULT_5XX" if default.status >= 500 else "DEFAULT_4XX"
+        custom = self.api.gateway_responses.get(kind) or self.api.gateway_responses.get(fallback)
+        if custom is None:
+            return default
+        body = custom.templates.get("application/json")
+        return Answer(
+            custom.status or default.status,
+            [*default.headers, *custom.headers.items()],
+            default.body if body is None else body.encode(),
+        )
+
     def too_large(self) -> Answer:
         return json_answer(413, {"message": "Request Too Long"})
 
@@ -190,7 +208,7 @@ class RestApiDoor(FrontDoor):
         except (FunctionError, MalformedResponseError):
             answer = json_answer(502, BAD_GATEWAY)
         except ThrottledError:
-            answer = json_answer(500, BAD_GATEWAY)
+            answer = self._gateway_response("INTEGRATION_FAILURE", json_answer(500, BAD_GATEWAY))
         except ClientGoneError:
             return  # dropped while it waited: no one to answer
         answer.headers = self.integration_headers(answer.headers)

@@ -110,6 +110,16 @@ class RestMethod:
 
 
 @dataclass(frozen=True)
+class GatewayResponse:
+    """A REST API's customised gateway response (`x-amazon-apigateway-gateway-responses`, which SAM's
+    `GatewayResponses` writes): its status, if it sets one, its static headers and its body templates."""
+
+    status: int | None
+    headers: Mapping[str, str]
+    templates: Mapping[str, str]
+
+
+@dataclass(frozen=True)
 class RestApi:
     logical_id: str
     api_id: str
@@ -120,6 +130,8 @@ class RestApi:
     """The stage the template declares (the one its outputs name), among `stages`."""
     mappings: tuple[BasePathMapping, ...] = ()
     """The custom domains the API's stages are mapped on."""
+    gateway_responses: Mapping[str, GatewayResponse] = field(default_factory=dict)
+    """By response type (`INTEGRATION_FAILURE`, `DEFAULT_5XX`, ...)."""
 
 
 @dataclass(frozen=True)
@@ -377,7 +389,24 @@ def _rest_api(resolver: Resolver, logical_id: str) -> RestApi:
         str(endpoint),
         declared[0] if declared else "",
         tuple(mappings),
+        _gateway_responses(body.get("x-amazon-apigateway-gateway-responses") or {}),
     )
+
+
+def _gateway_responses(responses: Mapping[str, Any]) -> dict[str, GatewayResponse]:
+    """The body's gateway responses; a header's value kept only when static (`'text'`), as API Gateway sends it."""
+    found = {}
+    for kind, response in responses.items():
+        prefix = "gatewayresponse.header."
+        headers = {
+            name.removeprefix(prefix): str(value)[1:-1]
+            for name, value in (response.get("responseParameters") or {}).items()
+            if name.startswith(prefix) and len(str(value)) >= 2 and str(value)[0] == str(value)[-1] == "'"
+        }
+        status = response.get("statusCode")
+        templates = {str(kind): str(text) for kind, text in (response.get("responseTemplates") or {}).items()}
+        found[str(kind)] = GatewayResponse(int(status) if status is not None else None, headers, templates)
+    return found
 
 
 def _referenced(resolver: Resolver, kind: str, reference: Any) -> str | None:

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import json
 import re
+import uuid
 from pathlib import Path
 from typing import Any
 
@@ -446,3 +448,184 @@ def test_the_streaming_functions_reserved_concurrency_is_a_parameter_the_emulato
     stack = read_stack(TEMPLATE_PATH, {"StreamingReservedConcurrency": value})
     assert stack.functions["stratus-local-StreamingFunction"].reserved_concurrency == reserved
     assert stack.functions["stratus-local-BufferedFunction"].reserved_concurrency is None
+
+
+def test_a_deploy_deletes_the_buffered_version_it_replaces_so_only_the_live_snapshot_bills() -> None:
+    """SAM retains every version AutoPublishAlias publishes unless told otherwise, and each kept SnapStart snapshot
+    bills its cache: the version a deploy replaces is deleted with it."""
+    resources = _translated()["Resources"]
+    versions = {name: resource for name, resource in resources.items() if resource["Type"] == "AWS::Lambda::Version"}
+    assert [resource["Properties"]["FunctionName"] for resource in versions.values()] == [{"Ref": "BufferedFunction"}]
+    assert [resource["DeletionPolicy"] for resource in versions.values()] == ["Delete"]
+    alias = next(resource for resource in resources.values() if resource["Type"] == "AWS::Lambda::Alias")
+    assert alias["Properties"]["FunctionVersion"] == {"Fn::GetAtt": [next(iter(versions)), "Version"]}
+
+
+FUNCTIONS = ("BufferedFunction", "StreamingFunction", "SweeperFunction", "TaskWorkerFunction")
+
+
+def _role_statements(resources: dict[str, Any], role: str) -> list[dict[str, Any]]:
+    """The statements a translated role holds: its inline policies' and those of the stack's managed policies."""
+    properties = resources[role]["Properties"]
+    documents = [policy["PolicyDocument"] for policy in properties.get("Policies", [])]
+    documents += [
+        resources[arn["Ref"]]["Properties"]["PolicyDocument"]
+        for arn in properties["ManagedPolicyArns"]
+        if isinstance(arn, dict) and "Ref" in arn
+    ]
+    return [statement for document in documents for statement in document["Statement"]]
+
+
+def test_each_function_may_write_logs_only_to_its_own_log_group() -> None:
+    """No role holds AWSLambdaBasicExecutionRole (logs on every group in the account): each writes its function's
+    LoggingConfig group, and no two functions share a role."""
+    resources = _translated()["Resources"]
+    roles = {function: resources[function]["Properties"]["Role"]["Fn::GetAtt"][0] for function in FUNCTIONS}
+    assert len(set(roles.values())) == len(FUNCTIONS)
+    for function, role in roles.items():
+        group = resources[function]["Properties"]["LoggingConfig"]["LogGroup"]["Ref"]
+        assert resources[group]["Type"] == "AWS::Logs::LogGroup"
+        assert "AWSLambdaBasicExecutionRole" not in json.dumps(resources[role]["Properties"]["ManagedPolicyArns"])
+        logs = [s for s in _role_statements(resources, role) if any(a.startswith("logs:") for a in _actions(s))]
+        assert [(sorted(_actions(s)), s["Resource"]) for s in logs] == [
+            (["logs:CreateLogStream", "logs:PutLogEvents"], {"Fn::GetAtt": [group, "Arn"]})
+        ], function
+
+
+def test_the_state_table_outlives_the_stack_and_a_replacement() -> None:
+    """`sam delete`, or an update that would replace the table, leaves it and every session and task in it."""
+    table = _translated()["Resources"]["StateTable"]
+    assert (table["DeletionPolicy"], table["UpdateReplacePolicy"]) == ("Retain", "Retain")
+
+
+# The key term of each service docs/deploy.md's "In a VPC" section lists, as VpcSubnetIds' description names it.
+_VPC_NEEDS = {
+    "SSM": "SSM",
+    "DynamoDB": "DynamoDB",
+    "Lambda": "Lambda",
+    "The Redis store": "Redis",
+    "`AuthMode=front`": "AuthMode=front",
+    "`AuthMode=jwt`": "AuthMode=jwt",
+    "A gateway's upstreams": "upstreams",
+}
+
+
+def test_the_vpc_parameter_names_every_service_the_vpc_section_of_the_deploy_guide_lists() -> None:
+    text = (TEMPLATE_PATH.parent / "docs" / "deploy.md").read_text(encoding="utf-8")
+    section = text[text.index("### In a VPC: what each function must reach") :]
+    section = section[: section.index("\n### ")]
+    table = {
+        name.strip()
+        for cells in re.findall(r"^\| `\w+Function` \| ([^|]+) \| ([^|]+) \|$", section, re.M)
+        for cell in cells
+        for name in cell.split(",")
+    }
+    listed = re.findall(r"^- \*\*(.+?)\*\*", section, re.MULTILINE)
+    assert table == {"SSM", "DynamoDB", "Lambda"} and set(table) <= set(listed)
+    description = " ".join(_translated()["Parameters"]["VpcSubnetIds"]["Description"].split())
+    assert [name for name in listed if _VPC_NEEDS[name] not in description] == []
+
+
+def _resolved_alarms(stack_name: str = "stratus-local") -> dict[str, dict[str, Any]]:
+    """Each alarm of the translated template, its intrinsics resolved as CloudFormation would for `stack_name`."""
+    from stratus.emulator.intrinsics import Resolver, parameter_values
+    from stratus.emulator.stack import load_template
+
+    values = parameter_values(load_template(TEMPLATE_PATH), {})
+    resolver = Resolver(_translated(), values, stack_name=stack_name, region="us-east-1")
+    return {alarm: resolver.properties(alarm) for alarm in resolver.created("AWS::CloudWatch::Alarm")}
+
+
+def test_the_task_workers_errors_throttles_dropped_launches_and_lost_failure_records_raise_alarms() -> None:
+    watched = {
+        (alarm["MetricName"], alarm["Dimensions"][0]["Value"])
+        for alarm in _resolved_alarms().values()
+        if alarm.get("Namespace") == "AWS/Lambda"
+        and alarm["Dimensions"][0]["Name"] == "FunctionName"
+        and (alarm.get("Statistic"), alarm["Threshold"], alarm["ComparisonOperator"])
+        == ("Sum", 1, "GreaterThanOrEqualToThreshold")
+    }
+    worker = "stratus-local-TaskWorkerFunction"
+    assert {
+        ("Errors", worker),
+        ("Throttles", worker),
+        ("AsyncEventsDropped", worker),
+        ("DestinationDeliveryFailures", worker),
+    } <= watched
+
+
+_QUERY = re.compile(r'^SELECT SUM\((\w+)\) FROM "([^"]+)"(?: WHERE (.+))?$')
+
+
+def _queried(alarm: dict[str, Any]) -> tuple[str, str, str | None]:
+    """The metric, namespace and condition of an alarm on one Metrics Insights query."""
+    [query] = alarm["Metrics"]
+    found = _QUERY.match(query["Expression"])
+    assert found is not None and query["ReturnData"] is True, query
+    return found[1], found[2], found[3]
+
+
+def test_the_breaker_and_failed_run_alarms_query_only_this_stacks_metrics() -> None:
+    """Stratus's metrics go to a namespace named for the stack, which the alarms query: another stack's breaker or
+    failed task does not trip them (the whole `Stratus` namespace did)."""
+    from stratus.emulator.stack import read_stack
+
+    namespaces = {f.environment["STRATUS_METRICS_NAMESPACE"] for f in read_stack(TEMPLATE_PATH).functions.values()}
+    assert namespaces == {"Stratus/stratus-local"}
+    alarms = _resolved_alarms()
+    assert _queried(alarms["BreakerOpenAlarm"]) == ("breaker_transitions", "Stratus/stratus-local", "state = 'open'")
+    assert _queried(alarms["TaskRunsFailedAlarm"]) == ("task_runs_failed", "Stratus/stratus-local", None)
+    assert _queried(_resolved_alarms("other-stack")["BreakerOpenAlarm"])[1] == "Stratus/other-stack"
+
+
+def test_the_failed_run_alarm_watches_the_metric_the_sweeper_emits_as_the_template_configures_it() -> None:
+    """The sweeper, given a task worker's failure record with the template's environment (a Redis store standing in
+    for the table, the secret inline), writes an EMF line for task_runs_failed in the namespace the alarm queries."""
+    from stratus.emulator.stack import read_stack
+    from tests.fixtures.fresh_interpreter import run_fresh
+
+    sweeper = read_stack(TEMPLATE_PATH).functions["stratus-local-SweeperFunction"]
+    environment = {
+        **sweeper.environment,
+        "STRATUS_STORE": "redis://127.0.0.1:6379/0",
+        "STRATUS_STORE_PREFIX": f"alarm-{uuid.uuid4().hex[:8]}",
+        "STRATUS_SECRET_KEY": "k",
+    }
+    record = {
+        "version": "1.0",
+        "requestContext": {"requestId": "r-1", "condition": "RetriesExhausted", "approximateInvokeCount": 1},
+        "requestPayload": {"stratusTask": "no-such-task"},
+    }
+    code = f"from stratus.handlers import sweeper; print(sweeper.handler({record!r}, None))"
+    lines = run_fresh(code, environment, cwd=TEMPLATE_PATH.parent).splitlines()
+    assert lines[-1] == "{'markedFailed': 0}"  # no such task: nothing to mark, and still counted
+    emitted = {
+        (directive["Namespace"], metric["Name"])
+        for line in lines
+        if line.startswith('{"_aws"')
+        for directive in json.loads(line)["_aws"]["CloudWatchMetrics"]
+        for metric in directive["Metrics"]
+    }
+    metric, namespace, _ = _queried(_resolved_alarms()["TaskRunsFailedAlarm"])
+    assert (namespace, metric) in emitted
+
+
+def test_the_reserved_concurrency_parameter_refuses_0_which_would_disable_the_function() -> None:
+    """CloudFormation matches AllowedPattern against the whole value: empty (no reservation) or a count from 1."""
+    pattern = _translated()["Parameters"]["StreamingReservedConcurrency"]["AllowedPattern"]
+    accepted = {
+        value for value in ("", "1", "40", "900", "0", "00", "007", "-1", " 4", "4.0") if re.fullmatch(pattern, value)
+    }
+    assert accepted == {"", "1", "40", "900"}
+
+
+def test_the_rest_api_answers_a_lambda_throttle_with_a_retryable_429() -> None:
+    """API Gateway's INTEGRATION_FAILURE response (a Lambda throttle's 500 otherwise) is 429 with Retry-After."""
+    body = _translated()["Resources"]["StreamingRestApi"]["Properties"]["Body"]
+    assert body["x-amazon-apigateway-gateway-responses"] == {
+        "INTEGRATION_FAILURE": {
+            "statusCode": "429",
+            "responseParameters": {"gatewayresponse.header.Retry-After": "'1'"},
+            "responseTemplates": {},
+        }
+    }

@@ -168,7 +168,8 @@ def test_a_role_the_emulator_cannot_evaluate_is_left_unchecked_and_says_why(tmp_
 
     text = TEMPLATE.read_text(encoding="utf-8").replace("CodeUri: .", f"CodeUri: {TEMPLATE.parent}")
     start = text.index("  SweeperRole:")
-    sweeper = text[start:].replace("service-role/AWSLambdaBasicExecutionRole", "AmazonS3ReadOnlyAccess", 1)
+    unknown = "      ManagedPolicyArns:\n        - arn:aws:iam::aws:policy/AmazonS3ReadOnlyAccess\n"
+    sweeper = text[start:].replace("      ManagedPolicyArns:\n", unknown, 1)
     path = tmp_path / "unknown_policy.yaml"
     path.write_text(text[:start] + sweeper, encoding="utf-8")
     roles = {function.logical_id: function.role for function in read_stack(path).functions.values()}
