@@ -170,7 +170,7 @@ def build_serving(
         from stratus.protocol.task_service import TaskService
 
         return TaskService(
-            server.tools,
+            server,
             stores,
             tool_calls.run,
             lambda task_id: running.cancel(None, task_id, "the task was cancelled"),
@@ -184,7 +184,7 @@ def build_serving(
         from stratus.protocol.relayed_calls import RelayedCalls
 
         launcher = task_launcher if isinstance(task_launcher, CallLauncher) else None
-        return RelayedCalls(server.tools, stores, tool_calls.run, launcher)
+        return RelayedCalls(server, stores, tool_calls.run, launcher)
 
     tasks = BuiltOnUse(task_service)
     tool_calls = ToolCalls(server, pipeline, rounds, running, publish, tasks)

@@ -18,7 +18,6 @@ first moves its record from `working` to `running`, and a delivery that finds it
 from __future__ import annotations
 
 import secrets
-from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from stratus.errors import InvalidParamsError, McpError
@@ -35,6 +34,7 @@ from stratus.types import JsonObject
 if TYPE_CHECKING:
     from stratus.protocol.launchers import CallLauncher
     from stratus.protocol.task_service import RunTool
+    from stratus.server.server import McpServer
     from stratus.server.tools import Tool
     from stratus.stores.base import Stores
 
@@ -78,9 +78,10 @@ class RelayedCalls:
     """Starts calls in another invocation and runs them there."""
 
     def __init__(
-        self, tools: Mapping[str, Tool], stores: Stores, run_tool: RunTool, launcher: CallLauncher | None = None
+        self, server: McpServer, stores: Stores, run_tool: RunTool, launcher: CallLauncher | None = None
     ) -> None:
-        self.tools = tools
+        self.server = server
+        """The served server, whose tools (a gateway's are rebuilt as its upstreams change) run the calls."""
         self.stores = stores
         self.run_tool = run_tool
         self.launcher = launcher
@@ -89,7 +90,7 @@ class RelayedCalls:
         """The tool of a tools/call with `params`, if such a call might be relayed: a tool that takes a `Context`
         (without one it cannot ask), called plainly (a task runs elsewhere already)."""
         name = params.get("name")
-        tool = self.tools.get(name) if isinstance(name, str) else None
+        tool = self.server.tools.get(name) if isinstance(name, str) else None
         if tool is None or tool.signature.context_parameter is None:
             return None
         if tool.task_support == "required" or isinstance(params.get("task"), dict):
@@ -148,7 +149,7 @@ class RelayedCalls:
             principal_from(request.principal),
         )
         try:
-            tool = self.tools.get(request.tool)
+            tool = self.server.tools.get(request.tool)
             if tool is None:
                 raise InvalidParamsError(f"Unknown tool: {request.tool}")
             response = result_response(message.id, await self.run_tool(call, tool, request.arguments))

@@ -26,7 +26,7 @@ import asyncio
 import json
 import logging
 import secrets
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
 from stratus.errors import InternalError, InvalidParamsError, McpError, RecordTooLargeError
@@ -43,6 +43,7 @@ from stratus.types import JsonObject
 
 if TYPE_CHECKING:
     from stratus.protocol.call import Call
+    from stratus.server.server import McpServer
     from stratus.server.tools import Tool
     from stratus.stores.base import Stores
 
@@ -68,7 +69,7 @@ class TaskService:
 
     def __init__(
         self,
-        tools: Mapping[str, Tool],
+        server: McpServer,
         stores: Stores,
         run_tool: RunTool,
         stop_tool: StopTool,
@@ -77,7 +78,8 @@ class TaskService:
         max_tasks: int = 0,
         max_tasks_per_principal: int = 0,
     ) -> None:
-        self.tools = tools
+        self.server = server
+        """The served server, whose tools (a gateway's are rebuilt as its upstreams change) run the calls."""
         self.stores = stores
         self.run_tool = run_tool
         self.stop_tool = stop_tool
@@ -242,7 +244,7 @@ class TaskService:
         asked = task.outcome.asked if task.outcome is not None else ()
         # Like a multi round-trip retry, the run starts over with every answer the client has given so far.
         answers = await self._answers(task_id, list(asked))
-        tool = self.tools.get(request.tool)
+        tool = self.server.tools.get(request.tool)
         call = Call(
             request=Request(id=task_id, method="tools/call", params={"name": request.tool, "inputResponses": answers}),
             version=request.version,

@@ -86,7 +86,7 @@ def build_app(
         max_stream_seconds=settings.max_stream_seconds,
     )
     endpoint = McpEndpoint(
-        StatelessTransport(serving.dispatcher, server.tools),
+        StatelessTransport(serving.dispatcher, server),
         handshake,
         session_api,
         guard,

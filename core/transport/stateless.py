@@ -12,6 +12,7 @@ from stratus.protocol.dispatch import Dispatcher
 from stratus.protocol.jsonrpc import ClientResponse, Notification, parse_message, request_id_of, result_response
 from stratus.request.http import HttpRequest
 from stratus.server.principal import Principal
+from stratus.server.server import McpServer
 from stratus.server.tools import Tool
 from stratus.transport.asgi import Headers
 from stratus.transport.headers import check_stateless_headers
@@ -32,14 +33,15 @@ def request_meta_version(body: Any) -> Any:
 class StatelessTransport:
     """Answers 2026-07-28 POST bodies."""
 
-    def __init__(self, dispatcher: Dispatcher, tools: Mapping[str, Tool]) -> None:
+    def __init__(self, dispatcher: Dispatcher, server: McpServer) -> None:
         self.dispatcher = dispatcher
-        self.tools = tools
-        """The served tools, whose declared parameter headers (`Mcp-Param-*`) a tools/call must mirror."""
+        self.server = server
+        """The served server: a tools/call mirrors its tool's declared parameter headers (`Mcp-Param-*`); a gateway
+        rebuilds its tools as its upstreams change, so they are read per request."""
 
     async def post(self, body: Any, headers: Headers, http: HttpRequest, principal: Principal | None) -> Reply:
         """Answer one stateless POST body."""
-        return await handle_stateless(body, headers, self.dispatcher, self.tools, http, principal)
+        return await handle_stateless(body, headers, self.dispatcher, self.server.tools, http, principal)
 
 
 async def handle_stateless(
