@@ -223,21 +223,23 @@ class TaskService:
 
     # -- running -------------------------------------------------------------------------------------------
 
-    async def run(self, task_id: str, *, lambda_context: Any = None) -> None:
-        """Run a stored task to its end and record the outcome (unless it was cancelled meanwhile).
+    async def run(self, task_id: str, *, lambda_context: Any = None) -> bool:
+        """Run a stored task to its end and record the outcome (unless it was cancelled meanwhile); whether it ran
+        (not when unknown, no task, no longer working, or this launch ran already).
 
         `lambda_context` bounds the run by the invocation's remaining time, as for any call.
         """
         from stratus.protocol.call import Call
+        from stratus.protocol.worker_events import own_record
         from stratus.request.http import HttpRequest
 
-        task = await self.stores.tasks.get(task_id)
+        task = await own_record(self.stores.tasks, task_id, TaskRequest)
         if task is None or task.status != "working" or not isinstance(task.request, TaskRequest):
-            return
+            return False
         # Asynchronous invocation can deliver one launch more than once ("How Lambda handles errors and retries with
         # asynchronous invocation", Lambda developer guide): each launch, named by the task's last update, runs once.
         if not await self.stores.cache.claim(launch_key(task), max(task.expires_at - task.updated_at, 1.0)):
-            return
+            return False
         request = task.request
         asked = task.outcome.asked if task.outcome is not None else ()
         # Like a multi round-trip retry, the run starts over with every answer the client has given so far.
@@ -264,6 +266,7 @@ class TaskService:
             if recorded in TERMINAL:
                 await self.quota.give_back(task_place(task))
             await self.stores.events.append(task_stream(task_id), recorded)
+        return True
 
     async def _record(self, task_id: str, status: str, outcome: TaskOutcome) -> str | None:
         """Move a live task to `status` with `outcome`: the status it ended in, None when it had already moved. An
