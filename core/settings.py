@@ -117,8 +117,11 @@ class Settings:
     max_tasks_per_principal: int = 16
     """At most this many live tasks (working or waiting for input) per principal across every container, counted
     in the store, so it also bounds the task worker's invocations (0: no cap); one more is refused with 429 naming
-    this setting. A task frees its place when it completes, fails, is cancelled or expires. Anonymous callers
-    cannot be told apart: they share one quota."""
+    this setting. A task frees its place when it completes, fails, is cancelled or expires. Anonymous callers are
+    counted by their source address as the front door saw it (never a header the client writes; IPv6 by /64)."""
+    anonymous_task_ttl_seconds: int = 3600
+    """The longest an anonymous caller's task lives, whatever `ttl` it asks (0: up to the protocol's 24 hours, as an
+    authenticated caller's): how long one anonymous caller can hold its task places waiting for input."""
     max_body_bytes: int = 4 * 1024 * 1024
     """Request bodies above this size are refused with 413 and a JSON-RPC error naming this setting. Below every
     front door's own limit (a Function URL's 6 MB invocation payload, API Gateway's 10 MB), so the client gets
@@ -430,6 +433,7 @@ _PARSERS: dict[str, Callable[[str], Any]] = {
     "max_streams_per_principal": _count,
     "max_tasks": _positive_int,
     "max_tasks_per_principal": _count,
+    "anonymous_task_ttl_seconds": _count,
     "session_ttl_seconds": _positive_int,
     "max_sessions": _count,
     "max_sessions_per_principal": _count,

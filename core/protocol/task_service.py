@@ -34,7 +34,7 @@ from stratus.protocol.jsonrpc import Request
 from stratus.protocol.kept_principal import kept_principal, principal_from
 from stratus.protocol.launchers import InProcessLauncher as InProcessLauncher
 from stratus.protocol.launchers import TaskLauncher as TaskLauncher
-from stratus.protocol.task_quota import PrincipalTaskQuota, refuse_process
+from stratus.protocol.task_quota import PrincipalTaskQuota, quota_holder, refuse_process
 from stratus.protocol.task_watch import CancellationWatch, task_stream
 from stratus.protocol.task_wire import HANDSHAKE, STATELESS, TaskWire, wire_for
 from stratus.stores.records import TaskRecord
@@ -76,6 +76,7 @@ class TaskService:
         *,
         max_tasks: int = 0,
         max_tasks_per_principal: int = 0,
+        anonymous_ttl_seconds: int = 0,
     ) -> None:
         self.tools = tools
         self.stores = stores
@@ -85,6 +86,8 @@ class TaskService:
         self.max_tasks = max_tasks
         """Caps the tasks running in this process (in-process runs only; 0: none): `stratus.protocol.task_quota`."""
         self.quota = PrincipalTaskQuota(stores.cache, max_tasks_per_principal)
+        self.anonymous_ttl_seconds = anonymous_ttl_seconds
+        """The longest an anonymous caller's task lives, whatever it asks (0: as any caller's)."""
         self.watch = CancellationWatch(stores.events)
         """One wait per process for the cancellation of every task running here."""
 
@@ -116,7 +119,10 @@ class TaskService:
         ttl_ms = wire.ttl_ms(call)
         task_id = secrets.token_urlsafe(24)
         owner = call.principal.key if call.principal else None
-        place = await self.quota.take(owner, ttl_ms / 1000)
+        if owner is None and self.anonymous_ttl_seconds:
+            ttl_ms = min(ttl_ms, self.anonymous_ttl_seconds * 1000)  # the receiver may shorten a requested ttl
+        source = call.http.source_address if call.http is not None else None
+        place = await self.quota.take(quota_holder(owner, source), ttl_ms / 1000)
         request = TaskRequest(
             tool=tool.name,
             arguments=arguments,
