@@ -9,6 +9,7 @@ stream is held, as before (nothing bills it there).
 
 from __future__ import annotations
 
+import subprocess
 import threading
 from collections.abc import Iterator
 
@@ -23,12 +24,14 @@ from mcp_types import ToolListChangedNotification
 from stratus import Settings, build_app
 from stratus.types import ASGIApp, Receive, Scope, Send
 from tests.fixtures.apps import shared
+from tests.fixtures.sdk_sign_in import SCRIPTS, sdk_python
 from tests.fixtures.servers import uvicorn_serving
 from tests.fixtures.wire import BASE_HEADERS, McpHttp, sse_fields
 
 pytestmark = [pytest.mark.anyio, pytest.mark.uvicorn]
 OLD = "2025-06-18"
 BOUND = 10.0
+OLD_VERSION_CLIENT = SCRIPTS / "python_130_old_version.py"
 
 
 class GetCounter:
@@ -88,3 +91,17 @@ async def test_on_lambda_the_official_client_pinned_to_an_old_version_polls_and_
                 await client.call_tool("reshuffle_tools", {})
                 await changed.wait()  # relayed by a later poll of its GET stream
     assert counted.gets > counted.resumed >= 2
+
+
+async def test_on_lambda_the_python_sdk_130_pinned_to_an_old_version_comes_back_and_hears_a_list_change() -> None:
+    """SDK 1.30, run as a host runs it (its own venv, scripts/sdk-clients-install), asks for 2025-06-18."""
+    python = sdk_python("python-1.30")
+    counted = GetCounter(build_app(shared, Settings(lambda_host=True, poll_retry_seconds=0.1)))
+    with uvicorn_serving(counted) as base:
+        with anyio.fail_after(30):
+            ran = await anyio.run_process(
+                [python, "-I", str(OLD_VERSION_CLIENT), f"{base}/mcp", OLD], check=False, stdin=subprocess.DEVNULL
+            )
+    printed = ran.stdout.decode().splitlines()
+    assert ran.returncode == 0 and printed == [f"VERSION {OLD}", "HEARD"], ran.stderr.decode()[-2000:]
+    assert counted.resumed >= 1  # its GET stream ended, and it came back with its place
