@@ -70,7 +70,9 @@ def make_handler(server: McpServer, settings: Settings | None = None) -> LambdaH
     Each invocation is tagged with its Lambda request id for the logs; metrics are flushed when it ends, and the
     first invocation of the container counts a `cold_start`.
     """
-    settings = dataclasses.replace(settings or Settings(), lambda_host=True)  # streams end as polls: see Settings
+    settings = settings or Settings(lambda_host=True)
+    if not settings.lambda_host:  # streams end as polls here (Settings.lambda_host); from_env has set it on Lambda
+        settings = dataclasses.replace(settings, lambda_host=True)
     _ensure_event_loop(settings.eager_invocations)
     metrics, flush = build_telemetry(settings, server.name)
     app = build_app(server, settings, metrics=metrics, task_launcher=task_launcher(settings))

@@ -60,8 +60,9 @@ def adapter_app(
 
 
 def on_lambda(settings: Settings) -> Settings:
-    """`settings` for a process Lambda runs: its streams end as polls (`Settings.lambda_host`)."""
-    return dataclasses.replace(settings, lambda_host=True)
+    """`settings` for a process Lambda runs: its streams end as polls (`Settings.lambda_host`). `from_env` has set it
+    already where Lambda named the function; otherwise the settings are checked again (at start, once)."""
+    return settings if settings.lambda_host else dataclasses.replace(settings, lambda_host=True)
 
 
 def flushing_after_each_request(app: ASGIApp, flush: Callable[[], None]) -> ASGIApp:
