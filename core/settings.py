@@ -9,7 +9,7 @@ from __future__ import annotations
 import importlib.util
 import os
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, field, fields
 from typing import Any
 
 from stratus.setting_values import count as _count
@@ -49,6 +49,10 @@ Secrets Manager where their value names a parameter (handlers/secrets.py)."""
 
 # No generated `__eq__`, `__hash__` or `__repr__`: over fifty fields they cost a cold start about 1 ms to build
 # (docs/benchmarks.md).
+LAMBDA_FUNCTION_VARIABLE = "AWS_LAMBDA_FUNCTION_NAME"
+"""Set by Lambda in every process it runs: the app is on Lambda (`Settings.lambda_host`)."""
+
+
 @dataclass(frozen=True, slots=True, kw_only=True, repr=False, eq=False)
 class Settings:
     """Everything a deployment configures. Each field is `STRATUS_<FIELD>` in the environment.
@@ -92,9 +96,10 @@ class Settings:
     stream with keep-alive comments until its result, so no front door cuts a silent response (API Gateway REST
     streaming ends one idle for 5 minutes). A session's GET stream and a resumed stream write one after this long
     without an event too."""
-    lambda_host: bool = False
+    lambda_host: bool = field(default_factory=lambda: bool(os.environ.get(LAMBDA_FUNCTION_VARIABLE)))
     """In Lambda a response is billed until it ends, even once its client left: every GET stream is a poll (of clients
-    before 2025-11-25 too) and `poll_hold_seconds` defaults to 0. Set by the Lambda entry points, and by `from_env`."""
+    before 2025-11-25 too) and `poll_hold_seconds` defaults to 0. True where Lambda named the function, and always
+    under the Lambda entry points."""
     poll_hold_seconds: float | None = None
     """How long a stream with nothing to relay stays open (GET, `/events`, a resumed call's stream) before it ends
     with the id to resume from and a `retry:`. None: by host (`stream_hold_seconds`): 0 on Lambda, so no invocation
@@ -212,7 +217,7 @@ class Settings:
     inside the stage, where the front door routes it; empty for the HTTP API, a Function URL or a custom domain."""
 
     def __repr__(self) -> str:
-        shown = ", ".join(f"{field.name}={_shown(field.name, getattr(self, field.name))}" for field in fields(self))
+        shown = ", ".join(f"{each.name}={_shown(each.name, getattr(self, each.name))}" for each in fields(self))
         return f"Settings({shown})"
 
     @property
@@ -339,7 +344,7 @@ class Settings:
             SettingsError: unknown variables, or values that do not parse or are refused: every one at once.
         """
         environ = os.environ if environ is None else environ
-        known = [PREFIX + field.name.upper() for field in fields(cls)]
+        known = [PREFIX + each.name.upper() for each in fields(cls)]
         problems: list[str] = []
         values: dict[str, Any] = session_api_settings(environ, problems)
         for key, raw in environ.items():
@@ -353,8 +358,7 @@ class Settings:
                 values[name] = _PARSERS.get(name, str)(raw)
             except ValueError as exc:
                 problems.append(f"{key}={raw!r}: {exc}")
-        if environ.get("AWS_LAMBDA_FUNCTION_NAME") and "lambda_host" not in values:  # set in every Lambda process
-            values["lambda_host"] = True
+        values.setdefault("lambda_host", bool(environ.get(LAMBDA_FUNCTION_VARIABLE)))
         values.update({key: value for key, value in overrides.items() if value is not None})
         try:
             settings = cls(**values)  # the values that parsed are checked too, so every problem is told at once

@@ -243,3 +243,12 @@ def test_a_poll_hold_past_the_stream_limit_is_refused_naming_both_settings() -> 
         "STRATUS_POLL_HOLD_SECONDS" in problem and "STRATUS_MAX_STREAM_SECONDS" in problem
         for problem in refused.value.problems
     )
+
+
+def test_settings_built_in_code_inside_lambda_poll_too(monkeypatch: pytest.MonkeyPatch) -> None:
+    """An app that builds its Settings by hand and is served on Lambda (a FastAPI mount behind the Web Adapter) does
+    not hold its streams: Lambda names the function in every process it runs."""
+    monkeypatch.setenv("AWS_LAMBDA_FUNCTION_NAME", "my-fastapi-app")
+    assert Settings().stream_hold_seconds == 0.0
+    monkeypatch.delenv("AWS_LAMBDA_FUNCTION_NAME")
+    assert Settings().stream_hold_seconds == Settings().max_stream_seconds
