@@ -332,6 +332,39 @@ async def test_in_a_long_lived_process_a_rest_calls_progress_reaches_an_open_eve
                 assert answered.json()["result"]["content"] == [{"type": "text", "text": "done"}]
 
 
+async def test_under_stratus_serve_a_rest_calls_progress_reaches_an_open_events_stream_while_the_call_runs() -> None:
+    """A real `stratus serve`, no STRATUS_POLL_HOLD_SECONDS: the call reports progress, then waits for its client's
+    answer to a question; the progress is on the open `/events` stream before the call ends."""
+    with stratus_processes(1, SHARED_APP, {"STRATUS_SECRET_KEY": "k"}) as (only,):
+        async with httpx.AsyncClient(base_url=only, timeout=10) as http:
+            capabilities: dict[str, Any] = {"capabilities": {"elicitation": {}}}
+            session_id = (await http.post("/session", json=capabilities, headers=JSON)).json()["sessionId"]
+            with anyio.fail_after(20):
+                async with http.stream("GET", f"/events/{session_id}") as stream:
+                    events = events_of(stream)
+                    assert (await anext(events))["type"] == "connected"
+                    running = asyncio.ensure_future(
+                        rest_call(
+                            http, session_id, "tools/call", {"name": "halfway_then_ask", "_meta": {"progressToken": 7}}
+                        )
+                    )
+                    progress = await anext(events)
+                    assert progress["data"]["params"] == {
+                        "progressToken": 7,
+                        "progress": 1,
+                        "total": 2,
+                        "message": "half way",
+                    }
+                    question = await anext(events)
+                    assert question["type"] == "request" and not running.done()  # the call still runs
+                    answer = {"id": question["data"]["id"], "result": {"action": "accept", "content": {"name": "Ada"}}}
+                    assert (
+                        await http.post(f"/session/{session_id}/responses", json=answer, headers=JSON)
+                    ).status_code == 200
+                    answered = await running
+    assert answered.json()["result"]["content"] == [{"type": "text", "text": "hello Ada"}]
+
+
 async def test_on_lambda_an_events_stream_ends_once_it_relayed_what_is_there() -> None:
     """The same app with `lambda_host` (as the Lambda entry points build it): a poll, which no departed client holds."""
     with uvicorn_serving(build_app(progress_server(threading.Event()), Settings(lambda_host=True))) as base:
