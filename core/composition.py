@@ -177,6 +177,7 @@ def build_serving(
             task_launcher,
             max_tasks=settings.max_tasks,
             max_tasks_per_principal=settings.max_tasks_per_principal,
+            anonymous_ttl_seconds=settings.anonymous_task_ttl_seconds,
         )
 
     def relayed_calls() -> RelayedCalls:

@@ -9,7 +9,7 @@ from __future__ import annotations
 import importlib.util
 import os
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, field, fields
 from typing import Any
 
 from stratus.setting_values import count as _count
@@ -49,6 +49,10 @@ Secrets Manager where their value names a parameter (handlers/secrets.py)."""
 
 # No generated `__eq__`, `__hash__` or `__repr__`: over fifty fields they cost a cold start about 1 ms to build
 # (docs/benchmarks.md).
+LAMBDA_FUNCTION_VARIABLE = "AWS_LAMBDA_FUNCTION_NAME"
+"""Set by Lambda in every process it runs: the app is on Lambda (`Settings.lambda_host`)."""
+
+
 @dataclass(frozen=True, slots=True, kw_only=True, repr=False, eq=False)
 class Settings:
     """Everything a deployment configures. Each field is `STRATUS_<FIELD>` in the environment.
@@ -92,13 +96,15 @@ class Settings:
     stream with keep-alive comments until its result, so no front door cuts a silent response (API Gateway REST
     streaming ends one idle for 5 minutes). A session's GET stream and a resumed stream write one after this long
     without an event too."""
-    poll_hold_seconds: float = 0.0
-    """How long a stream with nothing to relay stays open (a session's GET stream and `/events`, a resumed call's
-    stream) before it ends with an event carrying the id to resume from and a `retry:` delay, so that no Lambda
-    invocation is held by an idle or departed client. 0: relay what happened since the client's `Last-Event-ID` and
-    end at once, the cheapest; a hold lowers the notification latency by up to its length, at the price of that much
-    Lambda time per poll (docs/deploy.md, "What it costs"). Streams of sessions before 2025-11-25, whose clients do not
-    resume, stay open up to `max_stream_seconds`."""
+    lambda_host: bool = field(default_factory=lambda: bool(os.environ.get(LAMBDA_FUNCTION_VARIABLE)))
+    """In Lambda a response is billed until it ends, even once its client left: every GET stream is a poll (of clients
+    before 2025-11-25 too) and `poll_hold_seconds` defaults to 0. True where Lambda named the function, and always
+    under the Lambda entry points."""
+    poll_hold_seconds: float | None = None
+    """How long a stream with nothing to relay stays open (GET, `/events`, a resumed call's stream) before it ends
+    with the id to resume from and a `retry:`. None: by host (`stream_hold_seconds`): 0 on Lambda, so no invocation
+    is held by an idle or departed client (a hold is billed on every poll: docs/deploy.md, "What it costs"); up to
+    `max_stream_seconds` in a long-lived process, where events reach a held stream as they happen."""
     poll_retry_seconds: float = 5.0
     """The `retry:` an ended GET or `/events` stream suggests: how soon an idle client polls again, and so the longest
     a list change or resource update waits to reach it (docs/deploy.md, "What it costs")."""
@@ -115,10 +121,10 @@ class Settings:
     """At most this many tasks run at once in one process (tasks run in process, without `task_worker`); one more
     is refused with 503 and Retry-After naming this setting."""
     max_tasks_per_principal: int = 16
-    """At most this many live tasks (working or waiting for input) per principal across every container, counted
-    in the store, so it also bounds the task worker's invocations (0: no cap); one more is refused with 429 naming
-    this setting. A task frees its place when it completes, fails, is cancelled or expires. Anonymous callers
-    cannot be told apart: they share one quota."""
+    """At most this many live tasks (working or waiting for input) per principal, or per source address of anonymous
+    callers, across every container (0: no cap); one more is refused with 429 naming this setting."""
+    anonymous_task_ttl_seconds: int = 3600
+    """The longest an anonymous caller's task lives, whatever `ttl` it asks (0: up to the protocol's 24 hours)."""
     max_body_bytes: int = 4 * 1024 * 1024
     """Request bodies above this size are refused with 413 and a JSON-RPC error naming this setting. Below every
     front door's own limit (a Function URL's 6 MB invocation payload, API Gateway's 10 MB), so the client gets
@@ -211,8 +217,15 @@ class Settings:
     inside the stage, where the front door routes it; empty for the HTTP API, a Function URL or a custom domain."""
 
     def __repr__(self) -> str:
-        shown = ", ".join(f"{field.name}={_shown(field.name, getattr(self, field.name))}" for field in fields(self))
+        shown = ", ".join(f"{each.name}={_shown(each.name, getattr(self, each.name))}" for each in fields(self))
         return f"Settings({shown})"
+
+    @property
+    def stream_hold_seconds(self) -> float:
+        """`poll_hold_seconds` when set, else by host: 0 on Lambda, `max_stream_seconds` in a long-lived process."""
+        if self.poll_hold_seconds is not None:
+            return self.poll_hold_seconds
+        return 0.0 if self.lambda_host else self.max_stream_seconds
 
     def __post_init__(self) -> None:
         problems = self._problems()
@@ -242,7 +255,7 @@ class Settings:
                 f"stream holds one of the {WAITING_CONNECTIONS} connections of a process's pool for long waits, and "
                 "calls awaiting a client's reply need some too"
             )
-        if not 0 <= self.poll_hold_seconds < self.max_stream_seconds:
+        if self.poll_hold_seconds is not None and not 0 <= self.poll_hold_seconds < self.max_stream_seconds:
             problems.append(
                 f"{PREFIX}POLL_HOLD_SECONDS={self.poll_hold_seconds}: must be 0 or more and below "
                 f"{PREFIX}MAX_STREAM_SECONDS ({self.max_stream_seconds})"
@@ -331,7 +344,7 @@ class Settings:
             SettingsError: unknown variables, or values that do not parse or are refused: every one at once.
         """
         environ = os.environ if environ is None else environ
-        known = [PREFIX + field.name.upper() for field in fields(cls)]
+        known = [PREFIX + each.name.upper() for each in fields(cls)]
         problems: list[str] = []
         values: dict[str, Any] = session_api_settings(environ, problems)
         for key, raw in environ.items():
@@ -345,6 +358,7 @@ class Settings:
                 values[name] = _PARSERS.get(name, str)(raw)
             except ValueError as exc:
                 problems.append(f"{key}={raw!r}: {exc}")
+        values.setdefault("lambda_host", bool(environ.get(LAMBDA_FUNCTION_VARIABLE)))
         values.update({key: value for key, value in overrides.items() if value is not None})
         try:
             settings = cls(**values)  # the values that parsed are checked too, so every problem is told at once
@@ -430,6 +444,7 @@ _PARSERS: dict[str, Callable[[str], Any]] = {
     "max_streams_per_principal": _count,
     "max_tasks": _positive_int,
     "max_tasks_per_principal": _count,
+    "anonymous_task_ttl_seconds": _count,
     "session_ttl_seconds": _positive_int,
     "max_sessions": _count,
     "max_sessions_per_principal": _count,
@@ -437,5 +452,6 @@ _PARSERS: dict[str, Callable[[str], Any]] = {
     "max_stream_seconds": _positive_float,
     "keepalive_seconds": _positive_float,
     "poll_hold_seconds": _seconds,
+    "lambda_host": _flag,
     "poll_retry_seconds": _positive_float,
 }

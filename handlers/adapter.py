@@ -7,6 +7,7 @@ flushed when it ends. An event that no front door sent is answered 400, never wi
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import json
 import logging
 import secrets
@@ -69,7 +70,9 @@ def make_handler(server: McpServer, settings: Settings | None = None) -> LambdaH
     Each invocation is tagged with its Lambda request id for the logs; metrics are flushed when it ends, and the
     first invocation of the container counts a `cold_start`.
     """
-    settings = settings or Settings()
+    settings = settings or Settings(lambda_host=True)
+    if not settings.lambda_host:  # streams end as polls here (Settings.lambda_host); from_env has set it on Lambda
+        settings = dataclasses.replace(settings, lambda_host=True)
     _ensure_event_loop(settings.eager_invocations)
     metrics, flush = build_telemetry(settings, server.name)
     app = build_app(server, settings, metrics=metrics, task_launcher=task_launcher(settings))

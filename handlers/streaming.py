@@ -10,6 +10,7 @@ does (`stratus.handlers.deferred`).
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import time
 from collections.abc import Callable
@@ -53,9 +54,15 @@ def adapter_app(
     metrics, flush = build_telemetry(named, server.name)
     launcher = task_launcher(named)
     app = start_or_defer_app(
-        lambda: build_app(server, settings(), metrics=metrics, task_launcher=launcher), monotonic=monotonic
+        lambda: build_app(server, on_lambda(settings()), metrics=metrics, task_launcher=launcher), monotonic=monotonic
     )
     return flushing_after_each_request(app, flush)
+
+
+def on_lambda(settings: Settings) -> Settings:
+    """`settings` for a process Lambda runs: its streams end as polls (`Settings.lambda_host`). `from_env` has set it
+    already where Lambda named the function; otherwise the settings are checked again (at start, once)."""
+    return settings if settings.lambda_host else dataclasses.replace(settings, lambda_host=True)
 
 
 def flushing_after_each_request(app: ASGIApp, flush: Callable[[], None]) -> ASGIApp:

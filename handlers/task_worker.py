@@ -63,18 +63,17 @@ def task_launcher(settings: Settings) -> LambdaLauncher | None:
     return LambdaLauncher(settings.task_worker) if settings.task_worker else None
 
 
-async def run_task(settings: Settings, task_id: str, lambda_context: Any = None, *, relayed: bool = False) -> None:
+async def run_task(settings: Settings, task_id: str, lambda_context: Any = None, *, relayed: bool = False) -> bool:
     """Run one stored task, or one relayed call, with the deployment's server, pipeline and stores (built for this
-    run, then closed)."""
+    run, then closed); whether it ran (a record of the other kind never does)."""
     server = load_server(app_reference(settings))
     metrics, flush = build_telemetry(settings, server.name)
     stores = stores_for(settings)
     serving = build_serving(server, settings, stores, pipeline_for(server, settings, stores, metrics))
     try:
         if relayed:
-            await serving.relays().run(task_id, lambda_context=lambda_context)
-        else:
-            await serving.tasks().run(task_id, lambda_context=lambda_context)
+            return await serving.relays().run(task_id, lambda_context=lambda_context)
+        return await serving.tasks().run(task_id, lambda_context=lambda_context)
     finally:
         await serving.dispatcher.aclose()
         await stores.aclose()
@@ -82,14 +81,16 @@ async def run_task(settings: Settings, task_id: str, lambda_context: Any = None,
 
 
 def handler(event: Any, context: Any) -> dict[str, Any]:
-    """The task worker's entry point: `{"stratusTask": "<task id>"}` or `{"stratusCall": "<call id>"}`."""
+    """The task worker's entry point: `{"stratusTask": "<task id>"}` or `{"stratusCall": "<call id>"}`. Each kind
+    runs only its own kind of record; `ran` says whether this invocation ran it (not when it is unknown, of the
+    other kind, or already run)."""
     fields = event if isinstance(event, dict) else {}
     call_id, task_id = fields.get(CALL_EVENT_KEY), fields.get(TASK_EVENT_KEY)
     if isinstance(call_id, str):
-        asyncio.run(run_task(settings_from_env(), call_id, context, relayed=True))
-        return {"ran": True, "callId": call_id}
+        ran = asyncio.run(run_task(settings_from_env(), call_id, context, relayed=True))
+        return {"ran": ran, "callId": call_id}
     if not isinstance(task_id, str):
         logger.warning("task worker invoked without a task id")
         return {"ran": False}
-    asyncio.run(run_task(settings_from_env(), task_id, context))
-    return {"ran": True, "taskId": task_id}
+    ran = asyncio.run(run_task(settings_from_env(), task_id, context))
+    return {"ran": ran, "taskId": task_id}

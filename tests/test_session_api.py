@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import json
 import secrets
+import threading
 from collections.abc import AsyncGenerator
 from typing import Any
 
@@ -13,8 +14,10 @@ import anyio
 import httpx
 import pytest
 
+from stratus import Context, McpServer, Settings, build_app
 from tests.fixtures.apps import LIMIT
 from tests.fixtures.processes import shared_store_environment, stratus_processes
+from tests.fixtures.servers import uvicorn_serving
 from tests.fixtures.wire import initialize_message, sse_fields
 
 SHARED_APP = "tests.fixtures.apps:shared"
@@ -25,14 +28,16 @@ JSON = {"content-type": "application/json"}
 
 
 HELD = {"STRATUS_SECRET_KEY": "k", "STRATUS_POLL_HOLD_SECONDS": "30"}
-"""`/events` streams that stay open while nothing happens, as the seed's clients keep them (the default is a poll)."""
+"""`/events` streams that stay open while nothing happens, as `stratus serve` holds them by default (for 30 s here)."""
+POLLED = {"STRATUS_SECRET_KEY": "k", "STRATUS_POLL_HOLD_SECONDS": "0"}
+"""`/events` streams that end once they relayed what is there, as on Lambda by default."""
 
 
 async def test_events_is_a_poll_that_ends_with_where_to_come_back_and_the_next_one_gets_what_came_meanwhile(
     request: pytest.FixtureRequest,
 ) -> None:
     environment = shared_store_environment("redis", request, f"rest-{secrets.token_hex(4)}")
-    with stratus_processes(2, SHARED_APP, {"STRATUS_SECRET_KEY": "k", **environment}) as (first, second):
+    with stratus_processes(2, SHARED_APP, {**POLLED, **environment}) as (first, second):
         async with (
             httpx.AsyncClient(base_url=first, timeout=10) as on_first,
             httpx.AsyncClient(base_url=second, timeout=10) as on_second,
@@ -282,3 +287,90 @@ async def test_the_session_limit_and_health_statistics_hold_across_processes(
             replacement = await on_second.post("/session", headers=JSON)
             assert replacement.status_code == 200
             assert (await rest_call(on_first, kept, "tools/list")).status_code == 200
+
+
+def progress_server(released: threading.Event) -> McpServer:
+    server = McpServer("progress", "1.0.0")
+
+    @server.tool()
+    async def slow(ctx: Context) -> str:
+        """Reports half its progress, then waits until the test releases it."""
+        await ctx.report_progress(1, 2, "half way")
+        await asyncio.to_thread(released.wait, 10)
+        return "done"
+
+    return server
+
+
+async def test_in_a_long_lived_process_a_rest_calls_progress_reaches_an_open_events_stream_while_it_runs() -> None:
+    """`stratus serve`, or an app served by uvicorn in a process that lives on: `/events` is held (no
+    STRATUS_POLL_HOLD_SECONDS set), so a browser sees a call's progress as it happens, not at its next poll."""
+    released = threading.Event()
+    with uvicorn_serving(build_app(progress_server(released), Settings())) as base:
+        async with httpx.AsyncClient(base_url=base, timeout=10) as http:
+            session_id = (await http.post("/session", headers=JSON)).json()["sessionId"]
+            async with http.stream("GET", f"/events/{session_id}") as stream:
+                events = events_of(stream)
+                with anyio.fail_after(10):
+                    assert await anext(events) == {"type": "connected", "sessionId": session_id}
+                    call = {"name": "slow", "arguments": {}, "_meta": {"progressToken": "p"}}
+                    running = asyncio.ensure_future(rest_call(http, session_id, "tools/call", call))
+                    progress = await anext(events)
+                assert progress == {
+                    "type": "notification",
+                    "data": {
+                        "jsonrpc": "2.0",
+                        "method": "notifications/progress",
+                        "params": {"progressToken": "p", "progress": 1, "total": 2, "message": "half way"},
+                    },
+                }
+                assert not running.done()  # the call still runs: its progress came while it ran
+                released.set()
+                with anyio.fail_after(10):
+                    answered = await running
+                assert answered.status_code == 200
+                assert answered.json()["result"]["content"] == [{"type": "text", "text": "done"}]
+
+
+async def test_under_stratus_serve_a_rest_calls_progress_reaches_an_open_events_stream_while_the_call_runs() -> None:
+    """A real `stratus serve`, no STRATUS_POLL_HOLD_SECONDS: the call reports progress, then waits for its client's
+    answer to a question; the progress is on the open `/events` stream before the call ends."""
+    with stratus_processes(1, SHARED_APP, {"STRATUS_SECRET_KEY": "k"}) as (only,):
+        async with httpx.AsyncClient(base_url=only, timeout=10) as http:
+            capabilities: dict[str, Any] = {"capabilities": {"elicitation": {}}}
+            session_id = (await http.post("/session", json=capabilities, headers=JSON)).json()["sessionId"]
+            with anyio.fail_after(20):
+                async with http.stream("GET", f"/events/{session_id}") as stream:
+                    events = events_of(stream)
+                    assert (await anext(events))["type"] == "connected"
+                    running = asyncio.ensure_future(
+                        rest_call(
+                            http, session_id, "tools/call", {"name": "halfway_then_ask", "_meta": {"progressToken": 7}}
+                        )
+                    )
+                    progress = await anext(events)
+                    assert progress["data"]["params"] == {
+                        "progressToken": 7,
+                        "progress": 1,
+                        "total": 2,
+                        "message": "half way",
+                    }
+                    question = await anext(events)
+                    assert question["type"] == "request" and not running.done()  # the call still runs
+                    answer = {"id": question["data"]["id"], "result": {"action": "accept", "content": {"name": "Ada"}}}
+                    assert (
+                        await http.post(f"/session/{session_id}/responses", json=answer, headers=JSON)
+                    ).status_code == 200
+                    answered = await running
+    assert answered.json()["result"]["content"] == [{"type": "text", "text": "hello Ada"}]
+
+
+async def test_on_lambda_an_events_stream_ends_once_it_relayed_what_is_there() -> None:
+    """The same app with `lambda_host` (as the Lambda entry points build it): a poll, which no departed client holds."""
+    with uvicorn_serving(build_app(progress_server(threading.Event()), Settings(lambda_host=True))) as base:
+        async with httpx.AsyncClient(base_url=base, timeout=10) as http:
+            session_id = (await http.post("/session", headers=JSON)).json()["sessionId"]
+            with anyio.fail_after(10):
+                polled = sse_fields((await http.get(f"/events/{session_id}")).text)
+    assert [json.loads(event["data"])["type"] for event in polled] == ["connected", "heartbeat"]
+    assert polled[-1]["retry"] == "5000"

@@ -2,9 +2,13 @@
 time, and the route from each exposed name back to its upstream and original name.
 
 An upstream's tool `search` is exposed as `mcp__{server}__search` (every character other than ASCII letters and
-digits in either part becomes `_`), or as `search` when the upstream is not namespaced. When two tools would be
-exposed under one name, the first in configuration order keeps it; a later one from an un-namespaced upstream
-falls back to its namespaced name, and any clash left gets a numeric suffix. Names stay within MCP's 128
+digits in either part becomes `_`), or as `search` when the upstream is not namespaced. A server's namespace
+(`mcp__{server}__`) is its own: an un-namespaced upstream's tool named inside another server's namespace
+(`mcp__github__create_issue` offered by anyone but `github`) is exposed under its own namespaced name instead, so it
+can never shadow that server's tool (the configuration refuses servers whose namespaces overlap:
+`stratus.gateway.config.namespace_collisions`). When two tools would be exposed under one name, the first in
+configuration order keeps it; a later one from an un-namespaced upstream falls back to its namespaced name, and any
+clash left gets a numeric suffix. Names stay within MCP's 128
 characters (a long one is cut and given a short digest so it stays unique). A tool the configuration lists in
 `disabledAutoApproveTools` carries `"stratus/autoApprove": false` in its `_meta`, so the host asks before each call.
 """
@@ -53,6 +57,7 @@ def aggregate_tools(
     taken: dict[str, str] = {}
     tools: list[RoutedTool] = []
     renamed: list[str] = []
+    namespaces = {upstream.prefix.lower(): upstream.name for upstream, _ in listings}
     for upstream, listed in listings:
         if not upstream.active:
             continue
@@ -61,15 +66,19 @@ def aggregate_tools(
             if not isinstance(original, str) or (hide_disabled and original in upstream.disabled_tools):
                 continue
             wanted = _within_limit(upstream.prefix + clean(original) if upstream.namespaced else original)
+            owner = None if upstream.namespaced else _namespace_owner(wanted, namespaces)
+            trespass = owner not in (None, upstream.name)
             name = wanted
-            if name in taken and not upstream.namespaced:
+            if not upstream.namespaced and (name in taken or trespass):
                 name = _within_limit(upstream.prefix + clean(original))
+            base = name if trespass else wanted  # a suffix never brings it back into the other's namespace
             suffix = 2
             while name in taken:
-                name = _within_limit(f"{wanted}_{suffix}")
+                name = _within_limit(f"{base}_{suffix}")
                 suffix += 1
             if name != wanted:
-                renamed.append(f"{upstream.name}/{original} is {name}: {wanted} is {taken[wanted]}'s")
+                why = f"{wanted} is in {owner}'s namespace" if trespass else f"{wanted} is {taken[wanted]}'s"
+                renamed.append(f"{upstream.name}/{original} is {name}: {why}")
             taken[name] = f"{upstream.name}/{original}"
             exposed = {**definition, "name": name}
             if original in upstream.no_auto_approve_tools:
@@ -77,6 +86,12 @@ def aggregate_tools(
                 exposed["_meta"] = {**(meta if isinstance(meta, dict) else {}), AUTO_APPROVE_META: False}
             tools.append(RoutedTool(name, upstream.name, original, exposed))
     return Aggregate(tuple(tools), tuple(renamed))
+
+
+def _namespace_owner(name: str, namespaces: dict[str, str]) -> str | None:
+    """The server whose namespace holds `name` (compared without case), if any."""
+    lowered = name.lower()
+    return next((server for prefix, server in namespaces.items() if lowered.startswith(prefix)), None)
 
 
 def _within_limit(name: str) -> str:

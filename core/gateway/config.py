@@ -138,14 +138,31 @@ def parse_servers(document: Any) -> list[Upstream]:
         raise GatewayConfigError(['expected {"mcpServers": {NAME: {...}}}'])
     problems: list[str] = []
     upstreams = [upstream for name, entry in servers.items() if (upstream := _upstream(name, entry, problems))]
-    by_id: dict[str, str] = {}
-    for upstream in upstreams:
-        other = by_id.setdefault(clean(upstream.name).lower(), upstream.name)
-        if other != upstream.name:
-            problems.append(f"{upstream.name}: the same tool namespace as {other} (names differ only in punctuation)")
+    problems.extend(namespace_collisions(upstreams))
     if problems:
         raise GatewayConfigError(problems)
     return upstreams
+
+
+def namespace_collisions(upstreams: list[Upstream]) -> list[str]:
+    """Servers whose tool namespaces overlap, one problem each: the same namespace (`a.b`, `a_b`), or one inside the
+    other's (`a` holds `mcp__a__b__c`, which is also `a__b`'s tool `c`), so one server's tool could take another's
+    name. Compared without case, as hosts may."""
+    found: list[str] = []
+    for index, upstream in enumerate(upstreams):
+        for other in upstreams[:index]:
+            mine, theirs = upstream.prefix.lower(), other.prefix.lower()
+            if mine == theirs:
+                found.append(
+                    f"{upstream.name}: the same tool namespace as {other.name} (names differ only in punctuation)"
+                )
+            elif mine.startswith(theirs) or theirs.startswith(mine):
+                outer, inner = (other, upstream) if mine.startswith(theirs) else (upstream, other)
+                found.append(
+                    f"{upstream.name}: its tool namespace {upstream.prefix} and {other.name}'s {other.prefix} overlap"
+                    f" ({outer.name}'s tools can be named like {inner.name}'s); rename one"
+                )
+    return found
 
 
 def _upstream(name: str, entry: Any, problems: list[str]) -> Upstream | None:

@@ -188,6 +188,8 @@ class GatewayServer(McpServer):
         before = set(self.tools), set(self.prompts), set(self.resources), set(self.templates)
         self.tools, self.prompts = catalog.tools, catalog.prompts
         self.resources, self.templates = catalog.resources, catalog.templates
+        for note in sorted(set(catalog.renamed) - set(self.renamed)):  # once per container, not per rebuild
+            logger.warning("gateway tool renamed", extra={"renamed": note})
         self.renamed, self.tool_counts = catalog.renamed, catalog.tool_counts
         after = set(self.tools), set(self.prompts), set(self.resources), set(self.templates)
         if self._built_at is not None and before != after:

@@ -48,7 +48,23 @@ class UpstreamAddressError(ValueError):
         self.reason = reason
         self.address = address
         where = f" resolves to {address}, {reason}" if address is not None else f": {reason}"
-        super().__init__(f"upstream {url!r}{where}")
+        super().__init__(f"upstream {redacted(url)!r}{where}")  # its message is logged: never its secrets
+
+
+def redacted(url: str) -> str:
+    """An upstream URL as a log may hold it: scheme, host, port and path. Its userinfo, query and fragment can carry
+    credentials (`?token=...`) and are left out."""
+    try:
+        parts = urlsplit(url)
+        host, port = parts.hostname, parts.port
+    except ValueError:
+        return "(not a URL)"
+    if not host:
+        return f"{parts.scheme}:(no host)"
+    where = f"[{host}]" if ":" in host else host
+    if port is not None:
+        where += f":{port}"
+    return f"{parts.scheme}://{where}{parts.path}"
 
 
 def parse_allowed_networks(text: str) -> tuple[Network, ...]:

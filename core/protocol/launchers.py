@@ -12,8 +12,8 @@ import asyncio
 from collections.abc import Awaitable, Callable
 from typing import Protocol, runtime_checkable
 
-RunTask = Callable[[str], Awaitable[None]]
-"""Runs a stored task to its end (`TaskService.run`)."""
+RunTask = Callable[[str], Awaitable[object]]
+"""Runs a stored task to its end (`TaskService.run`, which says whether it ran)."""
 
 
 class TaskLauncher(Protocol):
@@ -33,7 +33,7 @@ class InProcessLauncher:
     """Runs tasks on this process's event loop (uvicorn, `stratus serve`); keeps them referenced until done."""
 
     def __init__(self) -> None:
-        self._running: set[asyncio.Future[None]] = set()
+        self._running: set[asyncio.Future[object]] = set()
 
     @property
     def running(self) -> int:

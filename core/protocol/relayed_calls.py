@@ -122,15 +122,17 @@ class RelayedCalls:
         await self.launcher.launch_call(call_id)
         return RelayedStream(log.key, log.token)
 
-    async def run(self, call_id: str, *, lambda_context: Any = None) -> None:
-        """Run a stored call once, its messages and response appended to its stream log."""
-        record = await self.stores.tasks.get(call_id)
+    async def run(self, call_id: str, *, lambda_context: Any = None) -> bool:
+        """Run a stored call once, its messages and response appended to its stream log; whether it ran."""
+        from stratus.protocol.worker_events import own_record
+
+        record = await own_record(self.stores.tasks, call_id, RelayedCall)
         if (
             record is None
             or not isinstance(record.request, RelayedCall)
             or not await self.stores.tasks.update(call_id, status="running", outcome=None, expect=("working",))
         ):
-            return  # unknown, expired, no call, or delivered again: another run has it
+            return False  # unknown, expired, no call, or delivered again: another run has it
         request = record.request
         session = await self.stores.sessions.load(request.session_id)
         outbound = RelayedOutbound(SessionReplies(self.stores.pending, request.session_id))
@@ -141,7 +143,7 @@ class RelayedCalls:
         message = Request(id=request.request_id, method="tools/call", params=params)
         if session is None:  # ended meanwhile: its client is gone, and nothing may run on its behalf
             await outbound.record_final(error_response(message.id, McpError("The session ended before the call ran")))
-            return
+            return True
         call = Call.in_session(
             message,
             session,
@@ -157,3 +159,4 @@ class RelayedCalls:
             response = error_response(message.id, error)
         await outbound.record_final(response)
         await self.stores.tasks.update(call_id, status="completed", outcome=None, expect=("running",))
+        return True

@@ -34,7 +34,7 @@ from stratus.protocol.jsonrpc import Request
 from stratus.protocol.kept_principal import kept_principal, principal_from
 from stratus.protocol.launchers import InProcessLauncher as InProcessLauncher
 from stratus.protocol.launchers import TaskLauncher as TaskLauncher
-from stratus.protocol.task_quota import PrincipalTaskQuota, refuse_process
+from stratus.protocol.task_quota import PrincipalTaskQuota, quota_holder, refuse_process
 from stratus.protocol.task_watch import CancellationWatch, task_stream
 from stratus.protocol.task_wire import HANDSHAKE, STATELESS, TaskWire, wire_for
 from stratus.stores.records import TaskRecord
@@ -77,6 +77,7 @@ class TaskService:
         *,
         max_tasks: int = 0,
         max_tasks_per_principal: int = 0,
+        anonymous_ttl_seconds: int = 0,
     ) -> None:
         self.server = server
         """The served server, whose tools (a gateway's are rebuilt as its upstreams change) run the calls."""
@@ -87,6 +88,8 @@ class TaskService:
         self.max_tasks = max_tasks
         """Caps the tasks running in this process (in-process runs only; 0: none): `stratus.protocol.task_quota`."""
         self.quota = PrincipalTaskQuota(stores.cache, max_tasks_per_principal)
+        self.anonymous_ttl_seconds = anonymous_ttl_seconds
+        """The longest an anonymous caller's task lives, whatever it asks (0: as any caller's)."""
         self.watch = CancellationWatch(stores.events)
         """One wait per process for the cancellation of every task running here."""
 
@@ -118,7 +121,10 @@ class TaskService:
         ttl_ms = wire.ttl_ms(call)
         task_id = secrets.token_urlsafe(24)
         owner = call.principal.key if call.principal else None
-        place = await self.quota.take(owner, ttl_ms / 1000)
+        if owner is None and self.anonymous_ttl_seconds:
+            ttl_ms = min(ttl_ms, self.anonymous_ttl_seconds * 1000)  # the receiver may shorten a requested ttl
+        source = call.http.source_address if call.http is not None else None
+        place = await self.quota.take(quota_holder(owner, source), ttl_ms / 1000)
         request = TaskRequest(
             tool=tool.name,
             arguments=arguments,
@@ -225,21 +231,23 @@ class TaskService:
 
     # -- running -------------------------------------------------------------------------------------------
 
-    async def run(self, task_id: str, *, lambda_context: Any = None) -> None:
-        """Run a stored task to its end and record the outcome (unless it was cancelled meanwhile).
+    async def run(self, task_id: str, *, lambda_context: Any = None) -> bool:
+        """Run a stored task to its end and record the outcome (unless it was cancelled meanwhile); whether it ran
+        (not when unknown, no task, no longer working, or this launch ran already).
 
         `lambda_context` bounds the run by the invocation's remaining time, as for any call.
         """
         from stratus.protocol.call import Call
+        from stratus.protocol.worker_events import own_record
         from stratus.request.http import HttpRequest
 
-        task = await self.stores.tasks.get(task_id)
+        task = await own_record(self.stores.tasks, task_id, TaskRequest)
         if task is None or task.status != "working" or not isinstance(task.request, TaskRequest):
-            return
+            return False
         # Asynchronous invocation can deliver one launch more than once ("How Lambda handles errors and retries with
         # asynchronous invocation", Lambda developer guide): each launch, named by the task's last update, runs once.
         if not await self.stores.cache.claim(launch_key(task), max(task.expires_at - task.updated_at, 1.0)):
-            return
+            return False
         request = task.request
         asked = task.outcome.asked if task.outcome is not None else ()
         # Like a multi round-trip retry, the run starts over with every answer the client has given so far.
@@ -266,6 +274,7 @@ class TaskService:
             if recorded in TERMINAL:
                 await self.quota.give_back(task_place(task))
             await self.stores.events.append(task_stream(task_id), recorded)
+        return True
 
     async def _record(self, task_id: str, status: str, outcome: TaskOutcome) -> str | None:
         """Move a live task to `status` with `outcome`: the status it ended in, None when it had already moved. An

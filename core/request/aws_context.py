@@ -32,6 +32,19 @@ def request_domain(scope: Mapping[str, Any], headers: Mapping[str, str], *, trus
     return domain.lower() if isinstance(domain, str) else None
 
 
+def source_ip(context: Mapping[str, Any] | None) -> str | None:
+    """The caller's address as the front door saw it: `http.sourceIp` (HTTP API payload 2.0, Function URLs) or
+    `identity.sourceIp` (REST API payload 1.0). API Gateway writes it from the connection, not from any header."""
+    if context is None:
+        return None
+    for part in ("http", "identity"):
+        nested = context.get(part)
+        address = nested.get("sourceIp") if isinstance(nested, dict) else None
+        if isinstance(address, str) and address:
+            return address
+    return None
+
+
 def _given_context(scope: Mapping[str, Any], headers: Mapping[str, str], trust_header: bool) -> dict[str, Any] | None:
     context: Any = None
     event = scope.get("aws.event")

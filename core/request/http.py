@@ -27,6 +27,9 @@ class HttpRequest(NamedTuple):
     authorizer_claims: Mapping[str, Any] | None = None
     """What an API Gateway authorizer put in `requestContext.authorizer` (JWT claims, a Cognito authorizer's
     claims, a Lambda authorizer's context), or None when no authorizer ran."""
+    source_address: str | None = None
+    """The caller's address: the trusted request context's `sourceIp` (`stratus.request.aws_context.source_ip`),
+    else the connection's peer; never a header the client writes. None when neither is known."""
 
     def __repr__(self) -> str:
         return f"HttpRequest(method={self.method!r}, path={self.path!r})"

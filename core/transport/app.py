@@ -68,7 +68,7 @@ def build_app(
         stores.cache,
         stream_slots,
         keepalive_seconds=settings.keepalive_seconds,
-        polling=Polling(settings.poll_hold_seconds, settings.poll_retry_seconds),
+        polling=Polling(settings.stream_hold_seconds, settings.poll_retry_seconds, every_stream=settings.lambda_host),
     )
     handshake = HandshakeTransport(
         serving.dispatcher,

@@ -7,7 +7,7 @@ from typing import Any
 from stratus.errors import HttpError
 from stratus.net.request_body import BodyTooLargeError, read_body
 from stratus.protocol.jsonrpc import decode
-from stratus.request.aws_context import authorizer_claims, request_context
+from stratus.request.aws_context import authorizer_claims, request_context, source_ip
 from stratus.request.http import HttpRequest
 from stratus.request.outbound import Outbound
 from stratus.request.signal import CancellationSignal
@@ -15,6 +15,12 @@ from stratus.server.principal import Principal
 from stratus.transport.asgi import Headers, is_buffered, route_path
 from stratus.transport.http_guards import check_json_body
 from stratus.types import Receive, Scope, Send
+
+
+def peer_address(scope: Scope) -> str | None:
+    """The address of the connection's other end (uvicorn's `client`), when there is no request context."""
+    client = scope.get("client")
+    return str(client[0]) if client else None
 
 
 class BodyLimits:
@@ -75,6 +81,7 @@ class Exchange:
             outbound=outbound,
             lambda_event=event if isinstance(event, dict) else None,
             authorizer_claims=authorizer_claims(context),
+            source_address=source_ip(context) or peer_address(scope),
         )
 
     async def json_body(self) -> Any:

@@ -30,15 +30,21 @@ MAX_CALL_RETRY_MS = 60_000
 
 # A plain class: a NamedTuple's class costs a cold start more to create (docs/benchmarks.md).
 class Polling:
-    """How streams end when they have nothing to relay (`STRATUS_POLL_HOLD_SECONDS`, `STRATUS_POLL_RETRY_SECONDS`)."""
+    """How streams end when they have nothing to relay (`STRATUS_POLL_HOLD_SECONDS`, `STRATUS_POLL_RETRY_SECONDS`),
+    and which streams do (`every_stream`, on Lambda: `Settings.lambda_host`)."""
 
-    __slots__ = ("hold_seconds", "retry_ms")
+    __slots__ = ("every_stream", "hold_seconds", "retry_ms")
 
-    def __init__(self, hold_seconds: float = 0.0, retry_seconds: float = 5.0) -> None:
+    def __init__(self, hold_seconds: float = 0.0, retry_seconds: float = 5.0, *, every_stream: bool = False) -> None:
         self.hold_seconds = hold_seconds
         """A stream with nothing to relay for this long ends; 0 ends it once it relayed what is already there."""
         self.retry_ms = max(1, round(retry_seconds * 1000))
         """The `retry:` a session's ended GET or `/events` stream suggests."""
+        self.every_stream = every_stream
+        """Streams of sessions before 2025-11-25 end as polls too, rather than being held to `max_stream_seconds`: on
+        Lambda a stream runs, billed and holding its container, until it ends, however soon its client left. The
+        official Python clients (SDK 1.30 and 2.3) come back after any GET stream ends, with `Last-Event-ID` and
+        after the `retry:` they were given, whatever version they negotiated."""
 
 
 def call_retry_ms(polls: int) -> int:

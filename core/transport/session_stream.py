@@ -6,11 +6,12 @@ relays what its session wants (resource updates only for URIs it subscribed to).
 `g-<position in the shared log>.<position in the session's log>`, so a client that comes back with `Last-Event-ID`
 gets exactly what it missed, wherever it comes back.
 
-From 2025-11-25 on, a stream is a poll (`stratus.transport.polling`): it relays what happened since the client's
-`Last-Event-ID`, holds for `STRATUS_POLL_HOLD_SECONDS` while nothing happens, and ends with an event carrying the id
-to come back with and a `retry:`. A stream that waits at all is the session's only one: a newer one takes it over
-(a reconnect after a drop is served at once), and the older stops before its next write, so no event goes out twice
-to one client.
+From 2025-11-25 on, and on Lambda for every version (`Polling.every_stream`), a stream is a poll
+(`stratus.transport.polling`): it relays what happened since the client's `Last-Event-ID`, holds for
+`STRATUS_POLL_HOLD_SECONDS` (by default 0 on Lambda, up to `STRATUS_MAX_STREAM_SECONDS` in a long-lived process)
+while nothing happens, and ends with an event carrying the id to come back with and a `retry:`. A stream that waits at
+all is the session's only one: a newer one takes it over (a reconnect after a drop is served at once), and the older
+stops before its next write, so no event goes out twice to one client.
 
 Every stream served here (GET streams, their resumptions and a call stream's, `/events`) takes a place among the
 process's open streams first (`stratus.resilience.stream_slots`), freed however it ends. Once its headers are sent a
@@ -111,7 +112,8 @@ class McpGetStream:
         self.idle_seconds = idle_seconds
 
     def polls(self, session: SessionRecord) -> bool:
-        # Clients of earlier revisions need not come back when a stream ends; their streams stay open.
+        # Clients of earlier revisions need not come back when a stream ends: their streams stay open, except on
+        # Lambda (`Polling.every_stream`), where a stream its client left would be billed to its end.
         return versions.at_least(session.protocol_version, versions.PRIMING_SINCE)
 
     async def open(self, writer: SseWriter, session: SessionRecord) -> None:
@@ -193,9 +195,10 @@ class SessionStreams:
         `max_seconds` pass; the error to answer instead when a stream cap is reached (`TooManyStreamsError`). The
         framing is the MCP GET stream's unless one is given."""
         framing = framing or McpGetStream(self.keepalive_seconds)
-        polls = framing.polls(session)
-        if buffered and not polls:
+        resumes = framing.polls(session)
+        if buffered and not resumes:
             return PollsOnlyError(session.protocol_version)
+        polls = resumes or self.polling.every_stream
         hold = self._hold(buffered) if polls else max_seconds
         if buffered:
             max_seconds = min(max_seconds, BUFFERED_HOLD_SECONDS)
@@ -244,9 +247,10 @@ class SessionStreams:
         answer instead when a stream cap is reached. `until_asked`: the first answer to a call relayed from a buffered
         front door, which waits for the call's result as long as a buffered answer can, and ends after a question
         to the client, who must have it to answer."""
-        polls = versions.at_least(session.protocol_version, versions.PRIMING_SINCE)
-        if buffered and not polls:
+        resumes = versions.at_least(session.protocol_version, versions.PRIMING_SINCE)
+        if buffered and not resumes:
             return PollsOnlyError(session.protocol_version)
+        polls = resumes or self.polling.every_stream
         hold = self._hold(buffered) if polls else max_seconds
         if buffered:
             max_seconds = min(max_seconds, BUFFERED_HOLD_SECONDS)

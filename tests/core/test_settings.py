@@ -222,3 +222,33 @@ def test_the_repr_of_settings_hides_the_secrets_and_the_stores_password() -> Non
     assert "secret_key='***'" in shown and "auth_upstream_client_secret='***'" in shown
     assert not any(secret in shown for secret in ("hunter2", "signing-key-1", "client-secret-1"))
     assert "secret_key=None" in repr(Settings())  # unset is shown as unset
+
+
+def test_streams_are_held_by_default_in_a_long_lived_process_and_polled_on_lambda() -> None:
+    long_lived = Settings.from_env({})
+    assert (long_lived.lambda_host, long_lived.stream_hold_seconds) == (False, long_lived.max_stream_seconds)
+    on_lambda = Settings.from_env({"AWS_LAMBDA_FUNCTION_NAME": "stratus-mcp"})
+    assert (on_lambda.lambda_host, on_lambda.stream_hold_seconds) == (True, 0.0)
+    overridden = Settings.from_env({"AWS_LAMBDA_FUNCTION_NAME": "stratus-mcp", "STRATUS_POLL_HOLD_SECONDS": "3"})
+    assert overridden.stream_hold_seconds == 3.0
+    assert Settings.from_env({"STRATUS_POLL_HOLD_SECONDS": "0"}).stream_hold_seconds == 0.0
+    declared = Settings.from_env({"AWS_LAMBDA_FUNCTION_NAME": "x", "STRATUS_LAMBDA_HOST": "false"})
+    assert declared.lambda_host is False  # the variable, when set, is the override
+
+
+def test_a_poll_hold_past_the_stream_limit_is_refused_naming_both_settings() -> None:
+    with pytest.raises(SettingsError) as refused:
+        Settings.from_env({"STRATUS_POLL_HOLD_SECONDS": "900"})
+    assert any(
+        "STRATUS_POLL_HOLD_SECONDS" in problem and "STRATUS_MAX_STREAM_SECONDS" in problem
+        for problem in refused.value.problems
+    )
+
+
+def test_settings_built_in_code_inside_lambda_poll_too(monkeypatch: pytest.MonkeyPatch) -> None:
+    """An app that builds its Settings by hand and is served on Lambda (a FastAPI mount behind the Web Adapter) does
+    not hold its streams: Lambda names the function in every process it runs."""
+    monkeypatch.setenv("AWS_LAMBDA_FUNCTION_NAME", "my-fastapi-app")
+    assert Settings().stream_hold_seconds == 0.0
+    monkeypatch.delenv("AWS_LAMBDA_FUNCTION_NAME")
+    assert Settings().stream_hold_seconds == Settings().max_stream_seconds

@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from stratus import Settings
+from stratus import McpServer, Settings
 from stratus.handlers.adapter import make_handler
 from tests.fixtures.emulator_apps import probe
 from tests.fixtures.lambda_invoke import LambdaContext, event, stateless_request
@@ -93,3 +93,42 @@ def test_a_body_past_the_apps_limit_is_413_with_a_json_rpc_error_naming_the_sett
     error = json.loads(answer["body"])["error"]
     assert error["code"] == -32600
     assert "STRATUS_MAX_BODY_BYTES" in error["message"]
+
+
+def test_anonymous_task_quotas_count_each_events_source_ip_never_its_forwarded_for(
+    container_loop: asyncio.AbstractEventLoop,
+) -> None:
+    """Through the HTTP API the caller's address is the event's `requestContext.http.sourceIp`, which API Gateway
+    writes; `X-Forwarded-For`, whose first entries are the client's own words, moves no one to another's quota."""
+    server = McpServer("held", "1.0.0")
+    release = asyncio.Event()
+
+    @server.tool(task="optional")
+    async def held() -> str:
+        """Runs until the test releases it."""
+        await release.wait()
+        return "done"
+
+    handler = make_handler(server, Settings(max_tasks_per_principal=1))
+
+    def invoke(body: dict[str, Any], headers: dict[str, str], source_ip: str) -> dict[str, Any]:
+        sent = event("http_api_v2", body, headers)
+        sent["requestContext"]["http"]["sourceIp"] = source_ip
+        answer: dict[str, Any] = handler(sent, LambdaContext())
+        return answer
+
+    opened = invoke(initialize_message("2025-11-25", 1), {}, "198.51.100.1")
+    session = {"mcp-session-id": opened["headers"]["mcp-session-id"], "mcp-protocol-version": "2025-11-25"}
+    call = {"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "held", "arguments": {}, "task": {}}}
+    tasks = [json.loads(invoke(call, session, "198.51.100.1")["body"])["result"]["task"]["taskId"]]
+    forged = invoke(call, {**session, "x-forwarded-for": "198.51.100.9"}, "198.51.100.1")
+    assert forged["statusCode"] == 429
+    assert json.loads(forged["body"])["error"]["data"]["setting"] == "STRATUS_MAX_TASKS_PER_PRINCIPAL"
+    # Another caller's place is its own.
+    tasks.append(json.loads(invoke(call, session, "198.51.100.2")["body"])["result"]["task"]["taskId"])
+
+    release.set()
+    for task_id in tasks:  # each answered once its run ends, on this container's loop
+        result = {"jsonrpc": "2.0", "id": 3, "method": "tasks/result", "params": {"taskId": task_id}}
+        answered = json.loads(invoke(result, session, "198.51.100.1")["body"])
+        assert answered["result"]["content"] == [{"type": "text", "text": "done"}]

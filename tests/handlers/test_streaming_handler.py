@@ -12,11 +12,15 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
+import anyio
 import httpx
 import pytest
 
+from stratus import Settings
+from stratus.handlers.streaming import adapter_app
+from tests.fixtures.apps import shared
 from tests.fixtures.processes import free_port
-from tests.fixtures.wire import BASE_HEADERS, STATELESS, stateless_meta
+from tests.fixtures.wire import BASE_HEADERS, STATELESS, McpHttp, sse_fields, stateless_meta
 
 ROOT = Path(__file__).parent.parent.parent
 DOMAIN = "q3lyomzk6ykzmvjt6vstosmttu0chtrr.lambda-url.us-east-1.on.aws"
@@ -105,3 +109,17 @@ def test_run_sh_imports_what_the_runtime_and_layers_ship(tmp_path: Path) -> None
     finally:
         process.terminate()
         process.wait(timeout=10)
+
+
+@pytest.mark.anyio
+async def test_the_streaming_entry_point_answers_every_get_stream_as_a_poll_whatever_the_version() -> None:
+    """Behind the Web Adapter a stream runs, billed, until it ends, even after its client left: the entry point
+    builds the app for Lambda, so a 2025-06-18 client's GET stream ends at once too, with where to come back."""
+    app = adapter_app(shared, Settings(), Settings)
+    async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://localhost") as http:
+        for version in ("2025-06-18", "2025-11-25"):
+            session = await McpHttp(http).initialize(version)
+            with anyio.fail_after(10):
+                polled = await http.get("/mcp", headers={**BASE_HEADERS, **session.headers})
+            place = sse_fields(polled.text)[-1]
+            assert place["id"].startswith("g-") and place["retry"] == "5000", version

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
 import secrets
 from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass
@@ -17,8 +18,11 @@ import redis
 from botocore.stub import ANY, Stubber
 
 from stratus import Settings
+from stratus.composition import stores_for
 from stratus.handlers import sweeper, task_worker
 from stratus.handlers.task_worker import LambdaLauncher
+from stratus.stores.records import TaskRecord
+from stratus.stores.task_records import RelayedCall
 from stratus.transport.app import build_app
 from tests.fixtures.apps import shared
 from tests.fixtures.wire import HandshakeSession, McpHttp
@@ -105,6 +109,50 @@ def test_the_worker_handler_ignores_an_event_without_a_task(environment: dict[st
     assert task_worker.handler({"source": "aws.events"}, None) == {"ran": False}
 
 
+async def test_each_event_kind_runs_only_its_own_kind_of_record_and_warns_of_the_other(
+    deployment: Deployment, caplog: pytest.LogCaptureFixture
+) -> None:
+    deployment.stubber.add_response("invoke", {"StatusCode": 202}, invoked())
+    created = await deployment.session.request(
+        "tools/call", {"name": "total", "arguments": {"values": [6, 7]}, "task": {}}
+    )
+    task_id = created.json()["result"]["task"]["taskId"]
+    stores = stores_for(deployment.settings)
+    call = RelayedCall(
+        tool="total",
+        arguments={"values": [1]},
+        request_id=1,
+        session_id=deployment.session.session_id,
+        stream_token="t",
+        principal=None,
+    )
+    await stores.tasks.create(
+        TaskRecord(task_id="call-x", principal=None, status="working", request=call), ttl_seconds=60
+    )
+    before = {key: await stores.tasks.get(key) for key in (task_id, "call-x")}
+
+    with caplog.at_level(logging.WARNING, logger="stratus.tasks"):
+        crossed_call = await asyncio.to_thread(task_worker.handler, {"stratusCall": task_id}, None)
+        crossed_task = await asyncio.to_thread(task_worker.handler, {"stratusTask": "call-x"}, None)
+    assert crossed_call == {"ran": False, "callId": task_id}
+    assert crossed_task == {"ran": False, "taskId": "call-x"}
+    warned = [record for record in caplog.records if getattr(record, "record", None) in (task_id, "call-x")]
+    assert [(vars(record)["expected"], vars(record)["found"]) for record in warned] == [
+        ("RelayedCall", "TaskRequest"),
+        ("TaskRequest", "RelayedCall"),
+    ]
+    assert {key: await stores.tasks.get(key) for key in (task_id, "call-x")} == before  # both records untouched
+
+    # The task was left working, not stuck: its own event still runs it.
+    assert await asyncio.to_thread(task_worker.handler, {"stratusTask": task_id}, None) == {
+        "ran": True,
+        "taskId": task_id,
+    }
+    fetched = await deployment.session.request("tasks/result", {"taskId": task_id})
+    assert fetched.json()["result"]["structuredContent"] == {"result": 13}
+    await stores.aclose()
+
+
 def _failure_record(task_id: str, condition: str = "RetriesExhausted") -> dict[str, Any]:
     """Lambda's record of a task worker launch that failed, as its on-failure destination (the sweeper) gets it."""
     return {
@@ -135,7 +183,7 @@ async def test_a_failure_record_fails_a_working_task_once_and_tells_its_client_n
     assert await asyncio.to_thread(sweeper.handler, record, None) == {"markedFailed": 1}
     assert await asyncio.to_thread(sweeper.handler, record, None) == {"markedFailed": 0}  # delivered again
     assert await asyncio.to_thread(task_worker.handler, {"stratusTask": task_id}, None) == {
-        "ran": True,
+        "ran": False,
         "taskId": task_id,
     }  # a late delivery of the launch finds it failed: the tool does not run
 

@@ -21,7 +21,7 @@ from urllib.parse import urljoin, urlsplit
 from stratus.gateway.connectors.contract import ERRORS, UpstreamUnavailableError, reason
 from stratus.gateway.connectors.event_stream import SseEvents, bounded_body, bounded_lines, json_object
 from stratus.gateway.demux import Demux
-from stratus.net.addresses import AddressGuard
+from stratus.net.addresses import AddressGuard, redacted
 from stratus.net.http11 import Http11Pool
 from stratus.types import JsonObject
 
@@ -60,7 +60,7 @@ class HttpSseTransport:
             if self.endpoint is not None:
                 return
             found: asyncio.Future[str] = asyncio.get_running_loop().create_future()
-            self._reader = asyncio.create_task(self._listen(found), name=f"http-sse-{self.url}")
+            self._reader = asyncio.create_task(self._listen(found), name=f"http-sse-{redacted(self.url)}")
             try:
                 async with asyncio.timeout(self.timeout):
                     await found
@@ -142,12 +142,12 @@ class HttpSseTransport:
     async def _route(self, data: str) -> None:
         message = json_object(data)
         if message is None:
-            logger.debug("upstream sent an event that is not a JSON object", extra={"gateway_url": self.url})
+            logger.debug("upstream sent an event that is not a JSON object", extra={"gateway_url": redacted(self.url)})
         elif (reply := self._demux.route(message)) is not None:
             try:
                 await self._post(reply)
             except UpstreamUnavailableError:
-                logger.debug("upstream could not be answered", extra={"gateway_url": self.url})
+                logger.debug("upstream could not be answered", extra={"gateway_url": redacted(self.url)})
 
     def _same_origin(self, endpoint: str) -> str:
         """The endpoint resolved against the stream's URL, if it is on the stream's origin.

@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from stratus.gateway.config import GatewayConfigError, Upstream, parse_document
+from stratus.gateway.config import GatewayConfigError, Upstream, parse_document, parse_servers
 
 DOCUMENT = {
     "mcpServers": {
@@ -101,3 +101,25 @@ def test_a_server_defined_twice_or_a_document_that_is_not_json_is_refused_clearl
         with pytest.raises(GatewayConfigError) as refused:
             parse_document(broken)
         assert len(refused.value.problems) == 1
+
+
+def test_servers_whose_tool_namespaces_overlap_are_all_refused_at_configuration() -> None:
+    document = {
+        "mcpServers": {
+            "a": {"url": "https://a.example.com"},
+            "a__b": {"url": "https://ab.example.com"},  # a's tool b__c and a__b's tool c are both mcp__a__b__c
+            "x": {"url": "https://x.example.com"},
+            "x_": {"url": "https://x2.example.com"},  # x's tool _y and x_'s tool y are both mcp__x___y
+            "Git.Hub": {"url": "https://g.example.com"},
+            "git-hub": {"url": "https://g2.example.com"},
+            "github": {"url": "https://g3.example.com"},  # apart from git_hub: mcp__github__ is no prefix of it
+        }
+    }
+    with pytest.raises(GatewayConfigError) as refused:
+        parse_servers(document)
+    assert refused.value.problems == [
+        "a__b: its tool namespace mcp__a__b__ and a's mcp__a__ overlap (a's tools can be named like a__b's);"
+        " rename one",
+        "x_: its tool namespace mcp__x___ and x's mcp__x__ overlap (x's tools can be named like x_'s); rename one",
+        "git-hub: the same tool namespace as Git.Hub (names differ only in punctuation)",
+    ]

@@ -7,7 +7,9 @@ The tools wait on events the tests set; every wait is bounded in time: nothing s
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import dataclasses
+import json
 import logging
 import secrets
 from collections.abc import AsyncIterator, Mapping
@@ -103,7 +105,7 @@ async def test_a_principal_past_its_quota_is_refused_on_every_container_until_on
     redis_prefix: str,
 ) -> None:
     """Two containers share the store: the quota counts the principal's live tasks on both; a cancelled task (and a
-    completed one) frees its place. Anonymous callers share one quota."""
+    completed one) frees its place. Anonymous callers from one address share one quota."""
     options = StoreOptions(session_ttl_seconds=600, prefix=redis_prefix)
     one, other = build_stores(REDIS, options), build_stores(REDIS, options)
     settings = Settings(max_tasks_per_principal=1)
@@ -219,3 +221,78 @@ class _FailingWaits:
 
     async def wait_any(self, after: Mapping[str, int], within: float) -> dict[str, list[StreamEvent]]:
         return await self.down.wait_any(after, within)
+
+
+@contextlib.asynccontextmanager
+async def anonymous_callers(app: Any, *addresses: str) -> AsyncIterator[list[HandshakeSession]]:
+    """A session for each source address (the connection's peer, as uvicorn would report it) on one app."""
+    async with contextlib.AsyncExitStack() as stack:
+        sessions = []
+        for address in addresses:
+            transport = httpx.ASGITransport(app=app, client=(address, 50000))
+            http = await stack.enter_async_context(httpx.AsyncClient(transport=transport, base_url="http://localhost"))
+            sessions.append(await McpHttp(http).initialize("2025-11-25"))
+        yield sessions
+
+
+async def test_one_anonymous_caller_cannot_take_every_anonymous_task_place() -> None:
+    """Auth off: each source address has a quota of its own; a forged X-Forwarded-For moves nobody to another's
+    quota, and an IPv6 caller's whole /64 counts as one."""
+    stores = build_stores("memory://", StoreOptions(session_ttl_seconds=600))
+    app = build_app(held_server(Gates()), Settings(max_tasks_per_principal=1), stores=stores)
+    try:
+        async with anonymous_callers(app, "198.51.100.1", "198.51.100.2", "2001:db8::1", "2001:db8::2") as sessions:
+            flooder, other, six, six_neighbour = sessions
+            task_id_of(await start_task(flooder))
+            refused = await flooder.request(
+                "tools/call",
+                {"name": "held", "arguments": {}, "task": {}},
+                headers={"x-forwarded-for": "198.51.100.9"},
+            )
+            refusal(refused, 429, "STRATUS_MAX_TASKS_PER_PRINCIPAL")
+            assert "this address" in refused.json()["error"]["message"]
+            task_id_of(await start_task(other))  # the flooder's tasks leave the others' places free
+            task_id_of(await start_task(six))
+            refusal(await start_task(six_neighbour), 429, "STRATUS_MAX_TASKS_PER_PRINCIPAL")
+    finally:
+        await app.shutdown()
+
+
+async def test_behind_the_web_adapter_anonymous_quotas_count_the_request_contexts_source_address() -> None:
+    """Every request reaches uvicorn from the adapter on 127.0.0.1; the caller's address is the request context's
+    `sourceIp`, which the adapter writes."""
+    stores = build_stores("memory://", StoreOptions(session_ttl_seconds=600))
+    settings = Settings(max_tasks_per_principal=1, trust_request_context_header=True)
+    app = build_app(held_server(Gates()), settings, stores=stores)
+
+    def context(address: str) -> dict[str, str]:
+        return {"x-amzn-request-context": json.dumps({"domainName": "localhost", "http": {"sourceIp": address}})}
+
+    try:
+        async with anonymous_callers(app, "127.0.0.1") as (session,):
+            call = {"name": "held", "arguments": {}, "task": {}}
+            task_id_of(await session.request("tools/call", call, headers=context("203.0.113.1")))
+            refusal(
+                await session.request("tools/call", call, headers=context("203.0.113.1")),
+                429,
+                "STRATUS_MAX_TASKS_PER_PRINCIPAL",
+            )
+            task_id_of(await session.request("tools/call", call, headers=context("203.0.113.2")))
+    finally:
+        await app.shutdown()
+
+
+async def test_an_anonymous_callers_task_lives_at_most_the_anonymous_ttl_whatever_it_asks() -> None:
+    stores = build_stores("memory://", StoreOptions(session_ttl_seconds=600))
+    app = build_app(held_server(Gates()), Settings(anonymous_task_ttl_seconds=600), stores=stores)
+    try:
+        async with anonymous_callers(app, "198.51.100.1") as (session,):
+            day = {"name": "held", "arguments": {}, "task": {"ttl": 86_400_000}}
+            created = (await session.request("tools/call", day)).json()["result"]["task"]
+            assert created["ttl"] == 600_000
+            task = await stores.tasks.get(created["taskId"])
+            assert task is not None and task.expires_at - task.created_at <= 600
+            short = {"name": "held", "arguments": {}, "task": {"ttl": 60_000}}
+            assert (await session.request("tools/call", short)).json()["result"]["task"]["ttl"] == 60_000
+    finally:
+        await app.shutdown()

@@ -41,6 +41,8 @@ from tests.fixtures.streams import (
 from tests.fixtures.wire import BASE_HEADERS, McpHttp, initialize_message, sse_fields
 
 SHARED_APP = "tests.fixtures.apps:shared"
+POLLED = {"STRATUS_SECRET_KEY": "k", "STRATUS_POLL_HOLD_SECONDS": "0"}
+"""Streams that end once they relayed what is there, as on Lambda by default (`stratus serve` holds them)."""
 
 pytestmark = [pytest.mark.anyio, pytest.mark.uvicorn]
 
@@ -95,7 +97,7 @@ async def test_a_poll_on_one_process_gets_what_was_published_on_another_since_it
     store: str, request: pytest.FixtureRequest
 ) -> None:
     environment = shared_store_environment(store, request, f"listen-{secrets.token_hex(4)}")
-    async with two_processes({"STRATUS_SECRET_KEY": "k", **environment}) as (on_first, on_second):
+    async with two_processes({**POLLED, **environment}) as (on_first, on_second):
         session = await McpHttp(on_first).initialize()
         headers = {**BASE_HEADERS, **session.headers}
         subscribe = {"jsonrpc": "2.0", "id": 2, "method": "resources/subscribe", "params": {"uri": "note://board"}}
