@@ -8,10 +8,10 @@ import logging
 import anyio
 import pytest
 
-from stratus.net.addresses import redacted
 from stratus.gateway.config import Upstream
 from stratus.gateway.served import GatewayServer
 from stratus.gateway.upstream_client import UpstreamUnavailableError
+from stratus.net.addresses import redacted
 from tests.fixtures.addresses import ScriptedResolver
 
 pytestmark = pytest.mark.anyio
