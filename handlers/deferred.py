@@ -82,8 +82,8 @@ class Retries:
         setting = error.setting if error is not None and error.setting else "a secret setting"
         if error is not None and error.throttled:
             message = (
-                f"Service Unavailable: this function cannot read {setting} yet (its secret's service throttled the "
-                "read); try again shortly"
+                f"Service Unavailable: this function cannot read {setting} yet (its secret's service throttled or "
+                "failed the read); try again shortly"
             )
         else:
             message = (

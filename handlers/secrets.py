@@ -35,8 +35,8 @@ SECRETS_MANAGER_PREFIX = "secretsmanager:"
 CONNECT_TIMEOUT_SECONDS = 2
 READ_TIMEOUT_SECONDS = 2
 ATTEMPTS = 2
-"""A service that does not answer is tried at most twice, each of 2 s to connect and 2 s to answer (about 9 s at
-worst with the pause between, 4 s to an address that never answers the connection)."""
+"""A service that does not answer is tried at most twice, each of 2 s to connect and 2 s to answer (about 8 s at
+worst, 4 s to an address that never answers the connection)."""
 THROTTLES = frozenset(
     {
         "Throttling",
@@ -94,9 +94,9 @@ def patience_within(context: Any, longest: float, *, reserve: float = 1.0) -> Pa
 
 
 class SecretUnavailableError(SettingsError):
-    """The service holding a secret did not answer in time (no route to it, or it timed out), or throttled every
-    read until the deadline: a later read may succeed. `setting` names the variable whose reference could not be
-    read, when it is known."""
+    """The service holding a secret did not answer in time (no route to it, or it timed out), or throttled (or
+    failed with a 5xx) every read until the deadline (`throttled`): a later read may succeed. `setting` names the
+    variable whose reference could not be read, when it is known."""
 
     def __init__(self, message: str, setting: str = "", *, throttled: bool = False) -> None:
         super().__init__(message)
@@ -184,8 +184,9 @@ def _read_secret(value: str, setting: str, patience: Patience, deadline: float, 
             if code not in THROTTLES and status < 500:
                 raise SettingsError(f"{named}cannot read the secret {value!r}: {code or 'ClientError'}") from None
             unavailable = SecretUnavailableError(
-                f"{named}the service holding {value!r} answered {code or status} until the deadline (SSM's "
-                "standard throughput is shared by the account and Region: raise it, or read less often)",
+                f"{named}the service holding {value!r} answered {code or status} to every read until the deadline "
+                "(a throttle, or a failure of its own: a later read may succeed; SSM's standard throughput is shared "
+                "by the account and Region)",
                 setting,
                 throttled=True,
             )

@@ -78,7 +78,10 @@ async def test_a_burst_of_tasks_completes_under_ssm_throttling_and_no_container_
 ) -> None:
     url = f"{aws.url('ServerlessHttpApi')}/mcp"
     with anyio.fail_after(WAIT_SECONDS):
-        async with httpx.AsyncClient(timeout=WAIT_SECONDS, limits=httpx.Limits(max_connections=TASKS)) as http:
+        # A connection each: a kept-alive one can be closed by the door's server (idle while others were queued) just
+        # as it is reused.
+        limits = httpx.Limits(max_connections=TASKS, max_keepalive_connections=0)
+        async with httpx.AsyncClient(timeout=WAIT_SECONDS, limits=limits) as http:
             session = await initialize(http, url)
             headers = {**HEADERS, "mcp-session-id": session, "mcp-protocol-version": VERSION}
             task_ids: list[str] = []
