@@ -118,9 +118,9 @@ async def test_a_burst_of_tasks_completes_under_ssm_throttling_and_no_container_
 
 
 async def test_a_read_past_the_throughput_is_answered_as_ssm_throttles_as_botocore_reads_it(aws: LocalAws) -> None:
-    """Two reads at once through the emulated SSM, as a new task worker container makes them (its environment: its
-    key, the emulator's SSM endpoint): at one a second, one is 400 `ThrottlingException`, which botocore (its own
-    retries off) raises as such."""
+    """Three reads at once through the emulated SSM, as a new task worker container makes them (its environment: its
+    key, the emulator's SSM endpoint): at one a second, a later one is 400 `ThrottlingException`, which botocore (its
+    own retries off) raises as such."""
     worker = next(function for function in aws.stack.functions.values() if function.logical_id == TASK_WORKER)
     container = aws.environment(worker)
     ssm = boto3.client(
@@ -133,7 +133,7 @@ async def test_a_read_past_the_throughput_is_answered_as_ssm_throttles_as_botoco
         config=Config(retries={"mode": "standard", "total_max_attempts": 1}),
     )
     outcomes: list[str] = []
-    for _ in range(2):
+    for _ in range(3):
         try:
             await anyio.to_thread.run_sync(lambda: ssm.get_parameter(Name=SECRET_PARAMETER, WithDecryption=True))
             outcomes.append("read")
