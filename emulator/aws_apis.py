@@ -16,8 +16,10 @@ signed the request (`iam.Identities`); the action and the resources are read fro
   (https://docs.aws.amazon.com/systems-manager/latest/userguide/sysman-paramstore-access.html).
 
 A refused call is answered as these APIs answer it: 400 `AccessDeniedException`, with IAM's message naming the
-role's session, the action and the resource; an unknown key gets 400 `UnrecognizedClientException`. Every call,
-allowed or not, is recorded (`iam.CallLog`): the functions' network needs in docs/deploy.md are checked against it.
+role's session, the action and the resource; an unknown key gets 400 `UnrecognizedClientException`. An allowed SSM
+read past Parameter Store's throughput (`ssm_tps`, default the documented 40 a second: `throughput`) gets 400
+`ThrottlingException`. Every call, allowed, refused or throttled, is recorded with the container that made it
+(`iam.CallLog`): the functions' network needs in docs/deploy.md are checked against it.
 
 A local table that stands in for the template's (`STRATUS_STORE=dynamodb://<local>` where the template names its
 `StateTable`) is checked as the template's: `stand_ins` maps the one ARN to the other.
@@ -35,6 +37,7 @@ from stratus.emulator.events import Answer, json_answer
 from stratus.emulator.iam import Call, CallLog, Identities, check
 from stratus.emulator.intrinsics import ACCOUNT_ID
 from stratus.emulator.proxy_integration import read_limited, send_answer
+from stratus.emulator.throughput import SSM_STANDARD_TPS, SSM_THROTTLED_OPERATIONS, Throughput
 from stratus.types import Receive, Scope, Send
 
 SERVICES = ("dynamodb", "ssm")
@@ -101,12 +104,15 @@ class AwsApis:
         *,
         region: str,
         stand_ins: Mapping[str, str] | None = None,
+        ssm_tps: float = SSM_STANDARD_TPS,
     ) -> None:
+        """`ssm_tps`: Parameter Store's throughput for the stack's account and Region (0: unlimited)."""
         self.targets = dict(targets)
         self.identities = identities
         self.log = log
         self.region = region
         self.stand_ins = dict(stand_ins or {})
+        self.ssm_throughput = Throughput(ssm_tps) if ssm_tps > 0 else None
         self._client: httpx.AsyncClient | None = None
 
     async def aclose(self) -> None:
@@ -142,18 +148,40 @@ class AwsApis:
             parsed = json.loads(body or b"{}")
         except ValueError:
             parsed = {}
-        denied = None
+        checked: list[tuple[str, tuple[str, ...], str | None]] = []
         for action, resources in _AUTHORISATIONS[service](
             operation, parsed if isinstance(parsed, dict) else {}, self.region
         ):
             declared = tuple(self._as_declared(resource) for resource in resources)
-            refusal = check(identity.role, identity.function, action, declared) if identity.role else None
-            self.log.record(Call(identity.function, action, declared, refusal is None))
-            denied = denied or refusal
+            checked.append(
+                (action, declared, check(identity.role, identity.function, action, declared) if identity.role else None)
+            )
+        denied = next((refusal for _, _, refusal in checked if refusal is not None), None)
+        throttled = denied is None and not self._admits(service, operation)
+        for action, declared, refusal in checked:
+            self.log.record(
+                Call(
+                    identity.function,
+                    action,
+                    declared,
+                    refusal is None,
+                    container=identity.container,
+                    throttled=throttled,
+                )
+            )
         if denied is not None:
             await send_answer(send, _error(400, "AccessDeniedException", denied))
             return
+        if throttled:
+            await send_answer(send, _error(400, "ThrottlingException", "Rate exceeded"))
+            return
         await send_answer(send, await self._forward(scope, service, rest, body))
+
+    def _admits(self, service: str, operation: str) -> bool:
+        """Whether Parameter Store's throughput leaves room for this call (only its reads count)."""
+        if service != "ssm" or operation not in SSM_THROTTLED_OPERATIONS or self.ssm_throughput is None:
+            return True
+        return self.ssm_throughput.admits()
 
     async def _forward(self, scope: Scope, service: str, rest: str, body: bytes) -> Answer:
         if self._client is None:

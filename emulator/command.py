@@ -1,7 +1,8 @@
 """`stratus local`: serve the stack a SAM template describes, every front door on its own port.
 
-Only argparse is imported here; the translator, httpx and the emulator itself are imported when the command runs,
-so `stratus serve` and the other commands start as light as before.
+Only argparse (and the emulator's SSM throughput constant, whose module imports only `time`) is imported here; the
+translator, httpx and the emulator itself are imported when the command runs, so `stratus serve` and the other
+commands start as light as before.
 """
 
 from __future__ import annotations
@@ -18,6 +19,8 @@ from collections.abc import Iterator, Mapping
 from contextlib import ExitStack, contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
+
+from stratus.emulator.throughput import SSM_STANDARD_TPS
 
 if TYPE_CHECKING:
     from stratus.emulator.local_aws import Served
@@ -64,6 +67,13 @@ def _positive(text: str) -> int:
     value = int(text)
     if value < 1:
         raise argparse.ArgumentTypeError("at least 1")
+    return value
+
+
+def _rate_per_second(text: str) -> float:
+    value = float(text)
+    if value < 0:
+        raise argparse.ArgumentTypeError("0 (unlimited) or more calls a second")
     return value
 
 
@@ -124,6 +134,14 @@ def add_parser(commands: Any) -> None:
         "--deliver-events-twice",
         action="store_true",
         help="deliver every asynchronous invocation twice, as Lambda's event queue may (a task launch runs once)",
+    )
+    local.add_argument(
+        "--ssm-tps",
+        type=_rate_per_second,
+        default=SSM_STANDARD_TPS,
+        metavar="N",
+        help=f"SSM reads a second before the emulated SSM answers ThrottlingException, as Parameter Store's standard "
+        f"throughput does (default: {SSM_STANDARD_TPS:g}; 0: unlimited)",
     )
     local.add_argument(
         "--no-iam",
@@ -263,6 +281,7 @@ def _serve(args: argparse.Namespace, overrides: dict[str, str]) -> int:
         remap_www_authenticate=args.remap_www_authenticate,
         deliver_events_twice=args.deliver_events_twice,
         iam=not args.no_iam,
+        ssm_tps=args.ssm_tps,
     )
     if store.startswith("memory:") and args.containers > 1:
         sys.stderr.write(

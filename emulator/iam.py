@@ -158,6 +158,11 @@ class Call:
     action: str
     resources: tuple[str, ...]
     allowed: bool
+    """Whether the caller's role allows it."""
+    container: str = ""
+    """The container that made it (the access key it was given), when known."""
+    throttled: bool = False
+    """Allowed, but answered ThrottlingException (Parameter Store's throughput: `throughput`)."""
 
 
 @dataclass
@@ -194,29 +199,27 @@ _CREDENTIAL = re.compile(r"Credential=([A-Za-z0-9]+)/")
 
 @dataclass(frozen=True)
 class Identity:
-    """Who a container is to AWS: its function, and the role it runs with (None: a role the stack does not define,
-    whose calls are recorded but not checked)."""
+    """Who a container is to AWS: its function, the role it runs with (None: a role the stack does not define,
+    whose calls are recorded but not checked), and the container itself (its access key)."""
 
     function: str
     role: Role | None
+    container: str = ""
 
 
 @dataclass
 class Identities:
-    """The credentials the stack's containers are given, one access key per function (random per stack), and the
-    identity each stands for. A request names its key in its SigV4 `Authorization` header; the signature itself is
-    not checked, as the key is known only to the containers' environment."""
+    """The credentials the stack's containers are given, one access key per container (as each Lambda execution
+    environment gets its own session credentials for its function's role), and the identity each stands for. A
+    request names its key in its SigV4 `Authorization` header; the signature itself is not checked, as the key is
+    known only to the containers' environment."""
 
     by_key: dict[str, Identity] = field(default_factory=dict)
-    keys: dict[str, str] = field(default_factory=dict)
-    """Each function's key, issued once."""
 
     def issue(self, function: str, role: Role | None) -> dict[str, str]:
-        """The environment that makes a container `function` running with `role`."""
-        key = self.keys.get(function)
-        if key is None:
-            key = self.keys[function] = "ASIA" + secrets.token_hex(8).upper()
-            self.by_key[key] = Identity(function, role)
+        """The environment that makes a new container of `function`, running with `role`."""
+        key = "ASIA" + secrets.token_hex(8).upper()
+        self.by_key[key] = Identity(function, role, key)
         return {"AWS_ACCESS_KEY_ID": key, "AWS_SECRET_ACCESS_KEY": "local", "AWS_SESSION_TOKEN": "local"}
 
     def of(self, authorization: str | None) -> Identity | None:

@@ -170,7 +170,9 @@ class LambdaApi:
             check(identity.role, identity.function, "lambda:InvokeFunction", [resource]) if identity.role else None
         )
         if self.calls is not None:
-            self.calls.record(Call(identity.function, "lambda:InvokeFunction", (resource,), refusal is None))
+            self.calls.record(
+                Call(identity.function, "lambda:InvokeFunction", (resource,), refusal is None, identity.container)
+            )
         return refusal
 
     def _serves_host(self, scope: Scope, host: bytes) -> bool:

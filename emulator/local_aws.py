@@ -38,6 +38,7 @@ from stratus.emulator.intrinsics import ACCOUNT_ID
 from stratus.emulator.invoke_api import LambdaApi
 from stratus.emulator.proxy_integration import FrontDoor
 from stratus.emulator.stack import Function, Stack
+from stratus.emulator.throughput import SSM_STANDARD_TPS
 from stratus.emulator.time_scale import with_time_scale
 from stratus.emulator.web_adapter import WebAdapterContainer
 
@@ -84,6 +85,10 @@ class Options:
     deliver_events_twice: bool = False
     """Deliver every asynchronous event twice, as Lambda's event queue may (`event_queue`): a function shows it runs
     a duplicate once. The retries of a failed event, and their delays (times `time_scale`), happen either way."""
+    ssm_tps: float = SSM_STANDARD_TPS
+    """Parameter Store's throughput for the stack (with `iam`): SSM reads past this many a second are answered
+    `ThrottlingException`, as AWS answers them past the standard 40 (`throughput`); lower shows a burst throttled
+    with fewer containers, 0 turns it off."""
 
 
 def _answers(endpoint: str) -> bool:
@@ -184,7 +189,14 @@ class LocalAws:
                 if declared.startswith("dynamodb://") and local.startswith("dynamodb://") and declared != local:
                     table = f"arn:aws:dynamodb:{self.stack.region}:{ACCOUNT_ID}:table/"
                     stand_ins[table + local.removeprefix("dynamodb://")] = table + declared.removeprefix("dynamodb://")
-        return AwsApis(targets, self.identities, self.calls, region=self.stack.region, stand_ins=stand_ins)
+        return AwsApis(
+            targets,
+            self.identities,
+            self.calls,
+            region=self.stack.region,
+            stand_ins=stand_ins,
+            ssm_tps=self.options.ssm_tps,
+        )
 
     def url(self, logical_id: str) -> str:
         """The base URL of the front door `logical_id` (a REST API's is its first stage's)."""

@@ -8,7 +8,8 @@ the Web Adapter's readiness check (`/health/live`) ever answered. So the failure
 starts, and each request tries the read again (at most once per `RETRY_SECONDS`), answering 503 naming the setting
 until it succeeds. The streaming function's `/health/live` answers meanwhile: it says the process answers, nothing
 more. A secret that is refused (no such parameter, no permission) still stops the start: no later try would fare
-better.
+better. A read SSM throttles is tried again within the start's patience (`stratus.handlers.secrets.Patience`); one
+still throttled then is deferred the same way.
 """
 
 from __future__ import annotations
@@ -38,15 +39,15 @@ for another bounded read."""
 
 
 class ResolvedSettings:
-    """`settings_from_env()`, read once: until a read succeeds, each call reads again (a snapshot restore then
-    rebuilds the app from what was read before the snapshot, without reading again)."""
+    """`settings_from_env()`: each secret is read once per container (`stratus.handlers.secrets` keeps what it
+    read), so a build after the first reads nothing, unless the secrets were forgotten (a snapshot restore forgets
+    them, and its rebuild reads them again). `settings`: the last settings built."""
 
     def __init__(self) -> None:
         self.settings: Settings | None = None
 
     def __call__(self) -> Settings:
-        if self.settings is None:
-            self.settings = settings_from_env()
+        self.settings = settings_from_env()
         return self.settings
 
 
@@ -79,10 +80,17 @@ class Retries:
         function's configuration and its logs)."""
         error = self.unavailable
         setting = error.setting if error is not None and error.setting else "a secret setting"
-        message = (
-            f"Service Unavailable: this function cannot read {setting} yet (its secret's service did not answer); "
-            "in a VPC, give the function a route to SSM / Secrets Manager (a VPC endpoint or a NAT gateway)"
-        )
+        if error is not None and error.throttled:
+            message = (
+                f"Service Unavailable: this function cannot read {setting} yet (its secret's service throttled or "
+                "failed the read); try again shortly"
+            )
+        else:
+            message = (
+                f"Service Unavailable: this function cannot read {setting} yet (its secret's service did not "
+                "answer); in a VPC, give the function a route to SSM / Secrets Manager (a VPC endpoint or a NAT "
+                "gateway)"
+            )
         body = {"jsonrpc": "2.0", "error": {"code": CIRCUIT_OPEN, "message": message}}
         headers = {"content-type": "application/json", "retry-after": str(int(RETRY_SECONDS))}
         return 503, headers, json.dumps(body).encode()

@@ -1,21 +1,28 @@
-"""Secrets named by reference in settings, resolved once per cold start.
+"""Secrets named by reference in settings, read once per container.
 
 `STRATUS_SECRET_KEY` (the key every container signs cursors and request state with, and the authorization front
 its tokens), `STRATUS_STORE` (a Redis URL may carry a password) and `STRATUS_AUTH_UPSTREAM_CLIENT_SECRET` may be
 the value itself, or `ssm:<parameter name>` (an SSM SecureString, decrypted) or `secretsmanager:<secret id or ARN>`.
-boto3 is imported only when a reference is used.
+boto3 is imported only when a reference is used. A secret read is kept for the container's life (`forget_secrets`
+drops them: a restored SnapStart snapshot reads again), so a warm invocation never calls SSM.
 
 A read is bounded in time: inside a VPC without a route to SSM (no VPC endpoint, no NAT gateway) botocore would
 otherwise wait 60 s per connection attempt, over several attempts, past Lambda's 10 s on-demand init
-(https://docs.aws.amazon.com/lambda/latest/dg/lambda-runtime-environment.html). A service that does not answer in
-time raises `SecretUnavailableError`, which a handler may outlive (`handlers/deferred.py`); a refusal (no such
-parameter, no permission) raises the plain `SettingsError`.
+(https://docs.aws.amazon.com/lambda/latest/dg/lambda-runtime-environment.html). A throttled read (Parameter Store
+allows 40 GetParameter calls a second per account and Region by default, shared by every caller:
+https://docs.aws.amazon.com/general/latest/gr/ssm.html#limits_ssm) is tried again after a pause with full jitter,
+until `Patience`'s deadline. A service that does not answer in time, or still throttles at the deadline, raises
+`SecretUnavailableError`, which a handler may outlive (`handlers/deferred.py`); a refusal (no such parameter, no
+permission) raises the plain `SettingsError`, naming the setting.
 """
 
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
+import random
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from typing import Any
 
 from stratus import Settings
@@ -28,55 +35,170 @@ SECRETS_MANAGER_PREFIX = "secretsmanager:"
 CONNECT_TIMEOUT_SECONDS = 2
 READ_TIMEOUT_SECONDS = 2
 ATTEMPTS = 2
-"""Each read: at most two attempts of 2 s to connect and 2 s to answer (about 9 s at worst with the retry's
-back-off, 4 s to an address that never answers the connection)."""
+"""A service that does not answer is tried at most twice, each of 2 s to connect and 2 s to answer (about 8 s at
+worst, 4 s to an address that never answers the connection)."""
+THROTTLES = frozenset(
+    {
+        "Throttling",
+        "ThrottlingException",
+        "ThrottledException",
+        "RequestThrottledException",
+        "TooManyRequestsException",
+        "ProvisionedThroughputExceededException",
+        "TransactionInProgressException",
+        "RequestLimitExceeded",
+        "BandwidthLimitExceeded",
+        "LimitExceededException",
+        "RequestThrottled",
+        "SlowDown",
+        "PriorRequestNotComplete",
+        "EC2ThrottledException",
+    }
+)
+"""The error codes that say "try again later": SSM's `ThrottlingException`, and those Secrets Manager lists as its
+throttling and limit errors
+(https://docs.aws.amazon.com/secretsmanager/latest/userguide/reference_limits.html#quotas_throttling)."""
+FIRST_PAUSE_SECONDS = 0.1
+LONGEST_PAUSE_SECONDS = 2.0
+INIT_PATIENCE_SECONDS = 3.0
+"""How long a start waits out throttling: init has 10 s in all, shared with imports and the app's build."""
+INVOCATION_PATIENCE_SECONDS = 30.0
+"""How long an invocation that reads secrets (the task worker's, the sweeper's) waits out throttling, at most."""
+
+_read: dict[str, str] = {}
+
+
+@dataclass(frozen=True)
+class Patience:
+    """How long reads may wait out throttling (`seconds` from the first read) and how they wait: before retry `n`,
+    a pause of `random() * min(LONGEST_PAUSE_SECONDS, FIRST_PAUSE_SECONDS * 2**n)` (full jitter), never past the
+    deadline."""
+
+    seconds: float = INIT_PATIENCE_SECONDS
+    sleep: Callable[[float], None] = time.sleep
+    random: Callable[[], float] = random.random
+    monotonic: Callable[[], float] = time.monotonic
+
+    def pause(self, retry: int, deadline: float) -> float | None:
+        """The pause before retry `retry` (0 first), or None when it would end past `deadline`."""
+        pause = self.random() * min(LONGEST_PAUSE_SECONDS, FIRST_PAUSE_SECONDS * 2**retry)
+        return None if self.monotonic() + pause > deadline else pause
+
+
+def patience_within(context: Any, longest: float, *, reserve: float = 1.0) -> Patience:
+    """A `Patience` of at most `longest` seconds, ending `reserve` seconds before the invocation of `context` (a
+    Lambda context: `get_remaining_time_in_millis()`) does."""
+    remaining = getattr(context, "get_remaining_time_in_millis", None)
+    seconds = longest if remaining is None else min(longest, remaining() / 1000 - reserve)
+    return Patience(seconds=max(0.0, seconds))
 
 
 class SecretUnavailableError(SettingsError):
-    """The service holding a secret did not answer in time (no route to it, or it timed out): a later read may
-    succeed. `setting` names the variable whose reference could not be read, when it is known."""
+    """The service holding a secret did not answer in time (no route to it, or it timed out), or throttled (or
+    failed with a 5xx) every read until the deadline (`throttled`): a later read may succeed. `setting` names the
+    variable whose reference could not be read, when it is known."""
 
-    def __init__(self, message: str, setting: str = "") -> None:
+    def __init__(self, message: str, setting: str = "", *, throttled: bool = False) -> None:
         super().__init__(message)
         self.setting = setting
+        self.throttled = throttled
 
 
-def resolve_secret(value: str) -> str:
-    """The secret a reference names, or `value` itself when it is no reference.
+def forget_secrets() -> None:
+    """Drop every secret read so far: the next read of each asks its service again."""
+    _read.clear()
+
+
+def resolve_secret(
+    value: str,
+    setting: str = "",
+    *,
+    patience: Patience | None = None,
+    deadline: float | None = None,
+    client: Any = None,
+) -> str:
+    """The secret a reference names (read once per container), or `value` itself when it is no reference.
+
+    Args:
+        value: the setting's value.
+        setting: the variable it is the value of, named in the errors.
+        patience: how long and how to wait out throttling (default: a start's).
+        deadline: when waiting ends (`patience.monotonic()`'s clock; default: `patience.seconds` from now).
+        client: the boto3 client to read with (default: one made for the reference's service).
 
     Raises:
+        SecretUnavailableError: the service did not answer, or throttled every read until the deadline.
         SettingsError: the reference cannot be read (missing, no permission, empty).
     """
     if not value.startswith((SSM_PREFIX, SECRETS_MANAGER_PREFIX)):
         return value
+    if value in _read:
+        return _read[value]
+    patience = patience or Patience()
+    deadline = patience.monotonic() + patience.seconds if deadline is None else deadline
+    secret = _read_secret(value, setting, patience, deadline, client or _client(value))
+    _read[value] = secret
+    return secret
+
+
+def _client(value: str) -> Any:
     import boto3
     from botocore.config import Config
-    from botocore.exceptions import BotoCoreError, ClientError, HTTPClientError
-    from botocore.exceptions import ConnectionError as BotoConnectionError
 
+    # One attempt per call: retries are this module's (their pauses injectable, their sum bounded by the deadline).
     bounded = Config(
         connect_timeout=CONNECT_TIMEOUT_SECONDS,
         read_timeout=READ_TIMEOUT_SECONDS,
-        retries={"mode": "standard", "max_attempts": ATTEMPTS},
+        retries={"mode": "standard", "total_max_attempts": 1},
     )
-    try:
-        if value.startswith(SSM_PREFIX):
-            name = value.removeprefix(SSM_PREFIX)
-            ssm = boto3.client("ssm", config=bounded)
-            secret = ssm.get_parameter(Name=name, WithDecryption=True)["Parameter"]["Value"]
-        else:
-            name = value.removeprefix(SECRETS_MANAGER_PREFIX)
-            secrets_manager = boto3.client("secretsmanager", config=bounded)
-            secret = secrets_manager.get_secret_value(SecretId=name)["SecretString"]
-    except (BotoConnectionError, HTTPClientError) as error:
-        raise SecretUnavailableError(
-            f"cannot reach the service holding {value!r}: {type(error).__name__} (in a VPC, give the function a "
-            "route to it: a VPC endpoint or a NAT gateway)"
-        ) from None
-    except (ClientError, BotoCoreError, KeyError) as error:
-        raise SettingsError(f"cannot read the secret {value!r}: {type(error).__name__}") from None
+    return boto3.client("ssm" if value.startswith(SSM_PREFIX) else "secretsmanager", config=bounded)
+
+
+def _read_secret(value: str, setting: str, patience: Patience, deadline: float, client: Any) -> str:
+    from botocore.exceptions import BotoCoreError, ClientError, HTTPClientError
+    from botocore.exceptions import ConnectionError as BotoConnectionError
+
+    named = f"{setting}: " if setting else ""
+    unanswered = 0
+    retry = 0
+    while True:
+        try:
+            if value.startswith(SSM_PREFIX):
+                answer = client.get_parameter(Name=value.removeprefix(SSM_PREFIX), WithDecryption=True)
+                secret = answer["Parameter"]["Value"]
+            else:
+                secret = client.get_secret_value(SecretId=value.removeprefix(SECRETS_MANAGER_PREFIX))["SecretString"]
+            break
+        except (BotoConnectionError, HTTPClientError) as error:
+            unanswered += 1
+            unavailable = SecretUnavailableError(
+                f"{named}cannot reach the service holding {value!r}: {type(error).__name__} (in a VPC, give the "
+                "function a route to it: a VPC endpoint or a NAT gateway)",
+                setting,
+            )
+            if unanswered >= ATTEMPTS:
+                raise unavailable from None
+        except ClientError as error:
+            code = str(error.response.get("Error", {}).get("Code", ""))
+            status = int(error.response.get("ResponseMetadata", {}).get("HTTPStatusCode") or 0)
+            if code not in THROTTLES and status < 500:
+                raise SettingsError(f"{named}cannot read the secret {value!r}: {code or 'ClientError'}") from None
+            unavailable = SecretUnavailableError(
+                f"{named}the service holding {value!r} answered {code or status} to every read until the deadline "
+                "(a throttle, or a failure of its own: a later read may succeed; SSM's standard throughput is shared "
+                "by the account and Region)",
+                setting,
+                throttled=True,
+            )
+        except (BotoCoreError, KeyError) as error:
+            raise SettingsError(f"{named}cannot read the secret {value!r}: {type(error).__name__}") from None
+        pause = patience.pause(retry, deadline)
+        if pause is None:
+            raise unavailable
+        patience.sleep(pause)
+        retry += 1
     if not secret:
-        raise SettingsError(f"the secret {value!r} is empty")
+        raise SettingsError(f"{named}the secret {value!r} is empty")
     return str(secret)
 
 
@@ -95,20 +217,23 @@ def resolve_reference(value: str) -> str:
     return resolve_secret(value)
 
 
-def settings_from_env(environ: Mapping[str, str] | None = None, **overrides: Any) -> Settings:
-    """`Settings.from_env`, with the secret settings' references replaced by the secrets they name.
+def settings_from_env(
+    environ: Mapping[str, str] | None = None, *, patience: Patience | None = None, **overrides: Any
+) -> Settings:
+    """`Settings.from_env`, with the secret settings' references replaced by the secrets they name (each read once
+    per container; `patience`: how long the reads together may wait out throttling, default a start's).
 
     Raises:
-        SecretUnavailableError: the service holding a reference did not answer in time (names the setting).
-        SettingsError: a reference cannot be read, or a setting is malformed.
+        SecretUnavailableError: the service holding a reference did not answer in time, or throttled it until the
+            deadline (names the setting).
+        SettingsError: a reference cannot be read (names the setting), or a setting is malformed.
     """
     environ = dict(os.environ if environ is None else environ)
+    patience = patience or Patience()
+    deadline = patience.monotonic() + patience.seconds
     for name in SECRET_SETTINGS:
         if name in environ:
-            try:
-                environ[name] = resolve_secret(environ[name])
-            except SecretUnavailableError as error:
-                raise SecretUnavailableError(f"{name}: {error}", setting=name) from None
+            environ[name] = resolve_secret(environ[name], name, patience=patience, deadline=deadline)
     return Settings.from_env(environ, **overrides)
 
 

@@ -3,9 +3,11 @@
 Lambda takes the snapshot after init, so what init imported and built (modules, tool schemas, validators) is
 paid once per published version instead of once per cold start. What must not be shared between the copies a
 snapshot is restored into is rebuilt after each restore: the app with its store clients (Redis and boto3
-connections made before the snapshot are not valid in a copy), its random request-state key, and Python's
-random seed. Hooks are registered only when Lambda initialises for a snapshot
-(`AWS_LAMBDA_INITIALIZATION_TYPE=snap-start`), so an ordinary cold start imports nothing more.
+connections made before the snapshot are not valid in a copy), its random request-state key, Python's random seed,
+and its secrets, read again (a copy may start long after the snapshot, and every copy reading them at once is
+throttled and retried as any cold start is: `stratus.handlers.secrets`). Hooks are registered only when Lambda
+initialises for a snapshot (`AWS_LAMBDA_INITIALIZATION_TYPE=snap-start`), so an ordinary cold start imports nothing
+more.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from collections.abc import Callable
 from typing import Any
 
 from stratus.handlers.adapter import LambdaHandler
+from stratus.handlers.secrets import forget_secrets
 
 SNAPSTART_INIT = "snap-start"
 PRIMING_HOST = "snapstart.priming.invalid"
@@ -91,9 +94,11 @@ class SnapStartHandler:
             raise RuntimeError(f"priming tools/list answered {status}")
 
     def restore(self) -> None:
-        """After a restore: a fresh app, fresh store clients and keys, a fresh random seed. The old app is dropped,
-        not closed: its connections belong to the snapshot, and closing them would talk over dead sockets."""
+        """After a restore: a fresh app, fresh store clients and keys, secrets read again, a fresh random seed. The
+        old app is dropped, not closed: its connections belong to the snapshot, and closing them would talk over
+        dead sockets."""
         random.seed()
+        forget_secrets()
         self.current = self._build()
 
 

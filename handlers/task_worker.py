@@ -3,8 +3,10 @@
 `LambdaLauncher` invokes the task worker function asynchronously (`InvocationType=Event`) with the task's id, or
 with a relayed call's (a call through a buffered front door that may ask its client something mid-call:
 `stratus.protocol.relayed_calls`); `handler` is that function's entry point: it loads the stored task or call and
-runs it to its end within the invocation's time (`template.yaml`: TaskWorkerFunction, 15 minutes). boto3 is
-imported only when a task or call is launched.
+runs it to its end within the invocation's time (`template.yaml`: TaskWorkerFunction, 15 minutes). Its secrets are
+read by the container's first run and kept (`stratus.handlers.secrets`), waiting out SSM's throttling for at most
+`INVOCATION_PATIENCE_SECONDS`; a run after the first calls no SSM. boto3 is imported only when a task or call is
+launched.
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 from stratus import Settings
 from stratus.composition import build_serving, pipeline_for, stores_for
 from stratus.handlers.loading import app_reference, load_server
-from stratus.handlers.secrets import settings_from_env
+from stratus.handlers.secrets import INVOCATION_PATIENCE_SECONDS, patience_within, settings_from_env
 from stratus.handlers.telemetry import build_telemetry
 
 if TYPE_CHECKING:
@@ -87,10 +89,14 @@ def handler(event: Any, context: Any) -> dict[str, Any]:
     fields = event if isinstance(event, dict) else {}
     call_id, task_id = fields.get(CALL_EVENT_KEY), fields.get(TASK_EVENT_KEY)
     if isinstance(call_id, str):
-        ran = asyncio.run(run_task(settings_from_env(), call_id, context, relayed=True))
+        ran = asyncio.run(run_task(_settings(context), call_id, context, relayed=True))
         return {"ran": ran, "callId": call_id}
     if not isinstance(task_id, str):
         logger.warning("task worker invoked without a task id")
         return {"ran": False}
-    ran = asyncio.run(run_task(settings_from_env(), task_id, context))
+    ran = asyncio.run(run_task(_settings(context), task_id, context))
     return {"ran": ran, "taskId": task_id}
+
+
+def _settings(context: Any) -> Settings:
+    return settings_from_env(patience=patience_within(context, INVOCATION_PATIENCE_SECONDS))

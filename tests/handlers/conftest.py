@@ -8,6 +8,15 @@ from collections.abc import Iterator
 import pytest
 
 from stratus.handlers.invocation import ContainerLoop
+from stratus.handlers.secrets import forget_secrets
+
+
+@pytest.fixture(autouse=True)
+def fresh_secrets() -> Iterator[None]:
+    """Each test is a fresh container as far as secrets go: what an earlier test read is not kept."""
+    forget_secrets()
+    yield
+    forget_secrets()
 
 
 @pytest.fixture(scope="module")
