@@ -8,9 +8,9 @@ linked there rather than copied, so a release ships whatever they say:
   (`app:server`) instead of the repository's demo. Everything else, both shapes, their front doors and every
   option, is the repository's template. Its functions build with `BuildMethod: makefile` from `CodeUri: .`,
   which in the project means the project's own Makefile (`build-%`, so any function the template adds: Stratus
-  from PyPI, requirements.txt, the project's modules). A repository template that stops fitting (no `ServerApp`
-  default, a function built another way) is refused rather than shipped half-changed; tests/handlers/
-  test_scaffold.py runs the change on the repository's template.yaml, so CI fails when that happens.
+  as `STRATUS_REQUIREMENT` names it, requirements.txt, the project's modules). A repository template that stops
+  fitting (no `ServerApp` default, a function built another way) is refused rather than shipped half-changed;
+  tests/handlers/test_scaffold.py runs the change on the repository's template.yaml, so CI fails when that happens.
 
 The Makefile's Stratus requirement is the Stratus running `stratus init`, the one whose template the project
 received, found as pip installed it (its PEP 610 `direct_url.json`, see `stratus_source`):
