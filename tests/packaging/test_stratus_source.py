@@ -107,3 +107,15 @@ def test_the_stack_name_is_the_folders_made_a_valid_cloudformation_name(
     tmp_path: Path, folder: str, stack: str
 ) -> None:
     assert stack_name(tmp_path / folder) == stack
+
+
+def test_samconfig_overrides_name_parameters_of_the_projects_template_with_values_it_allows(tmp_path: Path) -> None:
+    from stratus.emulator.stack import load_template
+
+    init_project(tmp_path / "my-server", stratus=stratus_source(None))
+    parameters = load_template(tmp_path / "my-server" / "template.yaml")["Parameters"]
+    overrides = _samconfig(tmp_path / "my-server")["default"]["deploy"]["parameters"]["parameter_overrides"]
+    for override in overrides:  # type: ignore[attr-defined]
+        name, value = override.split("=", 1)
+        assert name in parameters, f"template.yaml has no parameter {name}"
+        assert value in parameters[name].get("AllowedValues", [value]), override
