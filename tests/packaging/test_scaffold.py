@@ -59,14 +59,14 @@ def test_sam_validate_lint_passes_on_the_projects_template(installed: FreshVenv,
 
 
 def test_sam_build_packs_the_users_module_and_requirement_with_stratus(
-    installed: FreshVenv, distribution: Distribution, sam_cli: Path, outside: Path
+    installed: FreshVenv, sam_cli: Path, outside: Path
 ) -> None:
     project = _init(installed, outside)
     with (project / "requirements.txt").open("a", encoding="utf-8") as requirements:
         requirements.write("python-ulid>=2\n")
     build = outside / "built"
-    # Stratus from the wheel under test (the Makefile's default is the release on PyPI); wheels for this machine, so
-    # that the package can be imported here.
+    # Stratus from the wheel under test, which `stratus init` copied into vendor/; wheels for this machine, so that
+    # the package can be imported here.
     installed.run(
         sam_cli,
         "build",
@@ -78,7 +78,6 @@ def test_sam_build_packs_the_users_module_and_requirement_with_stratus(
         env={
             **SAM_ENV,
             "LAMBDA_PLATFORM": f"manylinux2014_{platform.machine()}",
-            "STRATUS_REQUIREMENT": f"{distribution.wheel}[redis,jwt,powertools]",
         },
     )
 
