@@ -14,6 +14,7 @@ import httpx
 import pytest
 
 from tests.fixtures.apps import LIMIT
+from tests.fixtures.keys import SECRET_KEY
 from tests.fixtures.processes import shared_store_environment, stratus_processes
 from tests.fixtures.wire import initialize_message, sse_fields
 
@@ -24,7 +25,7 @@ pytestmark = [pytest.mark.anyio, pytest.mark.uvicorn]
 JSON = {"content-type": "application/json"}
 
 
-HELD = {"STRATUS_SECRET_KEY": "k", "STRATUS_POLL_HOLD_SECONDS": "30"}
+HELD = {"STRATUS_SECRET_KEY": SECRET_KEY, "STRATUS_POLL_HOLD_SECONDS": "30"}
 """`/events` streams that stay open while nothing happens, as the seed's clients keep them (the default is a poll)."""
 
 
@@ -32,7 +33,7 @@ async def test_events_is_a_poll_that_ends_with_where_to_come_back_and_the_next_o
     request: pytest.FixtureRequest,
 ) -> None:
     environment = shared_store_environment("redis", request, f"rest-{secrets.token_hex(4)}")
-    with stratus_processes(2, SHARED_APP, {"STRATUS_SECRET_KEY": "k", **environment}) as (first, second):
+    with stratus_processes(2, SHARED_APP, {"STRATUS_SECRET_KEY": SECRET_KEY, **environment}) as (first, second):
         async with (
             httpx.AsyncClient(base_url=first, timeout=10) as on_first,
             httpx.AsyncClient(base_url=second, timeout=10) as on_second,
@@ -194,7 +195,7 @@ async def test_a_rest_call_streams_progress_logs_and_questions_to_events_and_del
 
 async def test_a_rest_session_that_declared_no_capability_is_not_asked(request: pytest.FixtureRequest) -> None:
     environment = shared_store_environment("redis", request, f"rest-{secrets.token_hex(4)}")
-    with stratus_processes(1, SHARED_APP, {"STRATUS_SECRET_KEY": "k", **environment}) as (only,):
+    with stratus_processes(1, SHARED_APP, {"STRATUS_SECRET_KEY": SECRET_KEY, **environment}) as (only,):
         async with httpx.AsyncClient(base_url=only, timeout=10) as http:
             session_id = (await http.post("/session", headers=JSON)).json()["sessionId"]
             refused = await rest_call(http, session_id, "tools/call", {"name": "ask_user"})
@@ -211,7 +212,9 @@ async def test_rest_errors_carry_their_http_status_and_a_rate_limit_is_429_with_
     request: pytest.FixtureRequest,
 ) -> None:
     environment = shared_store_environment("redis", request, f"rest-{secrets.token_hex(4)}")
-    with stratus_processes(1, "tests.fixtures.apps:shared", {"STRATUS_SECRET_KEY": "k", **environment}) as (only,):
+    with stratus_processes(1, "tests.fixtures.apps:shared", {"STRATUS_SECRET_KEY": SECRET_KEY, **environment}) as (
+        only,
+    ):
         async with httpx.AsyncClient(base_url=only, timeout=10) as http:
             session_id = (await http.post("/session", headers=JSON)).json()["sessionId"]
             unknown = await rest_call(http, session_id, "tools/frobnicate")
@@ -240,7 +243,7 @@ async def test_the_session_limit_and_health_statistics_hold_across_processes(
     store: str, request: pytest.FixtureRequest
 ) -> None:
     environment = shared_store_environment(store, request, f"rest-{secrets.token_hex(4)}")
-    settings = {"STRATUS_SECRET_KEY": "k", "MCP_HTTP_MAX_SESSIONS": "2", "MCP_HTTP_SESSION_TIMEOUT": "600000"}
+    settings = {"STRATUS_SECRET_KEY": SECRET_KEY, "MCP_HTTP_MAX_SESSIONS": "2", "MCP_HTTP_SESSION_TIMEOUT": "600000"}
     with stratus_processes(2, SHARED_APP, {**settings, **environment}) as (first, second):
         async with (
             httpx.AsyncClient(base_url=first, timeout=10) as on_first,

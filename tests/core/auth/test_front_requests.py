@@ -13,6 +13,7 @@ import pytest
 from stratus import McpServer, Settings, build_app
 from stratus.auth.front_config import FrontConfig
 from stratus.transport.oauth.upstream import discovery_url
+from tests.fixtures.keys import SECRET_KEY
 from tests.fixtures.store_backends import REDIS_URL
 
 pytestmark = pytest.mark.anyio
@@ -274,7 +275,7 @@ async def test_guessed_codes_and_refresh_tokens_write_nothing_to_the_store() -> 
     import redis.asyncio as redis
 
     prefix = f"front-{uuid.uuid4().hex[:12]}"
-    settings = front_settings(store=REDIS_URL, store_prefix=prefix, secret_key="front-tests")
+    settings = front_settings(store=REDIS_URL, store_prefix=prefix, secret_key=SECRET_KEY)
     app = build_app(McpServer("front"), settings)
     connection = redis.Redis.from_url(REDIS_URL)
     try:
