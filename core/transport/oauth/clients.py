@@ -3,9 +3,7 @@ any host may register, at most `STRATUS_AUTH_REGISTRATIONS_PER_HOUR` from one so
 store shared by every container) and kept in the store for a time to live, or named by a client ID metadata
 document's URL; how their metadata is checked.
 
-Redirect URIs are compared exactly, as registered (OAuth 2.1 section 4.1.1: no pattern, no prefix). One may be
-https, http on a loopback host (RFC 8252 section 7.3: a native app's local listener), or a private-use scheme
-(RFC 8252 section 7.1); never a script, data or file URL, and never with a fragment (RFC 6749 section 3.1.2).
+Redirect URIs are checked as a browser will read them and then compared exactly (redirect_uris.py).
 
 Client ID metadata documents (the MCP 2025-11-25 authorization spec's preferred registration): a client whose ID is
 an https URL is described by the JSON document at that URL, whose `client_id` must be that URL. The URL comes from
@@ -35,6 +33,7 @@ from stratus.resilience.limiter import RateLimit
 from stratus.stores.base import RateLimitStore
 from stratus.transport.asgi import request_headers
 from stratus.transport.oauth.records import FrontRecords, digest
+from stratus.transport.oauth.redirect_uris import redirect_uri_problem
 from stratus.transport.oauth.replies import (
     OAuthError,
     read_limited,
@@ -48,10 +47,7 @@ from stratus.types import Receive, Scope, Send
 AUTH_METHODS = ("none", "client_secret_basic", "client_secret_post")
 GRANT_TYPES = ("authorization_code", "refresh_token")
 MAX_REDIRECT_URIS = 10
-MAX_URI_LENGTH = 2000
 MAX_NAME_LENGTH = 200
-LOOPBACK_HOSTS = ("localhost", "127.0.0.1", "::1")
-REFUSED_SCHEMES = ("javascript", "data", "file", "vbscript", "blob", "about", "ftp", "ws", "wss")
 FETCH_SECONDS = 5.0
 MAX_DOCUMENT_BYTES = 5 * 1024
 """The draft's suggested bound: a client's metadata is a few hundred bytes."""
@@ -91,29 +87,6 @@ class Client:
 
     def secret_matches(self, secret: str) -> bool:
         return self.secret_hash is not None and hmac.compare_digest(self.secret_hash, digest(secret))
-
-
-def redirect_uri_problem(uri: Any) -> str | None:
-    """Why `uri` cannot be a redirect URI, or None when it can."""
-    if not isinstance(uri, str) or not uri or len(uri) > MAX_URI_LENGTH:
-        return f"a redirect URI must be a string of 1 to {MAX_URI_LENGTH} characters"
-    try:
-        parts = urlsplit(uri)
-        host = parts.hostname
-    except ValueError:
-        return f"{uri!r} is not a URI"
-    scheme = parts.scheme.lower()
-    if not scheme:
-        return f"{uri!r} is not an absolute URI"
-    if parts.fragment or "#" in uri:
-        return f"{uri!r} has a fragment, which a redirect URI must not"
-    if scheme in REFUSED_SCHEMES:
-        return f"{uri!r}: the {scheme} scheme is not allowed"
-    if scheme in ("http", "https") and not host:
-        return f"{uri!r} has no host"
-    if scheme == "http" and host not in LOOPBACK_HOSTS:
-        return f"{uri!r}: http is allowed only for a loopback host (localhost, 127.0.0.1, [::1]); use https"
-    return None
 
 
 def client_metadata(document: Any, *, client_id: str, from_document: bool) -> tuple[Client, bool]:

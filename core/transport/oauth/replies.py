@@ -16,6 +16,7 @@ from urllib.parse import parse_qsl, urlencode, urlsplit
 
 from stratus.net.request_body import BodyTooLargeError, read_body
 from stratus.transport.asgi import send_response
+from stratus.transport.oauth.redirect_uris import destination
 from stratus.types import Receive, Scope, Send
 
 MAX_BODY_BYTES = 64 * 1024
@@ -128,8 +129,7 @@ def source_address(scope: Scope) -> str:
 def consent_page(
     *, client_name: str, client_id: str, redirect_uri: str, scopes: list[str], resource: str, action: str, request: str
 ) -> bytes:
-    where = urlsplit(redirect_uri)
-    destination = where.netloc if where.scheme in ("http", "https") else f"{where.scheme}:"
+    where = destination(redirect_uri)
     name = escape(client_name or "An application")
     scope_items = "".join(f"<li><code>{escape(scope)}</code></li>" for scope in scopes) or "<li>no scopes</li>"
     return f"""<!doctype html>
@@ -138,7 +138,7 @@ def consent_page(
 <p>{name} registered itself; this server has not verified it. Its client ID is <code>{escape(client_id)}</code>.</p>
 <p>If you allow it, you will sign in, and the application will act as you at <code>{escape(resource)}</code> with:</p>
 <ul>{scope_items}</ul>
-<p>After you sign in, your browser goes to <code>{escape(destination)}</code>. Allow only an application you
+<p>After you sign in, your browser goes to <code>{escape(where)}</code>. Allow only an application you
 just started yourself.</p>
 <form method="post" action="{escape(action)}">
 <input type="hidden" name="request" value="{escape(request)}">
