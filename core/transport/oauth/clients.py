@@ -163,10 +163,13 @@ class ClientRegistry:
 class Registration:
     """POST /register."""
 
-    def __init__(self, clients: ClientRegistry, limits: RateLimitStore, per_hour: int) -> None:
+    def __init__(
+        self, clients: ClientRegistry, limits: RateLimitStore, per_hour: int, *, trust_context_header: bool
+    ) -> None:
         self._clients = clients
         self._limits = limits
         self._limit = RateLimit(per_hour / 3600.0, float(per_hour))
+        self._trust_header = trust_context_header
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["method"] == "OPTIONS":
@@ -188,7 +191,9 @@ class Registration:
             metadata = json.loads(body)
         except (UnicodeDecodeError, ValueError):
             raise OAuthError("invalid_client_metadata", "the body is not JSON") from None
-        decision = await self._limits.acquire(f"oauth-register:{source_address(scope)}", self._limit)
+        decision = await self._limits.acquire(
+            f"oauth-register:{source_address(scope, trust_header=self._trust_header)}", self._limit
+        )
         if not decision.allowed:
             retry = max(1, round(decision.retry_after))
             raise OAuthError(

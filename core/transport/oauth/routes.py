@@ -44,7 +44,12 @@ def front_routes(settings: Settings, stores: Stores) -> dict[str, ASGIApp]:
         AUTHORIZATION_SERVER_METADATA: metadata,
         OPENID_CONFIGURATION: metadata,
         JWKS_PATH: PublicDocument(key.jwks(), METADATA_MAX_AGE_SECONDS),
-        REGISTER_PATH: Registration(clients, stores.rate_limits, front.registrations_per_hour),
+        REGISTER_PATH: Registration(
+            clients,
+            stores.rate_limits,
+            front.registrations_per_hour,
+            trust_context_header=settings.trust_request_context_header,
+        ),
         AUTHORIZE_PATH: authorization.authorize,
         CONSENT_PATH: authorization.consent,
         CALLBACK_PATH: Callback(front, records, upstream),

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import json
 import uuid
 from collections.abc import AsyncIterator
 from urllib.parse import parse_qs, urlsplit
@@ -14,6 +15,7 @@ from stratus import McpServer, Settings, build_app
 from stratus.auth.front_config import FrontConfig
 from stratus.transport.oauth.upstream import discovery_url
 from tests.fixtures.keys import SECRET_KEY
+from tests.fixtures.servers import uvicorn_serving
 from tests.fixtures.store_backends import REDIS_URL
 
 pytestmark = pytest.mark.anyio
@@ -126,6 +128,30 @@ async def test_a_flood_of_registrations_from_one_address_is_refused_naming_the_s
     assert refused.json()["error"] == "temporarily_unavailable"
     assert "STRATUS_AUTH_REGISTRATIONS_PER_HOUR" in refused.json()["error_description"]
     assert int(refused.headers["retry-after"]) >= 1
+
+
+@pytest.mark.uvicorn
+async def test_the_registration_cap_counts_the_request_contexts_address_not_the_clients_forwarded_for() -> None:
+    """Behind the Web Adapter uvicorn takes the peer address from X-Forwarded-For, which the client writes; the
+    adapter's request context header (trusted with STRATUS_TRUST_REQUEST_CONTEXT_HEADER) holds the real one."""
+    app = build_app(
+        McpServer("front"), front_settings(auth_registrations_per_hour=3, trust_request_context_header=True)
+    )
+
+    def from_address(source: str, forged: int) -> dict[str, str]:
+        context = json.dumps({"http": {"sourceIp": source}, "domainName": "mcp.example.com"})
+        return {"x-amzn-request-context": context, "x-forwarded-for": f"198.51.100.{forged}", "host": "mcp.example.com"}
+
+    with uvicorn_serving(app) as url:
+        async with httpx.AsyncClient(base_url=url) as http:
+            document = {"redirect_uris": [REDIRECT], "token_endpoint_auth_method": "none"}
+            one = [
+                await http.post("/register", json=document, headers=from_address("203.0.113.7", n)) for n in range(4)
+            ]
+            other = await http.post("/register", json=document, headers=from_address("203.0.113.8", 9))
+    await app.shutdown()
+    assert [answer.status_code for answer in one] == [201, 201, 201, 429]
+    assert other.status_code == 201
 
 
 def authorize_query(client_id: str, **changes: str) -> dict[str, str]:
