@@ -42,6 +42,7 @@ from stratus.transport.oauth.replies import (
     send_preflight,
     source_address,
 )
+from stratus.transport.oauth.source_caps import SourceCap
 from stratus.types import Receive, Scope, Send
 
 AUTH_METHODS = ("none", "client_secret_basic", "client_secret_post")
@@ -56,7 +57,7 @@ MIN_CACHE_SECONDS = 60
 MAX_CACHE_SECONDS = 86400
 _MAX_AGE = re.compile(r"max-age=(\d+)")
 
-DocumentFetch = Callable[[str], Awaitable["Client"]]
+DocumentFetch = Callable[[str, Scope], Awaitable["Client"]]
 
 
 @dataclass(frozen=True, slots=True)
@@ -148,14 +149,15 @@ class ClientRegistry:
         await self._records.put("client", client_id, client.record(), self._ttl)
         return client, answer
 
-    async def find(self, client_id: str) -> Client | None:
-        """The client with this ID: registered here, or (an https URL) described by its metadata document.
+    async def find(self, client_id: str, scope: Scope) -> Client | None:
+        """The client with this ID: registered here, or (an https URL) described by its metadata document (fetched,
+        when not kept, on the request `scope`'s account).
 
         Raises:
             OAuthError: a metadata document that cannot be fetched or is not valid (`invalid_client`).
         """
         if client_id.startswith("https://") and self._documents is not None:
-            return await self._documents(client_id)
+            return await self._documents(client_id, scope)
         record = await self._records.get("client", client_id)
         return None if record is None else Client.from_record(record)
 
@@ -225,11 +227,12 @@ def url_problem(client_id: str) -> str | None:
 class ClientDocuments:
     """Finds a client by its metadata document's URL."""
 
-    def __init__(self, records: FrontRecords, guard: AddressGuard) -> None:
+    def __init__(self, records: FrontRecords, guard: AddressGuard, cap: SourceCap) -> None:
         self._records = records
         self._guard = guard
+        self._cap = cap
 
-    async def __call__(self, client_id: str) -> Client:
+    async def __call__(self, client_id: str, scope: Scope) -> Client:
         refused = url_problem(client_id)
         if refused:
             raise OAuthError(
@@ -238,6 +241,7 @@ class ClientDocuments:
         cached = await self._records.get("client-document", client_id)
         if cached is not None:
             return Client.from_record(cached)
+        await self._cap.take(scope, "client metadata documents fetched")
         document, max_age = await self._fetch(client_id)
         if not isinstance(document, dict) or document.get("client_id") != client_id:
             raise OAuthError("invalid_client", "the client's metadata document does not name its own URL as client_id")

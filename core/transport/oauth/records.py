@@ -72,6 +72,10 @@ class FrontRecords:
         replayed = not await self._cache.claim(self._key(f"{kind}-taken", key), ttl_seconds)
         return Taken(record, replayed)
 
+    async def claim(self, kind: str, key: str, ttl_seconds: float) -> bool:
+        """Whether this is the first claim of `key` (a single-use form's nonce) in `ttl_seconds`."""
+        return await self._cache.claim(self._key(kind, key), ttl_seconds)
+
     async def mark(self, kind: str, key: str, ttl_seconds: float) -> None:
         """Note that `key` happened (a revoked grant), for `ttl_seconds`."""
         await self._cache.set(self._key(kind, key), "1", ttl_seconds)

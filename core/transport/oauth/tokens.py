@@ -50,7 +50,9 @@ def _basic(header: str) -> tuple[str, str] | None:
     return unquote(client_id), unquote(secret)
 
 
-async def authenticate_client(clients: ClientRegistry, form: Mapping[str, str], headers: Mapping[str, str]) -> Client:
+async def authenticate_client(
+    clients: ClientRegistry, form: Mapping[str, str], headers: Mapping[str, str], scope: Scope
+) -> Client:
     basic = _basic(headers.get("authorization", ""))
     challenge = {"www-authenticate": 'Basic realm="token"'} if basic else {}
     if basic is not None:
@@ -62,7 +64,7 @@ async def authenticate_client(clients: ClientRegistry, form: Mapping[str, str], 
     if not client_id:
         raise OAuthError("invalid_client", "no client_id", 401, challenge)
     try:
-        client = await clients.find(client_id)
+        client = await clients.find(client_id, scope)
     except OAuthError as error:
         raise OAuthError("invalid_client", error.description, 401, challenge) from None
     if client is None:
@@ -97,7 +99,7 @@ class Tokens:
         try:
             headers = request_headers(scope)
             form = await read_form(scope, receive, headers)
-            answer = await handle(await authenticate_client(self._clients, form, headers), form)
+            answer = await handle(await authenticate_client(self._clients, form, headers, scope), form)
         except OAuthError as error:
             await send_error(send, error)
             return
