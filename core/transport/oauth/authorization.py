@@ -30,7 +30,7 @@ from stratus.protocol.request_state import RequestStateError, StateSealer
 from stratus.transport.asgi import request_headers
 from stratus.transport.oauth.clients import ClientRegistry
 from stratus.transport.oauth.records import FrontRecords, digest
-from stratus.transport.oauth.redirect_uris import MAX_URI_LENGTH
+from stratus.transport.oauth.redirect_uris import MAX_URI_LENGTH, redirect_uri_problem
 from stratus.transport.oauth.replies import (
     OAuthError,
     consent_page,
@@ -225,6 +225,8 @@ class Authorization:
             redirect_uri = client.redirect_uris[0]
         if redirect_uri not in client.redirect_uris:
             raise OAuthError("invalid_request", "The redirect URI is not one this application registered.")
+        if redirect_uri_problem(redirect_uri):  # registered before today's checks: never redirected to
+            raise OAuthError("invalid_request", "The application's redirect URI is not one a browser may be sent to.")
         if "authorization_code" not in client.grant_types:
             raise OAuthError(
                 "unauthorized_client", "This application did not register for the authorization code grant."

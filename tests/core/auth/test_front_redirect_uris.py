@@ -10,6 +10,10 @@ import httpx
 import pytest
 
 from stratus import McpServer, Settings, build_app
+from stratus.stores.base import StoreOptions
+from stratus.stores.factory import build_stores
+from stratus.transport.oauth.clients import Client
+from stratus.transport.oauth.records import FrontRecords
 from stratus.transport.oauth.redirect_uris import destination
 
 pytestmark = pytest.mark.anyio
@@ -108,3 +112,22 @@ async def test_the_consent_page_shows_the_destination_host_and_port(http: httpx.
     }
     page = await http.get("/authorize", params=parameters)
     assert page.status_code == 200 and "your browser goes to <code>app.example:8443</code>" in page.text
+
+
+@pytest.mark.parametrize("kept", ["https://app.example/cb\r\nSet-Cookie: x=1", "https://app.example/\u20ac"])
+async def test_a_redirect_uri_kept_from_before_these_checks_gets_a_page_and_no_sign_in(kept: str) -> None:
+    stores = build_stores("memory://", StoreOptions(session_ttl_seconds=600))
+    client = Client("old-client", (kept,), "Old", "none", ("authorization_code",))
+    await FrontRecords(stores.cache).put("client", "old-client", client.record(), 600)
+    app = build_app(McpServer("front"), FRONT, stores=stores)
+    parameters = {
+        "response_type": "code",
+        "client_id": "old-client",
+        "redirect_uri": kept,
+        "code_challenge": "E9Melhoa2OwvFrEMTJguCHaoeK1t8URWbuGJSstw-cM",
+        "code_challenge_method": "S256",
+    }
+    async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="https://mcp.example.com") as http:
+        answer = await http.get("/authorize", params=parameters)
+    await app.shutdown()
+    assert answer.status_code == 400 and "location" not in answer.headers
