@@ -207,7 +207,8 @@ class Settings:
     auth_registration_seconds: int = 90 * 86400
     """`front` mode: how long a dynamically registered client is kept."""
     auth_registrations_per_hour: int = 20
-    """`front` mode: how many clients one source address may register per hour (a burst of as many)."""
+    """`front` mode: how many clients one source address may register per hour (a burst of as many); it may start
+    ten times as many sign-ins and client metadata document fetches."""
     auth_stage_path: str = ""
     """The path prefix the OAuth front door puts before the app's own paths and strips before the app sees them:
     an API Gateway REST API stage (`/v1`) reached without a custom domain. The metadata URL of challenges is then
