@@ -24,7 +24,7 @@ FAKE_AWS = {
 def backend_envs() -> Iterator[dict[str, dict[str, str]]]:
     """Environment overrides that point Stratus at each shared store (a fresh key prefix / table per run)."""
     prefix = f"bench-{secrets.token_hex(4)}"
-    common = {"STRATUS_SECRET_KEY": "bench-key", "STRATUS_STORE_PREFIX": prefix}
+    common = {"STRATUS_SECRET_KEY": secrets.token_hex(32), "STRATUS_STORE_PREFIX": prefix}
     server = subprocess.Popen(
         [sys.executable, str(measure.BENCH / "moto_serve.py"), prefix],
         stdin=subprocess.PIPE,

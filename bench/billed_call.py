@@ -51,7 +51,7 @@ def main() -> None:
     environment = {
         "STRATUS_STORE": "redis://127.0.0.1:6379/0",
         "STRATUS_STORE_PREFIX": f"bench-billed-{secrets.token_hex(4)}",
-        "STRATUS_SECRET_KEY": "bench",
+        "STRATUS_SECRET_KEY": secrets.token_hex(32),
         "STRATUS_APP": "examples.add:server",
     }
     with open("/dev/null", "wb") as quiet:

@@ -39,7 +39,7 @@ def stack(hold: str | None) -> Iterator[LocalAws]:
     environment = {
         "STRATUS_STORE": "redis://127.0.0.1:6379/0",
         "STRATUS_STORE_PREFIX": f"bench-idle-{secrets.token_hex(4)}",
-        "STRATUS_SECRET_KEY": "bench",
+        "STRATUS_SECRET_KEY": secrets.token_hex(32),
         **({"STRATUS_POLL_HOLD_SECONDS": hold} if hold is not None else {}),
     }
     with open("/dev/null", "wb") as quiet:

@@ -40,7 +40,7 @@ def serving(prefix: str) -> Iterator[str]:
     environment = {
         "STRATUS_STORE": REDIS_URL,
         "STRATUS_STORE_PREFIX": prefix,
-        "STRATUS_SECRET_KEY": "bench",
+        "STRATUS_SECRET_KEY": secrets.token_hex(32),
         "STRATUS_POLL_HOLD_SECONDS": "600",
     }
     with stratus_process.serving("--app", "bench.notify_app:server", environment=environment) as (url, _):

@@ -138,7 +138,7 @@ def run(creates: int, store_timeout: float, deadline: float, samples: int, log: 
             "AWS_ENDPOINT_URL_DYNAMODB": endpoint,
             "STRATUS_STORE": f"dynamodb://{table}",
             "STRATUS_STORE_TIMEOUT_SECONDS": str(store_timeout),
-            "STRATUS_SECRET_KEY": "bench-key",
+            "STRATUS_SECRET_KEY": secrets.token_hex(32),
             "MCP_HTTP_MAX_SESSIONS": "0",
         }
         with (

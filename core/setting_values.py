@@ -44,3 +44,29 @@ def count(value: str) -> int:
     if not value.strip().isdigit():
         raise ValueError("must be 0 or a positive integer")
     return int(value)
+
+
+_HEX = frozenset("0123456789abcdefABCDEF")
+_BASE64 = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/-_")
+MIN_SECRET_BYTES = 32
+_MIN_DISTINCT_BYTES = 16
+"""32 random bytes hold about 30 distinct values (fewer than 16 by chance: under 1 in 10^15); a repeated word or
+pattern dressed as hex or base64 holds a handful."""
+
+
+def strong_secret(value: str) -> bool:
+    """Whether `value` is at least 32 random-looking bytes written as hex (64 characters or more) or base64 /
+    base64url (43 or more), as `openssl rand -hex 32` or `-base64 32` writes them; a password or a phrase is not."""
+    import binascii
+
+    if len(value) >= 2 * MIN_SECRET_BYTES and len(value) % 2 == 0 and set(value) <= _HEX:
+        raw = bytes.fromhex(value)
+    elif len(value.rstrip("=")) >= 43 and set(value.rstrip("=")) <= _BASE64:
+        text = value.rstrip("=").translate(str.maketrans("-_", "+/"))
+        try:
+            raw = binascii.a2b_base64(text + "=" * (-len(text) % 4), strict_mode=True)
+        except binascii.Error:
+            return False
+    else:
+        return False
+    return len(raw) >= MIN_SECRET_BYTES and len(set(raw)) >= _MIN_DISTINCT_BYTES

@@ -18,6 +18,7 @@ from stratus.setting_values import flag as _flag
 from stratus.setting_values import positive_float as _positive_float
 from stratus.setting_values import positive_int as _positive_int
 from stratus.setting_values import seconds as _seconds
+from stratus.setting_values import strong_secret
 from stratus.stores.bounded import DYNAMODB_MAX_RECORD_BYTES
 from stratus.stores.urls import WAITING_CONNECTIONS, StoreConfigError, StoreUrl, parse_store_url
 
@@ -171,7 +172,9 @@ class Settings:
     """The Lambda function (name or ARN) that runs tasks, invoked asynchronously once per task; unset, a task
     runs in the process that created it (uvicorn, `stratus serve`)."""
     secret_key: str | None = None
-    """Key that signs pagination cursors; set it so every container accepts every other's cursors."""
+    """Key that signs pagination cursors, request state and (front mode) the front's tokens; set it so every
+    container accepts every other's. With a shared store or the front it must be at least 32 random bytes (64 hex
+    characters: `openssl rand -hex 32`)."""
     eager_invocations: bool = True
     """Behind the buffered handler: each invocation starts as an eager task on the container's event loop
     (`ContainerLoop`, which reads asyncio's private state: tested on CPython 3.11 to 3.13). `false` runs each on a
@@ -210,7 +213,8 @@ class Settings:
     auth_registration_seconds: int = 90 * 86400
     """`front` mode: how long a dynamically registered client is kept."""
     auth_registrations_per_hour: int = 20
-    """`front` mode: how many clients one source address may register per hour (a burst of as many)."""
+    """`front` mode: how many clients one source address may register per hour (a burst of as many); it may start
+    ten times as many sign-ins and client metadata document fetches."""
     auth_stage_path: str = ""
     """The path prefix the OAuth front door puts before the app's own paths and strips before the app sees them:
     an API Gateway REST API stage (`/v1`) reached without a custom domain. The metadata URL of challenges is then
@@ -279,7 +283,15 @@ class Settings:
         if store.shared and not self.secret_key:
             problems.append(
                 f"{PREFIX}SECRET_KEY must be set when {PREFIX}STORE is shared ({store.scheme}): every "
-                "container must sign and check cursors and request state with the same key"
+                "container must sign and check cursors and request state with the same key; make one with "
+                "`openssl rand -hex 32`"
+            )
+        elif (store.shared or self.auth_mode == "front") and self.secret_key and not strong_secret(self.secret_key):
+            where = f"{PREFIX}AUTH_MODE=front" if self.auth_mode == "front" else f"a shared {PREFIX}STORE"
+            problems.append(
+                f"{PREFIX}SECRET_KEY is not a random key: with {where} it signs cursors, request state and the "
+                "authorization front's tokens, and a guessable one can be found offline. Use at least 32 random "
+                "bytes as 64 hex or 43 base64url characters: `openssl rand -hex 32`"
             )
         if store.backend == "dynamodb" and not 0 < self.max_record_bytes <= DYNAMODB_MAX_RECORD_BYTES:
             problems.append(

@@ -17,6 +17,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import os
+import secrets
 import sys
 from collections.abc import Mapping, Sequence
 
@@ -106,7 +107,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.command == "gateway":
         try:
             # The records sign nothing: a shared store's required secret key is not needed to edit them.
-            settings = settings_from_env(store=args.store, secret_key=os.environ.get("STRATUS_SECRET_KEY") or "-")
+            settings = settings_from_env(store=args.store, secret_key=secrets.token_hex(32))
         except SettingsError as exc:
             print(f"stratus: {exc}", file=sys.stderr)
             return 2

@@ -8,6 +8,7 @@ from typing import Any
 
 import stratus
 from tests.fixtures.fresh_interpreter import run_fresh
+from tests.fixtures.keys import SECRET_KEY
 
 # What a cold start must not pay for: AWS SDK, Redis client, tracer, wire-type models, validators, HTTP clients,
 # and a web framework where a dict of routes does (Starlette cost about 25 ms CPU here).
@@ -95,7 +96,7 @@ def test_a_shared_store_client_is_imported_only_when_a_request_needs_the_store()
     )
     settings = {
         "STRATUS_STORE": "redis://127.0.0.1:6379/0",
-        "STRATUS_SECRET_KEY": "k",
+        "STRATUS_SECRET_KEY": SECRET_KEY,
         "STRATUS_STORE_PREFIX": "cold-start-test",
     }
     assert json.loads(run_fresh(probe, settings)) == [200, False, 200, True]

@@ -13,6 +13,7 @@ from mcp import Client
 
 from stratus.stores.dynamodb.schema import create_table
 from tests.fixtures.apps import LIMIT
+from tests.fixtures.keys import SECRET_KEY
 from tests.fixtures.moto_server import AWS, client_keys
 from tests.fixtures.processes import RoundRobinProxy, stratus_processes
 from tests.fixtures.servers import uvicorn_serving
@@ -27,7 +28,7 @@ def two_processes(request: pytest.FixtureRequest) -> Iterator[list[str]]:
     """Two `stratus serve` processes sharing one store: the real Redis, or DynamoDB on moto's server."""
     environment = {
         "STRATUS_STORE_PREFIX": f"stratus-multi-{secrets.token_hex(4)}",
-        "STRATUS_SECRET_KEY": "shared-test-key",
+        "STRATUS_SECRET_KEY": SECRET_KEY,
     }
     if request.param == "redis":
         environment["STRATUS_STORE"] = "redis://127.0.0.1:6379/0"

@@ -25,6 +25,7 @@ from stratus.resilience.breaker import BreakerPolicy
 from stratus.resilience.limiter import RateLimit
 from tests.fixtures.clients import McpFactory
 from tests.fixtures.jwt_issuer import AUDIENCE, ISSUER, private_key
+from tests.fixtures.keys import SECRET_KEY
 from tests.fixtures.processes import free_port
 from tests.fixtures.wire import McpHttp, initialize_message, stateless_meta
 
@@ -135,7 +136,7 @@ async def unreachable_jwks(factory: McpFactory) -> httpx.Response:
 
 
 async def unreachable_store(factory: McpFactory) -> httpx.Response:
-    settings = Settings(store=f"redis://127.0.0.1:{free_port()}/0", secret_key="k", store_timeout_seconds=1.0)
+    settings = Settings(store=f"redis://127.0.0.1:{free_port()}/0", secret_key=SECRET_KEY, store_timeout_seconds=1.0)
     return await (await factory(server, settings)).post(initialize_message())
 
 
@@ -177,6 +178,12 @@ STARTS: list[tuple[str, list[str], dict[str, str], str]] = [
     ("bad gateway file", ["--gateway", "{tmp}/bad.json"], {}, "STRATUS_GATEWAY_CONFIG"),
     ("unusable store", ["--store", "dynamo://x"], {}, "STRATUS_STORE"),
     ("shared store without its key", ["--store", "redis://127.0.0.1:6379/0"], {}, "STRATUS_SECRET_KEY"),
+    (
+        "shared store with a guessable key",
+        ["--store", "redis://127.0.0.1:6379/0"],
+        {"STRATUS_SECRET_KEY": "summer2026"},
+        "STRATUS_SECRET_KEY",
+    ),
     ("unparsable number", [], {"STRATUS_MAX_BODY_BYTES": "4MB"}, "STRATUS_MAX_BODY_BYTES"),
     ("unknown setting", [], {"STRATUS_MAX_BODY_SIZE": "1"}, "STRATUS_MAX_BODY_SIZE"),
     ("jwt without its issuer", [], {"STRATUS_AUTH_MODE": "jwt"}, "STRATUS_AUTH_ISSUER"),

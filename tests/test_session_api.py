@@ -16,6 +16,7 @@ import pytest
 
 from stratus import Context, McpServer, Settings, build_app
 from tests.fixtures.apps import LIMIT
+from tests.fixtures.keys import SECRET_KEY
 from tests.fixtures.processes import shared_store_environment, stratus_processes
 from tests.fixtures.servers import uvicorn_serving
 from tests.fixtures.wire import initialize_message, sse_fields
@@ -27,9 +28,9 @@ pytestmark = [pytest.mark.anyio, pytest.mark.uvicorn]
 JSON = {"content-type": "application/json"}
 
 
-HELD = {"STRATUS_SECRET_KEY": "k", "STRATUS_POLL_HOLD_SECONDS": "30"}
+HELD = {"STRATUS_SECRET_KEY": SECRET_KEY, "STRATUS_POLL_HOLD_SECONDS": "30"}
 """`/events` streams that stay open while nothing happens, as `stratus serve` holds them by default (for 30 s here)."""
-POLLED = {"STRATUS_SECRET_KEY": "k", "STRATUS_POLL_HOLD_SECONDS": "0"}
+POLLED = {"STRATUS_SECRET_KEY": SECRET_KEY, "STRATUS_POLL_HOLD_SECONDS": "0"}
 """`/events` streams that end once they relayed what is there, as on Lambda by default."""
 
 
@@ -199,7 +200,7 @@ async def test_a_rest_call_streams_progress_logs_and_questions_to_events_and_del
 
 async def test_a_rest_session_that_declared_no_capability_is_not_asked(request: pytest.FixtureRequest) -> None:
     environment = shared_store_environment("redis", request, f"rest-{secrets.token_hex(4)}")
-    with stratus_processes(1, SHARED_APP, {"STRATUS_SECRET_KEY": "k", **environment}) as (only,):
+    with stratus_processes(1, SHARED_APP, {"STRATUS_SECRET_KEY": SECRET_KEY, **environment}) as (only,):
         async with httpx.AsyncClient(base_url=only, timeout=10) as http:
             session_id = (await http.post("/session", headers=JSON)).json()["sessionId"]
             refused = await rest_call(http, session_id, "tools/call", {"name": "ask_user"})
@@ -216,7 +217,9 @@ async def test_rest_errors_carry_their_http_status_and_a_rate_limit_is_429_with_
     request: pytest.FixtureRequest,
 ) -> None:
     environment = shared_store_environment("redis", request, f"rest-{secrets.token_hex(4)}")
-    with stratus_processes(1, "tests.fixtures.apps:shared", {"STRATUS_SECRET_KEY": "k", **environment}) as (only,):
+    with stratus_processes(1, "tests.fixtures.apps:shared", {"STRATUS_SECRET_KEY": SECRET_KEY, **environment}) as (
+        only,
+    ):
         async with httpx.AsyncClient(base_url=only, timeout=10) as http:
             session_id = (await http.post("/session", headers=JSON)).json()["sessionId"]
             unknown = await rest_call(http, session_id, "tools/frobnicate")
@@ -245,7 +248,7 @@ async def test_the_session_limit_and_health_statistics_hold_across_processes(
     store: str, request: pytest.FixtureRequest
 ) -> None:
     environment = shared_store_environment(store, request, f"rest-{secrets.token_hex(4)}")
-    settings = {"STRATUS_SECRET_KEY": "k", "MCP_HTTP_MAX_SESSIONS": "2", "MCP_HTTP_SESSION_TIMEOUT": "600000"}
+    settings = {"STRATUS_SECRET_KEY": SECRET_KEY, "MCP_HTTP_MAX_SESSIONS": "2", "MCP_HTTP_SESSION_TIMEOUT": "600000"}
     with stratus_processes(2, SHARED_APP, {**settings, **environment}) as (first, second):
         async with (
             httpx.AsyncClient(base_url=first, timeout=10) as on_first,
@@ -335,7 +338,7 @@ async def test_in_a_long_lived_process_a_rest_calls_progress_reaches_an_open_eve
 async def test_under_stratus_serve_a_rest_calls_progress_reaches_an_open_events_stream_while_the_call_runs() -> None:
     """A real `stratus serve`, no STRATUS_POLL_HOLD_SECONDS: the call reports progress, then waits for its client's
     answer to a question; the progress is on the open `/events` stream before the call ends."""
-    with stratus_processes(1, SHARED_APP, {"STRATUS_SECRET_KEY": "k"}) as (only,):
+    with stratus_processes(1, SHARED_APP, {"STRATUS_SECRET_KEY": SECRET_KEY}) as (only,):
         async with httpx.AsyncClient(base_url=only, timeout=10) as http:
             capabilities: dict[str, Any] = {"capabilities": {"elicitation": {}}}
             session_id = (await http.post("/session", json=capabilities, headers=JSON)).json()["sessionId"]

@@ -15,6 +15,7 @@ from mcp.client.subscriptions import ResourceUpdated
 
 from stratus import Settings, build_app
 from tests.fixtures.apps import shared
+from tests.fixtures.keys import SECRET_KEY
 from tests.fixtures.processes import RoundRobinProxy, shared_store_environment, stratus_processes
 from tests.fixtures.sdk_answers import ASKED, call_the_asking_tools
 from tests.fixtures.servers import uvicorn_serving
@@ -120,7 +121,7 @@ async def test_the_sdk_samples_and_elicits_with_replies_landing_on_the_other_pro
     store: str, mode: Literal["legacy", "auto"], request: pytest.FixtureRequest
 ) -> None:
     environment = {
-        "STRATUS_SECRET_KEY": "k",
+        "STRATUS_SECRET_KEY": SECRET_KEY,
         **shared_store_environment(store, request, f"stream-{secrets.token_hex(4)}"),
     }
     with stratus_processes(2, "tests.fixtures.apps:shared", environment) as backends:
@@ -134,7 +135,7 @@ async def test_the_sdk_samples_and_elicits_with_replies_landing_on_the_other_pro
 
 async def test_the_sdk_listens_for_changes_published_on_the_other_process() -> None:
     environment = {
-        "STRATUS_SECRET_KEY": "k",
+        "STRATUS_SECRET_KEY": SECRET_KEY,
         "STRATUS_STORE": "redis://127.0.0.1:6379/0",
         "STRATUS_STORE_PREFIX": f"listen-{secrets.token_hex(4)}",
     }

@@ -15,6 +15,7 @@ import pytest
 
 from stratus import Settings, build_app
 from tests.fixtures.apps import shared
+from tests.fixtures.keys import SECRET_KEY
 from tests.fixtures.processes import shared_store_environment, stratus_processes
 from tests.fixtures.servers import uvicorn_serving
 from tests.fixtures.wire import BASE_HEADERS, STATELESS, McpHttp, stateless_meta, validate
@@ -47,7 +48,7 @@ async def test_a_listener_gets_only_what_it_asked_for_from_another_process(
     store: str, request: pytest.FixtureRequest
 ) -> None:
     environment = shared_store_environment(store, request, f"sub-{secrets.token_hex(4)}")
-    with stratus_processes(2, SHARED_APP, {"STRATUS_SECRET_KEY": "k", **environment}) as (
+    with stratus_processes(2, SHARED_APP, {"STRATUS_SECRET_KEY": SECRET_KEY, **environment}) as (
         first,
         second,
     ):

@@ -12,6 +12,7 @@ import pytest
 
 from stratus import McpServer, Settings, build_app
 from stratus.stores.dynamodb.schema import table_definition
+from tests.fixtures.keys import SECRET_KEY
 
 TEMPLATE_PATH = Path(__file__).parent.parent / "template.yaml"
 TEMPLATE = TEMPLATE_PATH.read_text(encoding="utf-8")
@@ -244,7 +245,7 @@ def test_the_sweeper_is_granted_exactly_the_dynamodb_calls_a_run_makes(
     from stratus.stores.factory import build_stores
     from stratus.stores.records import SessionRecord
 
-    monkeypatch.setenv("STRATUS_SECRET_KEY", "k")
+    monkeypatch.setenv("STRATUS_SECRET_KEY", SECRET_KEY)
     monkeypatch.setenv("STRATUS_SESSION_TTL_SECONDS", "600")
     made: set[str] = set()
     original = botocore.client.BaseClient._make_api_call
@@ -589,7 +590,7 @@ def test_the_failed_run_alarm_watches_the_metric_the_sweeper_emits_as_the_templa
         **sweeper.environment,
         "STRATUS_STORE": "redis://127.0.0.1:6379/0",
         "STRATUS_STORE_PREFIX": f"alarm-{uuid.uuid4().hex[:8]}",
-        "STRATUS_SECRET_KEY": "k",
+        "STRATUS_SECRET_KEY": SECRET_KEY,
     }
     record = {
         "version": "1.0",

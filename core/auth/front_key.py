@@ -1,6 +1,10 @@
 """The key the front signs access tokens with: a P-256 key derived from `STRATUS_SECRET_KEY`, so that every
 container holds the same key without storing another secret, and rotating that secret rotates it.
 
+The derivation (HKDF) has no work factor and the public half is published at /oauth/jwks, so the secret must be
+unguessable: settings refuse one that is not at least 32 random bytes in front mode (core/setting_values.py's
+`strong_secret`). With that, a signing secret of the front's own would add a parameter to keep and nothing to guess.
+
 A token signed with the previous key is refused once the secret changes; the client then refreshes (refresh
 grants are store records, not signed), so a rotation costs each client one extra round trip (docs/deploy.md).
 """

@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import ast
+import base64
+import secrets
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -11,6 +14,7 @@ import pytest
 from stratus import Settings
 from stratus import settings as config
 from stratus.settings import SettingsError
+from tests.fixtures.keys import SECRET_KEY
 
 JWT = {
     "auth_issuer": "https://issuer.example",
@@ -47,7 +51,7 @@ def test_variables_are_parsed_and_overrides_win() -> None:
         {"STRATUS_AUTH_MODE": "basic"},
         {"STRATUS_STORE": "redis://127.0.0.1:6379/0"},
         {"STRATUS_STORE": "redis://"},
-        {"STRATUS_STORE": "dynamodb://", "STRATUS_SECRET_KEY": "k"},
+        {"STRATUS_STORE": "dynamodb://", "STRATUS_SECRET_KEY": SECRET_KEY},
         {"STRATUS_LIMITS_ON_STORE_FAILURE": "maybe"},
         {"STRATUS_TRUST_REQUEST_CONTEXT_HEADER": "yes"},
         {"STRATUS_BODY_TIMEOUT_SECONDS": "0"},
@@ -105,8 +109,51 @@ def test_a_shared_store_needs_the_shared_secret() -> None:
     with pytest.raises(SettingsError) as refused:
         Settings.from_env({"STRATUS_STORE": "rediss://cache.example.com:6379"})
     assert "STRATUS_SECRET_KEY" in str(refused.value)
-    settings = Settings.from_env({"STRATUS_STORE": "rediss://cache.example.com:6379", "STRATUS_SECRET_KEY": "k"})
+    settings = Settings.from_env({"STRATUS_STORE": "rediss://cache.example.com:6379", "STRATUS_SECRET_KEY": SECRET_KEY})
     assert settings.store == "rediss://cache.example.com:6379"
+
+
+@pytest.mark.parametrize("weak", ["summer2026", "k" * 64, "0123456789abcdef" * 4, "correct horse battery staple"])
+@pytest.mark.parametrize(
+    "where",
+    [
+        {"STRATUS_STORE": "rediss://cache.example.com:6379"},
+        {"STRATUS_STORE": "dynamodb://stratus"},
+        {
+            "STRATUS_AUTH_MODE": "front",
+            "STRATUS_AUTH_AUDIENCE": "https://mcp.example.com/mcp",
+            "STRATUS_AUTH_UPSTREAM_ISSUER": "https://idp.example.com",
+            "STRATUS_AUTH_UPSTREAM_CLIENT_ID": "stratus",
+            "STRATUS_AUTH_UPSTREAM_CLIENT_SECRET": "upstream",
+        },
+    ],
+)
+def test_a_guessable_secret_key_is_refused_where_a_shared_store_or_the_front_signs_with_it(
+    weak: str, where: dict[str, str]
+) -> None:
+    with pytest.raises(SettingsError) as refused:
+        Settings.from_env({**where, "STRATUS_SECRET_KEY": weak})
+    message = str(refused.value)
+    assert "STRATUS_SECRET_KEY" in message and "openssl rand -hex 32" in message and weak not in message
+    assert Settings.from_env({**where, "STRATUS_SECRET_KEY": SECRET_KEY}).secret_key == SECRET_KEY
+
+
+@pytest.mark.parametrize(
+    "make",
+    [
+        lambda: secrets.token_hex(32),
+        lambda: secrets.token_urlsafe(32),
+        lambda: base64.b64encode(secrets.token_bytes(32)).decode(),
+    ],
+)
+def test_a_key_of_32_random_bytes_in_hex_or_base64_is_accepted(make: Callable[[], str]) -> None:
+    for _ in range(200):
+        key = make()
+        assert Settings.from_env({"STRATUS_STORE": "dynamodb://stratus", "STRATUS_SECRET_KEY": key}).secret_key == key
+
+
+def test_a_weak_key_is_still_accepted_in_one_process_without_the_front() -> None:
+    assert Settings.from_env({"STRATUS_SECRET_KEY": "k"}).secret_key == "k"  # memory://: cursors of one process
 
 
 def test_the_seed_mcp_http_variables_are_honoured_and_stratus_ones_win() -> None:
@@ -130,8 +177,8 @@ def test_the_seed_mcp_http_variables_are_honoured_and_stratus_ones_win() -> None
 @pytest.mark.parametrize(
     ("module", "settings", "named"),
     [
-        ("redis", {"store": "redis://127.0.0.1:6379/0", "secret_key": "k"}, "STRATUS_STORE=redis://"),
-        ("boto3", {"store": "dynamodb://t", "secret_key": "k"}, "STRATUS_STORE=dynamodb://"),
+        ("redis", {"store": "redis://127.0.0.1:6379/0", "secret_key": SECRET_KEY}, "STRATUS_STORE=redis://"),
+        ("boto3", {"store": "dynamodb://t", "secret_key": SECRET_KEY}, "STRATUS_STORE=dynamodb://"),
         ("jwt", {**JWT, "auth_mode": "jwt"}, "STRATUS_AUTH_MODE=jwt"),
         ("aws_lambda_powertools", {"telemetry": "powertools"}, "STRATUS_TELEMETRY=powertools"),
     ],
@@ -181,7 +228,7 @@ def test_a_redis_database_that_is_not_a_number_is_refused() -> None:
         parse_store_url("redis://127.0.0.1:6379/zero")
     assert parse_store_url("redis://127.0.0.1:6379/3").redis_url == "redis://127.0.0.1:6379/3"
     with pytest.raises(SettingsError) as caught:
-        Settings.from_env({"STRATUS_STORE": "redis://127.0.0.1:6379/zero", "STRATUS_SECRET_KEY": "k"})
+        Settings.from_env({"STRATUS_STORE": "redis://127.0.0.1:6379/zero", "STRATUS_SECRET_KEY": SECRET_KEY})
     assert "STRATUS_STORE" in str(caught.value) and "'/zero'" in str(caught.value)
 
 
@@ -210,7 +257,7 @@ def test_every_problem_is_reported_at_once_one_per_setting() -> None:
 def test_the_repr_of_settings_hides_the_secrets_and_the_stores_password() -> None:
     settings = Settings(
         store="redis://app:hunter2@cache.example:6379/0",
-        secret_key="signing-key-1",
+        secret_key=SECRET_KEY,
         auth_upstream_client_secret="client-secret-1",
         auth_mode="front",
         auth_audience="https://mcp.example/mcp",

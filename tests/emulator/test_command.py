@@ -20,6 +20,7 @@ import pytest
 from mcp import Client
 
 from tests.fixtures.emulated_stack import HEADERS, VERSION, call_tool, free_ports, initialize
+from tests.fixtures.keys import SECRET_KEY
 from tests.fixtures.processes import ServerUrl, stratus_process
 
 pytestmark = [pytest.mark.anyio, pytest.mark.uvicorn]
@@ -35,7 +36,7 @@ async def test_stratus_local_serves_the_buffered_api_and_the_streaming_url() -> 
     """Both give the official client its progress: through the HTTP API (the buffered function) with the result, in
     one SSE body; through the Function URL (the streaming function behind the Web Adapter) as it happens."""
     environment = {
-        "STRATUS_SECRET_KEY": "k",
+        "STRATUS_SECRET_KEY": SECRET_KEY,
         "STRATUS_STORE": "redis://127.0.0.1:6379/0",
         "STRATUS_STORE_PREFIX": f"emulator-cli-{uuid.uuid4().hex[:12]}",
     }
@@ -95,7 +96,7 @@ async def test_stratus_local_remap_www_authenticate_renames_the_challenge_at_eve
     """With the flag, the HTTP API and the Function URL answer a 401's challenge as `x-amzn-Remapped-WWW-Authenticate`,
     as the REST API always does; the body still names the metadata."""
     environment = {
-        "STRATUS_SECRET_KEY": "k",
+        "STRATUS_SECRET_KEY": SECRET_KEY,
         "STRATUS_STORE": "redis://127.0.0.1:6379/0",
         "STRATUS_STORE_PREFIX": f"emulator-cli-{uuid.uuid4().hex[:12]}",
     }

@@ -33,6 +33,7 @@ from tests.fixtures.emulated_stack import (
     serving,
 )
 from tests.fixtures.jwt_issuer import authorization_server
+from tests.fixtures.keys import SECRET_KEY
 from tests.fixtures.moto_server import SerialMotoServer, client_keys
 
 pytestmark = [pytest.mark.anyio, pytest.mark.uvicorn]
@@ -49,7 +50,7 @@ def ssm_endpoint() -> Iterator[str]:
     endpoint = server.start()
     try:
         ssm = boto3.client("ssm", endpoint_url=endpoint, region_name="us-east-1", **client_keys())
-        ssm.put_parameter(Name=SECRET_PARAMETER, Value="iam-test-secret", Type="SecureString", Overwrite=True)
+        ssm.put_parameter(Name=SECRET_PARAMETER, Value=SECRET_KEY, Type="SecureString", Overwrite=True)
         yield endpoint
     finally:
         server.stop()

@@ -11,6 +11,7 @@ import pytest
 
 from stratus import Settings
 from stratus.handlers.adapter import make_handler
+from tests.fixtures.keys import SECRET_KEY
 from tests.fixtures.lambda_invoke import LambdaContext, event, stateless_request
 from tests.fixtures.sample_server import server
 from tests.fixtures.wire import STATELESS, initialize_message, validate_response
@@ -104,7 +105,7 @@ def test_one_redis_client_serves_every_warm_invocation_on_the_container_loop(
     container_loop: asyncio.AbstractEventLoop,
 ) -> None:
     redis_handler = make_handler(
-        server, Settings(store="redis://127.0.0.1:6379/0", secret_key="k", store_prefix="handler-test")
+        server, Settings(store="redis://127.0.0.1:6379/0", secret_key=SECRET_KEY, store_prefix="handler-test")
     )
     opened = invoke(redis_handler, "http_api_v2", initialize_message(), {})
     session = {"mcp-session-id": _headers(opened)["mcp-session-id"], "mcp-protocol-version": "2025-11-25"}

@@ -20,6 +20,7 @@ from stratus.handlers.task_worker import LambdaLauncher
 from stratus.transport.app import build_app
 from stratus.transport.asgi import Router
 from tests.fixtures.apps import shared
+from tests.fixtures.keys import SECRET_KEY
 from tests.fixtures.lambda_invoke import LambdaContext, event
 from tests.fixtures.wire import STATELESS, initialize_message, sse_fields, stateless_meta, validate_response
 
@@ -35,7 +36,7 @@ def deployed(aws_credentials: None, container_loop: asyncio.AbstractEventLoop) -
     # A relayed call's buffered answer follows its stream until it asks or ends; nothing runs the worker here, so
     # the follow is bounded short.
     settings = Settings(
-        store="redis://127.0.0.1:6379/0", store_prefix=prefix, secret_key="k" * 64, max_stream_seconds=0.25
+        store="redis://127.0.0.1:6379/0", store_prefix=prefix, secret_key=SECRET_KEY, max_stream_seconds=0.25
     )
     client = boto3.client("lambda")
     with Stubber(client) as stubber:

@@ -30,6 +30,7 @@ from stratus.handlers.secrets import SecretUnavailableError, settings_from_env, 
 from stratus.handlers.streaming import adapter_app
 from stratus.settings import SettingsError
 from tests.fixtures.clocks import FakeClock
+from tests.fixtures.keys import SECRET_KEY
 from tests.fixtures.lambda_invoke import LambdaContext, event, stateless_request
 from tests.fixtures.moto_server import AWS, SerialMotoServer
 from tests.fixtures.processes import START_TIMEOUT_SECONDS, free_port
@@ -99,14 +100,14 @@ def test_once_ssm_answers_the_next_try_after_the_interval_serves(
         assert _tools_list(handler)["statusCode"] == 503  # the first invocation tries, and SSM does not answer
 
         monkeypatch.setenv("AWS_ENDPOINT_URL_SSM", moto_ssm)
-        boto3.client("ssm").put_parameter(Name=PARAMETER, Value="from-ssm", Type="SecureString", Overwrite=True)
+        boto3.client("ssm").put_parameter(Name=PARAMETER, Value=SECRET_KEY, Type="SecureString", Overwrite=True)
         assert _tools_list(handler)["statusCode"] == 503  # within the interval: answered at once, no read
 
         clock.advance(5.0)
         answer = _tools_list(handler)
         assert answer["statusCode"] == 200
         assert [tool["name"] for tool in json.loads(answer["body"])["result"]["tools"]] == ["add", "forecast", "divide"]
-        assert settings.settings is not None and settings.settings.secret_key == "from-ssm"
+        assert settings.settings is not None and settings.settings.secret_key == SECRET_KEY
     finally:
         asyncio.get_event_loop().close()
         asyncio.set_event_loop(None)
@@ -173,13 +174,13 @@ async def test_the_streaming_app_answers_readiness_and_the_buffered_503_until_ss
         assert caplog.records == []  # within the interval: answered at once, no read, nothing logged again
 
         monkeypatch.setenv("AWS_ENDPOINT_URL_SSM", moto_ssm)
-        boto3.client("ssm").put_parameter(Name=PARAMETER, Value="from-ssm", Type="SecureString", Overwrite=True)
+        boto3.client("ssm").put_parameter(Name=PARAMETER, Value=SECRET_KEY, Type="SecureString", Overwrite=True)
         clock.advance(5.0)
         served = await http.post("/mcp", json=body, headers={**BASE_HEADERS, **headers})
         assert served.status_code == 200
         assert [tool["name"] for tool in served.json()["result"]["tools"]] == ["add", "forecast", "divide"]
         assert (await http.get("/health/live")).status_code == 200
-    assert settings.settings is not None and settings.settings.secret_key == "from-ssm"
+    assert settings.settings is not None and settings.settings.secret_key == SECRET_KEY
 
 
 @pytest.mark.uvicorn

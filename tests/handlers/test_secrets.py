@@ -24,6 +24,7 @@ from stratus.handlers.secrets import (
 )
 from stratus.settings import SettingsError
 from tests.fixtures.clocks import FakeClock
+from tests.fixtures.keys import SECRET_KEY
 
 
 def test_a_plain_value_is_the_secret_itself() -> None:
@@ -41,7 +42,9 @@ def test_a_store_url_with_a_password_may_come_from_secrets_manager(aws_credentia
     url = "rediss://:s3cret@cache.example.com:6379/0"
     with mock_aws():
         boto3.client("secretsmanager").create_secret(Name="stratus-redis", SecretString=url)
-        settings = settings_from_env({"STRATUS_STORE": "secretsmanager:stratus-redis", "STRATUS_SECRET_KEY": "k"})
+        settings = settings_from_env(
+            {"STRATUS_STORE": "secretsmanager:stratus-redis", "STRATUS_SECRET_KEY": SECRET_KEY}
+        )
     assert settings.store == url
 
 

@@ -16,6 +16,7 @@ from typing import Any
 import httpx
 import pytest
 
+from tests.fixtures.keys import SECRET_KEY
 from tests.fixtures.processes import stratus_process
 from tests.fixtures.wire import McpHttp
 
@@ -66,7 +67,7 @@ def test_the_console_says_why_the_store_fails_and_serve_stops_before_serving() -
     environment = {
         **{name: value for name, value in os.environ.items() if not name.startswith("STRATUS_")},
         "STRATUS_STORE": f"redis://127.0.0.1:{closed}/0",
-        "STRATUS_SECRET_KEY": "k",
+        "STRATUS_SECRET_KEY": SECRET_KEY,
         "STRATUS_STORE_TIMEOUT_SECONDS": "0.5",
     }
     done = subprocess.run(

@@ -12,6 +12,7 @@ import pytest
 from examples.demo import server
 from stratus import Settings, build_app
 from stratus.handlers.cli import main
+from tests.fixtures.keys import SECRET_KEY
 from tests.fixtures.wire import BASE_HEADERS, initialize_message
 
 pytestmark = pytest.mark.anyio
@@ -34,7 +35,7 @@ def _serve_fails(capsys: pytest.CaptureFixture[str], *args: str) -> str:
 
 @pytest.fixture
 def shared_store(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("STRATUS_SECRET_KEY", "k")
+    monkeypatch.setenv("STRATUS_SECRET_KEY", SECRET_KEY)
     monkeypatch.setenv("STRATUS_STORE_TIMEOUT_SECONDS", "0.5")
 
 
@@ -75,7 +76,7 @@ async def test_a_request_that_finds_the_table_missing_is_503_and_the_log_says_wh
     moto_server: str, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
 ) -> None:
     monkeypatch.setenv("AWS_ENDPOINT_URL_DYNAMODB", moto_server)
-    settings = Settings(store="dynamodb://gone", secret_key="k", store_timeout_seconds=1.0)
+    settings = Settings(store="dynamodb://gone", secret_key=SECRET_KEY, store_timeout_seconds=1.0)
     app = build_app(server, settings)
     async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://localhost") as http:
         answer = await http.post("/mcp", json=initialize_message(), headers=BASE_HEADERS)

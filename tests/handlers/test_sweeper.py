@@ -18,6 +18,7 @@ from stratus.stores.dynamodb.client import dynamodb_client
 from stratus.stores.dynamodb.schema import create_table
 from stratus.stores.factory import build_stores
 from stratus.stores.records import SessionRecord
+from tests.fixtures.keys import SECRET_KEY
 
 TTL = 600
 
@@ -31,7 +32,7 @@ class Store:
 @pytest.fixture(params=["redis", "dynamodb"])
 def store(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> Iterator[Store]:
     prefix = f"sweep-{secrets.token_hex(4)}"
-    monkeypatch.setenv("STRATUS_SECRET_KEY", "k")
+    monkeypatch.setenv("STRATUS_SECRET_KEY", SECRET_KEY)
     monkeypatch.setenv("STRATUS_STORE_PREFIX", prefix)
     monkeypatch.setenv("STRATUS_SESSION_TTL_SECONDS", str(TTL))
     if request.param == "redis":

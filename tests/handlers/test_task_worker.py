@@ -25,6 +25,7 @@ from stratus.stores.records import TaskRecord
 from stratus.stores.task_records import RelayedCall
 from stratus.transport.app import build_app
 from tests.fixtures.apps import shared
+from tests.fixtures.keys import SECRET_KEY
 from tests.fixtures.wire import HandshakeSession, McpHttp
 
 pytestmark = pytest.mark.anyio
@@ -44,7 +45,7 @@ def environment(aws_credentials: None, monkeypatch: pytest.MonkeyPatch) -> Itera
         "STRATUS_APP": "tests.fixtures.apps:shared",
         "STRATUS_STORE": "redis://127.0.0.1:6379/0",
         "STRATUS_STORE_PREFIX": f"tasks-{secrets.token_hex(4)}",
-        "STRATUS_SECRET_KEY": "k",
+        "STRATUS_SECRET_KEY": SECRET_KEY,
         "STRATUS_TASK_WORKER": WORKER,
     }
     for name, value in variables.items():

@@ -20,6 +20,7 @@ from stratus.stores.base import StoreOptions, Stores
 from stratus.stores.dynamodb.schema import create_table
 from stratus.stores.factory import build_stores
 from tests.fixtures.dynamodb_wire import JSON_1_0, Body
+from tests.fixtures.keys import SECRET_KEY
 from tests.fixtures.wire import McpHttp, initialize_message
 
 pytestmark = pytest.mark.anyio
@@ -81,7 +82,7 @@ async def deployment(moto_server: str, monkeypatch: pytest.MonkeyPatch) -> Async
     stores = build_stores(
         f"dynamodb://{table}", StoreOptions(session_ttl_seconds=600, prefix="f", timeout=1.0, max_sessions=1000)
     )
-    settings = Settings(store=f"dynamodb://{table}", secret_key="k", max_sessions=1000)
+    settings = Settings(store=f"dynamodb://{table}", secret_key=SECRET_KEY, max_sessions=1000)
     app = build_app(server, settings, stores=stores)
     async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://localhost") as http:
         yield Deployment(McpHttp(http), stores)

@@ -14,6 +14,7 @@ from stratus.gateway.config import Upstream
 from stratus.gateway.served import GatewayServer
 from stratus.stores.base import StoreOptions
 from stratus.stores.factory import build_stores
+from tests.fixtures.keys import SECRET_KEY
 from tests.fixtures.redis_server import OwnRedis
 from tests.fixtures.sample_server import server as sample
 from tests.fixtures.servers import uvicorn_serving
@@ -36,7 +37,7 @@ async def test_a_gateway_lists_and_calls_through_a_store_outage(own_redis: OwnRe
     with uvicorn_serving(build_app(sample, Settings())) as upstream_url:
         upstream = Upstream(name="sample", transport="http", url=f"{upstream_url}/mcp")
         gateway = GatewayServer([upstream], allowed_networks=["127.0.0.0/8"], catalog_seconds=0.0, watch=False)
-        app = build_app(gateway, Settings(secret_key="k", store=own_redis.url), stores=stores)
+        app = build_app(gateway, Settings(secret_key=SECRET_KEY, store=own_redis.url), stores=stores)
         with uvicorn_serving(app, lifespan="on") as url, anyio.fail_after(30):
             async with httpx.AsyncClient(base_url=url, timeout=10) as http:
                 mcp = McpHttp(http)

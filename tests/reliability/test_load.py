@@ -18,6 +18,7 @@ import pytest
 
 from stratus import Settings, build_app
 from tests.fixtures.apps import shared
+from tests.fixtures.keys import SECRET_KEY
 from tests.fixtures.processes import RoundRobinProxy, ServerUrl, shared_store_environment, stratus_processes
 from tests.fixtures.servers import LoopWatch, uvicorn_serving
 from tests.fixtures.wire import BASE_HEADERS, STATELESS, McpHttp, stateless_meta
@@ -92,7 +93,7 @@ async def run_load(front: str, seconds: float) -> Tally:
 
 async def test_a_bounded_load_on_two_processes_fails_nothing_and_leaks_nothing(request: pytest.FixtureRequest) -> None:
     environment = shared_store_environment("redis", request, f"load-{secrets.token_hex(4)}")
-    settings = {"STRATUS_SECRET_KEY": "k", "STRATUS_MAX_SESSIONS": "0", **environment}
+    settings = {"STRATUS_SECRET_KEY": SECRET_KEY, "STRATUS_MAX_SESSIONS": "0", **environment}
     with stratus_processes(2, "tests.fixtures.apps:shared", settings) as urls:
         pids = [url.pid for url in urls if isinstance(url, ServerUrl)]
         with uvicorn_serving(RoundRobinProxy(urls)) as front:
@@ -125,7 +126,7 @@ async def test_a_load_leaves_no_tasks_behind_on_the_server_loop(request: pytest.
     settings = Settings(
         store=environment["STRATUS_STORE"],
         store_prefix=environment["STRATUS_STORE_PREFIX"],
-        secret_key="k",
+        secret_key=SECRET_KEY,
         max_sessions=0,
     )
     app = build_app(shared, settings)

@@ -8,6 +8,7 @@ import secrets
 import httpx
 import pytest
 
+from tests.fixtures.keys import SECRET_KEY
 from tests.fixtures.processes import shared_store_environment, stratus_process
 from tests.fixtures.wire import HandshakeSession, McpHttp
 
@@ -17,7 +18,7 @@ pytestmark = [pytest.mark.anyio, pytest.mark.uvicorn]
 @pytest.mark.parametrize("store", ["dynamodb", "redis"])
 async def test_a_session_outlives_the_process_that_opened_it(store: str, request: pytest.FixtureRequest) -> None:
     environment = {
-        "STRATUS_SECRET_KEY": "k",
+        "STRATUS_SECRET_KEY": SECRET_KEY,
         **shared_store_environment(store, request, f"restart-{secrets.token_hex(4)}"),
     }
     with stratus_process("tests.fixtures.apps:shared", environment) as first:

@@ -8,6 +8,13 @@ for this redirect URI sees the consent page first; then the user goes to the ups
 The browser a sign-in belongs to is a random, HTTP-only cookie, whose digest every sign-in record carries. The
 consent form and the upstream callback are honoured only from the browser that started the sign-in, so a link that
 ends someone else's sign-in in a victim's browser (login CSRF) or a forged consent post leads nowhere.
+
+An anonymous request writes nothing until a user acts: the pending consent is not a record but the form's own hidden
+field, sealed (HMAC, with a key derived from STRATUS_SECRET_KEY) to this browser for ten minutes, and its nonce is
+claimed once when the form comes back. What does write (a sign-in started, a client metadata document fetched) is
+capped per source address (source_caps.py), and every parameter kept is bounded (`state` to MAX_STATE_LENGTH
+visible ASCII characters, RFC 6749's VSCHAR). A faulty request is sent back to its redirect URI only from a browser
+that approved this client for it: anyone else sees a page (RFC 9700 section 4.11.2: no open redirect).
 """
 
 from __future__ import annotations
@@ -19,9 +26,11 @@ import secrets
 from typing import Any
 
 from stratus.auth.front_config import CALLBACK_PATH, CONSENT_PATH, CONSENT_SECONDS, SIGN_IN_SECONDS, FrontConfig
+from stratus.protocol.request_state import RequestStateError, StateSealer
 from stratus.transport.asgi import request_headers
 from stratus.transport.oauth.clients import ClientRegistry
 from stratus.transport.oauth.records import FrontRecords, digest
+from stratus.transport.oauth.redirect_uris import MAX_URI_LENGTH, redirect_uri_problem
 from stratus.transport.oauth.replies import (
     OAuthError,
     consent_page,
@@ -32,12 +41,18 @@ from stratus.transport.oauth.replies import (
     send_refusal,
     with_query,
 )
+from stratus.transport.oauth.source_caps import SourceCap
 from stratus.transport.oauth.upstream import OpenIdProvider, UpstreamError, logger
 from stratus.types import Receive, Scope, Send
 
 PKCE_CHALLENGE = re.compile(r"[A-Za-z0-9\-._~]{43,128}")
 OPENID_SCOPES = frozenset({"openid", "offline_access", "profile", "email"})
 """Scopes some hosts ask of every server; they grant nothing here and are dropped rather than refused."""
+MAX_STATE_LENGTH = 1024
+"""The longest `state` kept and sent back: clients send 32 to a few hundred characters."""
+STATE_CHARACTERS = frozenset(chr(code) for code in range(0x20, 0x7F))
+CONSENT_FORM = "oauth-consent"
+"""What a sealed consent form is for (a request state sealed for another purpose does not open as one)."""
 COOKIE = "stratus-browser"
 SECURE_COOKIE = "__Host-stratus-browser"
 """On https: RFC 6265bis's `__Host-` prefix keeps a sibling subdomain from planting the cookie."""
@@ -87,16 +102,30 @@ def error_redirect(request: dict[str, Any], issuer: str, error: OAuthError) -> s
     return with_query(request["redirect_uri"], parameters)
 
 
+def consent_key(browser: str, request: dict[str, Any]) -> str:
+    """What a browser's approval is remembered under: the browser, the client and its redirect URI."""
+    return f"{browser}|{request['client_id']}|{request['redirect_uri']}"
+
+
 class Authorization:
     """GET /authorize and POST /oauth/consent."""
 
     def __init__(
-        self, front: FrontConfig, clients: ClientRegistry, records: FrontRecords, upstream: OpenIdProvider
+        self,
+        front: FrontConfig,
+        clients: ClientRegistry,
+        records: FrontRecords,
+        upstream: OpenIdProvider,
+        *,
+        sealer: StateSealer,
+        cap: SourceCap,
     ) -> None:
         self._front = front
         self._clients = clients
         self._records = records
         self._upstream = upstream
+        self._sealer = sealer
+        self._cap = cap
 
     async def authorize(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["method"] not in ("GET", "HEAD"):
@@ -104,24 +133,32 @@ class Authorization:
             return
         try:
             parameters = query(scope)
-            request = await self._client_request(parameters)
+            request = await self._client_request(scope, parameters)
             client_name = request.pop("client_name")
         except OAuthError as error:
-            await send_refusal(send, 400, error.description)
+            await send_refusal(send, error.status, error.description)
             return
+        found = browser_id(scope, self._front.secure)
+        approved = found is not None and await self._records.marked("consent", consent_key(digest(found), request))
         try:
             self._check(parameters, request)
         except OAuthError as error:
-            await send_redirect(send, error_redirect(request, self._front.issuer, error))
+            if approved:
+                await send_redirect(send, error_redirect(request, self._front.issuer, error))
+            else:  # no redirect for a client this browser never approved: it could be anyone's URI
+                await send_refusal(send, 400, f"The application's request is faulty: {error.description}.")
             return
         browser, cookies = binding(scope, self._front.secure)
         request["browser"] = browser
-        remembered = await self._records.marked("consent", self._consent_key(request))
-        if remembered:
+        if approved:
+            try:
+                await self._cap.take(scope, "sign-ins started")
+            except OAuthError as error:
+                await send_refusal(send, error.status, error.description)
+                return
             await self._to_upstream(send, request, cookies)
             return
-        handle = secrets.token_urlsafe(32)
-        await self._records.put("consent-request", handle, request, SIGN_IN_SECONDS)
+        sealed, _ = self._sealer.seal(request, principal=browser, digest=CONSENT_FORM)
         page = consent_page(
             client_name=client_name,
             client_id=request["client_id"],
@@ -129,7 +166,7 @@ class Authorization:
             scopes=request["scope"],
             resource=self._front.resource,
             action=self._front.url(CONSENT_PATH),
-            request=handle,
+            request=sealed,
         )
         await send_page(send, 200, page, cookies)
 
@@ -139,9 +176,18 @@ class Authorization:
         except OAuthError as error:
             await send_refusal(send, error.status, error.description)
             return
-        taken = await self._records.take("consent-request", form.get("request", ""), SIGN_IN_SECONDS)
-        request = taken.fresh
-        if request is None or not is_same_browser(scope, self._front.secure, request["browser"]):
+        found = browser_id(scope, self._front.secure)
+        try:
+            if found is None:
+                raise RequestStateError
+            request, nonce = self._sealer.open(form.get("request", ""), principal=digest(found), digest=CONSENT_FORM)
+            await self._cap.take(scope, "sign-ins started")
+        except RequestStateError:
+            request, nonce = None, ""
+        except OAuthError as error:
+            await send_refusal(send, error.status, error.description)
+            return
+        if request is None or not await self._records.claim("consent-form", nonce, SIGN_IN_SECONDS):
             await send_refusal(
                 send,
                 400,
@@ -153,12 +199,21 @@ class Authorization:
             denied = OAuthError("access_denied", "the user did not allow this application")
             await send_redirect(send, error_redirect(request, self._front.issuer, denied))
             return
-        await self._records.mark("consent", self._consent_key(request), CONSENT_SECONDS)
+        await self._records.mark("consent", consent_key(request["browser"], request), CONSENT_SECONDS)
         await self._to_upstream(send, request, ())
 
-    async def _client_request(self, parameters: dict[str, str]) -> dict[str, Any]:
+    async def _client_request(self, scope: Scope, parameters: dict[str, str]) -> dict[str, Any]:
         client_id = parameters.get("client_id", "")
-        client = await self._clients.find(client_id) if client_id else None
+        state = parameters.get("state")
+        if len(client_id) > MAX_URI_LENGTH:
+            raise OAuthError("invalid_request", f"The client ID is over {MAX_URI_LENGTH} characters.")
+        if state is not None and (len(state) > MAX_STATE_LENGTH or not set(state) <= STATE_CHARACTERS):
+            raise OAuthError(
+                "invalid_request",
+                f"The application's state parameter is over {MAX_STATE_LENGTH} characters or holds characters "
+                "other than visible ASCII.",
+            )
+        client = await self._clients.find(client_id, scope) if client_id else None
         if client is None:
             raise OAuthError(
                 "invalid_client",
@@ -170,16 +225,13 @@ class Authorization:
             redirect_uri = client.redirect_uris[0]
         if redirect_uri not in client.redirect_uris:
             raise OAuthError("invalid_request", "The redirect URI is not one this application registered.")
+        if redirect_uri_problem(redirect_uri):  # registered before today's checks: never redirected to
+            raise OAuthError("invalid_request", "The application's redirect URI is not one a browser may be sent to.")
         if "authorization_code" not in client.grant_types:
             raise OAuthError(
                 "unauthorized_client", "This application did not register for the authorization code grant."
             )
-        return {
-            "client_id": client_id,
-            "client_name": client.name,
-            "redirect_uri": redirect_uri,
-            "state": parameters.get("state"),
-        }
+        return {"client_id": client_id, "client_name": client.name, "redirect_uri": redirect_uri, "state": state}
 
     def _check(self, parameters: dict[str, str], request: dict[str, Any]) -> None:
         if parameters.get("response_type") != "code":
@@ -200,9 +252,6 @@ class Authorization:
             raise OAuthError("invalid_scope", f"unknown scope {unknown[0]!r}")
         granted = [item for item in requested if item in self._front.scopes] or list(self._front.scopes)
         request.update(code_challenge=challenge, scope=granted)
-
-    def _consent_key(self, request: dict[str, Any]) -> str:
-        return f"{request['browser']}|{request['client_id']}|{request['redirect_uri']}"
 
     async def _to_upstream(self, send: Send, request: dict[str, Any], cookies: tuple[str, ...]) -> None:
         state, verifier, nonce = (secrets.token_urlsafe(32) for _ in range(3))

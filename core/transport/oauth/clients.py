@@ -3,9 +3,7 @@ any host may register, at most `STRATUS_AUTH_REGISTRATIONS_PER_HOUR` from one so
 store shared by every container) and kept in the store for a time to live, or named by a client ID metadata
 document's URL; how their metadata is checked.
 
-Redirect URIs are compared exactly, as registered (OAuth 2.1 section 4.1.1: no pattern, no prefix). One may be
-https, http on a loopback host (RFC 8252 section 7.3: a native app's local listener), or a private-use scheme
-(RFC 8252 section 7.1); never a script, data or file URL, and never with a fragment (RFC 6749 section 3.1.2).
+Redirect URIs are checked as a browser will read them and then compared exactly (redirect_uris.py).
 
 Client ID metadata documents (the MCP 2025-11-25 authorization spec's preferred registration): a client whose ID is
 an https URL is described by the JSON document at that URL, whose `client_id` must be that URL. The URL comes from
@@ -35,6 +33,7 @@ from stratus.resilience.limiter import RateLimit
 from stratus.stores.base import RateLimitStore
 from stratus.transport.asgi import request_headers
 from stratus.transport.oauth.records import FrontRecords, digest
+from stratus.transport.oauth.redirect_uris import redirect_uri_problem
 from stratus.transport.oauth.replies import (
     OAuthError,
     read_limited,
@@ -43,15 +42,13 @@ from stratus.transport.oauth.replies import (
     send_preflight,
     source_address,
 )
+from stratus.transport.oauth.source_caps import SourceCap
 from stratus.types import Receive, Scope, Send
 
 AUTH_METHODS = ("none", "client_secret_basic", "client_secret_post")
 GRANT_TYPES = ("authorization_code", "refresh_token")
 MAX_REDIRECT_URIS = 10
-MAX_URI_LENGTH = 2000
 MAX_NAME_LENGTH = 200
-LOOPBACK_HOSTS = ("localhost", "127.0.0.1", "::1")
-REFUSED_SCHEMES = ("javascript", "data", "file", "vbscript", "blob", "about", "ftp", "ws", "wss")
 FETCH_SECONDS = 5.0
 MAX_DOCUMENT_BYTES = 5 * 1024
 """The draft's suggested bound: a client's metadata is a few hundred bytes."""
@@ -60,7 +57,7 @@ MIN_CACHE_SECONDS = 60
 MAX_CACHE_SECONDS = 86400
 _MAX_AGE = re.compile(r"max-age=(\d+)")
 
-DocumentFetch = Callable[[str], Awaitable["Client"]]
+DocumentFetch = Callable[[str, Scope], Awaitable["Client"]]
 
 
 @dataclass(frozen=True, slots=True)
@@ -91,29 +88,6 @@ class Client:
 
     def secret_matches(self, secret: str) -> bool:
         return self.secret_hash is not None and hmac.compare_digest(self.secret_hash, digest(secret))
-
-
-def redirect_uri_problem(uri: Any) -> str | None:
-    """Why `uri` cannot be a redirect URI, or None when it can."""
-    if not isinstance(uri, str) or not uri or len(uri) > MAX_URI_LENGTH:
-        return f"a redirect URI must be a string of 1 to {MAX_URI_LENGTH} characters"
-    try:
-        parts = urlsplit(uri)
-        host = parts.hostname
-    except ValueError:
-        return f"{uri!r} is not a URI"
-    scheme = parts.scheme.lower()
-    if not scheme:
-        return f"{uri!r} is not an absolute URI"
-    if parts.fragment or "#" in uri:
-        return f"{uri!r} has a fragment, which a redirect URI must not"
-    if scheme in REFUSED_SCHEMES:
-        return f"{uri!r}: the {scheme} scheme is not allowed"
-    if scheme in ("http", "https") and not host:
-        return f"{uri!r} has no host"
-    if scheme == "http" and host not in LOOPBACK_HOSTS:
-        return f"{uri!r}: http is allowed only for a loopback host (localhost, 127.0.0.1, [::1]); use https"
-    return None
 
 
 def client_metadata(document: Any, *, client_id: str, from_document: bool) -> tuple[Client, bool]:
@@ -175,14 +149,15 @@ class ClientRegistry:
         await self._records.put("client", client_id, client.record(), self._ttl)
         return client, answer
 
-    async def find(self, client_id: str) -> Client | None:
-        """The client with this ID: registered here, or (an https URL) described by its metadata document.
+    async def find(self, client_id: str, scope: Scope) -> Client | None:
+        """The client with this ID: registered here, or (an https URL) described by its metadata document (fetched,
+        when not kept, on the request `scope`'s account).
 
         Raises:
             OAuthError: a metadata document that cannot be fetched or is not valid (`invalid_client`).
         """
         if client_id.startswith("https://") and self._documents is not None:
-            return await self._documents(client_id)
+            return await self._documents(client_id, scope)
         record = await self._records.get("client", client_id)
         return None if record is None else Client.from_record(record)
 
@@ -190,10 +165,13 @@ class ClientRegistry:
 class Registration:
     """POST /register."""
 
-    def __init__(self, clients: ClientRegistry, limits: RateLimitStore, per_hour: int) -> None:
+    def __init__(
+        self, clients: ClientRegistry, limits: RateLimitStore, per_hour: int, *, trust_context_header: bool
+    ) -> None:
         self._clients = clients
         self._limits = limits
         self._limit = RateLimit(per_hour / 3600.0, float(per_hour))
+        self._trust_header = trust_context_header
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["method"] == "OPTIONS":
@@ -215,7 +193,9 @@ class Registration:
             metadata = json.loads(body)
         except (UnicodeDecodeError, ValueError):
             raise OAuthError("invalid_client_metadata", "the body is not JSON") from None
-        decision = await self._limits.acquire(f"oauth-register:{source_address(scope)}", self._limit)
+        decision = await self._limits.acquire(
+            f"oauth-register:{source_address(scope, trust_header=self._trust_header)}", self._limit
+        )
         if not decision.allowed:
             retry = max(1, round(decision.retry_after))
             raise OAuthError(
@@ -247,11 +227,12 @@ def url_problem(client_id: str) -> str | None:
 class ClientDocuments:
     """Finds a client by its metadata document's URL."""
 
-    def __init__(self, records: FrontRecords, guard: AddressGuard) -> None:
+    def __init__(self, records: FrontRecords, guard: AddressGuard, cap: SourceCap) -> None:
         self._records = records
         self._guard = guard
+        self._cap = cap
 
-    async def __call__(self, client_id: str) -> Client:
+    async def __call__(self, client_id: str, scope: Scope) -> Client:
         refused = url_problem(client_id)
         if refused:
             raise OAuthError(
@@ -260,6 +241,7 @@ class ClientDocuments:
         cached = await self._records.get("client-document", client_id)
         if cached is not None:
             return Client.from_record(cached)
+        await self._cap.take(scope, "client metadata documents fetched")
         document, max_age = await self._fetch(client_id)
         if not isinstance(document, dict) or document.get("client_id") != client_id:
             raise OAuthError("invalid_client", "the client's metadata document does not name its own URL as client_id")

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Callable
 from typing import Any, NamedTuple
 
 from stratus.stores.base import CacheStore
@@ -56,15 +57,24 @@ class FrontRecords:
     async def delete(self, kind: str, key: str) -> None:
         await self._cache.delete(self._key(kind, key))
 
-    async def take(self, kind: str, key: str, ttl_seconds: float) -> Taken:
+    async def take(
+        self, kind: str, key: str, ttl_seconds: float, check: Callable[[dict[str, Any]], None] | None = None
+    ) -> Taken:
         """The record, at most once: `ttl_seconds` must outlive the record, so that a late replay is still seen.
-        The record is read first, so a key that names nothing (a guess) writes nothing; a taken record stays until it
-        expires, so that its replay is known as one."""
+        The record is read first, so a key that names nothing (a guess) writes nothing, and `check` (which raises to
+        refuse the request) sees it before it is taken, so a refused request leaves it for the next honest one; a
+        taken record stays until it expires, so that its replay is known as one."""
         record = await self.get(kind, key)
         if record is None:
             return Taken(None, replayed=False)
+        if check is not None:
+            check(record)
         replayed = not await self._cache.claim(self._key(f"{kind}-taken", key), ttl_seconds)
         return Taken(record, replayed)
+
+    async def claim(self, kind: str, key: str, ttl_seconds: float) -> bool:
+        """Whether this is the first claim of `key` (a single-use form's nonce) in `ttl_seconds`."""
+        return await self._cache.claim(self._key(kind, key), ttl_seconds)
 
     async def mark(self, kind: str, key: str, ttl_seconds: float) -> None:
         """Note that `key` happened (a revoked grant), for `ttl_seconds`."""

@@ -15,7 +15,9 @@ from typing import Any
 from urllib.parse import parse_qsl, urlencode, urlsplit
 
 from stratus.net.request_body import BodyTooLargeError, read_body
-from stratus.transport.asgi import send_response
+from stratus.request.aws_context import request_context
+from stratus.transport.asgi import request_headers, send_response
+from stratus.transport.oauth.redirect_uris import destination
 from stratus.types import Receive, Scope, Send
 
 MAX_BODY_BYTES = 64 * 1024
@@ -119,8 +121,18 @@ async def send_redirect(send: Send, location: str, cookies: Iterable[str] = ()) 
     await send_with_cookies(send, 302, b"", {"location": location, "cache-control": "no-store"}, cookies)
 
 
-def source_address(scope: Scope) -> str:
-    """The client's address as the front door saw it (API Gateway's and Function URLs' `sourceIp`)."""
+def source_address(scope: Scope, *, trust_header: bool) -> str:
+    """The client's address as the front door saw it: the request context's `sourceIp` (API Gateway's and Function
+    URLs', which the client cannot write), else the connection's peer. Behind the Web Adapter the peer is what
+    uvicorn took from the client's own `X-Forwarded-For`, so there the context header must be trusted
+    (`STRATUS_TRUST_REQUEST_CONTEXT_HEADER`, as template.yaml sets it)."""
+    context = request_context(scope, request_headers(scope), trust_header=trust_header)
+    if context is not None:
+        for part in ("http", "identity"):  # payload 2.0 and Function URLs; REST API payload 1.0
+            section = context.get(part)
+            address = section.get("sourceIp") if isinstance(section, dict) else None
+            if isinstance(address, str) and address:
+                return address
     client = scope.get("client")
     return str(client[0]) if client else "unknown"
 
@@ -128,8 +140,7 @@ def source_address(scope: Scope) -> str:
 def consent_page(
     *, client_name: str, client_id: str, redirect_uri: str, scopes: list[str], resource: str, action: str, request: str
 ) -> bytes:
-    where = urlsplit(redirect_uri)
-    destination = where.netloc if where.scheme in ("http", "https") else f"{where.scheme}:"
+    where = destination(redirect_uri)
     name = escape(client_name or "An application")
     scope_items = "".join(f"<li><code>{escape(scope)}</code></li>" for scope in scopes) or "<li>no scopes</li>"
     return f"""<!doctype html>
@@ -138,7 +149,7 @@ def consent_page(
 <p>{name} registered itself; this server has not verified it. Its client ID is <code>{escape(client_id)}</code>.</p>
 <p>If you allow it, you will sign in, and the application will act as you at <code>{escape(resource)}</code> with:</p>
 <ul>{scope_items}</ul>
-<p>After you sign in, your browser goes to <code>{escape(destination)}</code>. Allow only an application you
+<p>After you sign in, your browser goes to <code>{escape(where)}</code>. Allow only an application you
 just started yourself.</p>
 <form method="post" action="{escape(action)}">
 <input type="hidden" name="request" value="{escape(request)}">

@@ -15,6 +15,7 @@ from __future__ import annotations
 import base64
 import binascii
 import logging
+import re
 import secrets
 import time
 from collections.abc import Awaitable, Callable, Mapping
@@ -31,6 +32,8 @@ from stratus.transport.oauth.replies import OAuthError, read_form, send_error, s
 from stratus.types import Receive, Scope, Send
 
 logger = logging.getLogger("stratus.auth")
+PKCE_VERIFIER = re.compile(r"[A-Za-z0-9\-._~]{43,128}")
+"""RFC 7636 section 4.1: what a code_verifier may be (so only ASCII reaches the hash)."""
 ClientRequest = Callable[[Client, dict[str, str]], Awaitable[dict[str, Any]]]
 
 
@@ -47,7 +50,9 @@ def _basic(header: str) -> tuple[str, str] | None:
     return unquote(client_id), unquote(secret)
 
 
-async def authenticate_client(clients: ClientRegistry, form: Mapping[str, str], headers: Mapping[str, str]) -> Client:
+async def authenticate_client(
+    clients: ClientRegistry, form: Mapping[str, str], headers: Mapping[str, str], scope: Scope
+) -> Client:
     basic = _basic(headers.get("authorization", ""))
     challenge = {"www-authenticate": 'Basic realm="token"'} if basic else {}
     if basic is not None:
@@ -59,7 +64,7 @@ async def authenticate_client(clients: ClientRegistry, form: Mapping[str, str], 
     if not client_id:
         raise OAuthError("invalid_client", "no client_id", 401, challenge)
     try:
-        client = await clients.find(client_id)
+        client = await clients.find(client_id, scope)
     except OAuthError as error:
         raise OAuthError("invalid_client", error.description, 401, challenge) from None
     if client is None:
@@ -94,7 +99,7 @@ class Tokens:
         try:
             headers = request_headers(scope)
             form = await read_form(scope, receive, headers)
-            answer = await handle(await authenticate_client(self._clients, form, headers), form)
+            answer = await handle(await authenticate_client(self._clients, form, headers, scope), form)
         except OAuthError as error:
             await send_error(send, error)
             return
@@ -121,8 +126,19 @@ class Tokens:
             raise OAuthError("invalid_request", "no code")
         if not verifier:
             raise OAuthError("invalid_request", "PKCE is required: no code_verifier")
+        if not PKCE_VERIFIER.fullmatch(verifier):
+            raise OAuthError("invalid_request", "code_verifier must be 43 to 128 unreserved characters (RFC 7636)")
         self._check_resource(form)
-        taken = await self._records.take("code", code, CODE_SECONDS)
+
+        def check(grant: dict[str, Any]) -> None:
+            if grant["client_id"] != client.client_id:
+                raise OAuthError("invalid_grant", "the code was issued to another client")
+            if form.get("redirect_uri", grant["redirect_uri"]) != grant["redirect_uri"]:
+                raise OAuthError("invalid_grant", "redirect_uri is not the one the code was requested with")
+            if not secrets.compare_digest(s256(verifier), grant["code_challenge"]):
+                raise OAuthError("invalid_grant", "the code_verifier does not match the code_challenge")
+
+        taken = await self._records.take("code", code, CODE_SECONDS, check)
         if taken.replayed:
             await self._revoke_grant(taken.record)
             logger.warning(
@@ -132,12 +148,6 @@ class Tokens:
         grant = taken.record
         if grant is None:
             raise OAuthError("invalid_grant", "the code is unknown or expired")
-        if grant["client_id"] != client.client_id:
-            raise OAuthError("invalid_grant", "the code was issued to another client")
-        if form.get("redirect_uri", grant["redirect_uri"]) != grant["redirect_uri"]:
-            raise OAuthError("invalid_grant", "redirect_uri is not the one the code was requested with")
-        if not secrets.compare_digest(s256(verifier), grant["code_challenge"]):
-            raise OAuthError("invalid_grant", "the code_verifier does not match the code_challenge")
         return await self._issue(client, grant, grant["scope"])
 
     async def _refresh(self, client: Client, form: dict[str, str]) -> dict[str, Any]:
@@ -145,7 +155,15 @@ class Tokens:
         if not token:
             raise OAuthError("invalid_request", "no refresh_token")
         self._check_resource(form)
-        taken = await self._records.take("refresh", token, self._front.refresh_seconds)
+        asked = form["scope"].split() if "scope" in form else None
+
+        def check(grant: dict[str, Any]) -> None:
+            if grant["client_id"] != client.client_id:
+                raise OAuthError("invalid_grant", "the refresh token was issued to another client")
+            if asked is not None and not set(asked) <= set(grant["scope"]):
+                raise OAuthError("invalid_scope", "a refresh may only narrow the scope granted")
+
+        taken = await self._records.take("refresh", token, self._front.refresh_seconds, check)
         if taken.replayed:
             await self._revoke_grant(taken.record)
             logger.warning("a refresh token was presented twice (client %s); its grant is revoked", client.client_id)
@@ -153,15 +171,7 @@ class Tokens:
         grant = taken.record
         if grant is None or await self._records.marked("revoked-grant", grant["grant"]):
             raise OAuthError("invalid_grant", "the refresh token is unknown, expired or revoked")
-        if grant["client_id"] != client.client_id:
-            raise OAuthError("invalid_grant", "the refresh token was issued to another client")
-        scopes = grant["scope"]
-        if "scope" in form:
-            asked = form["scope"].split()
-            if not set(asked) <= set(scopes):
-                raise OAuthError("invalid_scope", "a refresh may only narrow the scope granted")
-            scopes = asked
-        return await self._issue(client, grant, scopes)
+        return await self._issue(client, grant, grant["scope"] if asked is None else asked)
 
     def _check_resource(self, form: dict[str, str]) -> None:
         resource = form.get("resource")

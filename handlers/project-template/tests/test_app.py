@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import secrets
 from collections.abc import Iterator
 from typing import Any
 
@@ -40,7 +41,7 @@ def handler(monkeypatch: pytest.MonkeyPatch) -> Iterator[Any]:
     asyncio.set_event_loop(loop)
     with mock_aws():
         boto3.client("dynamodb").create_table(**table_definition(TABLE))
-        built = make_handler(server, Settings(store=f"dynamodb://{TABLE}", secret_key="test-only"))
+        built = make_handler(server, Settings(store=f"dynamodb://{TABLE}", secret_key=secrets.token_hex(32)))
         yield built
         built.close()
     asyncio.set_event_loop(None)

@@ -99,3 +99,16 @@ async def test_a_document_that_cannot_be_fetched_is_refused(front: Front, docume
     async with httpx.AsyncClient(timeout=20) as browser:
         answer = await browser.get(authorize_url(front, f"{documents.base}/clients/missing.json"))
     assert answer.status_code == 400 and "answered 404" in answer.text
+
+
+async def test_first_fetches_of_documents_from_one_address_are_capped_naming_the_setting(documents: Documents) -> None:
+    """Each new document URL is a fetch and a kept record: one address may cause ten an hour per registration
+    STRATUS_AUTH_REGISTRATIONS_PER_HOUR allows it (here 1), and the eleventh is neither fetched nor kept."""
+    client_ids = [documents.add(f"/clients/flood-{n}.json") for n in range(11)]
+    with serving_front(gateway_allowed_networks=("127.0.0.0/8",), auth_registrations_per_hour=1) as capped:
+        fetched = documents.fetches
+        async with httpx.AsyncClient(timeout=20) as browser:
+            answers = [await browser.get(authorize_url(capped, client_id)) for client_id in client_ids]
+    assert [answer.status_code for answer in answers] == [200] * 10 + [429]
+    assert "STRATUS_AUTH_REGISTRATIONS_PER_HOUR" in answers[-1].text
+    assert documents.fetches == fetched + 10

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import json
 import uuid
 from collections.abc import AsyncIterator
 from urllib.parse import parse_qs, urlsplit
@@ -13,6 +14,8 @@ import pytest
 from stratus import McpServer, Settings, build_app
 from stratus.auth.front_config import FrontConfig
 from stratus.transport.oauth.upstream import discovery_url
+from tests.fixtures.keys import SECRET_KEY
+from tests.fixtures.servers import uvicorn_serving
 from tests.fixtures.store_backends import REDIS_URL
 
 pytestmark = pytest.mark.anyio
@@ -127,6 +130,30 @@ async def test_a_flood_of_registrations_from_one_address_is_refused_naming_the_s
     assert int(refused.headers["retry-after"]) >= 1
 
 
+@pytest.mark.uvicorn
+async def test_the_registration_cap_counts_the_request_contexts_address_not_the_clients_forwarded_for() -> None:
+    """Behind the Web Adapter uvicorn takes the peer address from X-Forwarded-For, which the client writes; the
+    adapter's request context header (trusted with STRATUS_TRUST_REQUEST_CONTEXT_HEADER) holds the real one."""
+    app = build_app(
+        McpServer("front"), front_settings(auth_registrations_per_hour=3, trust_request_context_header=True)
+    )
+
+    def from_address(source: str, forged: int) -> dict[str, str]:
+        context = json.dumps({"http": {"sourceIp": source}, "domainName": "mcp.example.com"})
+        return {"x-amzn-request-context": context, "x-forwarded-for": f"198.51.100.{forged}", "host": "mcp.example.com"}
+
+    with uvicorn_serving(app) as url:
+        async with httpx.AsyncClient(base_url=url) as http:
+            document = {"redirect_uris": [REDIRECT], "token_endpoint_auth_method": "none"}
+            one = [
+                await http.post("/register", json=document, headers=from_address("203.0.113.7", n)) for n in range(4)
+            ]
+            other = await http.post("/register", json=document, headers=from_address("203.0.113.8", 9))
+    await app.shutdown()
+    assert [answer.status_code for answer in one] == [201, 201, 201, 429]
+    assert other.status_code == 201
+
+
 def authorize_query(client_id: str, **changes: str) -> dict[str, str]:
     parameters = {
         "response_type": "code",
@@ -151,29 +178,68 @@ async def test_an_unknown_client_or_unregistered_redirect_gets_a_page_not_a_redi
     assert elsewhere.status_code == 400 and "location" not in elsewhere.headers
 
 
-@pytest.mark.parametrize(
-    ("changes", "error"),
-    [
-        ({"code_challenge": ""}, "invalid_request"),
-        ({"code_challenge_method": "plain"}, "invalid_request"),
-        ({"response_type": "token"}, "unsupported_response_type"),
-        ({"resource": "https://other.example.com/mcp"}, "invalid_target"),
-        ({"scope": "admin:everything"}, "invalid_scope"),
-    ],
-)
-async def test_a_faulty_authorization_request_goes_back_to_the_client_with_the_rfc_error(
-    http: httpx.AsyncClient, changes: dict[str, str], error: str
-) -> None:
-    client_id = (await register(http)).json()["client_id"]
+async def approved(http: httpx.AsyncClient, client_id: str) -> None:
+    """This browser approves the client (the sign-in it starts then fails at the unreachable upstream)."""
+    page = await http.get("/authorize", params=authorize_query(client_id))
+    handle = page.text.split('name="request" value="', 1)[1].split('"', 1)[0]
+    allowed = await http.post("/oauth/consent", data={"request": handle, "decision": "allow"})
+    assert allowed.status_code == 302
+    assert parse_qs(urlsplit(allowed.headers["location"]).query)["error"] == ["temporarily_unavailable"]
+
+
+FAULTS = [
+    ({"code_challenge": ""}, "invalid_request"),
+    ({"code_challenge_method": "plain"}, "invalid_request"),
+    ({"response_type": "token"}, "unsupported_response_type"),
+    ({"resource": "https://other.example.com/mcp"}, "invalid_target"),
+    ({"scope": "admin:everything"}, "invalid_scope"),
+]
+
+
+def faulty(client_id: str, changes: dict[str, str]) -> dict[str, str]:
     parameters = authorize_query(client_id, **changes)
     if changes.get("code_challenge") == "":
         del parameters["code_challenge"]
-    answer = await http.get("/authorize", params=parameters)
+    return parameters
+
+
+@pytest.mark.parametrize(("changes", "error"), FAULTS)
+async def test_a_faulty_authorization_request_goes_back_to_a_client_this_browser_approved_with_the_rfc_error(
+    http: httpx.AsyncClient, changes: dict[str, str], error: str
+) -> None:
+    client_id = (await register(http)).json()["client_id"]
+    await approved(http, client_id)
+    answer = await http.get("/authorize", params=faulty(client_id, changes))
     assert answer.status_code == 302
     location = urlsplit(answer.headers["location"])
     assert f"{location.scheme}://{location.netloc}{location.path}" == REDIRECT
     sent_back = parse_qs(location.query)
     assert sent_back["error"] == [error] and sent_back["state"] == ["xyz"] and sent_back["iss"] == [ISSUER]
+
+
+@pytest.mark.parametrize(("changes", "error"), FAULTS)
+async def test_a_faulty_authorization_request_for_a_client_this_browser_never_approved_gets_a_page_not_a_redirect(
+    http: httpx.AsyncClient, changes: dict[str, str], error: str
+) -> None:
+    client_id = (await register(http)).json()["client_id"]
+    answer = await http.get("/authorize", params=faulty(client_id, changes))
+    assert answer.status_code == 400 and "location" not in answer.headers
+    assert answer.headers["content-type"].startswith("text/html") and "xyz" not in answer.text
+
+
+@pytest.mark.parametrize("state", ["s" * 1025, "caf\u00e9", "a\nb"])
+async def test_a_state_over_its_bound_or_outside_visible_ascii_gets_a_page(http: httpx.AsyncClient, state: str) -> None:
+    client_id = (await register(http)).json()["client_id"]
+    answer = await http.get("/authorize", params=authorize_query(client_id, state=state))
+    assert answer.status_code == 400 and "location" not in answer.headers and "1024" in answer.text
+
+
+async def test_sign_ins_one_address_starts_are_capped_naming_the_setting(http: httpx.AsyncClient) -> None:
+    client_id = (await register(http)).json()["client_id"]
+    await approved(http, client_id)  # one sign-in of the 30 an hour three registrations allow
+    answers = [await http.get("/authorize", params=authorize_query(client_id)) for _ in range(30)]
+    assert [answer.status_code for answer in answers] == [302] * 29 + [429]
+    assert "STRATUS_AUTH_REGISTRATIONS_PER_HOUR" in answers[-1].text
 
 
 async def test_a_new_client_gets_a_consent_page_that_cannot_be_framed(http: httpx.AsyncClient) -> None:
@@ -268,13 +334,40 @@ def test_the_upstream_issuer_is_kept_exactly_and_its_discovery_url_has_one_slash
     assert discovery_url(issuer) == url
 
 
+async def test_anonymous_authorization_requests_write_nothing_to_the_store() -> None:
+    """The pending consent is the sealed form, not a record: browsers that have not approved the client, each with a
+    state at its bound, leave the store as it was."""
+    import redis.asyncio as redis
+
+    prefix = f"front-{uuid.uuid4().hex[:12]}"
+    settings = front_settings(store=REDIS_URL, store_prefix=prefix, secret_key=SECRET_KEY)
+    app = build_app(McpServer("front"), settings)
+    connection = redis.Redis.from_url(REDIS_URL)
+    try:
+        async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url=ISSUER) as http:
+            client_id = (await register(http)).json()["client_id"]
+            before = {key async for key in connection.scan_iter(f"{prefix}*")}
+            for _ in range(50):
+                http.cookies.clear()
+                page = await http.get("/authorize", params=authorize_query(client_id, state="s" * 1024))
+                assert page.status_code == 200
+            after = {key async for key in connection.scan_iter(f"{prefix}*")}
+    finally:
+        await app.shutdown()
+        keys = [key async for key in connection.scan_iter(f"{prefix}*")]
+        if keys:
+            await connection.delete(*keys)
+        await connection.aclose()
+    assert after == before
+
+
 async def test_guessed_codes_and_refresh_tokens_write_nothing_to_the_store() -> None:
     """A guess at /token, /oauth/consent or /oauth/callback is read and refused: no claim is written for a key that
     names no record (a refresh token's would last 30 days), so guessing cannot fill the store."""
     import redis.asyncio as redis
 
     prefix = f"front-{uuid.uuid4().hex[:12]}"
-    settings = front_settings(store=REDIS_URL, store_prefix=prefix, secret_key="front-tests")
+    settings = front_settings(store=REDIS_URL, store_prefix=prefix, secret_key=SECRET_KEY)
     app = build_app(McpServer("front"), settings)
     connection = redis.Redis.from_url(REDIS_URL)
     try:

@@ -201,6 +201,37 @@ async def test_a_code_issued_to_another_client_or_another_redirect_is_refused(
     assert elsewhere.status_code == 400 and elsewhere.json()["error"] == "invalid_grant"
 
 
+async def test_a_refused_code_redemption_leaves_the_code_for_the_clients_honest_try(
+    front: Front, http: httpx.AsyncClient
+) -> None:
+    client_id = await register(http)
+    verifier, challenge = pkce()
+    code = await code_for(front, client_id, challenge)
+    elsewhere = await exchange(
+        http, client_id=client_id, code=code, code_verifier=verifier, redirect_uri="http://127.0.0.1:1/elsewhere"
+    )
+    assert elsewhere.status_code == 400 and elsewhere.json()["error"] == "invalid_grant"
+    wrong = await exchange(http, client_id=client_id, code=code, code_verifier=pkce()[0])
+    assert wrong.status_code == 400 and wrong.json()["error"] == "invalid_grant"
+    not_ascii = await exchange(http, client_id=client_id, code=code, code_verifier="\u00e9" * 43)
+    assert not_ascii.status_code == 400 and not_ascii.json()["error"] == "invalid_request"
+    honest = await exchange(http, client_id=client_id, code=code, code_verifier=verifier)
+    assert honest.status_code == 200, honest.text
+    assert (await call_tool(front, honest.json()["access_token"])).status_code == 200
+
+
+async def test_a_refused_refresh_leaves_the_refresh_token_for_the_clients_honest_try(
+    front: Front, http: httpx.AsyncClient
+) -> None:
+    client_id, tokens = await signed_in(front, http)
+    refresh = {"grant_type": "refresh_token", "client_id": client_id, "refresh_token": tokens["refresh_token"]}
+    wider = await http.post("/token", data={**refresh, "scope": "notes:write admin:everything"})
+    assert wider.status_code == 400 and wider.json()["error"] == "invalid_scope"
+    honest = await http.post("/token", data=refresh)
+    assert honest.status_code == 200, honest.text
+    assert (await call_tool(front, honest.json()["access_token"])).status_code == 200
+
+
 async def test_refresh_tokens_rotate_and_a_replayed_one_revokes_the_grant(
     front: Front, http: httpx.AsyncClient
 ) -> None:

@@ -17,6 +17,7 @@ from stratus import Context, McpServer, Settings, build_app
 from stratus.gateway.config import Upstream
 from stratus.gateway.served import GatewayServer
 from stratus.metrics import LocalMetrics
+from tests.fixtures.keys import SECRET_KEY
 from tests.fixtures.processes import stratus_process
 from tests.fixtures.sdk_answers import ASKED, call_the_asking_tools
 from tests.fixtures.servers import uvicorn_serving
@@ -28,7 +29,7 @@ LOOPBACK = ("127.0.0.0/8",)
 
 @pytest.fixture(scope="module")
 def gateway_url() -> Iterator[str]:
-    with stratus_process("tests.fixtures.apps:shared", {"STRATUS_SECRET_KEY": "k"}) as upstream:
+    with stratus_process("tests.fixtures.apps:shared", {"STRATUS_SECRET_KEY": SECRET_KEY}) as upstream:
         gateway = GatewayServer(
             [Upstream(name="shared", transport="http", url=f"{upstream}/mcp", namespaced=False)],
             allowed_networks=LOOPBACK,
@@ -84,7 +85,7 @@ async def test_an_upstreams_list_change_drops_its_cached_lists_and_reaches_the_g
     pinned: str | None,
 ) -> None:
     heard = threading.Event()
-    with stratus_process("tests.fixtures.apps:shared", {"STRATUS_SECRET_KEY": "k"}) as upstream:
+    with stratus_process("tests.fixtures.apps:shared", {"STRATUS_SECRET_KEY": SECRET_KEY}) as upstream:
         gateway = GatewayServer(
             [Upstream(name="up", transport="http", url=f"{upstream}/mcp", protocol_version=pinned)],
             allowed_networks=LOOPBACK,

@@ -22,6 +22,7 @@ from stratus.gateway.served import GatewayServer
 from stratus.stores.base import StoreOptions
 from stratus.stores.factory import build_stores
 from tests.fixtures import sdk_upstream
+from tests.fixtures.keys import SECRET_KEY
 from tests.fixtures.servers import uvicorn_serving
 from tests.fixtures.wire import BASE_HEADERS, STATELESS, McpHttp, stateless_meta
 
@@ -40,7 +41,7 @@ def _container(url: str, prefix: str, version: str | None = "2025-11-25") -> Any
     gateway = GatewayServer([upstream], allowed_networks=["127.0.0.0/8"], use_records=False)
     stores = build_stores("redis://127.0.0.1:6379/0", StoreOptions(session_ttl_seconds=600, prefix=prefix))
     # The subscriber's GET stream holds until the update arrives.
-    return build_app(gateway, Settings(secret_key="k", poll_hold_seconds=30), stores=stores)
+    return build_app(gateway, Settings(secret_key=SECRET_KEY, poll_hold_seconds=30), stores=stores)
 
 
 async def test_an_upstream_resource_update_reaches_the_subscriber_on_another_container() -> None:

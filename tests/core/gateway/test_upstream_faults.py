@@ -26,12 +26,13 @@ from stratus.resilience.breaker import BreakerPolicy
 from stratus.stores.base import StoreOptions
 from stratus.stores.factory import build_stores
 from tests.fixtures.clocks import FakeClock
+from tests.fixtures.keys import SECRET_KEY
 from tests.fixtures.processes import ServerUrl, free_port, stratus_process
 from tests.fixtures.servers import uvicorn_serving
 from tests.fixtures.wire import BASE_HEADERS, McpHttp
 
 pytestmark = [pytest.mark.anyio, pytest.mark.uvicorn]
-UPSTREAM_ENV = {"STRATUS_SECRET_KEY": "k"}
+UPSTREAM_ENV = {"STRATUS_SECRET_KEY": SECRET_KEY}
 
 
 def call(request_id: int, tool: str, arguments: dict[str, Any]) -> dict[str, Any]:

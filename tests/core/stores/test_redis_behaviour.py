@@ -25,6 +25,7 @@ from stratus.stores.redis.builder import redis_stores
 from stratus.stores.redis.client import MAX_CONNECTIONS, redis_client
 from stratus.stores.redis.lua import SESSION_CREATE
 from stratus.transport.app import build_app
+from tests.fixtures.keys import SECRET_KEY
 from tests.fixtures.redis_server import OwnRedis
 from tests.fixtures.store_backends import REDIS_URL
 from tests.fixtures.wire import McpHttp
@@ -100,7 +101,7 @@ async def test_redis_stopped_mid_run_gives_bounded_503s_then_recovers(own_redis:
     import httpx
 
     metrics = LocalMetrics()
-    settings = Settings(store=own_redis.url, secret_key="test-key", store_timeout_seconds=1.0)
+    settings = Settings(store=own_redis.url, secret_key=SECRET_KEY, store_timeout_seconds=1.0)
     app = build_app(fault_server(), settings, metrics=metrics)
     async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://localhost") as http:
         mcp = McpHttp(http)
@@ -129,7 +130,7 @@ async def test_limits_can_fail_closed_instead(own_redis: OwnRedis) -> None:
     import httpx
 
     settings = Settings(
-        store=own_redis.url, secret_key="k", store_timeout_seconds=1.0, limits_on_store_failure="closed"
+        store=own_redis.url, secret_key=SECRET_KEY, store_timeout_seconds=1.0, limits_on_store_failure="closed"
     )
     app = build_app(fault_server(), settings)
     async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://localhost") as http:

@@ -6,6 +6,7 @@ import pytest
 
 from stratus.settings import Settings, SettingsError
 from stratus.stores.urls import StoreConfigError, StoreUrl, parse_store_url
+from tests.fixtures.keys import SECRET_KEY
 
 
 def test_a_cluster_url_names_its_nodes_and_keeps_credentials_tls_and_options_for_each() -> None:
@@ -53,6 +54,6 @@ def test_a_cluster_is_a_shared_store_so_it_needs_the_shared_secret() -> None:
     url = "redis+cluster://10.0.0.1:7000,10.0.0.2:7000"
     with pytest.raises(SettingsError, match="STRATUS_SECRET_KEY must be set"):
         Settings.from_env({"STRATUS_STORE": url})
-    assert Settings.from_env({"STRATUS_STORE": url, "STRATUS_SECRET_KEY": "k"}).store == url
+    assert Settings.from_env({"STRATUS_STORE": url, "STRATUS_SECRET_KEY": SECRET_KEY}).store == url
     with pytest.raises(SettingsError, match="redis\\+cluster://HOST:PORT"):
-        Settings.from_env({"STRATUS_STORE": "rediscluster://10.0.0.1", "STRATUS_SECRET_KEY": "k"})
+        Settings.from_env({"STRATUS_STORE": "rediscluster://10.0.0.1", "STRATUS_SECRET_KEY": SECRET_KEY})

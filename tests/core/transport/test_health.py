@@ -10,6 +10,7 @@ import pytest
 from stratus import Settings, build_app
 from stratus.transport.health import CENSUS_SECONDS
 from tests.fixtures.clients import client_for
+from tests.fixtures.keys import SECRET_KEY
 from tests.fixtures.sample_server import server
 
 pytestmark = pytest.mark.anyio
@@ -84,7 +85,7 @@ async def test_an_unreachable_store_makes_health_503_naming_the_check_while_live
     caplog: pytest.LogCaptureFixture,
 ) -> None:
     port = closed_port()
-    settings = Settings(store=f"redis://127.0.0.1:{port}/0", secret_key="k", store_timeout_seconds=0.5)
+    settings = Settings(store=f"redis://127.0.0.1:{port}/0", secret_key=SECRET_KEY, store_timeout_seconds=0.5)
     async with client_for(server, settings) as http:
         health = await http.get("/health")
         assert health.status_code == 503

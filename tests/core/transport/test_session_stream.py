@@ -24,6 +24,7 @@ import pytest
 from stratus import Settings, build_app
 from stratus.protocol.notifications import Position
 from tests.fixtures.apps import shared
+from tests.fixtures.keys import SECRET_KEY
 from tests.fixtures.processes import shared_store_environment, stratus_processes
 from tests.fixtures.redis_server import OwnRedis
 from tests.fixtures.servers import uvicorn_serving
@@ -41,7 +42,7 @@ from tests.fixtures.streams import (
 from tests.fixtures.wire import BASE_HEADERS, McpHttp, initialize_message, sse_fields
 
 SHARED_APP = "tests.fixtures.apps:shared"
-POLLED = {"STRATUS_SECRET_KEY": "k", "STRATUS_POLL_HOLD_SECONDS": "0"}
+POLLED = {"STRATUS_SECRET_KEY": SECRET_KEY, "STRATUS_POLL_HOLD_SECONDS": "0"}
 """Streams that end once they relayed what is there, as on Lambda by default (`stratus serve` holds them)."""
 
 pytestmark = [pytest.mark.anyio, pytest.mark.uvicorn]
@@ -130,7 +131,7 @@ async def test_a_poll_on_one_process_gets_what_was_published_on_another_since_it
         assert again[0]["data"] == relayed[1]["data"]
 
 
-HOLDING = {"STRATUS_SECRET_KEY": "k", "STRATUS_POLL_HOLD_SECONDS": "30"}
+HOLDING = {"STRATUS_SECRET_KEY": SECRET_KEY, "STRATUS_POLL_HOLD_SECONDS": "30"}
 
 
 async def test_a_reconnect_takes_over_a_held_stream_at_once_and_the_older_stops_before_its_next_event(
@@ -181,7 +182,7 @@ async def test_deleting_the_session_on_one_process_ends_its_held_get_stream_on_a
 
 
 async def test_a_get_stream_needs_a_live_session_of_the_caller() -> None:
-    environment = {"STRATUS_SECRET_KEY": "k"}
+    environment = {"STRATUS_SECRET_KEY": SECRET_KEY}
     with stratus_processes(1, "tests.fixtures.apps:shared", environment) as (only,):
         async with httpx.AsyncClient(base_url=only, timeout=10) as http:
             unknown = await http.get("/mcp", headers={**BASE_HEADERS, "mcp-session-id": "nope"})
@@ -196,7 +197,7 @@ async def test_a_get_stream_needs_a_live_session_of_the_caller() -> None:
 
 
 async def test_a_server_with_nothing_to_notify_answers_get_with_405_so_clients_do_not_poll() -> None:
-    with stratus_processes(1, "tests.fixtures.apps:fixed", {"STRATUS_SECRET_KEY": "k"}) as (only,):
+    with stratus_processes(1, "tests.fixtures.apps:fixed", {"STRATUS_SECRET_KEY": SECRET_KEY}) as (only,):
         async with httpx.AsyncClient(base_url=only, timeout=10) as http:
             opened = await McpHttp(http).post(initialize_message("2025-11-25", 1))
             assert opened.json()["result"]["capabilities"]["tools"] == {}  # no listChanged
@@ -222,7 +223,7 @@ async def test_a_sessions_newer_events_stream_takes_over_the_older_which_ends() 
 async def test_a_stream_whose_store_fails_under_it_still_ends_with_a_complete_response(
     kind: str, own_redis: OwnRedis, caplog: pytest.LogCaptureFixture
 ) -> None:
-    settings = Settings(store=own_redis.url, secret_key="k", store_timeout_seconds=0.5, poll_hold_seconds=30)
+    settings = Settings(store=own_redis.url, secret_key=SECRET_KEY, store_timeout_seconds=0.5, poll_hold_seconds=30)
     server_log = logging.getLogger("uvicorn.error")
     with uvicorn_serving(build_app(shared, settings), lifespan="on") as url:
         server_log.addHandler(caplog.handler)
@@ -277,7 +278,7 @@ async def test_a_newer_resumption_of_a_calls_stream_takes_over_and_the_older_sto
 
 async def test_a_stream_resumes_with_last_event_id_on_the_other_process(request: pytest.FixtureRequest) -> None:
     environment = {
-        "STRATUS_SECRET_KEY": "k",
+        "STRATUS_SECRET_KEY": SECRET_KEY,
         "STRATUS_STORE": "redis://127.0.0.1:6379/0",
         "STRATUS_STORE_PREFIX": f"resume-{secrets.token_hex(4)}",
     }
@@ -306,7 +307,7 @@ async def test_a_stream_resumes_with_last_event_id_on_the_other_process(request:
 
 async def test_a_dropped_stream_is_followed_on_the_other_process_until_the_call_ends() -> None:
     environment = {
-        "STRATUS_SECRET_KEY": "k",
+        "STRATUS_SECRET_KEY": SECRET_KEY,
         "STRATUS_STORE": "redis://127.0.0.1:6379/0",
         "STRATUS_STORE_PREFIX": f"follow-{secrets.token_hex(4)}",
         "STRATUS_POLL_HOLD_SECONDS": "1",

@@ -21,6 +21,7 @@ import httpx
 import pytest
 
 from stratus import McpServer, Settings, build_app
+from tests.fixtures.keys import SECRET_KEY
 from tests.fixtures.redis_server import OwnRedis
 from tests.fixtures.servers import uvicorn_serving
 from tests.fixtures.wire import BASE_HEADERS, initialize_message, sse_fields
@@ -117,7 +118,7 @@ def test_an_initialize_slower_than_the_keepalive_interval_answers_json_with_its_
     own_redis: OwnRedis,
 ) -> None:
     """The store is paused (CLIENT PAUSE) for longer than the keep-alive interval while the session is created."""
-    settings = Settings(store=own_redis.url, secret_key="k", keepalive_seconds=0.05, max_sessions=0)
+    settings = Settings(store=own_redis.url, secret_key=SECRET_KEY, keepalive_seconds=0.05, max_sessions=0)
     app = build_app(_server(), settings)
     with uvicorn_serving(app, lifespan="on") as base, httpx.Client(base_url=base, timeout=5) as http:
         assert http.post("/mcp", json=initialize_message(), headers=BASE_HEADERS).status_code == 200  # connected
