@@ -31,6 +31,7 @@ from stratus.emulator.local_aws import LocalAws
 from stratus.emulator.throughput import SSM_STANDARD_TPS, Throughput
 from tests.fixtures.clocks import FakeClock
 from tests.fixtures.emulated_stack import HEADERS, TEMPLATE, VERSION, initialize, serving
+from tests.fixtures.keys import SECRET_KEY
 from tests.fixtures.moto_server import SerialMotoServer, client_keys
 
 pytestmark = [pytest.mark.anyio, pytest.mark.uvicorn]
@@ -49,7 +50,7 @@ def aws() -> Iterator[LocalAws]:
     endpoint = server.start()
     try:
         ssm = boto3.client("ssm", endpoint_url=endpoint, region_name="us-east-1", **client_keys())
-        ssm.put_parameter(Name=SECRET_PARAMETER, Value="throttled-secret", Type="SecureString", Overwrite=True)
+        ssm.put_parameter(Name=SECRET_PARAMETER, Value=SECRET_KEY, Type="SecureString", Overwrite=True)
         environment = {
             "STRATUS_SECRET_KEY": f"ssm:{SECRET_PARAMETER}",
             "AWS_ENDPOINT_URL_SSM": endpoint,
