@@ -22,7 +22,6 @@ import os
 import random
 import time
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
 from typing import Any
 
 from stratus import Settings
@@ -68,16 +67,26 @@ INVOCATION_PATIENCE_SECONDS = 30.0
 _read: dict[str, str] = {}
 
 
-@dataclass(frozen=True)
 class Patience:
     """How long reads may wait out throttling (`seconds` from the first read) and how they wait: before retry `n`,
     a pause of `random() * min(LONGEST_PAUSE_SECONDS, FIRST_PAUSE_SECONDS * 2**n)` (full jitter), never past the
     deadline."""
 
-    seconds: float = INIT_PATIENCE_SECONDS
-    sleep: Callable[[float], None] = time.sleep
-    random: Callable[[], float] = random.random
-    monotonic: Callable[[], float] = time.monotonic
+    # A plain class, not a dataclass: every cold start imports this module, and a dataclass costs about 4 M
+    # instructions to build (docs/benchmarks.md).
+    __slots__ = ("monotonic", "random", "seconds", "sleep")
+
+    def __init__(
+        self,
+        seconds: float = INIT_PATIENCE_SECONDS,
+        sleep: Callable[[float], None] = time.sleep,
+        random: Callable[[], float] = random.random,
+        monotonic: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.seconds = seconds
+        self.sleep = sleep
+        self.random = random
+        self.monotonic = monotonic
 
     def pause(self, retry: int, deadline: float) -> float | None:
         """The pause before retry `retry` (0 first), or None when it would end past `deadline`."""

@@ -21,6 +21,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     # that module, or for every module of that sub-package, except the EXACT names: a package's __init__ alone.
     (
         "stratus.errors",
+        "stratus.frozen",
         "stratus.version",
         "stratus.types",
         "stratus.json_text",

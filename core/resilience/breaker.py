@@ -10,8 +10,9 @@ same state.
 """
 
 import enum
-from dataclasses import dataclass
 from typing import NamedTuple
+
+from stratus.frozen import Frozen
 
 
 class CircuitState(enum.StrEnum):
@@ -20,15 +21,18 @@ class CircuitState(enum.StrEnum):
     HALF_OPEN = "half_open"
 
 
-@dataclass(frozen=True, slots=True)
-class BreakerPolicy:
-    failure_threshold: int = 5
-    window_seconds: float = 60.0
-    cooldown_seconds: float = 30.0
+class BreakerPolicy(Frozen):
+    __slots__ = ("failure_threshold", "window_seconds", "cooldown_seconds")  # noqa: RUF023 (repr follows this order)
+    failure_threshold: int
+    window_seconds: float
+    cooldown_seconds: float
 
-    def __post_init__(self) -> None:
-        if self.failure_threshold < 1 or self.window_seconds <= 0 or self.cooldown_seconds <= 0:
+    def __init__(
+        self, failure_threshold: int = 5, window_seconds: float = 60.0, cooldown_seconds: float = 30.0
+    ) -> None:
+        if failure_threshold < 1 or window_seconds <= 0 or cooldown_seconds <= 0:
             raise ValueError("a breaker needs failure_threshold >= 1 and positive window and cooldown")
+        self._set(failure_threshold=failure_threshold, window_seconds=window_seconds, cooldown_seconds=cooldown_seconds)
 
 
 class BreakerState(NamedTuple):

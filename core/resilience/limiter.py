@@ -1,20 +1,22 @@
 """Token-bucket arithmetic: a bucket refills at `rate` tokens a second up to `burst`; a request takes `cost`."""
 
 import math
-from dataclasses import dataclass
 from typing import NamedTuple
 
+from stratus.frozen import Frozen
 
-@dataclass(frozen=True, slots=True)
-class RateLimit:
+
+class RateLimit(Frozen):
     """`rate` requests a second on average, `burst` at once."""
 
+    __slots__ = ("rate", "burst")  # noqa: RUF023 (repr follows this order)
     rate: float
     burst: float
 
-    def __post_init__(self) -> None:
-        if self.rate <= 0 or self.burst < 1:
+    def __init__(self, rate: float, burst: float) -> None:
+        if rate <= 0 or burst < 1:
             raise ValueError("a rate limit needs rate > 0 and burst >= 1")
+        self._set(rate=rate, burst=burst)
 
     @classmethod
     def per_minute(cls, requests: float, *, burst: float | None = None) -> "RateLimit":

@@ -7,9 +7,9 @@ with keyword arguments.
 # NamedTuples, not dataclasses: they cost a fraction of a dataclass to define at cold start (docs/benchmarks.md).
 
 from collections.abc import Awaitable, Callable, Sequence
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, NamedTuple, Protocol
 
+from stratus.frozen import Frozen
 from stratus.resilience.breaker import BreakerPolicy
 from stratus.resilience.limiter import RateLimit
 
@@ -59,21 +59,22 @@ class Access(NamedTuple):
         return not self.roles or bool(user.roles.intersection(self.roles))
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
-class RetryPolicy:
+class RetryPolicy(Frozen):
     """Retry errors marked retryable, with full-jitter backoff inside the deadline.
 
     Declared on a tool, it applies to that tool as declared; declared server-wide, only to tools annotated
     `idempotentHint` (retrying a call with side effects is the tool author's decision, not the server's).
     """
 
-    attempts: int = 3
-    base_delay: float = 0.05
-    max_delay: float = 1.0
+    __slots__ = ("attempts", "base_delay", "max_delay")
+    attempts: int
+    base_delay: float
+    max_delay: float
 
-    def __post_init__(self) -> None:
-        if self.attempts < 1 or self.base_delay < 0 or self.max_delay < 0:
+    def __init__(self, *, attempts: int = 3, base_delay: float = 0.05, max_delay: float = 1.0) -> None:
+        if attempts < 1 or base_delay < 0 or max_delay < 0:
             raise ValueError("a retry policy needs attempts >= 1 and non-negative delays")
+        self._set(attempts=attempts, base_delay=base_delay, max_delay=max_delay)
 
 
 class RateLimits(NamedTuple):

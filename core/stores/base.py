@@ -5,8 +5,7 @@ Every operation a caller needs to be atomic is one method, so a remote backend c
 
 import time
 from collections.abc import Awaitable, Callable, Mapping
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, NamedTuple, Protocol
+from typing import TYPE_CHECKING, Any, NamedTuple, Protocol
 
 from stratus.resilience.breaker import Admission, BreakerPolicy, CircuitState
 from stratus.resilience.deadline import Clock
@@ -150,21 +149,42 @@ class CacheStore(Protocol):
         """Set `key` only if it is absent (or expired), in one atomic step; whether this call set it."""
 
 
-@dataclass(frozen=True, slots=True)
 class Stores:
-    """Every store the server uses, built once per process (per Lambda cold start) by `stratus.stores.factory`."""
+    """Every store the server uses, built once per process (per Lambda cold start) by `stratus.stores.factory`.
+    `gate` answers a call's store checks together, all or nothing; `close` releases the backend's connections (at
+    shutdown; a Lambda container never needs to)."""
 
-    sessions: SessionStore
-    rate_limits: RateLimitStore
-    breakers: BreakerStore
-    events: EventLogStore
-    pending: PendingRequestStore
-    tasks: TaskStore
-    cache: CacheStore
-    gate: CallGate
-    """Answers a call's store checks together, all or nothing."""
-    close: Callable[[], Awaitable[None]] | None = None
-    """Releases the backend's connections (at shutdown; a Lambda container never needs to)."""
+    # A plain class, not a dataclass: every cold start builds this module, and a dataclass costs about 4 M
+    # instructions to build (docs/benchmarks.md).
+    __slots__ = ("breakers", "cache", "close", "events", "gate", "pending", "rate_limits", "sessions", "tasks")
+
+    def __init__(
+        self,
+        *,
+        sessions: SessionStore,
+        rate_limits: RateLimitStore,
+        breakers: BreakerStore,
+        events: EventLogStore,
+        pending: PendingRequestStore,
+        tasks: TaskStore,
+        cache: CacheStore,
+        gate: CallGate,
+        close: Callable[[], Awaitable[None]] | None = None,
+    ) -> None:
+        self.sessions = sessions
+        self.rate_limits = rate_limits
+        self.breakers = breakers
+        self.events = events
+        self.pending = pending
+        self.tasks = tasks
+        self.cache = cache
+        self.gate = gate
+        self.close = close
+
+    def replace(self, **stores: Any) -> "Stores":
+        """These stores with the ones named replaced (as `dataclasses.replace` would)."""
+        kept = {name: getattr(self, name) for name in self.__slots__}
+        return Stores(**{**kept, **stores})
 
     async def aclose(self) -> None:
         if self.close is not None:

@@ -11,7 +11,6 @@ an `initialize` or a reply is refused); nothing is dropped silently.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from stratus.errors import RecordTooLargeError
@@ -148,8 +147,7 @@ def bounded(stores: Stores, limit: int) -> Stores:
     """`stores` with every record they keep bounded to `limit` bytes (0: unbounded, `stores` itself)."""
     if limit <= 0:
         return stores
-    return replace(
-        stores,
+    return stores.replace(
         sessions=BoundedSessions(stores.sessions, limit),
         events=BoundedEvents(stores.events, limit),
         pending=BoundedPending(stores.pending, limit),

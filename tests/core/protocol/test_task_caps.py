@@ -182,8 +182,7 @@ async def test_a_store_failure_while_watching_for_cancellation_never_cancels_a_t
     completes once its tool returns."""
     memory = build_stores("memory://", StoreOptions(session_ttl_seconds=600))
     down = build_stores(f"redis://127.0.0.1:{free_port()}/0", StoreOptions(session_ttl_seconds=600, timeout=0.5))
-    failing_waits = dataclasses.replace(
-        memory,
+    failing_waits = memory.replace(
         events=_FailingWaits(memory, down),
         pending=down.pending,
     )

@@ -4,8 +4,6 @@ bound) and not later; the container asks the store nothing about the breaker mea
 
 from __future__ import annotations
 
-from dataclasses import replace
-
 import pytest
 
 from stratus import McpServer, ToolError
@@ -48,7 +46,7 @@ def container(backend: Backend, failing: list[bool]) -> tuple[Harness, AskedGate
 
     gate = AskedGate(backend.stores.gate)
     metrics = LocalMetrics()
-    pipeline = build_pipeline(server.policy, replace(backend.stores, gate=gate), metrics, clock=backend.clock)
+    pipeline = build_pipeline(server.policy, backend.stores.replace(gate=gate), metrics, clock=backend.clock)
     return Harness(server, pipeline, metrics, backend.clock, RecordedSleeps(backend.clock)), gate
 
 
