@@ -37,12 +37,12 @@ def source_ip(context: Mapping[str, Any] | None) -> str | None:
     `identity.sourceIp` (REST API payload 1.0). API Gateway writes it from the connection, not from any header."""
     if context is None:
         return None
-    for part in ("http", "identity"):
-        nested = context.get(part)
-        address = nested.get("sourceIp") if isinstance(nested, dict) else None
-        if isinstance(address, str) and address:
-            return address
-    return None
+    nested = context.get("http")
+    address = nested.get("sourceIp") if type(nested) is dict else None
+    if not address:
+        nested = context.get("identity")
+        address = nested.get("sourceIp") if type(nested) is dict else None
+    return address if address and isinstance(address, str) else None
 
 
 def _given_context(scope: Mapping[str, Any], headers: Mapping[str, str], trust_header: bool) -> dict[str, Any] | None:

@@ -101,24 +101,20 @@ class Exchange:
         # `isdigit` alone takes `²`, which int() refuses; a length of 19 digits or more is past any body limit.
         if declared and declared.isascii() and declared.isdigit() and (len(declared) > 18 or int(declared) > limit):
             raise too_large(limit)
-        if self.buffered:
-            return await self._read_chunks()
         timeout = self.limits.timeout_seconds
         try:
+            if self.buffered:
+                return await read_body(self.receive, limit)
             async with asyncio.timeout(timeout):
-                return await self._read_chunks()
+                return await read_body(self.receive, limit)
+        except BodyTooLargeError:
+            raise too_large(limit) from None
         except TimeoutError:
             raise HttpError(
                 408,
                 f"Request Timeout: the body did not arrive within {timeout:g} s (STRATUS_BODY_TIMEOUT_SECONDS)",
                 headers={"connection": "close"},
             ) from None
-
-    async def _read_chunks(self) -> bytes:
-        try:
-            return await read_body(self.receive, self.limits.max_bytes)
-        except BodyTooLargeError:
-            raise too_large(self.limits.max_bytes) from None
 
 
 def too_large(limit: int) -> HttpError:
