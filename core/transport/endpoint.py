@@ -81,9 +81,7 @@ class McpEndpoint:
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         headers = request_headers(scope)
-        exchange = Exchange(
-            scope, receive, send, headers, self.limits, trust_context=self.guard.trust_request_context_header
-        )
+        exchange = Exchange(scope, receive, send, headers, self.limits, self.guard.trust_request_context_header)
         # A buffered answer is one reply sent at the end: only a live connection needs watching.
         response = None if exchange.buffered else _Response(send)
         exchange.send = response or send

@@ -37,7 +37,18 @@ class Exchange:
     """One request to the endpoint: its ASGI scope and channels, its headers, its mode and (once authenticated) its
     principal."""
 
-    __slots__ = ("buffered", "headers", "limits", "path", "principal", "receive", "scope", "send", "trust_context")
+    __slots__ = (
+        "buffered",
+        "headers",
+        "limits",
+        "method",
+        "path",
+        "principal",
+        "receive",
+        "scope",
+        "send",
+        "trust_context",
+    )
 
     def __init__(
         self,
@@ -46,7 +57,6 @@ class Exchange:
         send: Send,
         headers: Headers,
         limits: BodyLimits,
-        *,
         trust_context: bool = False,
     ) -> None:
         self.scope = scope
@@ -57,13 +67,9 @@ class Exchange:
         self.trust_context = trust_context
         self.buffered = is_buffered(scope)
         """Sent whole once it ends, with no client-gone signal (a Lambda front door); otherwise live."""
+        self.method: str = scope["method"]
         self.path = route_path(scope).rstrip("/")
         self.principal: Principal | None = None
-
-    @property
-    def method(self) -> str:
-        method: str = self.scope["method"]
-        return method
 
     def http_request(
         self, *, disconnected: CancellationSignal | None = None, outbound: Outbound | None = None
