@@ -152,3 +152,24 @@ def test_the_records_a_cold_start_defines_have_no_annotation_to_compile() -> Non
         "print(json.dumps(sorted(found)))"
     )
     assert _probe(probe) == []
+
+
+def test_a_cold_start_builds_only_the_dataclasses_whose_users_need_one() -> None:
+    """Each `@dataclass` costs 4-5 M instructions to build at import on 3.13 (docs/benchmarks.md, "Fifth pass"). The
+    ones the buffered handler builds are the four whose users rely on `dataclasses.replace` or `fields`; a new one
+    on the cold path is a plain or `stratus.frozen.Frozen` class unless it earns its cost."""
+    probe = (
+        "import json, sys, dataclasses; import stratus.handlers.buffered\n"
+        "found = sorted({f'{value.__module__}.{value.__qualname__}' for module in list(sys.modules.values())"
+        " if getattr(module, '__name__', '').startswith('stratus')"
+        " for value in vars(module).values()"
+        " if isinstance(value, type) and dataclasses.is_dataclass(value)"
+        " and value.__module__ == module.__name__})\n"
+        "print(json.dumps(found))"
+    )
+    assert _probe(probe) == [
+        "stratus.server.context.Context",
+        "stratus.settings.Settings",
+        "stratus.stores.records.SessionRecord",
+        "stratus.stores.records.TaskRecord",
+    ]
