@@ -115,6 +115,19 @@ class ToolReturnTypeError(ToolSignatureError):
         self.parameter = "return"
 
 
+def _refuse_unawaited_context_calls(fn: Callable[..., Any], parameter: str, owner: str | None) -> None:
+    from stratus.server.sync_handlers import unawaited_context_calls
+
+    calls = unawaited_context_calls(fn, parameter)
+    if calls:
+        method, line = calls[0]
+        raise RegistrationError(
+            f"{owner or fn.__qualname__}: a plain `def` cannot await {parameter}.{method}() (line {line}): the call "
+            f"makes a coroutine that never runs, and the client gets nothing. Declare the handler `async def` and "
+            f"write `await {parameter}.{method}(...)`{where(fn)}"
+        )
+
+
 def _type_name(annotation: Any) -> str:
     if isinstance(annotation, type):
         return f"{annotation.__module__}.{annotation.__qualname__}".removeprefix("builtins.")
@@ -156,6 +169,8 @@ class Signature:
             )
         self.return_annotation: Any = hints.get("return", inspect.Signature.empty)
         self.is_async = inspect.iscoroutinefunction(fn)
+        if self.context_parameter and not self.is_async:
+            _refuse_unawaited_context_calls(fn, self.context_parameter, owner)
         self.plain = all(
             scalar_params.is_plain(parameter.annotation, parameter.default, not parameter.required)
             for parameter in self.parameters
