@@ -89,14 +89,16 @@ def handler(event: Any, context: Any) -> dict[str, Any]:
     fields = event if isinstance(event, dict) else {}
     call_id, task_id = fields.get(CALL_EVENT_KEY), fields.get(TASK_EVENT_KEY)
     if isinstance(call_id, str):
-        ran = asyncio.run(run_task(_settings(context), call_id, context, relayed=True))
+        ran = asyncio.run(run_task(settings_for_invocation(context), call_id, context, relayed=True))
         return {"ran": ran, "callId": call_id}
     if not isinstance(task_id, str):
         logger.warning("task worker invoked without a task id")
         return {"ran": False}
-    ran = asyncio.run(run_task(_settings(context), task_id, context))
+    ran = asyncio.run(run_task(settings_for_invocation(context), task_id, context))
     return {"ran": ran, "taskId": task_id}
 
 
-def _settings(context: Any) -> Settings:
+def settings_for_invocation(context: Any) -> Settings:
+    """The settings a worker invocation runs with, its secrets read within its patience (this one and the durable
+    worker's)."""
     return settings_from_env(patience=patience_within(context, INVOCATION_PATIENCE_SECONDS))

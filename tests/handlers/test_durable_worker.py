@@ -1,0 +1,169 @@
+"""The durable task worker runs a stored task as one checkpointed step, under the official testing SDK's in-process
+runner (the durable execution service's replay, checkpoints and step records, in this process)."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import secrets
+from collections.abc import AsyncIterator, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import Any
+
+import boto3
+import httpx
+import pytest
+import redis
+from aws_durable_execution_sdk_python import DurableContext, durable_execution
+from aws_durable_execution_sdk_python.config import Duration
+from aws_durable_execution_sdk_python.lambda_service import OperationStatus
+from aws_durable_execution_sdk_python_testing import DurableFunctionTestResult, DurableFunctionTestRunner
+from botocore.stub import ANY, Stubber
+
+from stratus import Settings
+from stratus.handlers import durable_worker
+from stratus.handlers.task_worker import LambdaLauncher, settings_for_invocation
+from stratus.transport.app import build_app
+from tests.fixtures.durable_apps import runs, server
+from tests.fixtures.keys import SECRET_KEY
+from tests.fixtures.wire import HandshakeSession, McpHttp
+
+pytestmark = pytest.mark.anyio
+WORKER = "stratus-task-worker"
+
+
+@dataclass
+class Deployment:
+    settings: Settings
+    stubber: Stubber
+    session: HandshakeSession
+
+
+@pytest.fixture
+def environment(aws_credentials: None, monkeypatch: pytest.MonkeyPatch) -> Iterator[dict[str, str]]:
+    variables = {
+        "STRATUS_APP": "tests.fixtures.durable_apps:server",
+        "STRATUS_STORE": "redis://127.0.0.1:6379/0",
+        "STRATUS_STORE_PREFIX": f"durable-{secrets.token_hex(4)}",
+        "STRATUS_SECRET_KEY": SECRET_KEY,
+        "STRATUS_TASK_WORKER": WORKER,
+    }
+    for name, value in variables.items():
+        monkeypatch.setenv(name, value)
+    runs.clear()
+    yield variables
+    client = redis.Redis.from_url(variables["STRATUS_STORE"])
+    keys = list(client.scan_iter(match=f"{variables['STRATUS_STORE_PREFIX']}:*"))
+    if keys:
+        client.delete(*keys)
+    client.close()
+
+
+@pytest.fixture
+async def deployment(environment: dict[str, str]) -> AsyncIterator[Deployment]:
+    settings = Settings.from_env(environment)
+    client = boto3.client("lambda")
+    with Stubber(client) as stubber:
+        app = build_app(server, settings, task_launcher=LambdaLauncher(WORKER, client=client))
+        async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://localhost") as http:
+            session = await McpHttp(http).initialize("2025-11-25")
+            yield Deployment(settings, stubber, session)
+        await app.shutdown()
+
+
+async def create_task(deployment: Deployment, tool: str, arguments: dict[str, Any]) -> str:
+    deployment.stubber.add_response(
+        "invoke", {"StatusCode": 202}, {"FunctionName": WORKER, "InvocationType": ANY, "Payload": ANY}
+    )
+    created = await deployment.session.request("tools/call", {"name": tool, "arguments": arguments, "task": {}})
+    task_id: str = created.json()["result"]["task"]["taskId"]
+    return task_id
+
+
+@contextmanager
+def durable_runner(handler: Any) -> Iterator[DurableFunctionTestRunner]:
+    runner = DurableFunctionTestRunner(handler=handler)
+    try:
+        yield runner
+    finally:
+        runner.close()  # type: ignore[no-untyped-call]
+        runner._scheduler._loop.close()  # testing SDK 1.4.0 stops its scheduler's event loop without closing it
+
+
+def execute(handler: Any, event: dict[str, Any]) -> DurableFunctionTestResult:
+    """One durable execution of a launch's event, to its end, in the testing SDK's runner."""
+    with durable_runner(handler) as runner:
+        return runner.run(input=json.dumps(event), execution_timeout=60)
+
+
+async def test_a_task_runs_to_completion_in_one_recorded_step(deployment: Deployment) -> None:
+    task_id = await create_task(deployment, "export", {"name": "ledger"})
+
+    result = await asyncio.to_thread(execute, durable_worker.handler, {"stratusTask": task_id})
+
+    assert result.status.value == "SUCCEEDED"
+    assert json.loads(result.result or "null") == {"ran": True, "taskId": task_id}
+    assert [operation.name for operation in result.operations] == ["run"]
+    assert result.get_step("run").status is OperationStatus.SUCCEEDED
+    assert runs == ["ledger"]
+    fetched = await deployment.session.request("tasks/result", {"taskId": task_id})
+    assert fetched.json()["result"]["content"][0]["text"] == "exported ledger"
+
+
+async def test_a_replay_after_the_run_returns_its_record_and_runs_nothing_again(deployment: Deployment) -> None:
+    task_id = await create_task(deployment, "export", {"name": "ledger"})
+    invocations: list[dict[str, Any]] = []
+
+    @durable_execution
+    def suspending(event: Any, context: DurableContext) -> dict[str, Any]:
+        # The worker's own run, then a wait: the execution suspends and Lambda invokes it again, which replays it.
+        outcome = durable_worker.run_launch(event, context, lambda: settings_for_invocation(None))
+        invocations.append(outcome)
+        context.wait(Duration.from_seconds(1), name="pause")
+        return outcome
+
+    result = await asyncio.to_thread(execute, suspending, {"stratusTask": task_id})
+
+    assert result.status.value == "SUCCEEDED"
+    assert invocations == [{"ran": True, "taskId": task_id}] * 2  # the replay got the recorded `ran`, not a new run
+    assert runs == ["ledger"]  # the tool ran once
+
+
+async def test_a_tool_that_fails_ends_its_task_failed_with_its_message(deployment: Deployment) -> None:
+    task_id = await create_task(deployment, "refuse", {})
+
+    result = await asyncio.to_thread(execute, durable_worker.handler, {"stratusTask": task_id})
+
+    assert json.loads(result.result or "null") == {"ran": True, "taskId": task_id}
+    polled = (await deployment.session.request("tasks/get", {"taskId": task_id})).json()["result"]
+    assert polled["status"] == "failed"
+    error = (await deployment.session.request("tasks/result", {"taskId": task_id})).json()["error"]
+    assert (error["code"], error["message"]) == (-32602, "Invalid params: nothing to export")
+
+
+async def test_a_run_that_fails_is_not_retried_and_marks_its_task_failed(
+    deployment: Deployment, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    task_id = await create_task(deployment, "export", {"name": "ledger"})
+    # A deployment whose app does not load: the run raises.
+    monkeypatch.setenv("STRATUS_APP", "tests.fixtures.durable_apps:no_such_server")
+
+    result = await asyncio.to_thread(execute, durable_worker.handler, {"stratusTask": task_id})
+
+    assert json.loads(result.result or "null") == {"ran": False, "taskId": task_id, "markedFailed": True}
+    assert [operation.name for operation in result.operations] == ["run", "mark-failed"]
+    run = result.get_step("run")
+    assert (run.status, run.attempt) == (OperationStatus.FAILED, 1)
+    assert runs == []
+    polled = (await deployment.session.request("tasks/get", {"taskId": task_id})).json()["result"]
+    assert (polled["status"], polled["statusMessage"]) == (
+        "failed",
+        "The task's run stopped before it ended (its worker crashed or timed out)",
+    )
+
+
+async def test_an_event_without_a_task_runs_nothing(environment: dict[str, str]) -> None:
+    result = await asyncio.to_thread(execute, durable_worker.handler, {"source": "aws.events"})
+    assert json.loads(result.result or "null") == {"ran": False}
+    assert result.operations == []
