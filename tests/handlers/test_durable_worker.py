@@ -19,11 +19,14 @@ from aws_durable_execution_sdk_python import DurableContext, durable_execution
 from aws_durable_execution_sdk_python.config import Duration
 from aws_durable_execution_sdk_python.lambda_service import OperationStatus
 from aws_durable_execution_sdk_python_testing import DurableFunctionTestResult, DurableFunctionTestRunner
-from botocore.stub import ANY, Stubber
+from botocore.stub import Stubber
 
 from stratus import Settings
+from stratus.composition import stores_for
 from stratus.handlers import durable_worker
-from stratus.handlers.task_worker import LambdaLauncher, settings_for_invocation
+from stratus.handlers.durable_launcher import DurableLauncher, execution_name
+from stratus.handlers.task_worker import LambdaLauncher, settings_for_invocation, task_launcher
+from stratus.settings import SettingsError
 from stratus.transport.app import build_app
 from tests.fixtures.durable_apps import runs, server
 from tests.fixtures.keys import SECRET_KEY
@@ -31,6 +34,8 @@ from tests.fixtures.wire import HandshakeSession, McpHttp
 
 pytestmark = pytest.mark.anyio
 WORKER = "stratus-task-worker"
+DURABLE_FUNCTION = "arn:aws:lambda:us-east-1:123456789012:function:stratus-durable-worker"
+DURABLE = f"{DURABLE_FUNCTION}:live"
 
 
 @dataclass
@@ -38,6 +43,8 @@ class Deployment:
     settings: Settings
     stubber: Stubber
     session: HandshakeSession
+    sent: list[tuple[str, dict[str, Any]]]
+    """Each Lambda API call's operation and parameters, as the client was given them."""
 
 
 @pytest.fixture
@@ -48,6 +55,7 @@ def environment(aws_credentials: None, monkeypatch: pytest.MonkeyPatch) -> Itera
         "STRATUS_STORE_PREFIX": f"durable-{secrets.token_hex(4)}",
         "STRATUS_SECRET_KEY": SECRET_KEY,
         "STRATUS_TASK_WORKER": WORKER,
+        "STRATUS_TASK_WORKER_DURABLE": DURABLE,
     }
     for name, value in variables.items():
         monkeypatch.setenv(name, value)
@@ -64,18 +72,21 @@ def environment(aws_credentials: None, monkeypatch: pytest.MonkeyPatch) -> Itera
 async def deployment(environment: dict[str, str]) -> AsyncIterator[Deployment]:
     settings = Settings.from_env(environment)
     client = boto3.client("lambda")
+    sent: list[tuple[str, dict[str, Any]]] = []
+    client.meta.events.register(
+        "provide-client-params.lambda.*", lambda params, model, **_: sent.append((model.name, dict(params)))
+    )
+    launcher = DurableLauncher(DURABLE, LambdaLauncher(WORKER, client=client), client=client)
     with Stubber(client) as stubber:
-        app = build_app(server, settings, task_launcher=LambdaLauncher(WORKER, client=client))
+        app = build_app(server, settings, task_launcher=launcher)
         async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://localhost") as http:
             session = await McpHttp(http).initialize("2025-11-25")
-            yield Deployment(settings, stubber, session)
+            yield Deployment(settings, stubber, session, sent)
         await app.shutdown()
 
 
 async def create_task(deployment: Deployment, tool: str, arguments: dict[str, Any]) -> str:
-    deployment.stubber.add_response(
-        "invoke", {"StatusCode": 202}, {"FunctionName": WORKER, "InvocationType": ANY, "Payload": ANY}
-    )
+    deployment.stubber.add_response("invoke", {"StatusCode": 202})
     created = await deployment.session.request("tools/call", {"name": tool, "arguments": arguments, "task": {}})
     task_id: str = created.json()["result"]["task"]["taskId"]
     return task_id
@@ -167,3 +178,136 @@ async def test_an_event_without_a_task_runs_nothing(environment: dict[str, str])
     result = await asyncio.to_thread(execute, durable_worker.handler, {"source": "aws.events"})
     assert json.loads(result.result or "null") == {"ran": False}
     assert result.operations == []
+
+
+# -- the launcher ----------------------------------------------------------------------------------------------------
+
+
+async def test_a_task_starts_a_durable_execution_of_the_alias_named_by_the_task(deployment: Deployment) -> None:
+    task_id = await create_task(deployment, "export", {"name": "ledger"})
+
+    deployment.stubber.assert_no_pending_responses()
+    assert deployment.sent == [
+        (
+            "Invoke",
+            {
+                "FunctionName": DURABLE,
+                "InvocationType": "Event",
+                "DurableExecutionName": task_id,
+                "Payload": json.dumps({"stratusTask": task_id}).encode(),
+            },
+        )
+    ]
+    assert runs == []  # nothing ran it in this process
+
+
+async def test_a_start_sent_again_finds_its_execution_started_and_does_not_fail(deployment: Deployment) -> None:
+    task_id = await create_task(deployment, "export", {"name": "ledger"})
+    stores = stores_for(deployment.settings)
+    record = await stores.tasks.get(task_id)
+    await stores.aclose()
+    assert record is not None
+    deployment.stubber.add_client_error(
+        "invoke", "DurableExecutionAlreadyStartedException", "The durable execution has already been started"
+    )
+    launcher = DurableLauncher(DURABLE, LambdaLauncher(WORKER), client=_client_of(deployment))
+
+    await launcher.launch_record(record)
+
+    assert deployment.sent[-1][1]["DurableExecutionName"] == task_id
+
+
+async def test_a_resumed_launch_is_a_new_execution_named_by_its_launch(deployment: Deployment) -> None:
+    task_id = await create_task(deployment, "export", {"name": "ledger"})
+    stores = stores_for(deployment.settings)
+    assert await stores.tasks.update(task_id, status="input_required", outcome=None, expect=("working",))
+    assert await stores.tasks.update(task_id, status="working", outcome=None, expect=("input_required",))
+    record = await stores.tasks.get(task_id)
+    await stores.aclose()
+    assert record is not None
+
+    name = execution_name(record)
+
+    assert name != task_id and name.startswith(f"{task_id}-") and len(name) <= 64
+    assert name == execution_name(record)  # the same launch is named alike wherever it is named
+
+
+async def test_cancelling_a_working_task_stops_its_execution(deployment: Deployment) -> None:
+    task_id = await create_task(deployment, "export", {"name": "ledger"})
+    execution = f"{DURABLE_FUNCTION}:7/durable-execution/{task_id}/0c3a9b5e-7f21-4d8e-a1f5-2b9c6d4e8a10"
+    deployment.stubber.add_response(
+        "list_durable_executions_by_function",
+        {
+            "DurableExecutions": [
+                {
+                    "DurableExecutionArn": execution,
+                    "DurableExecutionName": task_id,
+                    "FunctionArn": f"{DURABLE_FUNCTION}:7",
+                    "Status": "RUNNING",
+                    "StartTimestamp": "2026-01-01T00:00:00Z",
+                }
+            ]
+        },
+    )
+    deployment.stubber.add_response("stop_durable_execution", {"StopTimestamp": "2026-01-01T00:00:01Z"})
+
+    cancelled = await deployment.session.request("tasks/cancel", {"taskId": task_id})
+
+    assert cancelled.json()["result"]["status"] == "cancelled"
+    deployment.stubber.assert_no_pending_responses()
+    assert deployment.sent[1:] == [
+        (
+            "ListDurableExecutionsByFunction",
+            {
+                "FunctionName": DURABLE_FUNCTION,
+                "DurableExecutionName": task_id,
+                "Statuses": ["RUNNING", "PAUSING", "PAUSED"],
+            },
+        ),
+        ("StopDurableExecution", {"DurableExecutionArn": execution}),
+    ]
+
+
+async def test_a_stop_that_fails_still_cancels_the_task(deployment: Deployment) -> None:
+    task_id = await create_task(deployment, "export", {"name": "ledger"})
+    deployment.stubber.add_client_error("list_durable_executions_by_function", "AccessDeniedException", "denied")
+
+    cancelled = await deployment.session.request("tasks/cancel", {"taskId": task_id})
+
+    assert cancelled.json()["result"]["status"] == "cancelled"
+    polled = (await deployment.session.request("tasks/get", {"taskId": task_id})).json()["result"]
+    assert polled["status"] == "cancelled"
+
+
+def _client_of(deployment: Deployment) -> Any:
+    return deployment.stubber.client
+
+
+def test_the_setting_selects_the_durable_launcher(environment: dict[str, str]) -> None:
+    launcher = task_launcher(Settings.from_env(environment))
+    assert isinstance(launcher, DurableLauncher)
+    assert (launcher.function, getattr(launcher.calls, "function", None)) == (DURABLE, WORKER)
+    plain = task_launcher(Settings.from_env({**environment, "STRATUS_TASK_WORKER_DURABLE": ""}))
+    assert isinstance(plain, LambdaLauncher)
+
+
+@pytest.mark.parametrize(
+    ("variables", "problem"),
+    [
+        (
+            {"STRATUS_TASK_WORKER_DURABLE": DURABLE_FUNCTION},
+            f"STRATUS_TASK_WORKER_DURABLE={DURABLE_FUNCTION!r}: must name a version or alias of the function",
+        ),
+        (
+            {"STRATUS_TASK_WORKER_DURABLE": "stratus-durable-worker"},
+            "STRATUS_TASK_WORKER_DURABLE='stratus-durable-worker': must name a version or alias of the function",
+        ),
+        ({"STRATUS_TASK_WORKER": ""}, "STRATUS_TASK_WORKER_DURABLE needs STRATUS_TASK_WORKER"),
+    ],
+)
+def test_a_durable_worker_setting_that_cannot_work_is_refused_at_start(
+    environment: dict[str, str], variables: dict[str, str], problem: str
+) -> None:
+    with pytest.raises(SettingsError) as refused:
+        Settings.from_env({**environment, **variables})
+    assert any(each.startswith(problem) for each in refused.value.problems)
