@@ -23,7 +23,7 @@ from botocore.stub import Stubber
 
 from stratus import Settings
 from stratus.composition import stores_for
-from stratus.handlers import durable_worker
+from stratus.handlers import durable_worker, sweeper
 from stratus.handlers.durable_launcher import DurableLauncher, execution_name
 from stratus.handlers.task_worker import LambdaLauncher, settings_for_invocation, task_launcher
 from stratus.settings import SettingsError
@@ -311,3 +311,61 @@ def test_a_durable_worker_setting_that_cannot_work_is_refused_at_start(
     with pytest.raises(SettingsError) as refused:
         Settings.from_env({**environment, **variables})
     assert any(each.startswith(problem) for each in refused.value.problems)
+
+
+# -- the dead-letter queue -------------------------------------------------------------------------------------------
+
+
+def _dead_letters(*bodies: str) -> dict[str, Any]:
+    """An SQS batch of the durable worker's dead-letter queue, as its event source mapping hands it to the sweeper:
+    each message's body the execution's event, its attributes Lambda's."""
+    return {
+        "Records": [
+            {
+                "messageId": f"0a1b2c3d-0000-4000-8000-00000000000{index}",
+                "receiptHandle": "AQEB",
+                "body": body,
+                "attributes": {"ApproximateReceiveCount": "1", "SentTimestamp": "1767225600000"},
+                "messageAttributes": {
+                    "RequestID": {"stringValue": "e4b46cbf-0000-0000-0000-a18cdf61200e", "dataType": "String"},
+                    "ErrorCode": {"stringValue": "200", "dataType": "Number"},
+                    "ErrorMessage": {"stringValue": "Execution timed out", "dataType": "String"},
+                },
+                "md5OfBody": "",
+                "eventSource": "aws:sqs",
+                "eventSourceARN": "arn:aws:sqs:us-east-1:123456789012:stratus-local-DurableTaskDeadLetters",
+                "awsRegion": "us-east-1",
+            }
+            for index, body in enumerate(bodies)
+        ]
+    }
+
+
+async def test_a_dead_letter_marks_its_working_task_failed_once(deployment: Deployment) -> None:
+    task_id = await create_task(deployment, "export", {"name": "ledger"})
+    batch = _dead_letters(json.dumps({"stratusTask": task_id}), "not json", json.dumps({"other": 1}))
+
+    assert await asyncio.to_thread(sweeper.handler, batch, None) == {"markedFailed": 1}
+    assert await asyncio.to_thread(sweeper.handler, batch, None) == {"markedFailed": 0}  # delivered again
+
+    polled = (await deployment.session.request("tasks/get", {"taskId": task_id})).json()["result"]
+    assert (polled["status"], polled["statusMessage"]) == (
+        "failed",
+        "The task's run stopped before it ended (its worker crashed or timed out)",
+    )
+    error = (await deployment.session.request("tasks/result", {"taskId": task_id})).json()["error"]
+    assert error["code"] == -32603 and "Execution timed out" not in json.dumps(error)  # Lambda's error stays out
+
+
+async def test_the_dead_letter_of_a_stopped_execution_leaves_its_cancelled_task_cancelled(
+    deployment: Deployment,
+) -> None:
+    task_id = await create_task(deployment, "export", {"name": "ledger"})
+    deployment.stubber.add_response("list_durable_executions_by_function", {"DurableExecutions": []})
+    await deployment.session.request("tasks/cancel", {"taskId": task_id})
+
+    assert await asyncio.to_thread(sweeper.handler, _dead_letters(json.dumps({"stratusTask": task_id})), None) == {
+        "markedFailed": 0
+    }
+    polled = (await deployment.session.request("tasks/get", {"taskId": task_id})).json()["result"]
+    assert polled["status"] == "cancelled"
