@@ -30,12 +30,13 @@ from stratus.settings import SettingsError
 from stratus.transport.app import build_app
 from tests.fixtures.durable_apps import runs, server
 from tests.fixtures.keys import SECRET_KEY
-from tests.fixtures.wire import HandshakeSession, McpHttp
+from tests.fixtures.wire import HandshakeSession, McpHttp, stateless_meta
 
 pytestmark = pytest.mark.anyio
 WORKER = "stratus-task-worker"
 DURABLE_FUNCTION = "arn:aws:lambda:us-east-1:123456789012:function:stratus-durable-worker"
 DURABLE = f"{DURABLE_FUNCTION}:live"
+EXTENSION = "io.modelcontextprotocol/tasks"
 
 
 @dataclass
@@ -43,6 +44,7 @@ class Deployment:
     settings: Settings
     stubber: Stubber
     session: HandshakeSession
+    mcp: McpHttp
     sent: list[tuple[str, dict[str, Any]]]
     """Each Lambda API call's operation and parameters, as the client was given them."""
 
@@ -80,8 +82,9 @@ async def deployment(environment: dict[str, str]) -> AsyncIterator[Deployment]:
     with Stubber(client) as stubber:
         app = build_app(server, settings, task_launcher=launcher)
         async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://localhost") as http:
-            session = await McpHttp(http).initialize("2025-11-25")
-            yield Deployment(settings, stubber, session, sent)
+            mcp = McpHttp(http)
+            session = await mcp.initialize("2025-11-25")
+            yield Deployment(settings, stubber, session, mcp, sent)
         await app.shutdown()
 
 
@@ -230,6 +233,35 @@ async def test_a_resumed_launch_is_a_new_execution_named_by_its_launch(deploymen
 
     assert name != task_id and name.startswith(f"{task_id}-") and len(name) <= 64
     assert name == execution_name(record)  # the same launch is named alike wherever it is named
+
+
+async def test_a_task_answered_by_its_client_resumes_in_a_new_execution_and_completes(deployment: Deployment) -> None:
+    meta = stateless_meta(
+        **{"io.modelcontextprotocol/clientCapabilities": {"extensions": {EXTENSION: {}}, "elicitation": {}}}
+    )
+    deployment.stubber.add_response("invoke", {"StatusCode": 202})
+    created = await deployment.mcp.stateless("tools/call", {"name": "approve", "arguments": {}, "_meta": meta})
+    task_id = created.json()["result"]["taskId"]
+
+    asked = await asyncio.to_thread(execute, durable_worker.handler, {"stratusTask": task_id})
+    assert json.loads(asked.result or "null") == {"ran": True, "taskId": task_id}
+    waiting = (await deployment.mcp.stateless("tasks/get", {"taskId": task_id, "_meta": meta})).json()["result"]
+    assert (waiting["status"], list(waiting["inputRequests"])) == ("input_required", ["approval"])
+
+    deployment.stubber.add_response("invoke", {"StatusCode": 202})
+    answer = {"action": "accept", "content": {"ok": True}}
+    await deployment.mcp.stateless(
+        "tasks/update", {"taskId": task_id, "inputResponses": {"approval": answer}, "_meta": meta}
+    )
+    resumed = deployment.sent[-1][1]["DurableExecutionName"]
+    assert [params["DurableExecutionName"] for _, params in deployment.sent] == [task_id, resumed]
+    assert resumed.startswith(f"{task_id}-") and len(resumed) <= 64  # another execution: the first one ended
+
+    done = await asyncio.to_thread(execute, durable_worker.handler, {"stratusTask": task_id})
+    assert json.loads(done.result or "null") == {"ran": True, "taskId": task_id}
+    finished = (await deployment.mcp.stateless("tasks/get", {"taskId": task_id, "_meta": meta})).json()["result"]
+    assert (finished["status"], finished["result"]["content"][0]["text"]) == ("completed", "done")
+    assert runs == ["approved=True"]
 
 
 async def test_cancelling_a_working_task_stops_its_execution(deployment: Deployment) -> None:
