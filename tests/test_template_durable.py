@@ -94,6 +94,7 @@ def test_the_serving_functions_start_tasks_through_the_alias_which_the_settings_
 def test_the_serving_functions_may_invoke_the_alias_and_stop_and_answer_this_functions_executions_only(
     durable: Any,
 ) -> None:
+    assert _translated()["Resources"]["DurableTasksPolicy"]["DependsOn"] == "DurableTaskWorkerCheckpoints"
     policy = durable.properties("DurableTasksPolicy")
     assert sorted(policy["Roles"]) == [f"{STACK}-BufferedRole", f"{STACK}-StreamingRole"]
     granted = {
