@@ -77,7 +77,11 @@ ifeq ($(TRACER),true)
 LAMBDA_REQUIREMENTS += "aws-xray-sdk>=2.12"
 endif
 
-build-BufferedFunction build-StreamingFunction build-SweeperFunction build-TaskWorkerFunction:
+# The durable task worker alone ships the durable execution SDK (pyproject.toml's `durable` extra), with the boto3 it
+# requires: the runtime's own may predate the durable-execution APIs its checkpoints call.
+build-DurableTaskWorkerFunction: LAMBDA_REQUIREMENTS += "aws-durable-execution-sdk-python>=3.0,<4"
+
+build-BufferedFunction build-StreamingFunction build-SweeperFunction build-TaskWorkerFunction build-DurableTaskWorkerFunction:
 	$(PYTHON) -m pip install --quiet --target "$(ARTIFACTS_DIR)" --platform $(LAMBDA_PLATFORM) --implementation cp \
 		--python-version 3.13 --only-binary=:all: $(LAMBDA_REQUIREMENTS) \
 		$(if $(LAMBDA_REQUIREMENTS_FILE),-r "$(LAMBDA_REQUIREMENTS_FILE)")

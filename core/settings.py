@@ -171,6 +171,9 @@ class Settings:
     task_worker: str | None = None
     """The Lambda function (name or ARN) that runs tasks, invoked asynchronously once per task; unset, a task
     runs in the process that created it (uvicorn, `stratus serve`)."""
+    task_worker_durable: str | None = None
+    """The durable task worker (a Lambda durable function: docs/deploy.md, "Durable tasks") that runs tasks instead,
+    by its qualified ARN or `name:alias`; relayed calls still run in `task_worker`, which it needs."""
     secret_key: str | None = None
     """Key that signs pagination cursors, request state and (front mode) the front's tokens; set it so every
     container accepts every other's. With a shared store or the front it must be at least 32 random bytes (64 hex
@@ -275,6 +278,8 @@ class Settings:
             problems.append(
                 f"{PREFIX}MAX_TASKS_PER_PRINCIPAL={self.max_tasks_per_principal}: must be 0 (no cap) or more"
             )
+        if self.task_worker_durable:
+            problems.extend(self._durable_worker_problems(self.task_worker_durable))
         try:
             store = parse_store_url(self.store)
         except StoreConfigError as exc:
@@ -299,6 +304,20 @@ class Settings:
                 "with DynamoDB: an item is at most 400 KB, keys and attribute names included"
             )
         problems.extend(self._missing_packages(store))
+        return problems
+
+    def _durable_worker_problems(self, function: str) -> list[str]:
+        problems = []
+        parts = function.split(":")
+        if len(parts) != (8 if parts[0] == "arn" else 2) or not parts[-1]:
+            problems.append(
+                f"{PREFIX}TASK_WORKER_DURABLE={function!r}: must name a version or alias of the function (its ARN "
+                "ending in :live, or worker:live): Lambda runs durable executions of a qualified function only"
+            )
+        if not self.task_worker:
+            problems.append(
+                f"{PREFIX}TASK_WORKER_DURABLE needs {PREFIX}TASK_WORKER, the plain task worker, where relayed calls run"
+            )
         return problems
 
     def _jwt_problems(self) -> list[str]:

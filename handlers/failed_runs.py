@@ -6,10 +6,18 @@ The record (https://docs.aws.amazon.com/lambda/latest/dg/invocation-async-retain
 "approximateInvokeCount"}, "requestPayload": <the launch's event>, "responseContext": {...}, "responsePayload":
 <the error>}`; the launch's event names the run (`{"stratusTask": id}` or `{"stratusCall": id}`,
 `stratus.handlers.task_worker`).
+
+The durable task worker has no destinations: an execution that ended FAILED, STOPPED or TIMED_OUT sends its event to
+the function's dead-letter queue (https://docs.aws.amazon.com/lambda/latest/dg/durable-best-practices.html), which the
+sweeper reads through an SQS event source mapping. Each message's body is the event, its attributes the `RequestID`,
+`ErrorCode` and `ErrorMessage` (https://docs.aws.amazon.com/lambda/latest/dg/invocation-async-retain-records.html);
+the event comes as an SQS record (https://docs.aws.amazon.com/lambda/latest/dg/with-sqs.html). A stopped execution's
+task was cancelled: it is no longer `working`, so marking it failed changes nothing.
 """
 
 from __future__ import annotations
 
+import json
 import logging
 from typing import Any, NamedTuple
 
@@ -52,6 +60,31 @@ def failed_launch(event: Any) -> FailedLaunch | None:
                 attempts if isinstance(attempts, int) else 0,
             )
     return None
+
+
+def dead_letters(event: Any) -> list[FailedLaunch] | None:
+    """The durable worker's launches an SQS batch of its dead-letter queue tells of (a message naming no task is
+    skipped); None for any other event."""
+    records = event.get("Records") if isinstance(event, dict) else None
+    if not isinstance(records, list) or not records:
+        return None
+    if not all(isinstance(record, dict) and record.get("eventSource") == "aws:sqs" for record in records):
+        return None
+    launches = []
+    for record in records:
+        try:
+            payload = json.loads(record.get("body") or "")
+        except ValueError:
+            payload = None
+        task_id = payload.get(TASK_EVENT_KEY) if isinstance(payload, dict) else None
+        if not isinstance(task_id, str):
+            logger.warning("a dead letter names no task", extra={"message_id": record.get("messageId")})
+            continue
+        attributes = record.get("messageAttributes") or {}
+        error_code = (attributes.get("ErrorCode") or {}).get("stringValue", "")
+        request_id = (attributes.get("RequestID") or {}).get("stringValue", "")
+        launches.append(FailedLaunch(task_id, False, f"DeadLetter:{error_code}", str(request_id), 0))
+    return launches
 
 
 async def mark_failed(settings: Settings, launch: FailedLaunch) -> bool:

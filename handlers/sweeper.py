@@ -10,7 +10,8 @@ are built per invocation, on that invocation's event loop, and closed after it.
 
 It is also the task worker's on-failure destination: given Lambda's record of a task worker launch that failed
 (a run that crashed or timed out, or a launch that waited too long to start), it marks that task or relayed call
-failed (`stratus.handlers.failed_runs`) instead of sweeping.
+failed (`stratus.handlers.failed_runs`) instead of sweeping; and it reads the durable task worker's dead-letter queue
+(an SQS event source mapping), marking failed the task of each execution that ended without its run's outcome.
 
 Its secrets are read by the container's first invocation and kept (`stratus.handlers.secrets`), waiting out SSM's
 throttling for at most `INVOCATION_PATIENCE_SECONDS`.
@@ -24,7 +25,7 @@ from typing import Any
 
 from stratus import Settings
 from stratus.composition import stores_for
-from stratus.handlers.failed_runs import failed_launch, mark_failed
+from stratus.handlers.failed_runs import dead_letters, failed_launch, mark_failed
 from stratus.handlers.secrets import INVOCATION_PATIENCE_SECONDS, patience_within, settings_from_env
 from stratus.handlers.telemetry import build_telemetry
 
@@ -43,13 +44,15 @@ async def sweep(settings: Settings) -> dict[str, int]:
 
 
 def handler(event: Any, context: Any) -> dict[str, int]:
-    """The scheduled event's entry point (the event itself carries nothing the sweep needs), and the task worker's
-    on-failure destination's (`{"markedFailed": 1}` when the record moved its run to failed, else 0)."""
+    """The scheduled event's entry point (the event itself carries nothing the sweep needs), the task worker's
+    on-failure destination's and the durable task worker's dead-letter queue's (`{"markedFailed": n}`: how many runs
+    the record or the batch moved to failed)."""
     settings = settings_from_env(patience=patience_within(context, INVOCATION_PATIENCE_SECONDS))
     metrics, flush = build_telemetry(settings, "stratus-sweeper")
     launch = failed_launch(event)
-    if launch is not None:
-        marked = int(asyncio.run(mark_failed(settings, launch)))
+    launches = [launch] if launch is not None else dead_letters(event)
+    if launches is not None:
+        marked = sum(int(asyncio.run(mark_failed(settings, each))) for each in launches)
         metrics.count("task_runs_failed", marked)
         flush()
         return {"markedFailed": marked}

@@ -23,7 +23,7 @@ from stratus.handlers.secrets import INVOCATION_PATIENCE_SECONDS, patience_withi
 from stratus.handlers.telemetry import build_telemetry
 
 if TYPE_CHECKING:
-    from stratus.protocol.launchers import RunTask
+    from stratus.protocol.launchers import RunTask, TaskLauncher
 
 TASK_EVENT_KEY = "stratusTask"
 CALL_EVENT_KEY = "stratusCall"
@@ -60,9 +60,17 @@ class LambdaLauncher:
         )
 
 
-def task_launcher(settings: Settings) -> LambdaLauncher | None:
-    """The launcher `settings.task_worker` asks for; None runs tasks in the process that creates them."""
-    return LambdaLauncher(settings.task_worker) if settings.task_worker else None
+def task_launcher(settings: Settings) -> TaskLauncher | None:
+    """The launcher the settings ask for: `task_worker_durable`'s (`stratus.handlers.durable_launcher`, imported only
+    then), else `task_worker`'s; None runs tasks in the process that creates them."""
+    if not settings.task_worker:
+        return None
+    calls = LambdaLauncher(settings.task_worker)
+    if settings.task_worker_durable:
+        from stratus.handlers.durable_launcher import DurableLauncher
+
+        return DurableLauncher(settings.task_worker_durable, calls)
+    return calls
 
 
 async def run_task(settings: Settings, task_id: str, lambda_context: Any = None, *, relayed: bool = False) -> bool:
@@ -89,14 +97,16 @@ def handler(event: Any, context: Any) -> dict[str, Any]:
     fields = event if isinstance(event, dict) else {}
     call_id, task_id = fields.get(CALL_EVENT_KEY), fields.get(TASK_EVENT_KEY)
     if isinstance(call_id, str):
-        ran = asyncio.run(run_task(_settings(context), call_id, context, relayed=True))
+        ran = asyncio.run(run_task(settings_for_invocation(context), call_id, context, relayed=True))
         return {"ran": ran, "callId": call_id}
     if not isinstance(task_id, str):
         logger.warning("task worker invoked without a task id")
         return {"ran": False}
-    ran = asyncio.run(run_task(_settings(context), task_id, context))
+    ran = asyncio.run(run_task(settings_for_invocation(context), task_id, context))
     return {"ran": ran, "taskId": task_id}
 
 
-def _settings(context: Any) -> Settings:
+def settings_for_invocation(context: Any) -> Settings:
+    """The settings a worker invocation runs with, its secrets read within its patience (this one and the durable
+    worker's)."""
     return settings_from_env(patience=patience_within(context, INVOCATION_PATIENCE_SECONDS))

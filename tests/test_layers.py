@@ -306,3 +306,33 @@ def test_a_part_reached_through_another_is_caught(tmp_path: Path) -> None:
     changed.write_text(source + "\n\ndef _tools(self):\n    return self.dispatcher.server.tools\n")
     found = _reaches({**modules, "stratus.transport.handshake": changed})
     assert [line.rpartition(" reaches ")[2] for line in found] == ["dispatcher.server"]
+
+
+DURABLE_SDK = "aws_durable_execution_sdk_python"
+DURABLE_SDK_USERS = {"stratus.handlers.durable_worker"}
+"""Only the durable task worker's module imports the durable execution SDK (only its function ships it): a serving
+function that imported it would pay for it on every cold start, or fail where it is not installed."""
+
+
+def _sdk_importers(modules: dict[str, Path]) -> list[str]:
+    importing = []
+    for name, path in sorted(modules.items()):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            names = [alias.name for alias in node.names] if isinstance(node, ast.Import) else []
+            if isinstance(node, ast.ImportFrom) and node.module:
+                names = [node.module]
+            if any(each == DURABLE_SDK or each.startswith(DURABLE_SDK + ".") for each in names):
+                importing.append(name)
+                break
+    return importing
+
+
+def test_only_the_durable_worker_imports_the_durable_execution_sdk(tmp_path: Path) -> None:
+    modules = _modules()
+    assert set(_sdk_importers(modules)) == DURABLE_SDK_USERS
+    changed = tmp_path / "durable_launcher.py"
+    changed.write_text(
+        modules["stratus.handlers.task_worker"].read_text(encoding="utf-8")
+        + "\n\ndef _late() -> None:\n    from aws_durable_execution_sdk_python import DurableContext\n"
+    )
+    assert "stratus.handlers.task_worker" in _sdk_importers({**modules, "stratus.handlers.task_worker": changed})

@@ -24,6 +24,7 @@ def test_the_handlers_named_in_the_template_exist() -> None:
         "run.sh",
         "stratus.handlers.sweeper.handler",
         "stratus.handlers.task_worker.handler",
+        "stratus.handlers.durable_worker.handler",
     ]
     assert (
         (Path(__file__).parent.parent / "run.sh")
@@ -455,14 +456,32 @@ def test_a_deploy_deletes_the_buffered_version_it_replaces_so_only_the_live_snap
     """SAM retains every version AutoPublishAlias publishes unless told otherwise, and each kept SnapStart snapshot
     bills its cache: the version a deploy replaces is deleted with it."""
     resources = _translated()["Resources"]
-    versions = {name: resource for name, resource in resources.items() if resource["Type"] == "AWS::Lambda::Version"}
-    assert [resource["Properties"]["FunctionName"] for resource in versions.values()] == [{"Ref": "BufferedFunction"}]
-    assert [resource["DeletionPolicy"] for resource in versions.values()] == ["Delete"]
-    alias = next(resource for resource in resources.values() if resource["Type"] == "AWS::Lambda::Alias")
-    assert alias["Properties"]["FunctionVersion"] == {"Fn::GetAtt": [next(iter(versions)), "Version"]}
+    versions = {
+        resource["Properties"]["FunctionName"]["Ref"]: (name, resource)
+        for name, resource in resources.items()
+        if resource["Type"] == "AWS::Lambda::Version"
+    }
+    # The durable task worker's executions replay on the version they started on: its versions are kept.
+    assert {function: resource["DeletionPolicy"] for function, (_, resource) in versions.items()} == {
+        "BufferedFunction": "Delete",
+        "DurableTaskWorkerFunction": "Retain",
+    }
+    alias = next(
+        resource
+        for resource in resources.values()
+        if resource["Type"] == "AWS::Lambda::Alias"
+        and resource["Properties"]["FunctionName"] == {"Ref": "BufferedFunction"}
+    )
+    assert alias["Properties"]["FunctionVersion"] == {"Fn::GetAtt": [versions["BufferedFunction"][0], "Version"]}
 
 
-FUNCTIONS = ("BufferedFunction", "StreamingFunction", "SweeperFunction", "TaskWorkerFunction")
+FUNCTIONS = (
+    "BufferedFunction",
+    "StreamingFunction",
+    "SweeperFunction",
+    "TaskWorkerFunction",
+    "DurableTaskWorkerFunction",
+)
 
 
 def _role_statements(resources: dict[str, Any], role: str) -> list[dict[str, Any]]:

@@ -3,14 +3,18 @@
 A launcher is given what it runs: `TaskLauncher.launch(task_id, run)` runs `run(task_id)` in this process, or starts
 an invocation whose own task service runs the same (`stratus.handlers.task_worker.LambdaLauncher`). A launcher that
 can also start a relayed call in another invocation says so by being a `CallLauncher` (checked with isinstance);
-nothing rewrites a launcher once built.
+one that names each launch by the task's record, and stops a cancelled task's run, by being a `RecordLauncher`
+(`stratus.handlers.durable_launcher.DurableLauncher`). Nothing rewrites a launcher once built.
 """
 
 from __future__ import annotations
 
 import asyncio
 from collections.abc import Awaitable, Callable
-from typing import Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Protocol, runtime_checkable
+
+if TYPE_CHECKING:
+    from stratus.stores.records import TaskRecord
 
 RunTask = Callable[[str], Awaitable[object]]
 """Runs a stored task to its end (`TaskService.run`, which says whether it ran)."""
@@ -27,6 +31,16 @@ class CallLauncher(Protocol):
     """Also starts a stored relayed call's run in another invocation (`stratus.protocol.relayed_calls`)."""
 
     async def launch_call(self, call_id: str) -> None: ...
+
+
+@runtime_checkable
+class RecordLauncher(Protocol):
+    """Starts a task's launch given its record (each launch, named by the record's last update, may be started once
+    however often it is sent), and stops the run of a task that was cancelled while `working`."""
+
+    async def launch_record(self, task: TaskRecord) -> None: ...
+
+    async def stop(self, task: TaskRecord) -> None: ...
 
 
 class InProcessLauncher:

@@ -33,6 +33,7 @@ from stratus.errors import InternalError, InvalidParamsError, McpError, RecordTo
 from stratus.protocol.jsonrpc import Request
 from stratus.protocol.kept_principal import kept_principal, principal_from
 from stratus.protocol.launchers import InProcessLauncher as InProcessLauncher
+from stratus.protocol.launchers import RecordLauncher
 from stratus.protocol.launchers import TaskLauncher as TaskLauncher
 from stratus.protocol.task_quota import PrincipalTaskQuota, quota_holder, refuse_process
 from stratus.protocol.task_watch import CancellationWatch, task_stream
@@ -144,7 +145,7 @@ class TaskService:
             await self.quota.give_back(place)
             raise
         try:
-            await self.launcher.launch(record.task_id, self.run)
+            await self._launch(record.task_id, stored)
         except Exception:
             reference = secrets.token_hex(6)
             logger.exception("task launch failed", extra={"task": record.task_id, "error_ref": reference})
@@ -190,6 +191,8 @@ class TaskService:
             return wire.already_ended(task)
         await self.stores.events.append(task_stream(task.task_id), "cancelled")  # heard by the run's watch
         await self.quota.give_back(task_place(task))
+        if task.status == "working" and isinstance(self.launcher, RecordLauncher):
+            await self.launcher.stop(task)  # the run in another invocation; it hears the cancellation too
         return wire.cancelled(await self._own_task(call, wire))
 
     async def update(self, call: Call) -> JsonObject:
@@ -212,8 +215,16 @@ class TaskService:
             task.task_id, status="working", outcome=None, expect=("input_required",)
         )
         if resumed:  # only one of several racing updates resumes it
-            await self.launcher.launch(task.task_id, self.run)
+            await self._launch(task.task_id)
         return {}
+
+    async def _launch(self, task_id: str, task: TaskRecord | None = None) -> None:
+        if isinstance(self.launcher, RecordLauncher):
+            task = task or await self.stores.tasks.get(task_id)
+            if task is not None:
+                await self.launcher.launch_record(task)
+                return
+        await self.launcher.launch(task_id, self.run)
 
     async def _own_task(self, call: Call, wire: TaskWire) -> TaskRecord:
         wire.admit(call)

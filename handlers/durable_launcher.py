@@ -1,0 +1,118 @@
+"""Starting tasks in the durable task worker (`STRATUS_TASK_WORKER_DURABLE`; `stratus.handlers.durable_worker`), and
+stopping the run of a cancelled one. Imported only when that setting is set, and never imports the durable execution
+SDK: the serving functions start executions with boto3's Lambda client alone.
+
+Each launch of a task (its creation, and each resumption once its client has answered its questions) is one durable
+execution, invoked asynchronously (`InvocationType=Event`: the execution may run up to its execution timeout) by the
+function's qualified ARN, since Lambda runs durable executions of a version or alias only
+(https://docs.aws.amazon.com/lambda/latest/dg/durable-invoking.html). Its execution name is the task's id (a
+resumption's adds a digest of the launch), and a name is an idempotency key: a start sent twice (a retried request, a
+launch repeated) starts one execution (https://docs.aws.amazon.com/lambda/latest/dg/durable-execution-idempotency.html).
+Names are 1 to 64 characters of `[a-zA-Z0-9-_]` (the Invoke API's `DurableExecutionName`); a task id is 32 of them.
+
+A relayed call is no task: it goes to the plain task worker (`calls`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import json
+import logging
+import re
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from stratus.protocol.launchers import CallLauncher, RunTask
+    from stratus.stores.records import TaskRecord
+
+logger = logging.getLogger("stratus.tasks")
+TASK_EVENT_KEY = "stratusTask"
+"""The event's key naming the task (`stratus.handlers.task_worker.TASK_EVENT_KEY`, which the durable worker reads)."""
+EXECUTION_NAME = re.compile(r"[A-Za-z0-9_-]{1,64}")
+LIVE_EXECUTIONS = ["RUNNING", "PAUSING", "PAUSED"]
+"""The statuses of an execution that may still run a step (https://docs.aws.amazon.com/lambda/latest/api/
+API_ListDurableExecutionsByFunction.html)."""
+
+
+def execution_name(task: TaskRecord) -> str:
+    """The durable execution name of the task's current launch: its id for the launch that created it; with a digest
+    of the update that moved it back to `working` for a resumption (the same launch the run's claim names:
+    `stratus.protocol.task_service.launch_key`)."""
+    name = task.task_id
+    if task.updated_at != task.created_at:
+        name = f"{task.task_id}-{hashlib.sha256(repr(task.updated_at).encode()).hexdigest()[:16]}"
+    if EXECUTION_NAME.fullmatch(name):
+        return name
+    return hashlib.sha256(name.encode()).hexdigest()  # a task id of another shape: 64 allowed characters
+
+
+def unqualified(function: str) -> str:
+    """The function a qualified name or ARN names (`worker:live` -> `worker`)."""
+    parts = function.split(":")
+    return ":".join(parts[:7]) if parts[0] == "arn" else parts[0]
+
+
+class DurableLauncher:
+    """Starts each task's launch as a durable execution of `function` (a qualified ARN or `name:alias`), relayed calls
+    through `calls`, and stops a cancelled task's execution. A `RecordLauncher` and a `CallLauncher`
+    (`stratus.protocol.launchers`)."""
+
+    def __init__(self, function: str, calls: CallLauncher, client: Any = None) -> None:
+        self.function = function
+        self.calls = calls
+        self._client = client
+
+    def client(self) -> Any:
+        if self._client is None:
+            import boto3
+
+            self._client = boto3.client("lambda")
+        return self._client
+
+    async def launch(self, task_id: str, run: RunTask) -> None:
+        """A launch known only by its task's id (its record was gone): named by the id."""
+        await self._start(task_id, task_id)
+
+    async def launch_record(self, task: TaskRecord) -> None:
+        await self._start(task.task_id, execution_name(task))
+
+    async def launch_call(self, call_id: str) -> None:
+        await self.calls.launch_call(call_id)
+
+    async def _start(self, task_id: str, name: str) -> None:
+        client = self.client()
+        try:
+            await asyncio.to_thread(
+                client.invoke,
+                FunctionName=self.function,
+                InvocationType="Event",
+                DurableExecutionName=name,
+                Payload=json.dumps({TASK_EVENT_KEY: task_id}).encode(),
+            )
+        except client.exceptions.DurableExecutionAlreadyStartedException:
+            # This launch's execution exists already: an earlier delivery of the same start.
+            logger.info("durable task execution already started", extra={"task": task_id})
+
+    async def stop(self, task: TaskRecord) -> None:
+        """Stop the execution of the task's current launch, if it is still live; a failure is logged, never raised:
+        the run hears the cancellation in the store anyway (`stratus.protocol.task_watch`)."""
+        name = execution_name(task)
+        client = self.client()
+        try:
+            listed = await asyncio.to_thread(
+                client.list_durable_executions_by_function,
+                FunctionName=unqualified(self.function),
+                DurableExecutionName=name,
+                Statuses=LIVE_EXECUTIONS,
+            )
+            for execution in listed.get("DurableExecutions", []):
+                if execution.get("DurableExecutionName") == name:
+                    await asyncio.to_thread(
+                        client.stop_durable_execution, DurableExecutionArn=execution["DurableExecutionArn"]
+                    )
+        except Exception as error:  # noqa: BLE001 - any failure to stop leaves the cancellation to the store
+            logger.warning(
+                "a cancelled task's durable execution could not be stopped",
+                extra={"task": task.task_id, "error_type": type(error).__name__},
+            )

@@ -1,0 +1,403 @@
+"""The durable task worker runs a stored task as one checkpointed step, under the official testing SDK's in-process
+runner (the durable execution service's replay, checkpoints and step records, in this process)."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import secrets
+from collections.abc import AsyncIterator, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import Any
+
+import boto3
+import httpx
+import pytest
+import redis
+from aws_durable_execution_sdk_python import DurableContext, durable_execution
+from aws_durable_execution_sdk_python.config import Duration
+from aws_durable_execution_sdk_python.lambda_service import OperationStatus
+from aws_durable_execution_sdk_python_testing import DurableFunctionTestResult, DurableFunctionTestRunner
+from botocore.stub import Stubber
+
+from stratus import Settings
+from stratus.composition import stores_for
+from stratus.handlers import durable_worker, sweeper
+from stratus.handlers.durable_launcher import DurableLauncher, execution_name
+from stratus.handlers.task_worker import LambdaLauncher, settings_for_invocation, task_launcher
+from stratus.settings import SettingsError
+from stratus.transport.app import build_app
+from tests.fixtures.durable_apps import runs, server
+from tests.fixtures.keys import SECRET_KEY
+from tests.fixtures.wire import HandshakeSession, McpHttp, stateless_meta
+
+pytestmark = pytest.mark.anyio
+WORKER = "stratus-task-worker"
+DURABLE_FUNCTION = "arn:aws:lambda:us-east-1:123456789012:function:stratus-durable-worker"
+DURABLE = f"{DURABLE_FUNCTION}:live"
+EXTENSION = "io.modelcontextprotocol/tasks"
+
+
+@dataclass
+class Deployment:
+    settings: Settings
+    stubber: Stubber
+    session: HandshakeSession
+    mcp: McpHttp
+    sent: list[tuple[str, dict[str, Any]]]
+    """Each Lambda API call's operation and parameters, as the client was given them."""
+
+
+@pytest.fixture
+def environment(aws_credentials: None, monkeypatch: pytest.MonkeyPatch) -> Iterator[dict[str, str]]:
+    variables = {
+        "STRATUS_APP": "tests.fixtures.durable_apps:server",
+        "STRATUS_STORE": "redis://127.0.0.1:6379/0",
+        "STRATUS_STORE_PREFIX": f"durable-{secrets.token_hex(4)}",
+        "STRATUS_SECRET_KEY": SECRET_KEY,
+        "STRATUS_TASK_WORKER": WORKER,
+        "STRATUS_TASK_WORKER_DURABLE": DURABLE,
+    }
+    for name, value in variables.items():
+        monkeypatch.setenv(name, value)
+    runs.clear()
+    yield variables
+    client = redis.Redis.from_url(variables["STRATUS_STORE"])
+    keys = list(client.scan_iter(match=f"{variables['STRATUS_STORE_PREFIX']}:*"))
+    if keys:
+        client.delete(*keys)
+    client.close()
+
+
+@pytest.fixture
+async def deployment(environment: dict[str, str]) -> AsyncIterator[Deployment]:
+    settings = Settings.from_env(environment)
+    client = boto3.client("lambda")
+    sent: list[tuple[str, dict[str, Any]]] = []
+    client.meta.events.register(
+        "provide-client-params.lambda.*", lambda params, model, **_: sent.append((model.name, dict(params)))
+    )
+    launcher = DurableLauncher(DURABLE, LambdaLauncher(WORKER, client=client), client=client)
+    with Stubber(client) as stubber:
+        app = build_app(server, settings, task_launcher=launcher)
+        async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://localhost") as http:
+            mcp = McpHttp(http)
+            session = await mcp.initialize("2025-11-25")
+            yield Deployment(settings, stubber, session, mcp, sent)
+        await app.shutdown()
+
+
+async def create_task(deployment: Deployment, tool: str, arguments: dict[str, Any]) -> str:
+    deployment.stubber.add_response("invoke", {"StatusCode": 202})
+    created = await deployment.session.request("tools/call", {"name": tool, "arguments": arguments, "task": {}})
+    task_id: str = created.json()["result"]["task"]["taskId"]
+    return task_id
+
+
+@contextmanager
+def durable_runner(handler: Any) -> Iterator[DurableFunctionTestRunner]:
+    runner = DurableFunctionTestRunner(handler=handler)
+    try:
+        yield runner
+    finally:
+        runner.close()  # type: ignore[no-untyped-call]
+        runner._scheduler._loop.close()  # testing SDK 1.4.0 stops its scheduler's event loop without closing it
+
+
+def execute(handler: Any, event: dict[str, Any]) -> DurableFunctionTestResult:
+    """One durable execution of a launch's event, to its end, in the testing SDK's runner."""
+    with durable_runner(handler) as runner:
+        return runner.run(input=json.dumps(event), execution_timeout=60)
+
+
+async def test_a_task_runs_to_completion_in_one_recorded_step(deployment: Deployment) -> None:
+    task_id = await create_task(deployment, "export", {"name": "ledger"})
+
+    result = await asyncio.to_thread(execute, durable_worker.handler, {"stratusTask": task_id})
+
+    assert result.status.value == "SUCCEEDED"
+    assert json.loads(result.result or "null") == {"ran": True, "taskId": task_id}
+    assert [operation.name for operation in result.operations] == ["run"]
+    assert result.get_step("run").status is OperationStatus.SUCCEEDED
+    assert runs == ["ledger"]
+    fetched = await deployment.session.request("tasks/result", {"taskId": task_id})
+    assert fetched.json()["result"]["content"][0]["text"] == "exported ledger"
+
+
+async def test_a_replay_after_the_run_returns_its_record_and_runs_nothing_again(deployment: Deployment) -> None:
+    task_id = await create_task(deployment, "export", {"name": "ledger"})
+    invocations: list[dict[str, Any]] = []
+
+    @durable_execution
+    def suspending(event: Any, context: DurableContext) -> dict[str, Any]:
+        # The worker's own run, then a wait: the execution suspends and Lambda invokes it again, which replays it.
+        outcome = durable_worker.run_launch(event, context, lambda: settings_for_invocation(None))
+        invocations.append(outcome)
+        context.wait(Duration.from_seconds(1), name="pause")
+        return outcome
+
+    result = await asyncio.to_thread(execute, suspending, {"stratusTask": task_id})
+
+    assert result.status.value == "SUCCEEDED"
+    assert invocations == [{"ran": True, "taskId": task_id}] * 2  # the replay got the recorded `ran`, not a new run
+    assert runs == ["ledger"]  # the tool ran once
+
+
+async def test_a_tool_that_fails_ends_its_task_failed_with_its_message(deployment: Deployment) -> None:
+    task_id = await create_task(deployment, "refuse", {})
+
+    result = await asyncio.to_thread(execute, durable_worker.handler, {"stratusTask": task_id})
+
+    assert json.loads(result.result or "null") == {"ran": True, "taskId": task_id}
+    polled = (await deployment.session.request("tasks/get", {"taskId": task_id})).json()["result"]
+    assert polled["status"] == "failed"
+    error = (await deployment.session.request("tasks/result", {"taskId": task_id})).json()["error"]
+    assert (error["code"], error["message"]) == (-32602, "Invalid params: nothing to export")
+
+
+async def test_a_run_that_fails_is_not_retried_and_marks_its_task_failed(
+    deployment: Deployment, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    task_id = await create_task(deployment, "export", {"name": "ledger"})
+    # A deployment whose app does not load: the run raises.
+    monkeypatch.setenv("STRATUS_APP", "tests.fixtures.durable_apps:no_such_server")
+
+    result = await asyncio.to_thread(execute, durable_worker.handler, {"stratusTask": task_id})
+
+    assert json.loads(result.result or "null") == {"ran": False, "taskId": task_id, "markedFailed": True}
+    assert [operation.name for operation in result.operations] == ["run", "mark-failed"]
+    run = result.get_step("run")
+    assert (run.status, run.attempt) == (OperationStatus.FAILED, 1)
+    assert runs == []
+    polled = (await deployment.session.request("tasks/get", {"taskId": task_id})).json()["result"]
+    assert (polled["status"], polled["statusMessage"]) == (
+        "failed",
+        "The task's run stopped before it ended (its worker crashed or timed out)",
+    )
+
+
+async def test_an_event_without_a_task_runs_nothing(environment: dict[str, str]) -> None:
+    result = await asyncio.to_thread(execute, durable_worker.handler, {"source": "aws.events"})
+    assert json.loads(result.result or "null") == {"ran": False}
+    assert result.operations == []
+
+
+# -- the launcher ----------------------------------------------------------------------------------------------------
+
+
+async def test_a_task_starts_a_durable_execution_of_the_alias_named_by_the_task(deployment: Deployment) -> None:
+    task_id = await create_task(deployment, "export", {"name": "ledger"})
+
+    deployment.stubber.assert_no_pending_responses()
+    assert deployment.sent == [
+        (
+            "Invoke",
+            {
+                "FunctionName": DURABLE,
+                "InvocationType": "Event",
+                "DurableExecutionName": task_id,
+                "Payload": json.dumps({"stratusTask": task_id}).encode(),
+            },
+        )
+    ]
+    assert runs == []  # nothing ran it in this process
+
+
+async def test_a_start_sent_again_finds_its_execution_started_and_does_not_fail(deployment: Deployment) -> None:
+    task_id = await create_task(deployment, "export", {"name": "ledger"})
+    stores = stores_for(deployment.settings)
+    record = await stores.tasks.get(task_id)
+    await stores.aclose()
+    assert record is not None
+    deployment.stubber.add_client_error(
+        "invoke", "DurableExecutionAlreadyStartedException", "The durable execution has already been started"
+    )
+    launcher = DurableLauncher(DURABLE, LambdaLauncher(WORKER), client=_client_of(deployment))
+
+    await launcher.launch_record(record)
+
+    assert deployment.sent[-1][1]["DurableExecutionName"] == task_id
+
+
+async def test_a_resumed_launch_is_a_new_execution_named_by_its_launch(deployment: Deployment) -> None:
+    task_id = await create_task(deployment, "export", {"name": "ledger"})
+    stores = stores_for(deployment.settings)
+    assert await stores.tasks.update(task_id, status="input_required", outcome=None, expect=("working",))
+    assert await stores.tasks.update(task_id, status="working", outcome=None, expect=("input_required",))
+    record = await stores.tasks.get(task_id)
+    await stores.aclose()
+    assert record is not None
+
+    name = execution_name(record)
+
+    assert name != task_id and name.startswith(f"{task_id}-") and len(name) <= 64
+    assert name == execution_name(record)  # the same launch is named alike wherever it is named
+
+
+async def test_a_task_answered_by_its_client_resumes_in_a_new_execution_and_completes(deployment: Deployment) -> None:
+    meta = stateless_meta(
+        **{"io.modelcontextprotocol/clientCapabilities": {"extensions": {EXTENSION: {}}, "elicitation": {}}}
+    )
+    deployment.stubber.add_response("invoke", {"StatusCode": 202})
+    created = await deployment.mcp.stateless("tools/call", {"name": "approve", "arguments": {}, "_meta": meta})
+    task_id = created.json()["result"]["taskId"]
+
+    asked = await asyncio.to_thread(execute, durable_worker.handler, {"stratusTask": task_id})
+    assert json.loads(asked.result or "null") == {"ran": True, "taskId": task_id}
+    waiting = (await deployment.mcp.stateless("tasks/get", {"taskId": task_id, "_meta": meta})).json()["result"]
+    assert (waiting["status"], list(waiting["inputRequests"])) == ("input_required", ["approval"])
+
+    deployment.stubber.add_response("invoke", {"StatusCode": 202})
+    answer = {"action": "accept", "content": {"ok": True}}
+    await deployment.mcp.stateless(
+        "tasks/update", {"taskId": task_id, "inputResponses": {"approval": answer}, "_meta": meta}
+    )
+    resumed = deployment.sent[-1][1]["DurableExecutionName"]
+    assert [params["DurableExecutionName"] for _, params in deployment.sent] == [task_id, resumed]
+    assert resumed.startswith(f"{task_id}-") and len(resumed) <= 64  # another execution: the first one ended
+
+    done = await asyncio.to_thread(execute, durable_worker.handler, {"stratusTask": task_id})
+    assert json.loads(done.result or "null") == {"ran": True, "taskId": task_id}
+    finished = (await deployment.mcp.stateless("tasks/get", {"taskId": task_id, "_meta": meta})).json()["result"]
+    assert (finished["status"], finished["result"]["content"][0]["text"]) == ("completed", "done")
+    assert runs == ["approved=True"]
+
+
+async def test_cancelling_a_working_task_stops_its_execution(deployment: Deployment) -> None:
+    task_id = await create_task(deployment, "export", {"name": "ledger"})
+    execution = f"{DURABLE_FUNCTION}:7/durable-execution/{task_id}/0c3a9b5e-7f21-4d8e-a1f5-2b9c6d4e8a10"
+    deployment.stubber.add_response(
+        "list_durable_executions_by_function",
+        {
+            "DurableExecutions": [
+                {
+                    "DurableExecutionArn": execution,
+                    "DurableExecutionName": task_id,
+                    "FunctionArn": f"{DURABLE_FUNCTION}:7",
+                    "Status": "RUNNING",
+                    "StartTimestamp": "2026-01-01T00:00:00Z",
+                }
+            ]
+        },
+    )
+    deployment.stubber.add_response("stop_durable_execution", {"StopTimestamp": "2026-01-01T00:00:01Z"})
+
+    cancelled = await deployment.session.request("tasks/cancel", {"taskId": task_id})
+
+    assert cancelled.json()["result"]["status"] == "cancelled"
+    deployment.stubber.assert_no_pending_responses()
+    assert deployment.sent[1:] == [
+        (
+            "ListDurableExecutionsByFunction",
+            {
+                "FunctionName": DURABLE_FUNCTION,
+                "DurableExecutionName": task_id,
+                "Statuses": ["RUNNING", "PAUSING", "PAUSED"],
+            },
+        ),
+        ("StopDurableExecution", {"DurableExecutionArn": execution}),
+    ]
+
+
+async def test_a_stop_that_fails_still_cancels_the_task(deployment: Deployment) -> None:
+    task_id = await create_task(deployment, "export", {"name": "ledger"})
+    deployment.stubber.add_client_error("list_durable_executions_by_function", "AccessDeniedException", "denied")
+
+    cancelled = await deployment.session.request("tasks/cancel", {"taskId": task_id})
+
+    assert cancelled.json()["result"]["status"] == "cancelled"
+    polled = (await deployment.session.request("tasks/get", {"taskId": task_id})).json()["result"]
+    assert polled["status"] == "cancelled"
+
+
+def _client_of(deployment: Deployment) -> Any:
+    return deployment.stubber.client
+
+
+def test_the_setting_selects_the_durable_launcher(environment: dict[str, str]) -> None:
+    launcher = task_launcher(Settings.from_env(environment))
+    assert isinstance(launcher, DurableLauncher)
+    assert (launcher.function, getattr(launcher.calls, "function", None)) == (DURABLE, WORKER)
+    plain = task_launcher(Settings.from_env({**environment, "STRATUS_TASK_WORKER_DURABLE": ""}))
+    assert isinstance(plain, LambdaLauncher)
+
+
+@pytest.mark.parametrize(
+    ("variables", "problem"),
+    [
+        (
+            {"STRATUS_TASK_WORKER_DURABLE": DURABLE_FUNCTION},
+            f"STRATUS_TASK_WORKER_DURABLE={DURABLE_FUNCTION!r}: must name a version or alias of the function",
+        ),
+        (
+            {"STRATUS_TASK_WORKER_DURABLE": "stratus-durable-worker"},
+            "STRATUS_TASK_WORKER_DURABLE='stratus-durable-worker': must name a version or alias of the function",
+        ),
+        ({"STRATUS_TASK_WORKER": ""}, "STRATUS_TASK_WORKER_DURABLE needs STRATUS_TASK_WORKER"),
+    ],
+)
+def test_a_durable_worker_setting_that_cannot_work_is_refused_at_start(
+    environment: dict[str, str], variables: dict[str, str], problem: str
+) -> None:
+    with pytest.raises(SettingsError) as refused:
+        Settings.from_env({**environment, **variables})
+    assert any(each.startswith(problem) for each in refused.value.problems)
+
+
+# -- the dead-letter queue -------------------------------------------------------------------------------------------
+
+
+def _dead_letters(*bodies: str) -> dict[str, Any]:
+    """An SQS batch of the durable worker's dead-letter queue, as its event source mapping hands it to the sweeper:
+    each message's body the execution's event, its attributes Lambda's."""
+    return {
+        "Records": [
+            {
+                "messageId": f"0a1b2c3d-0000-4000-8000-00000000000{index}",
+                "receiptHandle": "AQEB",
+                "body": body,
+                "attributes": {"ApproximateReceiveCount": "1", "SentTimestamp": "1767225600000"},
+                "messageAttributes": {
+                    "RequestID": {"stringValue": "e4b46cbf-0000-0000-0000-a18cdf61200e", "dataType": "String"},
+                    "ErrorCode": {"stringValue": "200", "dataType": "Number"},
+                    "ErrorMessage": {"stringValue": "Execution timed out", "dataType": "String"},
+                },
+                "md5OfBody": "",
+                "eventSource": "aws:sqs",
+                "eventSourceARN": "arn:aws:sqs:us-east-1:123456789012:stratus-local-DurableTaskDeadLetters",
+                "awsRegion": "us-east-1",
+            }
+            for index, body in enumerate(bodies)
+        ]
+    }
+
+
+async def test_a_dead_letter_marks_its_working_task_failed_once(deployment: Deployment) -> None:
+    task_id = await create_task(deployment, "export", {"name": "ledger"})
+    batch = _dead_letters(json.dumps({"stratusTask": task_id}), "not json", json.dumps({"other": 1}))
+
+    assert await asyncio.to_thread(sweeper.handler, batch, None) == {"markedFailed": 1}
+    assert await asyncio.to_thread(sweeper.handler, batch, None) == {"markedFailed": 0}  # delivered again
+
+    polled = (await deployment.session.request("tasks/get", {"taskId": task_id})).json()["result"]
+    assert (polled["status"], polled["statusMessage"]) == (
+        "failed",
+        "The task's run stopped before it ended (its worker crashed or timed out)",
+    )
+    error = (await deployment.session.request("tasks/result", {"taskId": task_id})).json()["error"]
+    assert error["code"] == -32603 and "Execution timed out" not in json.dumps(error)  # Lambda's error stays out
+
+
+async def test_the_dead_letter_of_a_stopped_execution_leaves_its_cancelled_task_cancelled(
+    deployment: Deployment,
+) -> None:
+    task_id = await create_task(deployment, "export", {"name": "ledger"})
+    deployment.stubber.add_response("list_durable_executions_by_function", {"DurableExecutions": []})
+    await deployment.session.request("tasks/cancel", {"taskId": task_id})
+
+    assert await asyncio.to_thread(sweeper.handler, _dead_letters(json.dumps({"stratusTask": task_id})), None) == {
+        "markedFailed": 0
+    }
+    polled = (await deployment.session.request("tasks/get", {"taskId": task_id})).json()["result"]
+    assert polled["status"] == "cancelled"
