@@ -21,6 +21,12 @@ read past Parameter Store's throughput (`ssm_tps`, default the documented 40 a s
 `ThrottlingException`. Every call, allowed, refused or throttled, is recorded with the container that made it
 (`iam.CallLog`): the functions' network needs in docs/deploy.md are checked against it.
 
+moto runs the action a request's query string or form-shaped body names (`Action=`) in place of its `X-Amz-Target`,
+and picks the service by the credential scope of its `Authorization`. So a request is forwarded only when the action
+checked is the one moto will run: a `POST` to the service's root, with no query string, signed for that service,
+whose `X-Amz-Target` names that service, and whose body names no other `Action` (else 400, and nothing runs). These
+JSON APIs never send any of those (https://docs.aws.amazon.com/amazondynamodb/latest/developerguide/Programming.LowLevelAPI.html).
+
 A local table that stands in for the template's (`STRATUS_STORE=dynamodb://<local>` where the template names its
 `StateTable`) is checked as the template's: `stand_ins` maps the one ARN to the other.
 """
@@ -28,8 +34,10 @@ A local table that stands in for the template's (`STRATUS_STORE=dynamodb://<loca
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Mapping
 from typing import Any
+from urllib.parse import parse_qsl
 
 import httpx
 
@@ -51,6 +59,8 @@ _TRANSACTION_ACTIONS = {
     "ConditionCheck": "ConditionCheckItem",
 }
 _HOP_BY_HOP = {b"host", b"content-length", b"connection", b"transfer-encoding", b"keep-alive"}
+_TARGET_PREFIXES = {"dynamodb": "DynamoDB_20120810.", "ssm": "AmazonSSM."}
+_SIGNED_SERVICE = re.compile(r"Credential=[^/,\s]*/[^/,\s]*/[^/,\s]*/([^/,\s]*)/")
 
 
 def _table(region: str, name: Any, index: Any = None) -> str:
@@ -144,6 +154,10 @@ class AwsApis:
             return
         target = headers.get(b"x-amz-target", b"").decode("latin-1")
         operation = target.rpartition(".")[2]
+        other = _runs_otherwise(service, scope, rest, headers, target, body)
+        if other is not None:
+            await send_answer(send, _error(400, "AccessDeniedException", other))
+            return
         try:
             parsed = json.loads(body or b"{}")
         except ValueError:
@@ -196,6 +210,30 @@ class AwsApis:
             if name.lower().encode() not in _HOP_BY_HOP and name.lower() != "content-encoding"
         ]
         return Answer(response.status_code, kept, response.content)
+
+
+def _runs_otherwise(
+    service: str, scope: Scope, rest: str, headers: Mapping[bytes, bytes], target: str, body: bytes
+) -> str | None:
+    """Why moto would run something other than the target's operation of `service` (the refusal's message), or
+    None when it runs exactly that."""
+    operation = target.rpartition(".")[2]
+    signed = _SIGNED_SERVICE.search(headers.get(b"authorization", b"").decode("latin-1"))
+    if scope["method"] != "POST" or rest.strip("/") or scope.get("query_string"):
+        return f"stratus local forwards only a POST to the {service} API's root, with no query string"
+    if not target.startswith(_TARGET_PREFIXES[service]) or not operation:
+        return f"X-Amz-Target {target!r} names no {service} operation"
+    if signed is None or signed.group(1) != service:
+        return f"the request is not signed for {service}, so moto would run it as another service"
+    named = {
+        value for key, value in parse_qsl(body.decode("utf-8", "replace"), keep_blank_values=True) if key == "Action"
+    }
+    if named - {operation}:
+        return (
+            f"the request names two actions, {operation} (X-Amz-Target) and {', '.join(sorted(named))} (Action= in "
+            "its body), and moto would run the second, which IAM did not check"
+        )
+    return None
 
 
 def _error(status: int, error_type: str, message: str) -> Answer:

@@ -30,6 +30,11 @@ page in the developer's browser must not reach it, by DNS rebinding or otherwise
 A request without the secret or with another Host is refused as AWS refuses an unsigned caller (403
 `UnrecognizedClientException`), one with another content type with 415 `UnsupportedMediaTypeException`, before
 its body is read or any function runs.
+
+With IAM enforced, an Invoke signed with a container's key is checked against that container's role; one with no
+`Authorization` at all is refused 403 `MissingAuthenticationTokenException`, as AWS refuses it, so a call that
+skips signing never skips the role. A key the stack did not issue is the developer's (`aws lambda invoke
+--endpoint-url ...` with their own credentials), which no role binds.
 """
 
 from __future__ import annotations
@@ -123,6 +128,9 @@ class LambdaApi:
             await send_answer(send, _user_error(413, "Request payload too large", "RequestTooLargeException"))
             return
         assert name is not None
+        if self.identities is not None and not headers.get(b"authorization", b"").strip():
+            await send_answer(send, _missing_authentication())
+            return
         refusal = self._refusal(headers.get(b"authorization", b""), pool, name.group(2), scope)
         if refusal is not None:
             await send_answer(
@@ -190,6 +198,14 @@ def _unrecognized_client() -> Answer:
     """AWS's answer to a caller it cannot identify (an unsigned or foreign request)."""
     message = "The security token included in the request is invalid."
     return json_answer(403, {"message": message}, ("x-amzn-ErrorType", "UnrecognizedClientException"))
+
+
+def _missing_authentication() -> Answer:
+    """AWS's answer to an unsigned request (https://docs.aws.amazon.com/lambda/latest/api/CommonErrors.html lists
+    the 403s; an unsigned call gets `MissingAuthenticationToken`)."""
+    return json_answer(
+        403, {"message": "Missing Authentication Token"}, ("x-amzn-ErrorType", "MissingAuthenticationTokenException")
+    )
 
 
 def _user_error(status: int, message: str, error_type: str) -> Answer:

@@ -6,10 +6,19 @@ with the schema the stores use (`stratus.stores.dynamodb.schema`), so a request 
 container takes it. moto's own ThreadedMotoServer handles requests on parallel threads without making a conditional
 write atomic against the others, so two racing writers could both pass a condition; real DynamoDB never lets them.
 Serving one request at a time gives DynamoDB's per-item atomicity.
+
+moto checks no credentials, so the server answers only requests that carry a per-server secret as the first segment
+of their path (the endpoint it hands out is `http://127.0.0.1:<port>/<secret>`, and botocore keeps an endpoint's path
+in front of these JSON APIs' `POST /`) and whose Host names the loopback address and port it listens on. A page in
+the developer's browser that found the port, by DNS rebinding or otherwise, knows neither: it is refused 403
+`UnrecognizedClientException`, as the Lambda API (`invoke_api`) refuses it, before moto reads anything.
 """
 
 from __future__ import annotations
 
+import hmac
+import json
+import secrets
 from collections.abc import Iterable
 from threading import Event, Thread
 from typing import TYPE_CHECKING
@@ -48,16 +57,45 @@ def _forgetting_instances(app: WSGIApplication) -> WSGIApplication:
     return serve
 
 
+_LOOPBACK_NAMES = ("127.0.0.1", "localhost")
+_UNRECOGNIZED = json.dumps(
+    {
+        "__type": "com.amazon.coral.service#UnrecognizedClientException",
+        "message": "The security token included in the request is invalid.",
+    }
+).encode()
+
+
+def _keyed(app: WSGIApplication, secret: str) -> WSGIApplication:
+    """`app` for requests whose path starts with `/<secret>` (removed before `app` sees it) and whose Host is this
+    server's loopback address; any other gets 403 before its body is read."""
+    prefix = f"/{secret}"
+
+    def serve(environ: WSGIEnvironment, start_response: StartResponse) -> Iterable[bytes]:
+        path: str = environ.get("PATH_INFO", "")
+        rest = path[len(prefix) :]
+        keyed = hmac.compare_digest(path[: len(prefix)].encode("latin-1"), prefix.encode()) and rest[:1] in ("", "/")
+        loopback = {f"{name}:{environ.get('SERVER_PORT')}" for name in _LOOPBACK_NAMES}
+        if not keyed or environ.get("HTTP_HOST", "").lower() not in loopback:
+            start_response("403 Forbidden", [("Content-Type", "application/x-amz-json-1.0")])
+            return [_UNRECOGNIZED]
+        environ["PATH_INFO"] = rest or "/"
+        return app(environ, start_response)
+
+    return serve
+
+
 class SerialMotoServer:
     """Start, ask for the endpoint, stop; the server thread is ended and joined on stop."""
 
     def __init__(self) -> None:
         self._ready = Event()
         self._server: BaseWSGIServer | None = None
+        self._secret = secrets.token_urlsafe(16)
         self._thread = Thread(target=self._serve, name="moto-dynamodb", daemon=True)
 
     def _serve(self) -> None:
-        app = _forgetting_instances(DomainDispatcherApplication(create_backend_app))
+        app = _keyed(_forgetting_instances(DomainDispatcherApplication(create_backend_app)), self._secret)
         self._server = make_server("127.0.0.1", 0, app, threaded=False, request_handler=_BoundedReadHandler)
         self._ready.set()
         self._server.serve_forever(poll_interval=0.05)
@@ -68,7 +106,7 @@ class SerialMotoServer:
             raise RuntimeError("moto's server did not start")
         assert self._server is not None
         port = self._server.server_address[1]
-        return f"http://127.0.0.1:{port}"
+        return f"http://127.0.0.1:{port}/{self._secret}"
 
     def stop(self) -> None:
         if self._server is not None:

@@ -144,7 +144,8 @@ async def test_the_invoke_api_answers_a_throttled_invocation_with_too_many_reque
     invoke = f"{one_container.url('Invoke')}/2015-03-31/functions/{BUFFERED}/invocations"
     with anyio.fail_after(WAIT_SECONDS):
         async with _container_held(one_container, BUFFERED, tmp_path) as http:
-            refused = await http.post(invoke, content=b"{}")
+            developer = {"authorization": "AWS4-HMAC-SHA256 Credential=AKIADEVELOPER/20261204/us-east-1/lambda/x"}
+            refused = await http.post(invoke, content=b"{}", headers=developer)
     assert refused.status_code == 429
     assert refused.headers["x-amzn-errortype"] == "TooManyRequestsException"
     assert refused.json()["Reason"] == "ConcurrentInvocationLimitExceeded"

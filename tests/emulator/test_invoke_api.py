@@ -25,6 +25,8 @@ BUFFERED = "stratus-local-BufferedFunction"
 TASK_WORKER = "stratus-local-TaskWorkerFunction"
 INVOKE = "/2015-03-31/functions/{}/invocations"
 WAIT_SECONDS = 20
+DEVELOPER = {"authorization": "AWS4-HMAC-SHA256 Credential=AKIADEVELOPER/20261204/us-east-1/lambda/aws4_request"}
+"""A key the stack did not issue: the developer's own credentials, which no role binds."""
 
 
 @pytest.fixture(scope="module")
@@ -106,9 +108,25 @@ async def test_an_event_payload_over_one_megabyte_is_refused_413_where_a_synchro
     served = list(aws.pools[TASK_WORKER].served)
     with anyio.fail_after(WAIT_SECONDS):
         async with httpx.AsyncClient(timeout=WAIT_SECONDS) as http:
-            refused = await http.post(url, content=payload, headers={"x-amz-invocation-type": "Event"})
+            refused = await http.post(url, content=payload, headers={"x-amz-invocation-type": "Event", **DEVELOPER})
             assert refused.status_code == 413, refused.text
             assert refused.headers["x-amzn-errortype"] == "RequestTooLargeException"
             assert aws.pools[TASK_WORKER].served == served  # nothing queued
-            ran = await http.post(url, content=payload)
+            ran = await http.post(url, content=payload, headers=DEVELOPER)
     assert ran.status_code == 200 and ran.json() == {"ran": False}
+
+
+async def test_an_unsigned_invoke_is_refused_as_aws_refuses_it_and_runs_nothing(aws: LocalAws) -> None:
+    """With IAM enforced, a call that skips signing never skips the role: 403 `MissingAuthenticationTokenException`
+    where it used to run the function (202 for an event), whatever role the container holds."""
+    url = f"{_containers_endpoint(aws)}{INVOKE.format(TASK_WORKER)}"
+    served = list(aws.pools[TASK_WORKER].served)
+    with anyio.fail_after(WAIT_SECONDS):
+        async with httpx.AsyncClient(timeout=WAIT_SECONDS) as http:
+            for kind in ("Event", "RequestResponse"):
+                refused = await http.post(url, content=b'{"nothing": 1}', headers={"x-amz-invocation-type": kind})
+                assert refused.status_code == 403, refused.text
+                assert refused.headers["x-amzn-errortype"] == "MissingAuthenticationTokenException"
+            signed = await http.post(url, content=b'{"nothing": 1}', headers=DEVELOPER)
+    assert signed.status_code == 200 and signed.json() == {"ran": False}
+    assert len(aws.pools[TASK_WORKER].served) == len(served) + 1
