@@ -14,6 +14,7 @@ from stratus.request.signal import CancellationSignal
 from stratus.resilience.deadline import Deadline
 from stratus.server.context import Context
 from stratus.server.principal import Principal
+from stratus.server.steps import StepJournal
 from stratus.stores.records import CallAdmission, SessionRecord
 from stratus.types import JsonObject
 
@@ -33,6 +34,7 @@ class Call:
         "request",
         "session",
         "stateless",
+        "steps",
         "version",
     )
 
@@ -47,6 +49,7 @@ class Call:
         http: HttpRequest | None = None,
         principal: Principal | None = None,
         admitted: CallAdmission | None = None,
+        steps: StepJournal | None = None,
     ) -> None:
         self.request = request
         self.params: JsonObject = request.params
@@ -59,6 +62,8 @@ class Call:
         self.principal = principal
         self.admitted = admitted
         """The store's answers for a tools/call, when the transport fetched them with the session."""
+        self.steps = steps
+        """Where a task's run keeps its steps (`Context.step`); None outside a task."""
 
     @classmethod
     def in_session(
@@ -148,6 +153,7 @@ class Call:
                 "inputs": inputs,
                 "publish": publish,
                 "metrics": metrics,
+                "steps": self.steps,
             }
         )
 

@@ -251,6 +251,7 @@ class TaskService:
         from stratus.protocol.call import Call
         from stratus.protocol.worker_events import own_record
         from stratus.request.http import HttpRequest
+        from stratus.server.steps import StepJournal
 
         task = await own_record(self.stores.tasks, task_id, TaskRequest)
         if task is None or task.status != "working" or not isinstance(task.request, TaskRequest):
@@ -270,6 +271,7 @@ class TaskService:
             client_capabilities=request.client_capabilities,
             principal=principal_from(request.principal),
             http=HttpRequest("POST", "", {}, lambda_context=lambda_context) if lambda_context else None,
+            steps=StepJournal(self.stores.cache, task_id, max(task.expires_at - task.updated_at, 1.0)),
         )
         if tool is None:
             outcome = TaskOutcome(error=RpcError.of(InvalidParamsError(f"Unknown tool: {request.tool}")))

@@ -23,6 +23,7 @@ from stratus.request.outbound import Outbound, level_allows
 from stratus.request.signal import CancellationSignal
 from stratus.resilience.deadline import Deadline
 from stratus.server.principal import Principal
+from stratus.server.steps import StepJournal, run_step
 
 logger = logging.getLogger("stratus.tool")
 _new = object.__new__
@@ -70,6 +71,8 @@ class Context:
     """Sends a server-wide notification to every listening session, on any container."""
     metrics: MetricsSink | None = None
     """Where the app serving the call counts its metrics (a gateway counts its upstream calls there)."""
+    steps: StepJournal | None = None
+    """Where a task's run keeps its steps (`step`); None outside a task."""
 
     @classmethod
     def of_fields(cls, fields: dict[str, Any]) -> Context:
@@ -79,6 +82,18 @@ class Context:
         context = _new(cls)
         _set(context, "__dict__", fields)
         return context
+
+    async def step(self, name: str, fn: Callable[..., Any], /, *args: Any, **kwargs: Any) -> Any:
+        """`fn(*args, **kwargs)` (awaited when it returns a coroutine) as the task's step `name`: its result, which
+        must be JSON, is kept, and a later run of the same task (after its client answered a question, or a launch
+        delivered again) returns it without running `fn`. Outside a task, `fn` simply runs.
+
+        Raises:
+            StepError: `name` was used before in this run, or the result is not JSON or over 256 KiB.
+        """
+        if self.steps is None:
+            return await run_step(fn, args, kwargs)
+        return await self.steps.step(name, fn, args, kwargs)
 
     @property
     def progress_token(self) -> str | int | None:
