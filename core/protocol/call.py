@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
+from typing import TYPE_CHECKING
 
 from stratus.errors import InvalidParamsError
 from stratus.metrics import MetricsSink
@@ -14,9 +15,11 @@ from stratus.request.signal import CancellationSignal
 from stratus.resilience.deadline import Deadline
 from stratus.server.context import Context
 from stratus.server.principal import Principal
-from stratus.server.steps import StepJournal
 from stratus.stores.records import CallAdmission, SessionRecord
 from stratus.types import JsonObject
+
+if TYPE_CHECKING:
+    from stratus.server.steps import StepJournal
 
 
 class Call:

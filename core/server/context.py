@@ -13,7 +13,7 @@ import logging
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from stratus.errors import McpError, MissingCapabilityError
 from stratus.metrics import MetricsSink
@@ -23,7 +23,9 @@ from stratus.request.outbound import Outbound, level_allows
 from stratus.request.signal import CancellationSignal
 from stratus.resilience.deadline import Deadline
 from stratus.server.principal import Principal
-from stratus.server.steps import StepJournal, run_step
+
+if TYPE_CHECKING:
+    from stratus.server.steps import StepJournal
 
 logger = logging.getLogger("stratus.tool")
 _new = object.__new__
@@ -92,6 +94,8 @@ class Context:
             StepError: `name` was used before in this run, or the result is not JSON or over 256 KiB.
         """
         if self.steps is None:
+            from stratus.server.steps import run_step  # off the cold path: most tools take no steps
+
             return await run_step(fn, args, kwargs)
         return await self.steps.step(name, fn, args, kwargs)
 
