@@ -168,24 +168,53 @@ def door_lines(served: list[Served], path: str) -> list[str]:
     ]
 
 
-def container_overrides(args: argparse.Namespace, store: Mapping[str, str]) -> dict[str, str]:
-    """The local environment every function gets on top of the template's: the shared `store`'s settings first."""
+TEMPLATE_OWNED = {
+    "STRATUS_TASK_WORKER": "the task worker's name, from TaskWorkerFunction",
+    "STRATUS_TASK_WORKER_DURABLE": "the durable task worker's alias, from DurableTasks",
+    "STRATUS_TRUST_REQUEST_CONTEXT_HEADER": "true on the streaming function alone, behind the Web Adapter",
+    "STRATUS_METRICS_NAMESPACE": "Stratus/<stack name>",
+}
+"""Settings the template gives each function from the stack itself: a shell's value would point a function at
+another stack's parts, so it is not passed (and `stratus local` says so)."""
+
+
+def shell_settings(environ: Mapping[str, str]) -> tuple[dict[str, str], list[str]]:
+    """The `STRATUS_*` variables of the shell that every function gets, on top of the template's, and a line for
+    each one that is not passed.
+
+    Raises:
+        SettingsError: a variable no setting has (with a did-you-mean), or a value that does not parse: every one,
+            as `stratus serve` refuses them.
+    """
+    from stratus.settings import Settings
+
+    given = {key: value for key, value in environ.items() if key.startswith("STRATUS_")}
+    Settings.from_env({key: value for key, value in given.items() if key not in TEMPLATE_OWNED})
+    skipped = [
+        f"{key} is not passed: template.yaml sets it ({TEMPLATE_OWNED[key]})"
+        for key in sorted(given)
+        if key in TEMPLATE_OWNED
+    ]
+    return {key: value for key, value in given.items() if key not in TEMPLATE_OWNED}, skipped
+
+
+def container_overrides(
+    args: argparse.Namespace, store: Mapping[str, str], environ: Mapping[str, str] | None = None
+) -> dict[str, str]:
+    """The local environment every function gets on top of the template's: the shared `store`'s settings, a secret
+    key, then every `STRATUS_*` variable of the shell (`shell_settings`) and the flags."""
+    environ = os.environ if environ is None else environ
+    passed, _ = shell_settings(environ)
     overrides = {
-        **store,
         # The template's key is an SSM parameter; every container of a run signs with the same one.
-        "STRATUS_SECRET_KEY": os.environ.get("STRATUS_SECRET_KEY") or secrets.token_hex(32),
+        "STRATUS_SECRET_KEY": secrets.token_hex(32),
+        **passed,
+        **store,
     }
-    if path := os.environ.get("STRATUS_MCP_PATH"):
-        overrides["STRATUS_MCP_PATH"] = path
-    # AuthMode=front: the upstream client's secret, given locally instead of the SSM parameter the template names.
-    if client_secret := os.environ.get("STRATUS_AUTH_UPSTREAM_CLIENT_SECRET"):
-        overrides["STRATUS_AUTH_UPSTREAM_CLIENT_SECRET"] = client_secret
-    if level := os.environ.get("STRATUS_LOG_LEVEL"):  # the containers' log lines at the level asked for locally
-        overrides["STRATUS_LOG_LEVEL"] = level
-    app = args.app or os.environ.get("STRATUS_APP")
+    app = args.app or environ.get("STRATUS_APP")
     if app:
         overrides["STRATUS_APP"] = app
-    gateway = args.gateway or os.environ.get("STRATUS_GATEWAY_CONFIG")
+    gateway = args.gateway or environ.get("STRATUS_GATEWAY_CONFIG")
     if gateway:
         overrides["STRATUS_GATEWAY_CONFIG"] = str(Path(gateway).resolve())
     return overrides
@@ -199,6 +228,16 @@ def run(args: argparse.Namespace) -> int:
             "pip install 'stratus-mcp[local]'\n"
         )
         return 2
+    from stratus.settings import SettingsError
+
+    try:
+        _, skipped = shell_settings(os.environ)
+    except SettingsError as refused:
+        for problem in refused.problems:
+            sys.stderr.write(f"stratus: {problem}\n")
+        return 2
+    for line in skipped:
+        sys.stderr.write(f"stratus: {line}\n")
     named = args.store or os.environ.get("STRATUS_STORE")
     with ExitStack() as held:
         shared = {"STRATUS_STORE": named} if named else held.enter_context(_embedded_store())

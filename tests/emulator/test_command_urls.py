@@ -4,11 +4,14 @@ settings to every container."""
 from __future__ import annotations
 
 import argparse
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 
-from stratus.emulator.command import container_overrides, door_lines, mcp_path
+from stratus.emulator.command import container_overrides, door_lines, mcp_path, shell_settings
 from stratus.emulator.local_aws import Served
 from stratus.emulator.stack import read_stack
 
@@ -49,3 +52,41 @@ def test_the_upstream_client_secret_given_locally_replaces_the_ssm_reference(mon
     assert "STRATUS_AUTH_UPSTREAM_CLIENT_SECRET" not in container_overrides(args, {})
     monkeypatch.setenv("STRATUS_AUTH_UPSTREAM_CLIENT_SECRET", "from-the-shell")
     assert container_overrides(args, {})["STRATUS_AUTH_UPSTREAM_CLIENT_SECRET"] == "from-the-shell"
+
+
+def test_every_stratus_variable_of_the_shell_reaches_every_function_but_those_the_template_owns() -> None:
+    """Before, seven named variables were passed and the rest dropped silently (`STRATUS_MAX_BODY_BYTES` among
+    them); a variable the template sets from the stack itself is named, not passed."""
+    shell = {
+        "STRATUS_MAX_BODY_BYTES": "2048",
+        "STRATUS_MAX_BATCH_LENGTH": "30",
+        "STRATUS_TASK_WORKER": "someone-elses-worker",
+        "HOME": "/root",
+    }
+    args = argparse.Namespace(app=None, gateway=None)
+    overrides = container_overrides(args, {"STRATUS_STORE": "memory://"}, shell)
+    assert overrides["STRATUS_MAX_BODY_BYTES"] == "2048"
+    assert overrides["STRATUS_MAX_BATCH_LENGTH"] == "30"
+    assert "STRATUS_TASK_WORKER" not in overrides and "HOME" not in overrides
+    _, skipped = shell_settings(shell)
+    assert skipped == [
+        "STRATUS_TASK_WORKER is not passed: template.yaml sets it (the task worker's name, from TaskWorkerFunction)"
+    ]
+
+
+def test_a_misspelt_or_unparseable_stratus_variable_stops_stratus_local_naming_each(tmp_path: Path) -> None:
+    environment = {key: value for key, value in os.environ.items() if not key.startswith("STRATUS_")}
+    environment.update(STRATUS_MAX_BODY_BYTE="2048", STRATUS_MAX_BATCH_LENGTH="many")
+    ran = subprocess.run(
+        [sys.executable, "-m", "stratus.handlers.cli", "local", "--store", "memory://"],
+        cwd=tmp_path,
+        env=environment,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert ran.returncode == 2
+    lines = ran.stderr.strip().splitlines()
+    assert "stratus: unknown setting STRATUS_MAX_BODY_BYTE='2048': did you mean STRATUS_MAX_BODY_BYTES?" in lines
+    assert any(line.startswith("stratus: STRATUS_MAX_BATCH_LENGTH='many': ") for line in lines), lines
