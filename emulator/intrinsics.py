@@ -44,7 +44,13 @@ def parameter_values(template: Mapping[str, Any], overrides: Mapping[str, str]) 
     declared: Mapping[str, Any] = template.get("Parameters") or {}
     unknown = sorted(set(overrides) - set(declared))
     if unknown:
-        raise TemplateError(f"no such template parameter: {', '.join(unknown)}")
+        import difflib  # only for a parameter the template does not declare
+
+        named = [
+            name + (f" (did you mean {close[0]}?)" if (close := difflib.get_close_matches(name, declared, n=1)) else "")
+            for name in unknown
+        ]
+        raise TemplateError(f"no such template parameter: {', '.join(named)}")
     values: dict[str, Any] = {}
     for name, spec in declared.items():
         if name in overrides:

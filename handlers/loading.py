@@ -5,6 +5,7 @@ from __future__ import annotations
 import importlib
 import importlib.util
 import os
+import traceback
 from collections.abc import Callable
 from pathlib import Path
 from types import ModuleType
@@ -58,10 +59,7 @@ def load_server(reference: str) -> McpServer:
             f"{APP_SETTING} names {reference}, but {module_name!r} cannot register a handler: {error}"
         ) from None
     except ImportError as error:  # said to the operator at start-up, never to a client
-        raise ImportError(
-            f"{APP_SETTING} names {reference}, but {module_name!r} cannot be imported: {error} (is the module's "
-            "folder the current one, or on PYTHONPATH?)"
-        ) from error
+        raise ImportError(_unimportable(reference, module_name, attribute, error)) from error
     if not hasattr(module, attribute):
         raise ValueError(
             f"{APP_SETTING} names {reference}, but module {module_name!r} has no attribute {attribute!r}"
@@ -73,6 +71,21 @@ def load_server(reference: str) -> McpServer:
             f"{reference} is not an McpServer (it is a {type(server).__name__}): set {APP_SETTING} to your server's"
         )
     return server
+
+
+def _unimportable(reference: str, module_name: str, attribute: str, error: ImportError) -> str:
+    """Why `module_name` cannot be imported, and what to do: a file name given for a module, the module's own
+    failing import (where it is), or a module that is not on the path."""
+    said = f"{APP_SETTING} names {reference}, but {module_name!r} cannot be imported: {error}"
+    if module_name.endswith(".py"):
+        return f"{said}; did you mean {module_name.removesuffix('.py').replace('/', '.')}:{attribute}?"
+    missing = getattr(error, "name", None)
+    if missing is not None and missing != module_name and not module_name.startswith(f"{missing}."):
+        # The module was found, and its own import failed: say where, not where to look for it.
+        frame = traceback.extract_tb(error.__traceback__)[-1] if error.__traceback__ else None
+        where = f" ({frame.filename}:{frame.lineno})" if frame is not None else ""
+        return f"{said}{where}: {module_name} imports {missing!r}, which is not installed or not on the path"
+    return f"{said} (is the module's folder the current one, or on PYTHONPATH?)"
 
 
 def _offer(module: ModuleType) -> str:

@@ -298,5 +298,7 @@ def run(args: argparse.Namespace) -> int:
         print(f"kept    {args.directory / relative} (it already exists)")
     if Path("Makefile") in created.written:
         print(f"\nsam build installs Stratus as {stratus.requirement} (the Makefile's STRATUS_REQUIREMENT)")
-    print(f"\nNext: cd {args.directory} && stratus serve --app {SERVER_APP}  (README.md says more)")
+    here = Path(args.directory).resolve() == Path.cwd().resolve()
+    enter = "" if here else f"cd {args.directory} && "
+    print(f"\nNext: {enter}stratus serve --app {SERVER_APP}  (README.md says more)")
     return 0

@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from stratus.emulator.command import container_overrides, door_lines, mcp_path, shell_settings
+from stratus.emulator.intrinsics import TemplateError
 from stratus.emulator.local_aws import Served
 from stratus.emulator.stack import read_stack
 
@@ -90,3 +91,8 @@ def test_a_misspelt_or_unparseable_stratus_variable_stops_stratus_local_naming_e
     lines = ran.stderr.strip().splitlines()
     assert "stratus: unknown setting STRATUS_MAX_BODY_BYTE='2048': did you mean STRATUS_MAX_BODY_BYTES?" in lines
     assert any(line.startswith("stratus: STRATUS_MAX_BATCH_LENGTH='many': ") for line in lines), lines
+
+
+def test_a_misspelt_template_parameter_is_refused_with_the_one_meant() -> None:
+    with pytest.raises(TemplateError, match=r"^no such template parameter: AuthMod \(did you mean AuthMode\?\)$"):
+        read_stack(TEMPLATE, {"AuthMod": "front"})

@@ -122,3 +122,12 @@ def test_the_folder_itself_may_be_reached_through_a_symlink(tmp_path: Path) -> N
     (tmp_path / "alias").symlink_to(tmp_path / "real")
     assert main(["init", str(tmp_path / "alias")]) == 0
     assert _files(tmp_path / "real") == FILES
+
+
+def test_init_of_the_current_folder_says_what_to_run_without_a_cd(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    assert main(["init", "."]) == 0
+    last = capsys.readouterr().out.strip().splitlines()[-1]
+    assert last == "Next: stratus serve --app app:server  (README.md says more)"

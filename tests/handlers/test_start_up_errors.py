@@ -177,3 +177,25 @@ def test_a_lambda_function_init_prints_each_bad_setting_in_one_line_and_exits_1(
     lines = done.stderr.strip().splitlines()
     assert len(lines) == 2 and all(line.startswith("stratus: STRATUS_") for line in lines)
     assert {line.split("=")[0] for line in lines} == {"stratus: STRATUS_LOG_LEVEL", "stratus: STRATUS_MCP_PATH"}
+
+
+def test_a_file_name_given_for_the_app_module_is_answered_with_the_reference_meant(
+    project: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    (project / "startup_named.py").write_text("from stratus import McpServer\n\nserver = McpServer('named')\n")
+    assert main(["serve", "--app", "startup_named.py:server"]) == 2
+    [line] = _err_lines(capsys)
+    assert line.endswith("did you mean startup_named:server?")
+
+
+def test_an_app_whose_own_import_fails_is_told_where_not_to_check_its_path(
+    project: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    (project / "startup_broken.py").write_text("import os\nimport startup_not_installed_anywhere\n")
+    assert main(["serve", "--app", "startup_broken:server"]) == 2
+    [line] = _err_lines(capsys)
+    assert f"({project / 'startup_broken.py'}:2)" in line
+    assert line.endswith(
+        "startup_broken imports 'startup_not_installed_anywhere', which is not installed or not on the path"
+    )
+    assert "PYTHONPATH" not in line
