@@ -35,7 +35,9 @@ from stratus.emulator.containers import INIT_TIMEOUT_SECONDS, Container, Functio
 READINESS_INTERVAL_SECONDS = 0.01
 ADAPTER_HEADERS = ("x-amzn-request-context", "x-amzn-lambda-context")
 _NOT_FORWARDED = frozenset({"content-length", "transfer-encoding", "connection", *ADAPTER_HEADERS})
-_NOT_RETURNED = frozenset({"transfer-encoding", "connection", "keep-alive", "content-length"})
+_NOT_RETURNED = frozenset({"transfer-encoding", "connection", "keep-alive", "content-length", "date"})
+"""Hop-by-hop headers, and the app's `date`: the front door dates its answer itself, and two `date` headers would
+reach the client."""
 
 
 def free_port() -> int:

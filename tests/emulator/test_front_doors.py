@@ -163,3 +163,18 @@ async def test_header_values_reach_the_function_without_their_surrounding_whites
                 pass
     answer = b"".join(chunks)
     assert answer.split(b"\r\n", 1)[0] == b"HTTP/1.1 200 OK", answer[:300]
+
+
+@pytest.mark.parametrize("door", ["StreamingFunctionUrl", "StreamingRestApi", "ServerlessHttpApi"])
+async def test_every_door_dates_its_answer_once(stack: LocalAws, door: str) -> None:
+    """The front door dates the answer; the app's own `date` (uvicorn's, behind the Web Adapter) is not passed on
+    beside it, as two `date` headers were at the Function URL."""
+    with anyio.fail_after(30):
+        async with httpx.AsyncClient(timeout=20) as http:
+            answer = await http.post(
+                f"{stack.url(door)}/mcp",
+                json={"jsonrpc": "2.0", "id": 1, "method": "ping"},
+                headers={**HEADERS, "mcp-protocol-version": "2025-11-25"},
+            )
+    assert answer.status_code in (200, 400), answer.text
+    assert len(answer.headers.get_list("date")) == 1, answer.headers
