@@ -24,7 +24,7 @@ from stratus.transport.branches import Branch, Era, branch_for, era_of
 from stratus.transport.buffered_limit import buffered_body
 from stratus.transport.call_relay import send_collected, stream_call
 from stratus.transport.cors import exposing_to, is_preflight, preflight_headers
-from stratus.transport.exchange import BodyLimits, Exchange
+from stratus.transport.exchange import BodyLimits, Exchange, unread_request_id
 from stratus.transport.handshake import SESSION_HEADER, HandshakeTransport
 from stratus.transport.http_guards import HostOriginGuard, accepts_event_stream, check_accepts_json, check_json_body
 from stratus.transport.http_reply import Reply, error_reply
@@ -97,8 +97,8 @@ class McpEndpoint:
                 if response is not None:
                     await response.complete()  # streamed: already sent, and ended
                 return
-        except McpError as refused:  # refused before a JSON-RPC message was read: no id to echo
-            reply = error_reply(None, refused)
+        except McpError as refused:  # refused before a JSON-RPC message was read: its id, when the body has one
+            reply = error_reply(await unread_request_id(exchange), refused)
         except Exception:
             reference = secrets.token_hex(8)
             logger.exception("unhandled error in the MCP endpoint", extra={"error_ref": reference})

@@ -4,9 +4,9 @@
 import asyncio
 from typing import Any
 
-from stratus.errors import HttpError
+from stratus.errors import HttpError, McpError
 from stratus.net.request_body import BodyTooLargeError, read_body
-from stratus.protocol.jsonrpc import decode
+from stratus.protocol.jsonrpc import decode, request_id_of
 from stratus.request.aws_context import authorizer_claims, request_context, source_ip
 from stratus.request.http import HttpRequest
 from stratus.request.outbound import Outbound
@@ -39,6 +39,7 @@ class Exchange:
 
     __slots__ = (
         "buffered",
+        "consumed",
         "headers",
         "limits",
         "method",
@@ -70,6 +71,8 @@ class Exchange:
         self.method: str = scope["method"]
         self.path = route_path(scope).rstrip("/")
         self.principal: Principal | None = None
+        self.consumed = False
+        """Whether the body was read (it can be read once)."""
 
     def http_request(
         self, *, disconnected: CancellationSignal | None = None, outbound: Outbound | None = None
@@ -108,6 +111,7 @@ class Exchange:
         if declared and declared.isascii() and declared.isdigit() and (len(declared) > 18 or int(declared) > limit):
             raise too_large(limit)
         timeout = self.limits.timeout_seconds
+        self.consumed = True
         try:
             if self.buffered:
                 return await read_body(self.receive, limit)
@@ -121,6 +125,17 @@ class Exchange:
                 f"Request Timeout: the body did not arrive within {timeout:g} s (STRATUS_BODY_TIMEOUT_SECONDS)",
                 headers={"connection": "close"},
             ) from None
+
+
+async def unread_request_id(exchange: Exchange) -> Any:
+    """The JSON-RPC id of a POST refused before its body was read (an authenticator's 401, a wrong Content-Type), so
+    that its error echoes it as JSON-RPC asks; None when there is no readable one."""
+    if exchange.consumed or exchange.method != "POST":
+        return None
+    try:
+        return request_id_of(decode(await exchange.body()))
+    except (HttpError, McpError, ValueError):
+        return None
 
 
 def too_large(limit: int) -> HttpError:

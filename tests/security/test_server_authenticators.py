@@ -112,3 +112,16 @@ async def test_one_key_holds_at_most_its_quota_of_sessions() -> None:
             await _session(mcp, ANA)
             assert (await mcp.post(initialize_message(), ANA)).status_code == 503
             await _session(mcp, BOB)
+
+
+async def test_a_refusal_before_the_body_is_read_still_echoes_the_requests_id() -> None:
+    """JSON-RPC answers an error with the id of the request it refuses: an authenticator's 401 (raised before the
+    body is read) carried `id: null` before; a body with no readable id still gets none."""
+    with uvicorn_serving(build_app(orders(), Settings())) as url:
+        async with httpx.AsyncClient(base_url=url, timeout=10) as http:
+            mcp = McpHttp(http)
+            refused = await mcp.post(_call("tools/list", {}, request_id=41))
+            assert refused.status_code == 401
+            assert refused.json()["id"] == 41 and refused.json()["error"]["code"] == -31401
+            unreadable = await http.post("/mcp", content=b"{not json", headers=BASE_HEADERS)
+            assert unreadable.status_code == 401 and "id" not in unreadable.json()
