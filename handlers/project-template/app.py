@@ -1,4 +1,4 @@
-"""An MCP server on Stratus: one tool, one resource and one prompt.
+"""An MCP server on Stratus: two tools (one asks the user first), one resource and one prompt.
 
 Run it locally with `stratus serve --app app:server`; template.yaml deploys it (its `ServerApp` is `app:server`).
 """
@@ -22,6 +22,20 @@ async def count_words(text: str, ctx: Context) -> int:
         raise ToolError("The text has no words to count")
     await ctx.info("counted words", words=words)
     return words
+
+
+@server.tool()
+async def publish_note(title: str, ctx: Context) -> str:
+    """Publish a note, once the user confirms.
+
+    Args:
+        title: the note's title.
+    """
+    form = {"type": "object", "properties": {"publish": {"type": "boolean"}}, "required": ["publish"]}
+    answer = await ctx.elicit(f"Publish {title!r}?", form, key="confirm")
+    if answer["action"] != "accept" or not answer["content"]["publish"]:
+        return "Not published"
+    return f"Published {title!r}"
 
 
 @server.resource("notes://style-guide", mime_type="text/markdown")

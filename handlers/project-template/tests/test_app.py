@@ -113,6 +113,26 @@ class Session:
         return result
 
 
+def call_answering(handler: Any, name: str, arguments: dict[str, Any], answers: dict[str, Any]) -> dict[str, Any]:
+    """A tools/call as a 2026-07-28 client makes it: a question the tool asks (`ctx.elicit(..., key=...)`) comes
+    back as `input_required`, and the call is sent again with the answers, by key."""
+    meta = {
+        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+        "io.modelcontextprotocol/clientCapabilities": {"elicitation": {}},
+        "io.modelcontextprotocol/clientInfo": {"name": "tests", "version": "1"},
+    }
+    headers = {"mcp-protocol-version": "2026-07-28", "mcp-method": "tools/call", "mcp-name": name}
+    params: dict[str, Any] = {"name": name, "arguments": arguments, "_meta": meta}
+    for _ in range(len(answers) + 1):  # one round per question, at most
+        message = {"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": params}
+        response = handler(http_api_event(message, headers), LambdaContext())
+        result: dict[str, Any] = json.loads(response["body"])["result"]
+        if result.get("resultType") != "input_required":
+            return result
+        params = {**params, "inputResponses": {key: answers[key] for key in result["inputRequests"]}}
+    raise AssertionError("the tool kept asking")
+
+
 def test_count_words_answers_with_the_count(handler: Any) -> None:
     result = Session(handler).request("tools/call", {"name": "count_words", "arguments": {"text": "one two three"}})
     assert result["structuredContent"] == {"result": 3}
@@ -136,3 +156,11 @@ def test_the_style_guide_resource_and_the_summarize_prompt(handler: Any) -> None
     assert resource["contents"][0]["text"].startswith("# Style guide")
     prompt = session.request("prompts/get", {"name": "summarize", "arguments": {"text": "Lambda runs code."}})
     assert "Lambda runs code." in prompt["messages"][0]["content"]["text"]
+
+
+def test_publish_note_asks_first_and_publishes_only_when_confirmed(handler: Any) -> None:
+    confirmed = {"confirm": {"action": "accept", "content": {"publish": True}}}
+    published = call_answering(handler, "publish_note", {"title": "Q3"}, confirmed)
+    assert published["content"][0]["text"] == "Published 'Q3'"
+    declined = call_answering(handler, "publish_note", {"title": "Q3"}, {"confirm": {"action": "decline"}})
+    assert declined["content"][0]["text"] == "Not published"
