@@ -18,7 +18,7 @@ import threading
 from collections.abc import Iterator, Mapping
 from contextlib import ExitStack, contextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import IO, TYPE_CHECKING, Any
 
 from stratus.emulator.throughput import SSM_STANDARD_TPS
 
@@ -220,6 +220,47 @@ def container_overrides(
     return overrides
 
 
+def debugging(environ: Mapping[str, str]) -> bool:
+    """Whether `STRATUS_LOG_LEVEL=DEBUG` asks for everything: the embedded DynamoDB's access log, the SAM
+    translator's notices and each invocation's EMF document."""
+    return environ.get("STRATUS_LOG_LEVEL", "").upper() == "DEBUG"
+
+
+def quiet_libraries() -> None:
+    """The libraries' own chatter, kept for DEBUG: moto's server logs every request it serves (werkzeug), and the
+    SAM translator warns of feature toggles it has no configuration for."""
+    import logging
+
+    for name in ("werkzeug", "samtranslator"):
+        logging.getLogger(name).setLevel(logging.ERROR)
+
+
+EMF_PREFIX = b'{"_aws"'
+"""How an EMF document starts (stratus.observability writes `_aws` first): a metric, not a line to read."""
+
+
+@contextmanager
+def console(sink: IO[bytes]) -> Iterator[IO[bytes]]:
+    """Where the containers write: a pipe whose lines reach `sink` in order, but for EMF documents."""
+    read_end, write_end = os.pipe()
+    writer = os.fdopen(write_end, "wb", buffering=0)
+
+    def relay() -> None:
+        with os.fdopen(read_end, "rb") as reader:
+            for line in reader:
+                if not line.startswith(EMF_PREFIX):
+                    sink.write(line)
+                    sink.flush()
+
+    relaying = threading.Thread(target=relay, name="stratus-local-console", daemon=True)
+    relaying.start()
+    try:
+        yield writer
+    finally:
+        writer.close()  # the containers' copies close as they end; the relay is a daemon
+        relaying.join(1)
+
+
 def run(args: argparse.Namespace) -> int:
     """Serve until interrupted; 2 when the template or the settings are refused, or the `[local]` extra is missing."""
     if (package := missing_package()) is not None:
@@ -240,8 +281,12 @@ def run(args: argparse.Namespace) -> int:
         sys.stderr.write(f"stratus: {line}\n")
     named = args.store or os.environ.get("STRATUS_STORE")
     with ExitStack() as held:
+        output = None
+        if not debugging(os.environ):
+            quiet_libraries()
+            output = held.enter_context(console(sys.stdout.buffer))
         shared = {"STRATUS_STORE": named} if named else held.enter_context(_embedded_store())
-        return _serve(args, container_overrides(args, shared))
+        return _serve(args, container_overrides(args, shared), output)
 
 
 @contextmanager
@@ -286,7 +331,7 @@ def _check_template_app(stack: Stack) -> None:
         return  # every function serves the same app
 
 
-def _serve(args: argparse.Namespace, overrides: dict[str, str]) -> int:
+def _serve(args: argparse.Namespace, overrides: dict[str, str], output: IO[bytes] | None = None) -> int:
     store = overrides["STRATUS_STORE"]
     from stratus.emulator.intrinsics import TemplateError
     from stratus.emulator.local_aws import LocalAws, Options
@@ -321,6 +366,7 @@ def _serve(args: argparse.Namespace, overrides: dict[str, str]) -> int:
         deliver_events_twice=args.deliver_events_twice,
         iam=not args.no_iam,
         ssm_tps=args.ssm_tps,
+        output=output,
     )
     if store.startswith("memory:") and args.containers > 1:
         sys.stderr.write(

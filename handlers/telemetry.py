@@ -55,6 +55,8 @@ def build_telemetry(settings: Settings, service: str) -> tuple[MetricsSink, Flus
         return LocalMetrics(), _nothing
     from stratus.observability import EmfMetrics, JsonFormatter, configure_logging
 
+    if settings.log_level.upper() != "DEBUG":  # the metrics count every call; a billed log line for each adds nothing
+        logging.getLogger("stratus.calls").setLevel(logging.WARNING)
     if settings.telemetry == "emf":
         configure_logging(JsonFormatter(service), settings.log_level)
         emf = EmfMetrics(settings.metrics_namespace, service)

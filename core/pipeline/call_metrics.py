@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import time
 
 from stratus.errors import CircuitOpenError, ForbiddenError, RateLimitedError, RequestTimeoutError, UnauthorizedError
@@ -19,6 +20,9 @@ OUTCOMES: tuple[tuple[type[Exception], str], ...] = (
     (InputRequired, "input_required"),
 )
 """The outcome label of a call that raised, by the first matching kind; anything else is `error`."""
+console = logging.getLogger("stratus.calls")
+"""One line per call (method, item, outcome, milliseconds) at INFO: what `stratus serve` shows. The Lambda telemetry
+(`emf`, `powertools`) raises it to WARNING, as the metrics already count every call and each line is billed."""
 
 
 def outcome_of(error: Exception) -> str:
@@ -30,5 +34,7 @@ def record(metrics: MetricsSink, method: str, item: str, outcome: str, started: 
     elapsed_ms = (time.perf_counter() - started) * 1000
     metrics.count("calls", method=method, item=item, outcome=outcome)
     metrics.latency("latency", elapsed_ms, method=method, item=item)
+    if console.isEnabledFor(logging.INFO):
+        console.info("%s %s: %s in %.1f ms", method, item, outcome, elapsed_ms)
     if outcome != "success":
         metrics.count("errors", method=method, item=item, outcome=outcome)

@@ -219,6 +219,7 @@ class Tool:
     def failure(self, error: Exception) -> JsonObject:
         """The `isError` result for an exception the function raised: its message for a ToolError, else a reference."""
         if isinstance(error, ToolError):
+            logger.info("tool error: %s", error, extra={"tool": self.name})
             return error_result(str(error))
         reference = secrets.token_hex(6)
         logger.error("tool raised", exc_info=error, extra={"tool": self.name, "error_ref": reference})

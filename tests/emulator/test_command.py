@@ -90,6 +90,12 @@ async def test_stratus_local_with_no_store_named_shares_an_embedded_dynamodb_amo
         printed = output.read().decode()
     assert len({pid for pid, _ in served}) == 2  # both containers, one session
     assert "store dynamodb://stratus-local" in printed
+    # At the default log level the console holds what a developer reads: no access line of the embedded DynamoDB,
+    # no SAM translator notice, no EMF document per invocation (STRATUS_LOG_LEVEL=DEBUG shows them).
+    assert not re.search(r'127\.0\.0\.1 - - \[.*\] "POST /', printed), printed[:2000]
+    assert "Feature Toggle" not in printed
+    assert '{"_aws"' not in printed
+    assert re.search(r"(?m)^\[stratus-local-StreamingFunction\] REPORT RequestId: ", printed)
 
 
 async def test_stratus_local_remap_www_authenticate_renames_the_challenge_at_every_door() -> None:

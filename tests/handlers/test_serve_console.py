@@ -48,8 +48,8 @@ async def test_the_console_shows_requests_a_tools_log_lines_and_its_error_with_t
                             session.headers,
                         )
                     )
-                    for name in ("chatty", "faulty")
-                ]
+                    for name in ("chatty", "faulty", "refusing")
+                ][:2]
         printed = _printed(output)
     assert said["result"]["content"][0]["text"] == "said"
     reference = re.search(r"reference (\w+)", failed["result"]["content"][0]["text"])
@@ -58,6 +58,10 @@ async def test_the_console_shows_requests_a_tools_log_lines_and_its_error_with_t
     assert '"POST /mcp HTTP/1.1" 200' in printed
     assert "INFO:     stratus.tool: chatty says hi (tool_log={'mood': 'cheerful'})" in printed
     assert f"error_ref={reference.group(1)}" in printed and "RuntimeError: the disk is on fire" in printed
+    # one line per call: method, tool, outcome, duration; a tool error's message is logged too
+    assert re.search(r"INFO:     stratus\.calls: tools/call chatty: success in \d+\.\d ms", printed), printed
+    assert re.search(r"stratus\.calls: tools/call faulty: tool_error in \d+\.\d ms", printed)
+    assert "stratus.tool: tool error: the order is closed" in printed
 
 
 def test_the_console_says_why_the_store_fails_and_serve_stops_before_serving() -> None:

@@ -41,6 +41,7 @@ def isolated_logging() -> Iterator[io.StringIO]:
     root = logging.getLogger()
     saved = [(handler, handler.formatter, list(handler.filters)) for handler in root.handlers]
     saved_level, stratus_level = root.level, logging.getLogger("stratus").level
+    calls_level = logging.getLogger("stratus.calls").level
     buffer = io.StringIO()
     capture = logging.StreamHandler(buffer)
     root.handlers = [capture]
@@ -56,6 +57,7 @@ def isolated_logging() -> Iterator[io.StringIO]:
             handler.filters = filters
         root.setLevel(saved_level)
         logging.getLogger("stratus").setLevel(stratus_level)
+        logging.getLogger("stratus.calls").setLevel(calls_level)
         asyncio.set_event_loop(None)
         loop.close()
 
@@ -94,6 +96,18 @@ def test_emf_metrics_are_flushed_each_invocation_with_cold_start_once(
     assert latency["Dimensions"] == [["service", "item", "method"]] and calls["latency"] >= 0
     failed = next(line for line in second if "errors" in line)
     assert (failed["outcome"], failed["errors"]) == ("tool_error", 1)
+
+
+@pytest.mark.parametrize(("level", "lines"), [("INFO", 0), ("DEBUG", 1)])
+def test_on_lambda_a_call_writes_no_console_line_of_its_own_but_at_debug(
+    isolated_logging: io.StringIO, capsys: pytest.CaptureFixture[str], level: str, lines: int
+) -> None:
+    """`stratus serve`'s one line per call would be one more billed log line per invocation on Lambda, where the EMF
+    document already counts the call."""
+    handler = make_handler(make_server(), Settings(telemetry="emf", log_level=level))
+    invoke(handler, {}, "req-7")
+    records = [json.loads(line) for line in isolated_logging.getvalue().splitlines() if line.startswith("{")]
+    assert len([record for record in records if record.get("logger") == "stratus.calls"]) == lines, records
 
 
 def test_json_logs_carry_correlation_ids_and_never_the_token_or_event(
