@@ -20,6 +20,7 @@ import os
 import secrets
 import sys
 from collections.abc import Mapping, Sequence
+from pathlib import Path
 
 from stratus import build_app
 from stratus.emulator import command as local_command
@@ -33,6 +34,9 @@ from stratus.version import __version__
 
 SHUTDOWN_GRACE_SECONDS = 5
 """How long `stratus serve` waits for open requests and streams when told to stop."""
+
+
+RELOAD_HELP = "restart when a .py file under the current folder changes (for editing code while it runs)"
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -52,7 +56,9 @@ def _parser() -> argparse.ArgumentParser:
         choices=("http", "stdio"),
         help="http (uvicorn, the default) or stdio (for desktop hosts; default: MCP_TRANSPORT_TYPE)",
     )
+    serve.add_argument("--reload", action="store_true", help=RELOAD_HELP)
     local_command.add_parser(commands)
+    commands.choices["local"].add_argument("--reload", action="store_true", help=RELOAD_HELP)
     store = commands.add_parser("store", help="manage the state store")
     store_commands = store.add_subparsers(dest="store_command", required=True)
     create = store_commands.add_parser(
@@ -95,6 +101,10 @@ def _create_store(url: str) -> int:
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line; returns the process exit status."""
     args = _parser().parse_args(argv)
+    if getattr(args, "reload", False):
+        from stratus.handlers.reload import supervise
+
+        return supervise(list(sys.argv[1:] if argv is None else argv), Path.cwd())
     # `--app mymodule:server` names a module of the project the command runs in, as uvicorn's `main:app` does.
     if os.getcwd() not in sys.path and "" not in sys.path:
         sys.path.insert(0, os.getcwd())
