@@ -58,3 +58,11 @@ class LocalMetrics:
         """The sum of `name` over data points whose dimensions include `dimensions`."""
         wanted = set(dimensions.items())
         return sum(value for (metric, dims), value in self.counts.items() if metric == name and wanted <= set(dims))
+
+
+def without_unlisted_item(dimensions: dict[str, str], tools: frozenset[str]) -> dict[str, str]:
+    """`dimensions` without `item` unless it names one of `tools` (`*`: all): what a billed sink records."""
+    item = dimensions.get("item")
+    if item is None or item in tools or "*" in tools:
+        return dimensions
+    return {key: value for key, value in dimensions.items() if key != "item"}

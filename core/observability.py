@@ -17,10 +17,11 @@ import logging
 import re
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import IO, Any
 
 from stratus.json_text import compact
+from stratus.metrics import without_unlisted_item
 from stratus.pipeline.current import lambda_request_id, peek_context
 
 _STANDARD_ATTRIBUTES = frozenset(vars(logging.LogRecord("", 0, "", 0, "", None, None))) | {"message", "asctime"}
@@ -153,9 +154,12 @@ class EmfMetrics:
         *,
         stream: IO[str] | None = None,
         clock: Callable[[], float] = time.time,
+        tools: Iterable[str] = (),
     ) -> None:
         self.namespace = namespace
         self.service = service
+        self.tools = frozenset(tools)
+        """Whose metrics keep the `item` dimension (STRATUS_METRICS_TOOLS)."""
         self._stream = stream
         self._clock = clock
         self._points: dict[Dimensions, Points] = {}
@@ -172,7 +176,7 @@ class EmfMetrics:
         self._record(name, milliseconds, dimensions)
 
     def _record(self, name: str, value: float, dimensions: dict[str, str]) -> None:
-        key = tuple(sorted(dimensions.items()))
+        key = tuple(sorted(without_unlisted_item(dimensions, self.tools).items()))
         metrics = self._points.get(key)
         if metrics is None:
             metrics = self._points[key] = {}

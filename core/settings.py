@@ -189,6 +189,10 @@ class Settings:
     `powertools` (the same through Powertools for AWS Lambda, at about 33 ms more per cold start)."""
     metrics_namespace: str = "Stratus"
     """The CloudWatch namespace of the metrics in `emf` and `powertools` telemetry."""
+    metrics_tools: tuple[str, ...] = ()
+    """The tools (resources, prompts) whose metrics carry their name as the `item` dimension (`*`: every one); the
+    others are counted per method and outcome. Each combination of dimension values is a custom metric, billed
+    monthly (docs/deploy.md, "What it costs")."""
     auth_mode: str = "off"
     """`off`, `jwt` (verify bearer JWTs against a JWKS), `gateway` (trust API Gateway's authorizer claims) or
     `front` (be the authorization server of this resource, signing users in at an upstream OpenID provider:
@@ -453,6 +457,7 @@ def session_api_settings(environ: Mapping[str, str], problems: list[str]) -> dic
 _PARSERS: dict[str, Callable[[str], Any]] = {
     "allowed_hosts": _csv,
     "allowed_origins": _csv,
+    "metrics_tools": _csv,
     "auth_scopes": _csv,
     "auth_upstream_scopes": _csv,
     "auth_token_seconds": _positive_int,

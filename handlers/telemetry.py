@@ -12,11 +12,11 @@ from __future__ import annotations
 import logging
 import os
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 from stratus import Settings
-from stratus.metrics import LocalMetrics, MetricsSink
+from stratus.metrics import LocalMetrics, MetricsSink, without_unlisted_item
 
 Flush = Callable[[], None]
 
@@ -28,8 +28,10 @@ def _nothing() -> None:
 class PowertoolsMetrics:
     """A MetricsSink over Powertools' `single_metric`: each data point is one EMF line with its own dimensions."""
 
-    def __init__(self, namespace: str, service: str) -> None:
+    def __init__(self, namespace: str, service: str, tools: Iterable[str] = ()) -> None:
         from aws_lambda_powertools.metrics import MetricUnit, single_metric
+
+        self.tools = frozenset(tools)
 
         self._single_metric: Any = single_metric
         self._count, self._milliseconds = MetricUnit.Count, MetricUnit.Milliseconds
@@ -39,7 +41,7 @@ class PowertoolsMetrics:
     def _emit(self, name: str, unit: Any, value: float, dimensions: dict[str, str]) -> None:
         with self._single_metric(name=name, unit=unit, value=value, namespace=self.namespace) as metric:
             metric.add_dimension(name="service", value=self.service)
-            for key, dimension in dimensions.items():
+            for key, dimension in without_unlisted_item(dimensions, self.tools).items():
                 metric.add_dimension(name=key, value=dimension)
 
     def count(self, name: str, value: float = 1.0, **dimensions: str) -> None:
@@ -59,7 +61,7 @@ def build_telemetry(settings: Settings, service: str) -> tuple[MetricsSink, Flus
         logging.getLogger("stratus.calls").setLevel(logging.WARNING)
     if settings.telemetry == "emf":
         configure_logging(JsonFormatter(service), settings.log_level)
-        emf = EmfMetrics(settings.metrics_namespace, service)
+        emf = EmfMetrics(settings.metrics_namespace, service, tools=settings.metrics_tools)
         return emf, emf.flush
     return _powertools(settings, service)
 
@@ -145,4 +147,4 @@ def _powertools(settings: Settings, service: str) -> tuple[MetricsSink, Flush]:
         if shared.metric_set:
             shared.flush_metrics()
 
-    return PowertoolsMetrics(namespace, service), flush
+    return PowertoolsMetrics(namespace, service, settings.metrics_tools), flush

@@ -77,7 +77,9 @@ def emf_lines(output: str) -> list[dict[str, Any]]:
 def test_emf_metrics_are_flushed_each_invocation_with_cold_start_once(
     isolated_logging: io.StringIO, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    handler = make_handler(make_server(), Settings(telemetry="emf", metrics_namespace="StratusTest"))
+    handler = make_handler(
+        make_server(), Settings(telemetry="emf", metrics_namespace="StratusTest", metrics_tools=("work",))
+    )
     invoke(handler, {}, "req-1")
     first = emf_lines(capsys.readouterr().out)
     invoke(handler, {"fail": True}, "req-2")
@@ -110,6 +112,39 @@ def test_on_lambda_a_call_writes_no_console_line_of_its_own_but_at_debug(
     assert len([record for record in records if record.get("logger") == "stratus.calls"]) == lines, records
 
 
+def test_by_default_a_calls_metrics_carry_no_tool_name_so_a_server_has_a_few_metrics_whatever_its_tools(
+    isolated_logging: io.StringIO, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Each combination of dimension values is a custom metric billed every month (about $0.30): per tool, a
+    10-tool server had 40-60. Only the tools STRATUS_METRICS_TOOLS names keep the `item` dimension."""
+    from stratus.observability import EmfMetrics
+
+    stream = io.StringIO()
+    metrics = EmfMetrics("Ns", "svc", stream=stream, clock=lambda: 1.5, tools=("checkout",))
+    for tool in ("a", "b", "checkout"):
+        metrics.count("calls", method="tools/call", item=tool, outcome="success")
+        metrics.latency("latency", 1.0, method="tools/call", item=tool)
+    metrics.flush()
+    documents = emf_lines(stream.getvalue())
+    dimension_sets = {
+        (tuple(directive["Dimensions"][0]), metric["Name"], document.get("item"))
+        for document in documents
+        for directive in document["_aws"]["CloudWatchMetrics"]
+        for metric in directive["Metrics"]
+    }
+    assert dimension_sets == {
+        (("service", "method", "outcome"), "calls", None),
+        (("service", "method"), "latency", None),
+        (("service", "item", "method", "outcome"), "calls", "checkout"),
+        (("service", "item", "method"), "latency", "checkout"),
+    }
+    merged = next(d for d in documents if "item" not in d and "calls" in d)
+    assert merged["calls"] == [1, 1]  # a and b: two data points of one metric
+    handler = make_handler(make_server(), Settings(telemetry="emf"))
+    invoke(handler, {}, "req-3")
+    assert all("item" not in line for line in emf_lines(capsys.readouterr().out))
+
+
 def test_json_logs_carry_correlation_ids_and_never_the_token_or_event(
     isolated_logging: io.StringIO, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -129,7 +164,9 @@ def test_json_logs_carry_correlation_ids_and_never_the_token_or_event(
 def test_powertools_telemetry_emits_emf_through_powertools(
     isolated_logging: io.StringIO, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    handler = make_handler(make_server(), Settings(telemetry="powertools", metrics_namespace="StratusPT"))
+    handler = make_handler(
+        make_server(), Settings(telemetry="powertools", metrics_namespace="StratusPT", metrics_tools=("*",))
+    )
     invoke(handler, {}, "req-7")
     lines = emf_lines(capsys.readouterr().out)
     calls = next(line for line in lines if "calls" in line)
@@ -162,7 +199,7 @@ def test_metric_dimensions_name_catalog_entries_never_what_the_client_chose(
     def greet() -> str:
         return "hello"
 
-    handler = make_handler(server, Settings(telemetry="emf"))
+    handler = make_handler(server, Settings(telemetry="emf", metrics_tools=("*",)))
     chosen = [f"client-chosen-{secrets.token_hex(4)}" for _ in range(6)]
     requests = [
         *(("resources/read", {"uri": f"notes://{value}"}, f"notes://{value}") for value in chosen[:3]),
@@ -306,7 +343,7 @@ def test_emf_data_points_that_disagree_on_a_dimension_or_share_a_metric_go_in_do
     from stratus.observability import EmfMetrics
 
     stream = io.StringIO()
-    metrics = EmfMetrics("Ns", "svc", stream=stream, clock=lambda: 1.5)
+    metrics = EmfMetrics("Ns", "svc", stream=stream, clock=lambda: 1.5, tools=("a", "b"))
     metrics.count("calls", method="tools/call", item="a", outcome="success")
     metrics.count("calls", method="tools/call", item="b", outcome="success")
     metrics.count("cold_start")
