@@ -285,7 +285,12 @@ def _function(resolver: Resolver, logical_id: str, code_dir: Path, roles: Mappin
             else None
         ),
         role=roles.get(str(properties.get("Role", ""))),
-        snapstart=(properties.get("SnapStart") or {}).get("ApplyOn") == "PublishedVersions",
+        # SnapStart applies to published versions only: AutoPublishAlias's AWS::Lambda::Version publishes one.
+        snapstart=(properties.get("SnapStart") or {}).get("ApplyOn") == "PublishedVersions"
+        and any(
+            str(resolver.properties(version).get("FunctionName")) == name
+            for version in resolver.created("AWS::Lambda::Version")
+        ),
     )
 
 

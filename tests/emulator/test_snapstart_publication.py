@@ -13,6 +13,7 @@ import httpx
 import pytest
 
 from stratus.emulator.local_aws import PublicationError
+from stratus.emulator.stack import read_stack
 from tests.fixtures.emulated_stack import HEADERS, TEMPLATE, serving
 from tests.fixtures.moto_server import SerialMotoServer
 
@@ -21,6 +22,14 @@ pytestmark = [pytest.mark.anyio, pytest.mark.uvicorn]
 FRONT = {"AuthMode": "front", "AuthUpstreamIssuer": "https://idp.example.com", "AuthUpstreamClientId": "stratus"}
 CLIENT_SECRET = {"STRATUS_AUTH_UPSTREAM_CLIENT_SECRET": "upstream-client-secret"}
 TOOLS_LIST = {"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {}}
+
+
+@pytest.mark.parametrize(("snapstart", "published"), [("enabled", {"BufferedFunction"}), ("disabled", set())])
+def test_only_a_function_with_snapstart_on_a_published_version_is_initialised_at_publication(
+    snapstart: str, published: set[str]
+) -> None:
+    stack = read_stack(TEMPLATE, {"SnapStart": snapstart})
+    assert {function.logical_id for function in stack.functions.values() if function.snapstart} == published
 
 
 @pytest.fixture(scope="module")
