@@ -43,6 +43,13 @@ class SettingsError(ValueError):
             super().__init__(f"{len(self.problems)} problems in the settings:\n  " + "\n  ".join(self.problems))
 
 
+class AudienceUnsetError(SettingsError):
+    """The only problem is `auth_audience`, in jwt or front mode: unset, not a URL, or outside the stage path. On
+    Lambda its function starts anyway and answers 503 naming it (`stratus.handlers.deferred`): the documented first
+    deploy has no URL to give it yet, and under SnapStart a start that failed would fail the version's
+    publication, rolling the stack back."""
+
+
 SECRET_FIELDS = ("secret_key", "store", "auth_upstream_client_secret")
 """Settings that may hold a secret (the store's URL, a password in it): never shown whole, and read from SSM or
 Secrets Manager where their value names a parameter (handlers/secrets.py)."""
@@ -240,8 +247,11 @@ class Settings:
 
     def __post_init__(self) -> None:
         problems = self._problems()
+        audience = self._audience_problems() if self.auth_mode in ("jwt", "front") else []
         if problems:
-            raise SettingsError(problems)
+            raise SettingsError(problems + audience)
+        if audience:
+            raise AudienceUnsetError(audience)
 
     def _problems(self) -> list[str]:
         """Every problem of these settings, one message each naming the variable, its value and what is accepted."""
@@ -326,9 +336,8 @@ class Settings:
 
     def _jwt_problems(self) -> list[str]:
         needed = {
-            "jwt": ("auth_issuer", "auth_audience", "auth_jwks_url"),
+            "jwt": ("auth_issuer", "auth_jwks_url"),
             "front": (
-                "auth_audience",
                 "auth_upstream_issuer",
                 "auth_upstream_client_id",
                 "auth_upstream_client_secret",
@@ -338,13 +347,18 @@ class Settings:
         if missing:
             names = ", ".join(PREFIX + name.upper() for name in missing)
             return [f"{PREFIX}AUTH_MODE={self.auth_mode} needs {names}"]
-        problems = [
+        return [
             f"{PREFIX}{name.upper()}={getattr(self, name)!r}: must be an http(s) URL"
-            for name in ("auth_audience", "auth_jwks_url", "auth_upstream_issuer")
+            for name in ("auth_jwks_url", "auth_upstream_issuer")
             if name in needed and not str(getattr(self, name)).startswith(("https://", "http://"))
         ]
-        if problems:
-            return problems
+
+    def _audience_problems(self) -> list[str]:
+        if not self.auth_audience:
+            return [f"{PREFIX}AUTH_MODE={self.auth_mode} needs {PREFIX}AUTH_AUDIENCE"]
+        if not self.auth_audience.startswith(("https://", "http://")):
+            return [f"{PREFIX}AUTH_AUDIENCE={self.auth_audience!r}: must be an http(s) URL"]
+        problems: list[str] = []
         audience_path = "/" + str(self.auth_audience).split("://", 1)[-1].partition("/")[2]
         stage = self.auth_stage_path.rstrip("/")
         if stage and not (stage.startswith("/") and audience_path.startswith(stage + "/")):
@@ -398,6 +412,8 @@ class Settings:
         try:
             settings = cls(**values)  # the values that parsed are checked too, so every problem is told at once
         except SettingsError as exc:
+            if isinstance(exc, AudienceUnsetError) and not problems:
+                raise
             problems.extend(exc.problems)
         if problems:
             raise SettingsError(problems)

@@ -334,7 +334,7 @@ def _check_template_app(stack: Stack) -> None:
 def _serve(args: argparse.Namespace, overrides: dict[str, str], output: IO[bytes] | None = None) -> int:
     store = overrides["STRATUS_STORE"]
     from stratus.emulator.intrinsics import TemplateError
-    from stratus.emulator.local_aws import LocalAws, Options
+    from stratus.emulator.local_aws import LocalAws, Options, PublicationError
     from stratus.emulator.stack import read_stack
     from stratus.handlers.loading import load_server, registered
     from stratus.stores.urls import StoreConfigError, parse_store_url
@@ -395,6 +395,9 @@ def _serve(args: argparse.Namespace, overrides: dict[str, str], output: IO[bytes
     except OSError as error:
         sys.stderr.write(f"stratus: {error}\n")
         return 2
+    except PublicationError as error:
+        sys.stderr.write(f"stratus: {error}\n")
+        return 1
     sys.stdout.write(f"The bill (https://aws.amazon.com/lambda/pricing/):\n{aws.bill.table()}")
     sys.stdout.flush()
     return 0

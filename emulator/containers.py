@@ -190,7 +190,8 @@ class HandlerContainer(Container):
             raise FunctionError("Runtime.InitTimeout", "init did not finish within 10 s") from None
         if not isinstance(message, dict) or not message.get("ready"):
             error = (message or {}).get("initError") or {}
-            raise FunctionError("Runtime.InitError", str(error.get("errorType", "the runtime exited")))
+            reason = ": ".join(str(error[key]) for key in ("errorType", "errorMessage") if error.get(key))
+            raise FunctionError("Runtime.InitError", reason or "the runtime exited")
 
     async def invoke(self, event: Any, context: dict[str, Any]) -> Invoked:
         payload = json.dumps(event)

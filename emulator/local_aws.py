@@ -30,7 +30,7 @@ from stratus.emulator.apigateway_http import HttpApiDoor
 from stratus.emulator.apigateway_rest import RestApiDoor
 from stratus.emulator.aws_apis import SERVICES, AwsApis
 from stratus.emulator.billing import Bill
-from stratus.emulator.containers import Container, FunctionPool, HandlerContainer
+from stratus.emulator.containers import Container, FunctionError, FunctionPool, HandlerContainer
 from stratus.emulator.event_queue import EventQueue
 from stratus.emulator.function_url import FunctionUrlDoor
 from stratus.emulator.iam import CallLog, Identities
@@ -101,6 +101,10 @@ def _answers(endpoint: str) -> bool:
             return True
     except OSError:
         return False
+
+
+class PublicationError(Exception):
+    """A SnapStart function's init failed when its version was published: on AWS the deployment rolls back."""
 
 
 @dataclass(frozen=True)
@@ -250,9 +254,10 @@ class LocalAws:
         environment.update(self.options.environment)
         return environment
 
-    def _container(self, function: Function) -> Container:
+    def _container(self, function: Function, initialization: str = "on-demand") -> Container:
         kind = WebAdapterContainer if function.behind_web_adapter else HandlerContainer
-        return kind(function, self.environment(function), self.options.output)
+        environment = {**self.environment(function), "AWS_LAMBDA_INITIALIZATION_TYPE": initialization}
+        return kind(function, environment, self.options.output)
 
     async def serve(self, stop: asyncio.Event, started: threading.Event | None = None) -> None:
         """Serve every front door until `stop` is set; then stop them and every container."""
@@ -280,6 +285,9 @@ class LocalAws:
                 for index, door in enumerate(self.doors)
                 if not isinstance(door, AwsApis)  # the containers' own, not a door of the stack
             ]
+            for name, pool in self.pools.items():
+                if pool.function.snapstart:
+                    await self._publish(name, pool.function)
             if started is not None:
                 started.set()
             await stop.wait()
@@ -291,6 +299,29 @@ class LocalAws:
             await self.events.drain(STOP_TIMEOUT_SECONDS)
             await asyncio.gather(*tasks, return_exceptions=True)
             await self.aws_apis.aclose()
+
+    async def _publish(self, name: str, function: Function) -> None:
+        """A SnapStart function's version published, as a deploy publishes it: Lambda runs its init (the import
+        and the runtime's before-snapshot hooks) then, and a failed init fails the publication, so the deployment
+        rolls back (https://docs.aws.amazon.com/lambda/latest/dg/snapstart.html,
+        https://docs.aws.amazon.com/lambda/latest/dg/snapstart-troubleshooting.html). Here the stack does not start.
+        The init runs in a container of its own, `AWS_LAMBDA_INITIALIZATION_TYPE=snap-start`, with the runtime's
+        before-snapshot hooks (https://docs.aws.amazon.com/lambda/latest/dg/configuration-envvars.html); the
+        containers that serve start on demand as before, since no process here can be restored from a snapshot.
+
+        Raises:
+            PublicationError: the init failed, with its reason.
+        """
+        container = self._container(function, "snap-start")
+        try:
+            await container.start()
+        except FunctionError as error:
+            raise PublicationError(
+                f"{function.logical_id} ({name}): SnapStart's init at the version's publication failed, as it would "
+                f"on AWS (the deployment rolls back): {error}"
+            ) from None
+        finally:
+            await container.stop()
 
     def _spare_socket(self) -> socket.socket:
         """A socket bound to a free port that is not one of the front doors' consecutive ports (still to be bound

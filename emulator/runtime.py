@@ -73,12 +73,25 @@ def _error(error: BaseException) -> dict[str, Any]:
     return {"errorType": type(error).__name__, "errorMessage": str(error)}
 
 
+def _before_snapshot() -> None:
+    """The end of a SnapStart init, as a version's publication runs it: the before-snapshot hooks, in the order
+    registered (https://docs.aws.amazon.com/lambda/latest/dg/snapstart-runtime-hooks-python.html). A hook that
+    raises fails the init, as it fails the publication on AWS. The after-restore hooks belong to the copies restored
+    later, which the emulator does not make."""
+    import snapshot_restore_py
+
+    for hook, args, kwargs in snapshot_restore_py.get_before_snapshot():
+        hook(*args, **kwargs)
+
+
 def main(fd: int) -> int:
     channel = socket.socket(fileno=fd)
     module_name, _, attribute = os.environ.get("_HANDLER", "").rpartition(".")
     try:
         handler = getattr(importlib.import_module(module_name), attribute)
-    except Exception as error:  # noqa: BLE001 - an init error is reported, whatever it is
+        if os.environ.get("AWS_LAMBDA_INITIALIZATION_TYPE") == "snap-start":
+            _before_snapshot()
+    except (Exception, SystemExit) as error:  # noqa: BLE001 - an init error is reported, whatever it is
         write_message(channel, {"initError": _error(error)})
         return 1
     write_message(channel, {"ready": True})

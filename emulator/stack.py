@@ -48,6 +48,9 @@ class Function:
     """ReservedConcurrentExecutions: the most containers it may have at once (0: every invocation throttled)."""
     role: Role | None = None
     """Its execution role, when the stack creates it (one named by a literal ARN cannot be read, and is not checked)."""
+    snapstart: bool = False
+    """SnapStart on published versions (`SnapStart: ApplyOn: PublishedVersions`, a version published by SAM's
+    AutoPublishAlias): its init runs when the version is published, and a failed init fails the publication."""
 
     @property
     def behind_web_adapter(self) -> bool:
@@ -282,6 +285,12 @@ def _function(resolver: Resolver, logical_id: str, code_dir: Path, roles: Mappin
             else None
         ),
         role=roles.get(str(properties.get("Role", ""))),
+        # SnapStart applies to published versions only: AutoPublishAlias's AWS::Lambda::Version publishes one.
+        snapstart=(properties.get("SnapStart") or {}).get("ApplyOn") == "PublishedVersions"
+        and any(
+            str(resolver.properties(version).get("FunctionName")) == name
+            for version in resolver.created("AWS::Lambda::Version")
+        ),
     )
 
 

@@ -9,7 +9,9 @@ starts, and each request tries the read again (at most once per `RETRY_SECONDS`)
 until it succeeds. The streaming function's `/health/live` answers meanwhile: it says the process answers, nothing
 more. A secret that is refused (no such parameter, no permission) still stops the start: no later try would fare
 better. A read SSM throttles is tried again within the start's patience (`stratus.handlers.secrets.Patience`); one
-still throttled then is deferred the same way.
+still throttled then is deferred the same way. An AuthAudience not given yet (jwt and front modes: the documented
+first deploy has no URL to give it) is deferred for good: the function starts and answers 503 naming AuthAudience
+until a deploy sets it.
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ from typing import TYPE_CHECKING, Any
 from stratus import Settings
 from stratus.errors import CIRCUIT_OPEN
 from stratus.handlers.secrets import SecretUnavailableError, settings_from_env
+from stratus.settings import AudienceUnsetError
 from stratus.transport.asgi import Router, route_path, send_response
 from stratus.transport.health import LIVE_PATH, live
 from stratus.types import Receive, Scope, Send
@@ -96,6 +99,50 @@ class Retries:
         return 503, headers, json.dumps(body).encode()
 
 
+def audience_answer(error: AudienceUnsetError) -> tuple[int, dict[str, str], bytes]:
+    """The 503 of a function whose AuthAudience (STRATUS_AUTH_AUDIENCE) is unset or refused: a deploy setting it
+    (the URL its clients use) starts it."""
+    message = (
+        "Service Unavailable: this server's sign-in is not configured yet: set the stack parameter AuthAudience "
+        f"(STRATUS_AUTH_AUDIENCE) to the URL its clients use, and deploy again ({'; '.join(error.problems)})"
+    )
+    body = {"jsonrpc": "2.0", "error": {"code": CIRCUIT_OPEN, "message": message}}
+    return 503, {"content-type": "application/json"}, json.dumps(body).encode()
+
+
+class AwaitingAudience:
+    """The buffered handler of a function whose AuthAudience is not given: every request is answered 503 naming
+    it (a container's environment never changes, so nothing is tried again)."""
+
+    def __init__(self, error: AudienceUnsetError) -> None:
+        self._error = error
+
+    def __call__(self, event: Any, context: Any) -> Any:
+        status, headers, body = audience_answer(self._error)
+        return {"statusCode": status, "headers": headers, "body": body.decode()}
+
+
+class AwaitingAudienceApp:
+    """The streaming function's app while its AuthAudience is not given: `/health/live` answers (the Web Adapter
+    waits for it), every other request is answered 503 naming it."""
+
+    def __init__(self, error: AudienceUnsetError) -> None:
+        self._error = error
+        self._waiting = Router({})
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self._waiting(scope, receive, send)  # the lifespan
+        elif route_path(scope).rstrip("/") == LIVE_PATH:
+            await live(scope, receive, send)
+        else:
+            status, headers, body = audience_answer(self._error)
+            await send_response(send, status, body, headers)
+
+    async def shutdown(self) -> None:
+        """Nothing was built."""
+
+
 class DeferredStart:
     """The buffered handler of a container whose app could not be built yet, because a secret's service did not
     answer."""
@@ -118,6 +165,8 @@ class DeferredStart:
                 self.started = self._build()
             except SecretUnavailableError as error:
                 self._retries.failed(error)
+            except AudienceUnsetError as error:
+                self.started = AwaitingAudience(error)
         if self.started is None:
             status, headers, body = self._retries.answer()
             return {"statusCode": status, "headers": headers, "body": body.decode()}
@@ -175,7 +224,8 @@ class DeferredApp:
 
 
 def start_or_defer(build: Callable[[], LambdaHandler]) -> LambdaHandler:
-    """`build()`, or a `DeferredStart` retrying it when a secret's service does not answer now.
+    """`build()`, or a `DeferredStart` retrying it when a secret's service does not answer now, or an
+    `AwaitingAudience` when AuthAudience is not given.
 
     Raises:
         SettingsError: a secret is refused, or a setting is malformed.
@@ -185,13 +235,16 @@ def start_or_defer(build: Callable[[], LambdaHandler]) -> LambdaHandler:
     except SecretUnavailableError as error:
         logger.warning("a secret is unreachable; starting without it", extra=_logged(error))
         return DeferredStart(build, error)
+    except AudienceUnsetError as error:
+        logger.warning("AuthAudience is not set; answering 503 until a deploy sets it", extra=_audience(error))
+        return AwaitingAudience(error)
 
 
 def start_or_defer_app(
     build: Callable[[], Router], *, monotonic: Callable[[], float] = time.monotonic
-) -> Router | DeferredApp:
+) -> Router | DeferredApp | AwaitingAudienceApp:
     """`build()`, or a `DeferredApp` retrying it when a secret's service does not answer now (`monotonic`: the
-    retries' clock).
+    retries' clock), or an `AwaitingAudienceApp` when AuthAudience is not given.
 
     Raises:
         SettingsError: a secret is refused, or a setting is malformed.
@@ -201,8 +254,15 @@ def start_or_defer_app(
     except SecretUnavailableError as error:
         logger.warning("a secret is unreachable; starting without it", extra=_logged(error))
         return DeferredApp(build, error, monotonic=monotonic)
+    except AudienceUnsetError as error:
+        logger.warning("AuthAudience is not set; answering 503 until a deploy sets it", extra=_audience(error))
+        return AwaitingAudienceApp(error)
 
 
 def _logged(error: SecretUnavailableError) -> dict[str, str]:
     # The reason names the setting, its reference (`ssm:/name`, not the secret) and the error's type.
     return {"setting": error.setting, "reason": str(error)}
+
+
+def _audience(error: AudienceUnsetError) -> dict[str, str]:
+    return {"setting": "AuthAudience (STRATUS_AUTH_AUDIENCE)", "reason": str(error)}

@@ -21,6 +21,8 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import os
+from collections.abc import Mapping
 from typing import Any
 
 from stratus import Settings
@@ -28,6 +30,7 @@ from stratus.composition import stores_for
 from stratus.handlers.failed_runs import dead_letters, failed_launch, mark_failed
 from stratus.handlers.secrets import INVOCATION_PATIENCE_SECONDS, patience_within, settings_from_env
 from stratus.handlers.telemetry import build_telemetry
+from stratus.settings import PREFIX
 
 logger = logging.getLogger("stratus.sweeper")
 
@@ -43,11 +46,20 @@ async def sweep(settings: Settings) -> dict[str, int]:
     return {"swept": removed, "activeSessions": census.active}
 
 
+def without_auth(environ: Mapping[str, str]) -> dict[str, str]:
+    """The sweeper's settings: the functions' shared environment without the auth settings, which no sweep uses. An
+    AuthAudience left for the documented second deploy then does not fail every scheduled sweep, and the front's
+    client secret is not read from SSM."""
+    return {key: value for key, value in environ.items() if not key.startswith(f"{PREFIX}AUTH_")}
+
+
 def handler(event: Any, context: Any) -> dict[str, int]:
     """The scheduled event's entry point (the event itself carries nothing the sweep needs), the task worker's
     on-failure destination's and the durable task worker's dead-letter queue's (`{"markedFailed": n}`: how many runs
     the record or the batch moved to failed)."""
-    settings = settings_from_env(patience=patience_within(context, INVOCATION_PATIENCE_SECONDS))
+    settings = settings_from_env(
+        without_auth(os.environ), patience=patience_within(context, INVOCATION_PATIENCE_SECONDS)
+    )
     metrics, flush = build_telemetry(settings, "stratus-sweeper")
     launch = failed_launch(event)
     launches = [launch] if launch is not None else dead_letters(event)

@@ -191,3 +191,34 @@ def test_a_template_whose_app_the_containers_cannot_import_is_refused_naming_the
     assert f"the template's app examples.demo:server cannot be imported from {tmp_path}" in ran.stderr
     assert "No module named 'examples'" in ran.stderr
     assert "pass --app MODULE:ATTR, or --parameter ServerApp=MODULE:ATTR" in ran.stderr
+
+
+@pytest.mark.anyio(False)
+def test_a_template_whose_snapstart_init_would_fail_publication_fails_the_start_with_the_reason() -> None:
+    """SnapStart's publish-time init runs when `stratus local` starts: a setting the app's build refuses (the hold
+    beyond the streams' cap) fails the start, exit status 1, as it fails the version's publication on AWS."""
+    environment = {key: value for key, value in os.environ.items() if not key.startswith("STRATUS_")}
+    ran = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "stratus.handlers.cli",
+            "local",
+            "--store",
+            "memory://",
+            "--parameter",
+            "PollHoldSeconds=900",
+        ],
+        cwd=Path(__file__).parents[2],
+        env=environment,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert ran.returncode == 1
+    assert (
+        "stratus: BufferedFunction (stratus-local-BufferedFunction): SnapStart's init at the version's publication"
+        in ran.stderr
+    )
+    assert "STRATUS_POLL_HOLD_SECONDS=900.0: must be 0 or more and below STRATUS_MAX_STREAM_SECONDS" in ran.stderr

@@ -78,3 +78,19 @@ def test_the_sweeper_removes_expired_sessions_and_reports_the_live_count(
 
     assert sweeper.handler({"source": "aws.events"}, None) == {"swept": 2, "activeSessions": 1}
     assert sweeper.handler({"source": "aws.events"}, None) == {"swept": 0, "activeSessions": 1}
+
+
+def test_the_sweeper_sweeps_on_the_first_deploy_of_the_front_without_an_audience(
+    store: Store, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """AuthMode=front before the second deploy sets AuthAudience: the serving functions answer 503 naming it, and
+    the scheduled sweep still runs (the auth settings are not the sweeper's; its client secret is not read)."""
+    for name, value in {
+        "STRATUS_AUTH_MODE": "front",
+        "STRATUS_AUTH_UPSTREAM_ISSUER": "https://idp.example.com",
+        "STRATUS_AUTH_UPSTREAM_CLIENT_ID": "stratus",
+        "STRATUS_AUTH_UPSTREAM_CLIENT_SECRET": "ssm:/stratus/upstream-client-secret",
+    }.items():
+        monkeypatch.setenv(name, value)
+    asyncio.run(open_sessions(store, ["stale"], created_ago=TTL + 60, limit=100))
+    assert sweeper.handler({"source": "aws.events"}, None) == {"swept": 1, "activeSessions": 0}
