@@ -7,8 +7,6 @@ import contextlib
 import os
 import re
 import signal
-import subprocess
-import sys
 import tempfile
 import time
 import uuid
@@ -21,7 +19,7 @@ from mcp import Client
 
 from tests.fixtures.emulated_stack import HEADERS, VERSION, call_tool, free_ports, initialize
 from tests.fixtures.keys import SECRET_KEY
-from tests.fixtures.processes import ServerUrl, stratus_process
+from tests.fixtures.processes import ServerUrl, run_stratus, stratus_process
 
 pytestmark = [pytest.mark.anyio, pytest.mark.uvicorn]
 INITIALIZE = {
@@ -177,15 +175,8 @@ def test_a_template_whose_app_the_containers_cannot_import_is_refused_naming_the
     refused at start rather than served by containers that all fail to start."""
     template = tmp_path / "template.yaml"
     template.write_text((Path(__file__).parents[2] / "template.yaml").read_text(encoding="utf-8"), encoding="utf-8")
-    environment = {key: value for key, value in os.environ.items() if not key.startswith(("STRATUS_", "PYTHONPATH"))}
-    ran = subprocess.run(
-        [sys.executable, "-m", "stratus.handlers.cli", "local", "--template", str(template), "--store", "memory://"],
-        cwd=tmp_path,
-        env=environment,
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=False,
+    ran = run_stratus(
+        ["local", "--template", str(template), "--store", "memory://"], tmp_path, dropped=("STRATUS_", "PYTHONPATH")
     )
     assert ran.returncode == 2
     assert f"the template's app examples.demo:server cannot be imported from {tmp_path}" in ran.stderr
@@ -197,24 +188,8 @@ def test_a_template_whose_app_the_containers_cannot_import_is_refused_naming_the
 def test_a_template_whose_snapstart_init_would_fail_publication_fails_the_start_with_the_reason() -> None:
     """SnapStart's publish-time init runs when `stratus local` starts: a setting the app's build refuses (the hold
     beyond the streams' cap) fails the start, exit status 1, as it fails the version's publication on AWS."""
-    environment = {key: value for key, value in os.environ.items() if not key.startswith("STRATUS_")}
-    ran = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "stratus.handlers.cli",
-            "local",
-            "--store",
-            "memory://",
-            "--parameter",
-            "PollHoldSeconds=900",
-        ],
-        cwd=Path(__file__).parents[2],
-        env=environment,
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=False,
+    ran = run_stratus(
+        ["local", "--store", "memory://", "--parameter", "PollHoldSeconds=900"], Path(__file__).parents[2]
     )
     assert ran.returncode == 1
     assert (

@@ -4,9 +4,6 @@ settings to every container."""
 from __future__ import annotations
 
 import argparse
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -15,6 +12,7 @@ from stratus.emulator.command import container_overrides, door_lines, mcp_path, 
 from stratus.emulator.intrinsics import TemplateError
 from stratus.emulator.local_aws import Served
 from stratus.emulator.stack import read_stack
+from tests.fixtures.processes import run_stratus
 
 TEMPLATE = Path(__file__).resolve().parents[2] / "template.yaml"
 
@@ -76,17 +74,8 @@ def test_every_stratus_variable_of_the_shell_reaches_every_function_but_those_th
 
 
 def test_a_misspelt_or_unparseable_stratus_variable_stops_stratus_local_naming_each(tmp_path: Path) -> None:
-    environment = {key: value for key, value in os.environ.items() if not key.startswith("STRATUS_")}
-    environment.update(STRATUS_MAX_BODY_BYTE="2048", STRATUS_MAX_BATCH_LENGTH="many")
-    ran = subprocess.run(
-        [sys.executable, "-m", "stratus.handlers.cli", "local", "--store", "memory://"],
-        cwd=tmp_path,
-        env=environment,
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=False,
-    )
+    misspelt = {"STRATUS_MAX_BODY_BYTE": "2048", "STRATUS_MAX_BATCH_LENGTH": "many"}
+    ran = run_stratus(["local", "--store", "memory://"], tmp_path, misspelt)
     assert ran.returncode == 2
     lines = ran.stderr.strip().splitlines()
     assert "stratus: unknown setting STRATUS_MAX_BODY_BYTE='2048': did you mean STRATUS_MAX_BODY_BYTES?" in lines
