@@ -25,7 +25,9 @@ FUNCTION = "stratus-local-StreamingFunction"
 
 @pytest.fixture(scope="module")
 def before_fixes() -> Iterator[LocalAws]:
-    with serving(BEFORE_FIXES, parameters=JWT_PARAMETERS) as aws:
+    # SnapStart off: its publish-time init would import the probe app from the old template's folder, which holds
+    # no `tests` package; these pins never reach the function anyway.
+    with serving(BEFORE_FIXES, parameters={**JWT_PARAMETERS, "SnapStart": "disabled"}) as aws:
         yield aws
 
 

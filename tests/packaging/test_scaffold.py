@@ -49,7 +49,7 @@ def _init(venv: FreshVenv, folder: Path) -> Path:
 def test_the_project_passes_its_own_tests_against_the_wheel(scaffold_tools: FreshVenv, outside: Path) -> None:
     project = _init(scaffold_tools, outside)
     report = scaffold_tools.run(scaffold_tools.python, "-m", "pytest", "-q", "-p", "no:cacheprovider", cwd=project)
-    assert "4 passed" in report
+    assert "5 passed" in report
 
 
 def test_sam_validate_lint_passes_on_the_projects_template(installed: FreshVenv, sam_cli: Path, outside: Path) -> None:
@@ -112,7 +112,7 @@ def test_sam_build_packs_the_users_module_and_requirement_with_stratus(
     assert not any("site-packages" in path for path in served["paths"])
     assert served["answer"]["statusCode"] == 200, served["answer"]
     tools = json.loads(served["answer"]["body"])["result"]["tools"]
-    assert [tool["name"] for tool in tools] == ["count_words"]
+    assert [tool["name"] for tool in tools] == ["count_words", "publish_note"]
 
 
 @pytest.mark.anyio

@@ -178,7 +178,7 @@ def test_from_a_checkout_to_sam_build_of_a_new_project_following_the_deploy_chec
     steps = _before_the_first_deploy()
     assert steps == ["python -m pytest", "sam validate", "sam build"]
     tested, validated, built = (transcript.run(step, cwd=project) for step in steps)
-    assert "4 passed" in tested
+    assert "5 passed" in tested
     assert "is a valid SAM Template" in validated
     assert "--lint" not in validated, "sam validate ran without the lint samconfig.toml asks for"
     assert "Build Succeeded" in built
