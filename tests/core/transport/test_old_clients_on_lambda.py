@@ -36,20 +36,34 @@ OLD_VERSION_CLIENT = SCRIPTS / "python_130_old_version.py"
 
 class GetCounter:
     """The app, counting the GET requests to `/mcp` and those that came back with `Last-Event-ID` (`came_back` is set
-    at the second of those: it runs on the server's thread)."""
+    at the second of those: it runs on the server's thread).
 
-    def __init__(self, app: ASGIApp) -> None:
+    `posts_after_return`: a POST after the handshake's two (initialize, then notifications/initialized) is held (at
+    most `BOUND` seconds) until the client has come back with its GET stream's place once, so what that POST
+    publishes reaches it on a poll that resumed, not on the first, however the two race."""
+
+    def __init__(self, app: ASGIApp, *, posts_after_return: bool = False) -> None:
         self.app = app
         self.gets = 0
         self.resumed = 0
         self.came_back = threading.Event()
+        self.returned = threading.Event()
+        self.posts_after_return = posts_after_return
+        self.posts = 0
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] == "http" and scope["method"] == "GET" and scope["path"] == "/mcp":
-            self.gets += 1
-            self.resumed += any(name == b"last-event-id" for name, _ in scope["headers"])
-            if self.resumed >= 2:
-                self.came_back.set()
+        if scope["type"] == "http" and scope["path"] == "/mcp":
+            if scope["method"] == "GET":
+                self.gets += 1
+                self.resumed += any(name == b"last-event-id" for name, _ in scope["headers"])
+                if self.resumed >= 1:
+                    self.returned.set()
+                if self.resumed >= 2:
+                    self.came_back.set()
+            elif scope["method"] == "POST":
+                self.posts += 1
+                if self.posts_after_return and self.posts > 2:
+                    await anyio.to_thread.run_sync(self.returned.wait, BOUND)
         await self.app(scope, receive, send)
 
 
@@ -96,7 +110,8 @@ async def test_on_lambda_the_official_client_pinned_to_an_old_version_polls_and_
 async def test_on_lambda_the_python_sdk_130_pinned_to_an_old_version_comes_back_and_hears_a_list_change() -> None:
     """SDK 1.30, run as a host runs it (its own venv, scripts/sdk-clients-install), asks for 2025-06-18."""
     python = sdk_python("python-1.30")
-    counted = GetCounter(build_app(shared, Settings(lambda_host=True, poll_retry_seconds=0.1)))
+    app = build_app(shared, Settings(lambda_host=True, poll_retry_seconds=0.1))
+    counted = GetCounter(app, posts_after_return=True)
     with uvicorn_serving(counted) as base:
         with anyio.fail_after(30):
             ran = await anyio.run_process(
