@@ -1,14 +1,19 @@
-"""Starting tasks in the durable task worker (`STRATUS_TASK_WORKER_DURABLE`; `stratus.handlers.durable_worker`), and
-stopping the run of a cancelled one. Imported only when that setting is set, and never imports the durable execution
-SDK: the serving functions start executions with boto3's Lambda client alone.
+"""Starting tasks in the durable task worker (`STRATUS_TASK_WORKER_DURABLE`; `stratus.handlers.durable_worker`),
+resuming one once its client has answered its questions, and stopping the execution of a cancelled one. Imported only
+when that setting is set, and never imports the durable execution SDK: the serving functions use boto3's Lambda client
+alone.
 
-Each launch of a task (its creation, and each resumption once its client has answered its questions) is one durable
-execution, invoked asynchronously (`InvocationType=Event`: the execution may run up to its execution timeout) by the
+A task runs as one durable execution from its creation to its end, however many questions it asks and invocations it
+takes. It is invoked asynchronously (`InvocationType=Event`: the execution may run up to its execution timeout) by the
 function's qualified ARN, since Lambda runs durable executions of a version or alias only
-(https://docs.aws.amazon.com/lambda/latest/dg/durable-invoking.html). Its execution name is the task's id (a
-resumption's adds a digest of the launch), and a name is an idempotency key: a start sent twice (a retried request, a
-launch repeated) starts one execution (https://docs.aws.amazon.com/lambda/latest/dg/durable-execution-idempotency.html).
-Names are 1 to 64 characters of `[a-zA-Z0-9-_]` (the Invoke API's `DurableExecutionName`); a task id is 32 of them.
+(https://docs.aws.amazon.com/lambda/latest/dg/durable-invoking.html). Its execution name is the task's id, and a name
+is an idempotency key: a start sent twice (a retried request, a delivery repeated) starts one execution
+(https://docs.aws.amazon.com/lambda/latest/dg/durable-execution-idempotency.html). Names are 1 to 64 characters of
+`[a-zA-Z0-9-_]` (the Invoke API's `DurableExecutionName`); a task id is 32 of them.
+
+A run that asked its client something waits on a callback, suspended (https://docs.aws.amazon.com/lambda/latest/dg/
+durable-callbacks.html): once the client's answers are all in, `resume` completes it with
+`SendDurableExecutionCallbackSuccess`, and the execution replays into its next round.
 
 A relayed call is no task: it goes to the plain task worker (`calls`).
 """
@@ -35,16 +40,11 @@ LIVE_EXECUTIONS = ["RUNNING", "PAUSING", "PAUSED"]
 API_ListDurableExecutionsByFunction.html)."""
 
 
-def execution_name(task: TaskRecord) -> str:
-    """The durable execution name of the task's current launch: its id for the launch that created it; with a digest
-    of the update that moved it back to `working` for a resumption (the same launch the run's claim names:
-    `stratus.protocol.task_service.launch_key`)."""
-    name = task.task_id
-    if task.updated_at != task.created_at:
-        name = f"{task.task_id}-{hashlib.sha256(repr(task.updated_at).encode()).hexdigest()[:16]}"
-    if EXECUTION_NAME.fullmatch(name):
-        return name
-    return hashlib.sha256(name.encode()).hexdigest()  # a task id of another shape: 64 allowed characters
+def execution_name(task_id: str) -> str:
+    """The durable execution name of the task's run: its id, or a digest of an id of another shape."""
+    if EXECUTION_NAME.fullmatch(task_id):
+        return task_id
+    return hashlib.sha256(task_id.encode()).hexdigest()  # 64 allowed characters
 
 
 def unqualified(function: str) -> str:
@@ -72,32 +72,47 @@ class DurableLauncher:
 
     async def launch(self, task_id: str, run: RunTask) -> None:
         """A launch known only by its task's id (its record was gone): named by the id."""
-        await self._start(task_id, task_id)
+        await self._start(task_id)
 
     async def launch_record(self, task: TaskRecord) -> None:
-        await self._start(task.task_id, execution_name(task))
+        await self._start(task.task_id)
 
     async def launch_call(self, call_id: str) -> None:
         await self.calls.launch_call(call_id)
 
-    async def _start(self, task_id: str, name: str) -> None:
+    async def _start(self, task_id: str) -> None:
         client = self.client()
         try:
             await asyncio.to_thread(
                 client.invoke,
                 FunctionName=self.function,
                 InvocationType="Event",
-                DurableExecutionName=name,
+                DurableExecutionName=execution_name(task_id),
                 Payload=json.dumps({TASK_EVENT_KEY: task_id}).encode(),
             )
         except client.exceptions.DurableExecutionAlreadyStartedException:
-            # This launch's execution exists already: an earlier delivery of the same start.
+            # The task's execution exists already: an earlier delivery of the same start.
             logger.info("durable task execution already started", extra={"task": task_id})
 
+    async def resume(self, task: TaskRecord, callback_id: str | None) -> None:
+        """Complete the callback the task's execution waits on for its client's answers (they are in the store). None
+        yet: the run has not come to wait, and will find the task `working` again when it does
+        (`stratus.handlers.durable_worker`). A failure is logged: the callback times out with the task."""
+        if callback_id is None:
+            return
+        send = self.client().send_durable_execution_callback_success
+        try:
+            await asyncio.to_thread(send, CallbackId=callback_id, Result=b"{}")
+        except Exception as error:  # noqa: BLE001 - an ended execution, or a callback completed already
+            logger.warning(
+                "a durable task's answers callback could not be completed",
+                extra={"task": task.task_id, "error_type": type(error).__name__},
+            )
+
     async def stop(self, task: TaskRecord) -> None:
-        """Stop the execution of the task's current launch, if it is still live; a failure is logged, never raised:
-        the run hears the cancellation in the store anyway (`stratus.protocol.task_watch`)."""
-        name = execution_name(task)
+        """Stop the task's execution, if it is still live (running or waiting); a failure is logged, never raised: a
+        run hears the cancellation in the store anyway (`stratus.protocol.task_watch`)."""
+        name = execution_name(task.task_id)
         client = self.client()
         try:
             listed = await asyncio.to_thread(

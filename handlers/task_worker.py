@@ -73,17 +73,20 @@ def task_launcher(settings: Settings) -> TaskLauncher | None:
     return calls
 
 
-async def run_task(settings: Settings, task_id: str, lambda_context: Any = None, *, relayed: bool = False) -> bool:
+async def run_task(
+    settings: Settings, task_id: str, lambda_context: Any = None, *, relayed: bool = False, durable: bool = False
+) -> str:
     """Run one stored task, or one relayed call, with the deployment's server, pipeline and stores (built for this
-    run, then closed); whether it ran (a record of the other kind never does)."""
+    run, then closed); where it came to (`stratus.protocol.task_service.RunEnd`: `skipped` when it did not run, as a
+    record of the other kind never does). `durable`: a round of the durable task worker's (`TaskService.run`)."""
     server = load_server(app_reference(settings))
     metrics, flush = build_telemetry(settings, server.name)
     stores = stores_for(settings)
     serving = build_serving(server, settings, stores, pipeline_for(server, settings, stores, metrics))
     try:
         if relayed:
-            return await serving.relays().run(task_id, lambda_context=lambda_context)
-        return await serving.tasks().run(task_id, lambda_context=lambda_context)
+            return "ended" if await serving.relays().run(task_id, lambda_context=lambda_context) else "skipped"
+        return await serving.tasks().run(task_id, lambda_context=lambda_context, durable=durable)
     finally:
         await serving.dispatcher.aclose()
         await stores.aclose()
@@ -97,12 +100,12 @@ def handler(event: Any, context: Any) -> dict[str, Any]:
     fields = event if isinstance(event, dict) else {}
     call_id, task_id = fields.get(CALL_EVENT_KEY), fields.get(TASK_EVENT_KEY)
     if isinstance(call_id, str):
-        ran = asyncio.run(run_task(settings_for_invocation(context), call_id, context, relayed=True))
+        ran = asyncio.run(run_task(settings_for_invocation(context), call_id, context, relayed=True)) != "skipped"
         return {"ran": ran, "callId": call_id}
     if not isinstance(task_id, str):
         logger.warning("task worker invoked without a task id")
         return {"ran": False}
-    ran = asyncio.run(run_task(settings_for_invocation(context), task_id, context))
+    ran = asyncio.run(run_task(settings_for_invocation(context), task_id, context)) != "skipped"
     return {"ran": ran, "taskId": task_id}
 
 

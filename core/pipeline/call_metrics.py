@@ -7,7 +7,7 @@ import time
 
 from stratus.errors import CircuitOpenError, ForbiddenError, RateLimitedError, RequestTimeoutError, UnauthorizedError
 from stratus.metrics import MetricsSink
-from stratus.request.inputs import InputRequired
+from stratus.request.inputs import InputRequired, OutOfTime
 from stratus.server.signature import ArgumentsError
 
 OUTCOMES: tuple[tuple[type[Exception], str], ...] = (
@@ -17,6 +17,7 @@ OUTCOMES: tuple[tuple[type[Exception], str], ...] = (
     (UnauthorizedError, "denied"),
     (ForbiddenError, "denied"),
     (ArgumentsError, "invalid_arguments"),
+    (OutOfTime, "yielded"),
     (InputRequired, "input_required"),
 )
 """The outcome label of a call that raised, by the first matching kind; anything else is `error`."""

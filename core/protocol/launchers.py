@@ -16,6 +16,12 @@ from typing import TYPE_CHECKING, Protocol, runtime_checkable
 if TYPE_CHECKING:
     from stratus.stores.records import TaskRecord
 
+
+def answers_callback_key(task_id: str) -> str:
+    """Where a durable task run waiting for its client's answers keeps the id of the callback that resumes it."""
+    return f"task-callback:{task_id}"
+
+
 RunTask = Callable[[str], Awaitable[object]]
 """Runs a stored task to its end (`TaskService.run`, which says whether it ran)."""
 
@@ -35,10 +41,12 @@ class CallLauncher(Protocol):
 
 @runtime_checkable
 class RecordLauncher(Protocol):
-    """Starts a task's launch given its record (each launch, named by the record's last update, may be started once
-    however often it is sent), and stops the run of a task that was cancelled while `working`."""
+    """Starts a task's one long-lived run given its record (started once however often it is sent), resumes it once
+    the client has answered its questions, and stops it when the task is cancelled."""
 
     async def launch_record(self, task: TaskRecord) -> None: ...
+
+    async def resume(self, task: TaskRecord, callback_id: str | None) -> None: ...
 
     async def stop(self, task: TaskRecord) -> None: ...
 

@@ -27,17 +27,18 @@ import json
 import logging
 import secrets
 from collections.abc import Awaitable, Callable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
-from stratus.errors import InternalError, InvalidParamsError, McpError, RecordTooLargeError
+from stratus.errors import REQUEST_TIMEOUT, InternalError, InvalidParamsError, McpError, RecordTooLargeError
 from stratus.protocol.jsonrpc import Request
 from stratus.protocol.kept_principal import kept_principal, principal_from
 from stratus.protocol.launchers import InProcessLauncher as InProcessLauncher
-from stratus.protocol.launchers import RecordLauncher
+from stratus.protocol.launchers import RecordLauncher, answers_callback_key
 from stratus.protocol.launchers import TaskLauncher as TaskLauncher
 from stratus.protocol.task_quota import PrincipalTaskQuota, quota_holder, refuse_process
 from stratus.protocol.task_watch import CancellationWatch, task_stream
 from stratus.protocol.task_wire import HANDSHAKE, STATELESS, TaskWire, wire_for
+from stratus.request.inputs import OutOfTime
 from stratus.stores.records import TaskRecord
 from stratus.stores.task_records import RpcError, TaskOutcome, TaskRequest
 from stratus.types import JsonObject
@@ -59,6 +60,8 @@ StopTool = Callable[[str], Awaitable[None]]
 CANCEL_GRACE_SECONDS = 5.0
 """How long a cancelled task's tool may take to honour its cancellation signal before it is interrupted."""
 CANCELLED_BY_CLIENT = TaskOutcome(status_message="Cancelled by the client")
+RunEnd = Literal["ended", "asked", "yielded", "skipped"]
+"""Where one run of a task came to (`TaskService.run`)."""
 
 
 def _task_not_found() -> InvalidParamsError:
@@ -191,8 +194,8 @@ class TaskService:
             return wire.already_ended(task)
         await self.stores.events.append(task_stream(task.task_id), "cancelled")  # heard by the run's watch
         await self.quota.give_back(task_place(task))
-        if task.status == "working" and isinstance(self.launcher, RecordLauncher):
-            await self.launcher.stop(task)  # the run in another invocation; it hears the cancellation too
+        if isinstance(self.launcher, RecordLauncher):
+            await self.launcher.stop(task)  # its durable execution, running or waiting; a run hears it in the store too
         return wire.cancelled(await self._own_task(call, wire))
 
     async def update(self, call: Call) -> JsonObject:
@@ -215,7 +218,10 @@ class TaskService:
             task.task_id, status="working", outcome=None, expect=("input_required",)
         )
         if resumed:  # only one of several racing updates resumes it
-            await self._launch(task.task_id)
+            if isinstance(self.launcher, RecordLauncher):  # the durable execution waiting for the answers
+                await self.launcher.resume(task, await self.stores.cache.get(answers_callback_key(task.task_id)))
+            else:
+                await self._launch(task.task_id)
         return {}
 
     async def _launch(self, task_id: str, task: TaskRecord | None = None) -> None:
@@ -242,11 +248,15 @@ class TaskService:
 
     # -- running -------------------------------------------------------------------------------------------
 
-    async def run(self, task_id: str, *, lambda_context: Any = None) -> bool:
-        """Run a stored task to its end and record the outcome (unless it was cancelled meanwhile); whether it ran
-        (not when unknown, no task, no longer working, or this launch ran already).
+    async def run(self, task_id: str, *, lambda_context: Any = None, durable: bool = False) -> RunEnd:
+        """Run a stored task and record where it came to (unless it was cancelled meanwhile): `ended` (completed,
+        failed or cancelled), `asked` (input_required), `yielded` (`durable` only: the next step might not finish in
+        this invocation, and the task is still `working`), or `skipped` when it did not run (unknown, no task, no
+        longer working, or this launch ran already).
 
-        `lambda_context` bounds the run by the invocation's remaining time, as for any call.
+        `lambda_context` bounds the run by the invocation's remaining time, as for any call. `durable`: a round of the
+        durable task worker, whose execution runs each round once (no launch claim), and whose run may end between
+        two steps to go on in the next invocation.
         """
         from stratus.protocol.call import Call
         from stratus.protocol.worker_events import own_record
@@ -255,28 +265,40 @@ class TaskService:
 
         task = await own_record(self.stores.tasks, task_id, TaskRequest)
         if task is None or task.status != "working" or not isinstance(task.request, TaskRequest):
-            return False
+            return "skipped"
         # Asynchronous invocation can deliver one launch more than once ("How Lambda handles errors and retries with
         # asynchronous invocation", Lambda developer guide): each launch, named by the task's last update, runs once.
-        if not await self.stores.cache.claim(launch_key(task), max(task.expires_at - task.updated_at, 1.0)):
-            return False
+        # A durable execution needs no claim: its name admits one start, and it records each round it ran.
+        ttl = max(task.expires_at - task.updated_at, 1.0)
+        if not durable and not await self.stores.cache.claim(launch_key(task), ttl):
+            return "skipped"
         request = task.request
         asked = task.outcome.asked if task.outcome is not None else ()
         # Like a multi round-trip retry, the run starts over with every answer the client has given so far.
         answers = await self._answers(task_id, list(asked))
         tool = self.server.tools.get(request.tool)
+        remaining = _seconds_left(lambda_context) if durable and lambda_context is not None else None
+        steps = StepJournal(self.stores.cache, task_id, ttl, remaining=remaining)
         call = Call(
             request=Request(id=task_id, method="tools/call", params={"name": request.tool, "inputResponses": answers}),
             version=request.version,
             client_capabilities=request.client_capabilities,
             principal=principal_from(request.principal),
             http=HttpRequest("POST", "", {}, lambda_context=lambda_context) if lambda_context else None,
-            steps=StepJournal(self.stores.cache, task_id, max(task.expires_at - task.updated_at, 1.0)),
+            steps=steps,
         )
+        limit = remaining() if remaining is not None else 0.0
         if tool is None:
-            outcome = TaskOutcome(error=RpcError.of(InvalidParamsError(f"Unknown tool: {request.tool}")))
+            outcome: TaskOutcome | None = TaskOutcome(
+                error=RpcError.of(InvalidParamsError(f"Unknown tool: {request.tool}"))
+            )
         else:
             outcome = await self._outcome_of(call, tool, request.arguments)
+        if outcome is None:
+            return "yielded"
+        if outcome.error is not None and outcome.error.code == REQUEST_TIMEOUT and remaining is not None:
+            overran = steps.overran(limit)
+            outcome = TaskOutcome(error=RpcError.of(overran)) if overran is not None else outcome
         if outcome.input_requests is not None:
             outcome = outcome._replace(asked=tuple(sorted({*asked, *outcome.input_requests})))
             status = "input_required"
@@ -287,7 +309,7 @@ class TaskService:
             if recorded in TERMINAL:
                 await self.quota.give_back(task_place(task))
             await self.stores.events.append(task_stream(task_id), recorded)
-        return True
+        return "asked" if recorded == "input_required" else "ended"
 
     async def _record(self, task_id: str, status: str, outcome: TaskOutcome) -> str | None:
         """Move a live task to `status` with `outcome`: the status it ended in, None when it had already moved. An
@@ -310,7 +332,8 @@ class TaskService:
                 answers[key] = json.loads(stored)
         return answers
 
-    async def _outcome_of(self, call: Call, tool: Tool, arguments: JsonObject) -> TaskOutcome:
+    async def _outcome_of(self, call: Call, tool: Tool, arguments: JsonObject) -> TaskOutcome | None:
+        """What the run came to; None when it ended between two steps to go on in the next invocation."""
         running = asyncio.ensure_future(self.run_tool(call, tool, arguments))
         cancelled = self.watch.watch(str(call.request.id))
         try:
@@ -326,11 +349,17 @@ class TaskService:
             return TaskOutcome(error=RpcError.of(McpError("Task cancelled")))
         try:
             result = running.result()
+        except OutOfTime:
+            return None
         except McpError as error:
             return TaskOutcome(error=RpcError.of(error))
         if result.get("resultType") == "input_required":
             return TaskOutcome(input_requests=result["inputRequests"])
         return TaskOutcome(result=result)
+
+
+def _seconds_left(lambda_context: Any) -> Callable[[], float]:
+    return lambda: float(lambda_context.get_remaining_time_in_millis()) / 1000.0
 
 
 def launch_key(task: TaskRecord) -> str:

@@ -12,7 +12,7 @@ from stratus.protocol import versions
 from stratus.protocol.call import Call
 from stratus.protocol.cancellation import RunningCalls
 from stratus.protocol.rounds import InputRounds
-from stratus.request.inputs import InputRequired
+from stratus.request.inputs import InputRequired, OutOfTime
 from stratus.server.principal import Principal
 from stratus.server.server import McpServer
 from stratus.server.signature import ArgumentsError
@@ -83,6 +83,8 @@ class ToolCalls:
         watcher = self.running.start(call.request.id, context)
         try:
             return await self.pipeline.call_tool(tool, arguments, context, call.admitted)
+        except OutOfTime:
+            raise  # a task's run ends between two steps; its worker goes on with it (TaskService.run)
         except InputRequired:
             return self.rounds.required(call, inputs)
         except ArgumentsError as exc:

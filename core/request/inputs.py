@@ -22,6 +22,12 @@ class InputRequired(Exception):  # noqa: N818 - a signal that ends the round, no
     """The handler asked something the client has not answered yet."""
 
 
+class OutOfTime(InputRequired):
+    """A task's next step might not finish in this invocation (`stratus.server.steps`): the run ends between two
+    steps and goes on in the next invocation of the durable task worker. A signal that ends the run, like a question,
+    never an error."""
+
+
 class InputRound:
     """The answers available to one attempt of a stateless request, and the questions it asked without one."""
 

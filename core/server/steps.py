@@ -4,6 +4,12 @@
 A task runs its tool from the start each time it resumes, as a 2026-07-28 multi round-trip retry does; what a step
 did is not done twice. The results live in the shared store beside the task's answers, for as long as the task does,
 so any container, the task worker and the durable worker see the same steps.
+
+In the durable task worker a run may also end between two steps (`OutOfTime`) when the next one might not finish
+within what is left of the invocation (the function's timeout, at most 15 minutes): the execution goes on in a new
+invocation, where the run replays the steps already kept. The next step's length is guessed from the longest one the
+task has taken so far (`STEP_MARGIN_SECONDS` more). A step that cannot finish even in a fresh invocation is cut at its
+end, and the task fails with a message naming the limit (`overran`).
 """
 
 from __future__ import annotations
@@ -14,6 +20,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from stratus.errors import McpError
+from stratus.request.inputs import OutOfTime
 
 if TYPE_CHECKING:
     from stratus.stores.base import CacheStore
@@ -21,6 +28,11 @@ if TYPE_CHECKING:
 STEP_RESULT_BYTES = 256 * 1024
 """The largest step result kept: what a Lambda durable function checkpoints of a step's result, so that a tool
 written with steps runs unchanged in the durable worker."""
+
+
+STEP_MARGIN_SECONDS = 10.0
+"""Added to the longest step taken so far when judging whether the next one fits in the invocation's time left: what
+recording a step, and the run's own end, may take."""
 
 
 class StepError(McpError):
@@ -34,14 +46,35 @@ def step_key(task_id: str, name: str) -> str:
     return f"task-step:{task_id}:{name}"
 
 
-class StepJournal:
-    """The steps of one run of one task, kept in `cache` until the task expires."""
+def longest_key(task_id: str) -> str:
+    return f"task-steps-longest:{task_id}"
 
-    def __init__(self, cache: CacheStore, task_id: str, ttl_seconds: float) -> None:
+
+class StepJournal:
+    """The steps of one run of one task, kept in `cache` until the task expires.
+
+    `remaining`: the seconds left to this invocation, when the run may end between steps and go on in the next
+    invocation (the durable task worker); None runs every step in this one.
+    """
+
+    def __init__(
+        self,
+        cache: CacheStore,
+        task_id: str,
+        ttl_seconds: float,
+        *,
+        remaining: Callable[[], float] | None = None,
+    ) -> None:
         self.cache = cache
         self.task_id = task_id
         self.ttl_seconds = ttl_seconds
+        self.remaining = remaining
+        self.running: str | None = None
+        """The step being run now, if any (a step cut by the invocation's end is named in the task's failure)."""
+        self.ran = 0
+        """Steps run (not replayed) in this invocation."""
         self._named: set[str] = set()
+        self._longest: float | None = None
 
     async def step(self, name: str, fn: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
         """The step's result: recorded by an earlier run, or `fn(*args, **kwargs)` (awaited when it is a
@@ -53,9 +86,42 @@ class StepJournal:
         kept = await self.cache.get(key)
         if kept is not None:
             return json.loads(kept)
+        if self.remaining is None:
+            text = _json_text(name, await run_step(fn, args, kwargs))
+            await self.cache.set(key, text, self.ttl_seconds)
+            return json.loads(text)
+        await self._fits_or_yield()
+        self.running, left = name, self.remaining()
         text = _json_text(name, await run_step(fn, args, kwargs))
+        taken = left - self.remaining()  # measured on the invocation's own clock
+        self.running = None
+        self.ran += 1
         await self.cache.set(key, text, self.ttl_seconds)
+        if taken > (self._longest or 0.0):
+            self._longest = taken
+            await self.cache.set(longest_key(self.task_id), repr(taken), self.ttl_seconds)
         return json.loads(text)
+
+    async def _fits_or_yield(self) -> None:
+        """End the run here (`OutOfTime`) when a step ran in this invocation already and the next might not finish
+        in what is left of it; the first step of an invocation always runs."""
+        assert self.remaining is not None
+        if self._longest is None:
+            kept = await self.cache.get(longest_key(self.task_id))
+            self._longest = float(kept) if kept is not None else 0.0
+        if self.ran and self.remaining() < self._longest + STEP_MARGIN_SECONDS:
+            raise OutOfTime(self.task_id)
+
+    def overran(self, limit_seconds: float) -> StepError | None:
+        """The failure of a run cut by the invocation's end in the middle of a step (None when no step was running):
+        it names the step and the limit it could not fit in."""
+        if self.running is None:
+            return None
+        return StepError(
+            f"Step {self.running!r} did not finish within the {limit_seconds:.0f} s one invocation of the durable "
+            "task worker may run (its function's Timeout, which Lambda caps at 900 s): split it into steps that each "
+            "finish well within it"
+        )
 
 
 async def run_step(fn: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:

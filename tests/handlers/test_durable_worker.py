@@ -1,5 +1,7 @@
-"""The durable task worker runs a stored task as one checkpointed step, under the official testing SDK's in-process
-runner (the durable execution service's replay, checkpoints and step records, in this process)."""
+"""The durable task worker runs a task's whole life as one durable execution, in rounds: each round a checkpointed
+step, a question a suspended wait on a callback, a step that might not fit in the invocation a new invocation. Under
+the official testing SDK's in-process runner (the durable execution service's replay, checkpoints, callbacks and
+step records, in this process, its clock skipping the waits)."""
 
 from __future__ import annotations
 
@@ -24,11 +26,11 @@ from botocore.stub import Stubber
 from stratus import Settings
 from stratus.composition import stores_for
 from stratus.handlers import durable_worker, sweeper
-from stratus.handlers.durable_launcher import DurableLauncher, execution_name
+from stratus.handlers.durable_launcher import DurableLauncher
 from stratus.handlers.task_worker import LambdaLauncher, settings_for_invocation, task_launcher
 from stratus.settings import SettingsError
 from stratus.transport.app import build_app
-from tests.fixtures.durable_apps import runs, server
+from tests.fixtures.durable_apps import clock, runs, server
 from tests.fixtures.keys import SECRET_KEY
 from tests.fixtures.wire import HandshakeSession, McpHttp, stateless_meta
 
@@ -62,6 +64,7 @@ def environment(aws_credentials: None, monkeypatch: pytest.MonkeyPatch) -> Itera
     for name, value in variables.items():
         monkeypatch.setenv(name, value)
     runs.clear()
+    clock.now, clock.invocations = 0.0, 0
     yield variables
     client = redis.Redis.from_url(variables["STRATUS_STORE"])
     keys = list(client.scan_iter(match=f"{variables['STRATUS_STORE_PREFIX']}:*"))
@@ -111,15 +114,54 @@ def execute(handler: Any, event: dict[str, Any]) -> DurableFunctionTestResult:
         return runner.run(input=json.dumps(event), execution_timeout=60)
 
 
-async def test_a_task_runs_to_completion_in_one_recorded_step(deployment: Deployment) -> None:
+TASKS_META = stateless_meta(
+    **{"io.modelcontextprotocol/clientCapabilities": {"extensions": {EXTENSION: {}}, "elicitation": {}}}
+)
+
+
+@durable_execution
+def timed_worker(event: Any, context: DurableContext) -> dict[str, Any]:
+    """The worker, each invocation given 15 minutes on the fixture's clock (the `migrate` tool's parts advance it)."""
+    context.lambda_context = clock.invocation(context.lambda_context)
+    return durable_worker.run_launch(event, context, lambda: settings_for_invocation(None))
+
+
+async def create_stateless_task(deployment: Deployment, tool: str) -> str:
+    """A 2026-07-28 task of `tool` from a client that declares the tasks extension and elicitation."""
+    deployment.stubber.add_response("invoke", {"StatusCode": 202})
+    created = await deployment.mcp.stateless("tools/call", {"name": tool, "arguments": {}, "_meta": TASKS_META})
+    task_id: str = created.json()["result"]["taskId"]
+    return task_id
+
+
+async def stateless(deployment: Deployment, method: str, task_id: str) -> dict[str, Any]:
+    answered = await deployment.mcp.stateless(method, {"taskId": task_id, "_meta": TASKS_META})
+    result: dict[str, Any] = answered.json()["result"]
+    return result
+
+
+async def _approve(deployment: Deployment, task_id: str, callback: str) -> str:
+    """Answer the task's `approval` question with yes; the callback id the serving function sent Lambda to resume it."""
+    deployment.stubber.add_response("send_durable_execution_callback_success", {})
+    answer = {"action": "accept", "content": {"ok": True}}
+    await deployment.mcp.stateless(
+        "tasks/update", {"taskId": task_id, "inputResponses": {"approval": answer}, "_meta": TASKS_META}
+    )
+    operation, params = deployment.sent[-1]
+    assert operation == "SendDurableExecutionCallbackSuccess"
+    sent: str = params["CallbackId"]
+    return sent
+
+
+async def test_a_task_runs_to_completion_in_one_recorded_round(deployment: Deployment) -> None:
     task_id = await create_task(deployment, "export", {"name": "ledger"})
 
     result = await asyncio.to_thread(execute, durable_worker.handler, {"stratusTask": task_id})
 
     assert result.status.value == "SUCCEEDED"
-    assert json.loads(result.result or "null") == {"ran": True, "taskId": task_id}
-    assert [operation.name for operation in result.operations] == ["run"]
-    assert result.get_step("run").status is OperationStatus.SUCCEEDED
+    assert json.loads(result.result or "null") == {"ended": "ended", "rounds": 1, "taskId": task_id}
+    assert [operation.name for operation in result.operations] == ["run-0"]
+    assert result.get_step("run-0").status is OperationStatus.SUCCEEDED
     assert runs == ["ledger"]
     fetched = await deployment.session.request("tasks/result", {"taskId": task_id})
     assert fetched.json()["result"]["content"][0]["text"] == "exported ledger"
@@ -140,7 +182,8 @@ async def test_a_replay_after_the_run_returns_its_record_and_runs_nothing_again(
     result = await asyncio.to_thread(execute, suspending, {"stratusTask": task_id})
 
     assert result.status.value == "SUCCEEDED"
-    assert invocations == [{"ran": True, "taskId": task_id}] * 2  # the replay got the recorded `ran`, not a new run
+    ended = {"ended": "ended", "rounds": 1, "taskId": task_id}
+    assert invocations == [ended] * 2  # the replay got the recorded round, not a new run
     assert runs == ["ledger"]  # the tool ran once
 
 
@@ -149,26 +192,31 @@ async def test_a_tool_that_fails_ends_its_task_failed_with_its_message(deploymen
 
     result = await asyncio.to_thread(execute, durable_worker.handler, {"stratusTask": task_id})
 
-    assert json.loads(result.result or "null") == {"ran": True, "taskId": task_id}
+    assert json.loads(result.result or "null") == {"ended": "ended", "rounds": 1, "taskId": task_id}
     polled = (await deployment.session.request("tasks/get", {"taskId": task_id})).json()["result"]
     assert polled["status"] == "failed"
     error = (await deployment.session.request("tasks/result", {"taskId": task_id})).json()["error"]
     assert (error["code"], error["message"]) == (-32602, "Invalid params: nothing to export")
 
 
-async def test_a_run_that_fails_is_not_retried_and_marks_its_task_failed(
+async def test_a_round_that_keeps_failing_is_tried_three_times_then_marks_its_task_failed(
     deployment: Deployment, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     task_id = await create_task(deployment, "export", {"name": "ledger"})
-    # A deployment whose app does not load: the run raises.
+    # A deployment whose app does not load: each attempt of the round raises.
     monkeypatch.setenv("STRATUS_APP", "tests.fixtures.durable_apps:no_such_server")
 
     result = await asyncio.to_thread(execute, durable_worker.handler, {"stratusTask": task_id})
 
-    assert json.loads(result.result or "null") == {"ran": False, "taskId": task_id, "markedFailed": True}
-    assert [operation.name for operation in result.operations] == ["run", "mark-failed"]
-    run = result.get_step("run")
-    assert (run.status, run.attempt) == (OperationStatus.FAILED, 1)
+    assert json.loads(result.result or "null") == {
+        "ended": "failed",
+        "rounds": 1,
+        "taskId": task_id,
+        "markedFailed": True,
+    }
+    assert [operation.name for operation in result.operations] == ["run-0", "mark-failed"]
+    run = result.get_step("run-0")
+    assert (run.status, run.attempt) == (OperationStatus.FAILED, durable_worker.ROUND_ATTEMPTS)
     assert runs == []
     polled = (await deployment.session.request("tasks/get", {"taskId": task_id})).json()["result"]
     assert (polled["status"], polled["statusMessage"]) == (
@@ -177,9 +225,40 @@ async def test_a_run_that_fails_is_not_retried_and_marks_its_task_failed(
     )
 
 
+async def test_a_round_that_died_is_run_again_and_the_steps_it_completed_do_not_run_again(
+    deployment: Deployment,
+) -> None:
+    task_id = await create_stateless_task(deployment, "migrate")
+    attempts: list[int] = []
+
+    def settings_once_unreachable() -> Settings:
+        # The second round's first attempt dies (as when SSM is out of reach), after the first round ran part 1.
+        attempts.append(len(runs))
+        if len(attempts) == 2:
+            raise ConnectionError("SSM is out of reach")
+        return settings_for_invocation(None)
+
+    @durable_execution
+    def flaky(event: Any, context: DurableContext) -> dict[str, Any]:
+        context.lambda_context = clock.invocation(context.lambda_context)
+        return durable_worker.run_launch(event, context, settings_once_unreachable)
+
+    with durable_runner(flaky) as runner:
+        arn = await asyncio.to_thread(runner.run_async, input=json.dumps({"stratusTask": task_id}))
+        callback = await asyncio.to_thread(runner.wait_for_callback, arn, "answers-1", 30)
+        assert runs == ["part-1", "part-2"]  # part 1 ran once, though the round after it died once
+        assert await _approve(deployment, task_id, callback) == callback
+        await asyncio.to_thread(runner.send_callback_success, callback, b"{}")
+        result = await asyncio.to_thread(runner.wait_for_result, arn, 30)
+
+    assert result.status.value == "SUCCEEDED"
+    assert result.get_step("run-1").attempt == 2
+    assert runs == ["part-1", "part-2", "part-3"]
+
+
 async def test_an_event_without_a_task_runs_nothing(environment: dict[str, str]) -> None:
     result = await asyncio.to_thread(execute, durable_worker.handler, {"source": "aws.events"})
-    assert json.loads(result.result or "null") == {"ran": False}
+    assert json.loads(result.result or "null") == {"ended": "skipped", "rounds": 0}
     assert result.operations == []
 
 
@@ -220,48 +299,108 @@ async def test_a_start_sent_again_finds_its_execution_started_and_does_not_fail(
     assert deployment.sent[-1][1]["DurableExecutionName"] == task_id
 
 
-async def test_a_resumed_launch_is_a_new_execution_named_by_its_launch(deployment: Deployment) -> None:
-    task_id = await create_task(deployment, "export", {"name": "ledger"})
-    stores = stores_for(deployment.settings)
-    assert await stores.tasks.update(task_id, status="input_required", outcome=None, expect=("working",))
-    assert await stores.tasks.update(task_id, status="working", outcome=None, expect=("input_required",))
-    record = await stores.tasks.get(task_id)
-    await stores.aclose()
-    assert record is not None
+async def test_answers_complete_the_callback_the_execution_waits_on_and_it_goes_on_to_the_end(
+    deployment: Deployment,
+) -> None:
+    task_id = await create_stateless_task(deployment, "approve")
 
-    name = execution_name(record)
+    with durable_runner(timed_worker) as runner:
+        arn = await asyncio.to_thread(runner.run_async, input=json.dumps({"stratusTask": task_id}))
+        callback = await asyncio.to_thread(runner.wait_for_callback, arn, "answers-0", 30)
+        waiting = await stateless(deployment, "tasks/get", task_id)
+        assert (waiting["status"], list(waiting["inputRequests"])) == ("input_required", ["approval"])
 
-    assert name != task_id and name.startswith(f"{task_id}-") and len(name) <= 64
-    assert name == execution_name(record)  # the same launch is named alike wherever it is named
+        assert await _approve(deployment, task_id, callback) == callback
+        # No new execution: the waiting one's callback is completed, as Lambda's API is asked to.
+        assert [operation for operation, _ in deployment.sent] == ["Invoke", "SendDurableExecutionCallbackSuccess"]
+        assert deployment.sent[-1][1] == {"CallbackId": callback, "Result": b"{}"}
+        await asyncio.to_thread(runner.send_callback_success, callback, b"{}")
+        result = await asyncio.to_thread(runner.wait_for_result, arn, 30)
 
-
-async def test_a_task_answered_by_its_client_resumes_in_a_new_execution_and_completes(deployment: Deployment) -> None:
-    meta = stateless_meta(
-        **{"io.modelcontextprotocol/clientCapabilities": {"extensions": {EXTENSION: {}}, "elicitation": {}}}
-    )
-    deployment.stubber.add_response("invoke", {"StatusCode": 202})
-    created = await deployment.mcp.stateless("tools/call", {"name": "approve", "arguments": {}, "_meta": meta})
-    task_id = created.json()["result"]["taskId"]
-
-    asked = await asyncio.to_thread(execute, durable_worker.handler, {"stratusTask": task_id})
-    assert json.loads(asked.result or "null") == {"ran": True, "taskId": task_id}
-    waiting = (await deployment.mcp.stateless("tasks/get", {"taskId": task_id, "_meta": meta})).json()["result"]
-    assert (waiting["status"], list(waiting["inputRequests"])) == ("input_required", ["approval"])
-
-    deployment.stubber.add_response("invoke", {"StatusCode": 202})
-    answer = {"action": "accept", "content": {"ok": True}}
-    await deployment.mcp.stateless(
-        "tasks/update", {"taskId": task_id, "inputResponses": {"approval": answer}, "_meta": meta}
-    )
-    resumed = deployment.sent[-1][1]["DurableExecutionName"]
-    assert [params["DurableExecutionName"] for _, params in deployment.sent] == [task_id, resumed]
-    assert resumed.startswith(f"{task_id}-") and len(resumed) <= 64  # another execution: the first one ended
-
-    done = await asyncio.to_thread(execute, durable_worker.handler, {"stratusTask": task_id})
-    assert json.loads(done.result or "null") == {"ran": True, "taskId": task_id}
-    finished = (await deployment.mcp.stateless("tasks/get", {"taskId": task_id, "_meta": meta})).json()["result"]
+    assert json.loads(result.result or "null") == {"ended": "ended", "rounds": 2, "taskId": task_id}
+    assert [operation.name for operation in result.operations] == ["run-0", "answers-0", "listen-0", "run-1"]
+    finished = await stateless(deployment, "tasks/get", task_id)
     assert (finished["status"], finished["result"]["content"][0]["text"]) == ("completed", "done")
     assert runs == ["approved=True"]
+
+
+async def test_a_task_of_three_ten_minute_steps_and_a_day_long_question_runs_in_three_invocations(
+    deployment: Deployment,
+) -> None:
+    task_id = await create_stateless_task(deployment, "migrate")
+
+    with durable_runner(timed_worker) as runner:
+        arn = await asyncio.to_thread(runner.run_async, input=json.dumps({"stratusTask": task_id}))
+        callback = await asyncio.to_thread(runner.wait_for_callback, arn, "answers-1", 30)
+        # Part 2 would not have fit in the five minutes part 1 left of the first invocation: it ran in a second one.
+        assert (runs, clock.invocations) == (["part-1", "part-2"], 2)
+        clock.now += 86_400.0  # the person answers a day later; nothing ran meanwhile
+        assert await _approve(deployment, task_id, callback) == callback
+        await asyncio.to_thread(runner.send_callback_success, callback, b"{}")
+        result = await asyncio.to_thread(runner.wait_for_result, arn, 30)
+
+    assert json.loads(result.result or "null") == {"ended": "ended", "rounds": 3, "taskId": task_id}
+    assert [operation.name for operation in result.operations] == [
+        "run-0",
+        "resume-0",
+        "run-1",
+        "answers-1",
+        "listen-1",
+        "run-2",
+    ]
+    assert runs == ["part-1", "part-2", "part-3"]  # each part once, 30 minutes of work past one 15-minute invocation
+    assert clock.invocations == 3
+    finished = await stateless(deployment, "tasks/get", task_id)
+    assert (finished["status"], finished["result"]["content"][0]["text"]) == ("completed", "migrated")
+
+
+async def test_a_step_longer_than_an_invocation_fails_its_task_naming_the_limit(deployment: Deployment) -> None:
+    task_id = await create_stateless_task(deployment, "overlong")
+
+    @durable_execution
+    def short_invocations(event: Any, context: DurableContext) -> dict[str, Any]:
+        # Invocations of 1.5 s: the deadline (less its 0.5 s margin) cuts the step after one real second.
+        context.lambda_context = clock.invocation(context.lambda_context, timeout=1.5)
+        return durable_worker.run_launch(event, context, lambda: settings_for_invocation(None))
+
+    result = await asyncio.to_thread(execute, short_invocations, {"stratusTask": task_id})
+
+    assert json.loads(result.result or "null") == {"ended": "ended", "rounds": 1, "taskId": task_id}
+    failed = await stateless(deployment, "tasks/get", task_id)
+    assert failed["status"] == "failed"
+    assert failed["error"] == {
+        "code": -32603,
+        "message": "Step 'whole' did not finish within the 2 s one invocation of the durable task worker may run "
+        "(its function's Timeout, which Lambda caps at 900 s): split it into steps that each finish well within it",
+    }
+
+
+async def test_cancelling_a_task_that_waits_for_answers_stops_its_execution_and_no_later_step_runs(
+    deployment: Deployment,
+) -> None:
+    task_id = await create_stateless_task(deployment, "migrate")
+
+    with durable_runner(timed_worker) as runner:
+        arn = await asyncio.to_thread(runner.run_async, input=json.dumps({"stratusTask": task_id}))
+        await asyncio.to_thread(runner.wait_for_callback, arn, "answers-1", 30)
+        live = {"DurableExecutionArn": arn, "DurableExecutionName": task_id, "FunctionArn": DURABLE_FUNCTION}
+        deployment.stubber.add_response(
+            "list_durable_executions_by_function",
+            {"DurableExecutions": [{**live, "Status": "RUNNING", "StartTimestamp": "2026-01-01T00:00:00Z"}]},
+        )
+        deployment.stubber.add_response("stop_durable_execution", {"StopTimestamp": "2026-01-01T00:00:01Z"})
+
+        assert (await stateless(deployment, "tasks/cancel", task_id))["resultType"] == "complete"
+
+        assert deployment.sent[-1] == ("StopDurableExecution", {"DurableExecutionArn": arn})
+        await asyncio.to_thread(runner._executor.stop_execution, arn)  # what Lambda does with that request
+        await asyncio.to_thread(runner.wait_for_result, arn, 30)
+        history = await asyncio.to_thread(runner.get_execution_history, arn)
+
+    assert history.events[-1].event_type == "ExecutionStopped"
+    assert runs == ["part-1", "part-2"]  # part 3 never ran
+    cancelled = await stateless(deployment, "tasks/get", task_id)
+    assert cancelled["status"] == "cancelled"
 
 
 async def test_cancelling_a_working_task_stops_its_execution(deployment: Deployment) -> None:
