@@ -134,6 +134,10 @@ class Dispatcher:
     def initialize_result(self, version: str) -> JsonObject:
         return self.lifecycle.initialize_result(version)
 
+    async def answer_task(self, principal_key: str | None, task_id: str, key: str, reply: JsonObject) -> bool:
+        """Keep a client's reply to its task's question (`TaskService.answer`); whether a task waited for it."""
+        return await self.tasks().answer(principal_key, task_id, key, reply)
+
     async def cancel(self, session_id: str | None, request_id: object, reason: str | None) -> None:
         """Cancel a running call of this session, wherever it runs (best effort)."""
         await self.running.cancel(session_id, request_id, reason)

@@ -38,8 +38,9 @@ class InputRounds:
 
     def first(self, call: Call) -> InputRound | None:
         """`open` for an attempt without a requestState, which claims nothing (no await, so a call that asks
-        nothing pays for no coroutine): this round's answers at 2026-07-28, None on the handshake-era wire."""
-        return self._with_responses(call, {}) if call.stateless else None
+        nothing pays for no coroutine): this round's answers at 2026-07-28, and in a task's run on either era (its
+        answers kept with the task); None for a handshake-era call, which asks on its stream."""
+        return self._with_responses(call, {}) if call.stateless or call.steps is not None else None
 
     @staticmethod
     def _with_responses(call: Call, answers: dict[str, Any]) -> InputRound:

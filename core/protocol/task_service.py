@@ -174,11 +174,25 @@ class TaskService:
         return {key: request for key, request in asked.items() if key not in answered}
 
     async def result(self, call: Call) -> JsonObject:
-        """2025-11-25 `tasks/result`: once the task has ended, exactly what the call would have answered."""
+        """2025-11-25 `tasks/result`: once the task has ended, exactly what the call would have answered. While it is
+        `input_required`, its unanswered questions go out on this request's stream first
+        (`stratus.protocol.task_questions`); a buffered answer, which the client reads only once it is whole, ends
+        there, and the client asks again after answering."""
+        from stratus.protocol.task_questions import ask
+
         task = await self._own_task(call, HANDSHAKE)
+        outbound = call.http.outbound if call.http is not None else None
         loop = asyncio.get_running_loop()
-        deadline, seen = loop.time() + RESULT_WAIT_SECONDS, 0
-        while task.status not in TERMINAL and (left := deadline - loop.time()) > 0:
+        deadline, seen, sent = loop.time() + RESULT_WAIT_SECONDS, 0, set[str]()
+        while task.status not in TERMINAL:
+            if task.status == "input_required" and outbound is not None:
+                questions = {key: asked for key, asked in (await self._outstanding(task)).items() if key not in sent}
+                await ask(outbound, task.task_id, questions)
+                sent.update(questions)
+                if outbound.buffered:
+                    break
+            if (left := deadline - loop.time()) <= 0:
+                break
             events = await self.stores.events.wait_after(task_stream(task.task_id), seen, left)
             seen = events[-1].seq if events else seen
             task = await self._own_task(call, HANDSHAKE)
@@ -205,24 +219,39 @@ class TaskService:
         responses = call.params.get("inputResponses")
         if not isinstance(responses, dict):
             raise InvalidParamsError("Invalid params: inputResponses must be an object")
+        await self._keep_answers(task, {key: value for key, value in responses.items() if isinstance(value, dict)})
+        return {}
+
+    async def answer(self, principal_key: str | None, task_id: str, key: str, reply: JsonObject) -> bool:
+        """A 2025-11-25 client's reply to one of its task's questions (`{"result": ...}` or `{"error": ...}`), kept as
+        its answer; whether the task was the caller's and waited for it."""
+        task = await self.stores.tasks.get(task_id)
+        if task is None or not isinstance(task.request, TaskRequest) or task.principal != principal_key:
+            return False
+        answer = reply.get("result") if "error" not in reply else {"error": reply["error"]}
+        return isinstance(answer, dict) and await self._keep_answers(task, {key: answer})
+
+    async def _keep_answers(self, task: TaskRecord, responses: dict[str, JsonObject]) -> bool:
+        """Keep the answers to the task's outstanding questions among `responses` (others are ignored); once none is
+        left, the task goes back to `working` and runs again with them. Whether any was kept."""
         if task.status != "input_required":
-            return {}
+            return False
         outstanding = await self._outstanding(task)
         ttl = max(task.expires_at - task.created_at, 1.0)  # answers live no longer than the task
-        for key, response in responses.items():
-            if key in outstanding and isinstance(response, dict):
-                await self.stores.cache.set(_answer_key(task.task_id, key), json.dumps(response), ttl)
-        if await self._outstanding(task):
-            return {}
+        kept = [key for key in responses if key in outstanding]
+        for key in kept:
+            await self.stores.cache.set(_answer_key(task.task_id, key), json.dumps(responses[key]), ttl)
+        if not kept or await self._outstanding(task):
+            return bool(kept)
         resumed = await self.stores.tasks.update(
             task.task_id, status="working", outcome=None, expect=("input_required",)
         )
-        if resumed:  # only one of several racing updates resumes it
+        if resumed:  # only one of several racing answers resumes it
             if isinstance(self.launcher, RecordLauncher):  # the durable execution waiting for the answers
                 await self.launcher.resume(task, await self.stores.cache.get(answers_callback_key(task.task_id)))
             else:
                 await self._launch(task.task_id)
-        return {}
+        return True
 
     async def _launch(self, task_id: str, task: TaskRecord | None = None) -> None:
         if isinstance(self.launcher, RecordLauncher):

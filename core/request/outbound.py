@@ -204,6 +204,11 @@ class Outbound:
     async def notify(self, method: str, params: JsonObject) -> None:
         await self._put({"jsonrpc": "2.0", "method": method, "params": params})
 
+    async def send_request(self, request_id: str, method: str, params: JsonObject) -> None:
+        """Send the client a request whose reply goes elsewhere than this call (a task's question, answered into the
+        task: `stratus.protocol.task_questions`)."""
+        await self._put({"jsonrpc": "2.0", "id": request_id, "method": method, "params": params})
+
     async def request(self, method: str, params: JsonObject, *, within: float) -> JsonObject:
         """Ask the client, and wait at most `within` seconds for its result.
 

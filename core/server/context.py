@@ -19,7 +19,7 @@ from stratus.errors import McpError, MissingCapabilityError
 from stratus.metrics import MetricsSink
 from stratus.request.http import HttpRequest
 from stratus.request.inputs import InputRound
-from stratus.request.outbound import Outbound, level_allows
+from stratus.request.outbound import ClientError, Outbound, level_allows
 from stratus.request.signal import CancellationSignal
 from stratus.resilience.deadline import Deadline
 from stratus.server.principal import Principal
@@ -257,7 +257,10 @@ class Context:
     async def _ask(self, method: str, params: dict[str, Any], what: str, key: str | None) -> dict[str, Any]:
         """Ask the client: an input request of this round at 2026-07-28, a request on the stream before."""
         if self.inputs is not None:
-            return self.inputs.answer(method, params, key)
+            answer = self.inputs.answer(method, params, key)
+            if set(answer) == {"error"} and isinstance(answer["error"], dict):  # a 2025-11-25 task's client refused
+                raise ClientError(answer["error"])
+            return answer
         outbound = self.outbound
         if outbound is not None and outbound.buffered:
             raise StreamRequiredError(

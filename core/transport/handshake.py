@@ -22,6 +22,7 @@ from stratus.protocol.jsonrpc import (
     result_response,
 )
 from stratus.protocol.notifications import NotificationLog, Position
+from stratus.protocol.task_questions import QUESTION_PREFIX, parse_question_id
 from stratus.request.http import HttpRequest
 from stratus.request.outbound import SessionReplies, StreamLog
 from stratus.server.principal import Principal
@@ -283,6 +284,11 @@ class HandshakeTransport:
             return None
         if isinstance(message, ClientResponse):
             reply = {"result": message.result} if message.error is None else {"error": message.error}
+            if isinstance(message.id, str) and message.id.startswith(QUESTION_PREFIX):
+                asked = parse_question_id(message.id)  # a task's question: its answer is kept with the task
+                if asked is None or not await self.dispatcher.answer_task(session.principal, *asked, reply):
+                    raise InvalidRequestError(f"Invalid request: no task of this session awaits {message.id!r}")
+                return None
             if not await self._deliver(f"{session.session_id}/{message.id}", json.dumps(reply)):
                 raise InvalidRequestError(f"Invalid request: no request {message.id!r} of this session awaits a reply")
             return None
