@@ -39,6 +39,7 @@ def parse_question_id(request_id: object) -> tuple[str, str] | None:
 async def ask(outbound: Outbound, task_id: str, questions: JsonObject) -> None:
     """Send the task's `questions` (`{key: {"method", "params"}}`) to its client on `outbound`, related to the task."""
     from stratus.protocol.task_wire import RELATED_TASK_META  # with the task service; this module is on the cold path
+
     for key, question in questions.items():
         params: JsonObject = dict(question.get("params") or {})
         params["_meta"] = {**(params.get("_meta") or {}), RELATED_TASK_META: {"taskId": task_id}}

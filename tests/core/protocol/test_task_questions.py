@@ -36,10 +36,14 @@ TASK_CLIENT = SCRIPTS / "python_130_task_approval.py"
 def approval_server(effects: list[str], authenticators: tuple[Authenticator, ...] = ()) -> McpServer:
     server = McpServer("questions", "1.0.0", authenticators=authenticators)
 
+    def prepare() -> str:
+        effects.append("prepared")
+        return "draft-1"
+
     @server.tool(task="optional")
     async def publish(ctx: Context) -> str:
         """Prepare once, ask, publish once."""
-        draft = await ctx.step("prepare", lambda: effects.append("prepared") or "draft-1")
+        draft = await ctx.step("prepare", prepare)
         answer = await ctx.elicit(f"Publish {draft}?", FORM, key="approval")
         if answer.get("action") != "accept" or not answer["content"]["ok"]:
             return "kept as a draft"
