@@ -29,7 +29,7 @@ check: $(VENV)/.installed  ## lint and type-check
 	bash scripts/check-module-size
 
 unit: $(VENV)/.installed  ## the pytest suite
-	$(BIN)/python -m pytest
+	$(BIN)/python -m pytest -m "not slow"
 
 conformance: $(VENV)/.installed  ## the official MCP conformance suite: one process, the emulated stack on Redis / a Redis Cluster (through the HTTP API) / DynamoDB, a gateway
 	bash scripts/conformance

@@ -50,8 +50,11 @@ class InputRounds:
         return InputRound(answers)
 
     def required(self, call: Call, inputs: InputRound | None) -> JsonObject:
-        """The `input_required` result: this round's questions and every answer so far, sealed."""
+        """The `input_required` result: this round's questions and every answer so far, sealed. A task's or a
+        suspended call's run keeps its answers in the store, so it seals nothing."""
         assert inputs is not None
+        if call.steps is not None:
+            return {"resultType": "input_required", "inputRequests": inputs.asked}
         digest = request_digest(call.request.method, call.params)
         state, _ = self.sealer.seal(
             {key: value for key, value in inputs.answers.items() if isinstance(value, dict)},

@@ -23,13 +23,13 @@ round-trip retry (on Lambda, in a new invocation).
 from __future__ import annotations
 
 import asyncio
-import json
 import logging
 import secrets
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any, Literal
 
 from stratus.errors import REQUEST_TIMEOUT, InternalError, InvalidParamsError, McpError, RecordTooLargeError
+from stratus.protocol.answers import KeptAnswers, reply_answer
 from stratus.protocol.jsonrpc import Request
 from stratus.protocol.kept_principal import kept_principal, principal_from
 from stratus.protocol.launchers import InProcessLauncher as InProcessLauncher
@@ -94,6 +94,7 @@ class TaskService:
         self.quota = PrincipalTaskQuota(stores.cache, max_tasks_per_principal)
         self.anonymous_ttl_seconds = anonymous_ttl_seconds
         """The longest an anonymous caller's task lives, whatever it asks (0: as any caller's)."""
+        self.answers = KeptAnswers(stores.cache)
         self.watch = CancellationWatch(stores.events)
         """One wait per process for the cancellation of every task running here."""
 
@@ -165,20 +166,14 @@ class TaskService:
     async def get(self, call: Call) -> JsonObject:
         wire = wire_for(call)
         task = await self._own_task(call, wire)
-        return await wire.status(task, lambda: self._outstanding(task))
-
-    async def _outstanding(self, task: TaskRecord) -> JsonObject:
-        """The task's questions the client has not answered yet (answered keys drop out at once)."""
-        asked: JsonObject = (task.outcome.input_requests if task.outcome is not None else None) or {}
-        answered = await self._answers(task.task_id, list(asked))
-        return {key: request for key, request in asked.items() if key not in answered}
+        return await wire.status(task, lambda: self.answers.outstanding(task))
 
     async def result(self, call: Call) -> JsonObject:
         """2025-11-25 `tasks/result`: once the task has ended, exactly what the call would have answered. While it is
         `input_required`, its unanswered questions go out on this request's stream first
-        (`stratus.protocol.task_questions`); a buffered answer, which the client reads only once it is whole, ends
+        (`stratus.protocol.questions`); a buffered answer, which the client reads only once it is whole, ends
         there, and the client asks again after answering."""
-        from stratus.protocol.task_questions import ask
+        from stratus.protocol.questions import TASK, ask
 
         task = await self._own_task(call, HANDSHAKE)
         outbound = call.http.outbound if call.http is not None else None
@@ -186,8 +181,9 @@ class TaskService:
         deadline, seen, sent = loop.time() + RESULT_WAIT_SECONDS, 0, set[str]()
         while task.status not in TERMINAL:
             if task.status == "input_required" and outbound is not None:
-                questions = {key: asked for key, asked in (await self._outstanding(task)).items() if key not in sent}
-                await ask(outbound, task.task_id, questions)
+                outstanding = await self.answers.outstanding(task)
+                questions = {key: asked for key, asked in outstanding.items() if key not in sent}
+                await ask(outbound, TASK, task.task_id, questions)
                 sent.update(questions)
                 if outbound.buffered:
                     break
@@ -228,21 +224,17 @@ class TaskService:
         task = await self.stores.tasks.get(task_id)
         if task is None or not isinstance(task.request, TaskRequest) or task.principal != principal_key:
             return False
-        answer = reply.get("result") if "error" not in reply else {"error": reply["error"]}
-        return isinstance(answer, dict) and await self._keep_answers(task, {key: answer})
+        answer = reply_answer(reply)
+        return answer is not None and await self._keep_answers(task, {key: answer})
 
     async def _keep_answers(self, task: TaskRecord, responses: dict[str, JsonObject]) -> bool:
-        """Keep the answers to the task's outstanding questions among `responses` (others are ignored); once none is
-        left, the task goes back to `working` and runs again with them. Whether any was kept."""
+        """Keep the answers to the task's outstanding questions among `responses`; once none is left, the task goes
+        back to `working` and runs again with them. Whether any was kept."""
         if task.status != "input_required":
             return False
-        outstanding = await self._outstanding(task)
-        ttl = max(task.expires_at - task.created_at, 1.0)  # answers live no longer than the task
-        kept = [key for key in responses if key in outstanding]
-        for key in kept:
-            await self.stores.cache.set(_answer_key(task.task_id, key), json.dumps(responses[key]), ttl)
-        if not kept or await self._outstanding(task):
-            return bool(kept)
+        kept, complete = await self.answers.keep(task, responses)
+        if not complete:
+            return kept
         resumed = await self.stores.tasks.update(
             task.task_id, status="working", outcome=None, expect=("input_required",)
         )
@@ -304,7 +296,7 @@ class TaskService:
         request = task.request
         asked = task.outcome.asked if task.outcome is not None else ()
         # Like a multi round-trip retry, the run starts over with every answer the client has given so far.
-        answers = await self._answers(task_id, list(asked))
+        answers = await self.answers.of(task_id, list(asked))
         tool = self.server.tools.get(request.tool)
         remaining = _seconds_left(lambda_context) if durable and lambda_context is not None else None
         steps = StepJournal(self.stores.cache, task_id, ttl, remaining=remaining)
@@ -352,15 +344,6 @@ class TaskService:
             moved = await self.stores.tasks.update(task_id, status=status, outcome=failure, expect=LIVE)
         return status if moved else None
 
-    async def _answers(self, task_id: str, keys: list[str]) -> JsonObject:
-        """The client's answers (via tasks/update) to the task's questions so far, by key."""
-        answers: JsonObject = {}
-        for key in keys:
-            stored = await self.stores.cache.get(_answer_key(task_id, key))
-            if stored is not None:
-                answers[key] = json.loads(stored)
-        return answers
-
     async def _outcome_of(self, call: Call, tool: Tool, arguments: JsonObject) -> TaskOutcome | None:
         """What the run came to; None when it ended between two steps to go on in the next invocation."""
         running = asyncio.ensure_future(self.run_tool(call, tool, arguments))
@@ -399,7 +382,3 @@ def launch_key(task: TaskRecord) -> str:
 def task_place(task: TaskRecord) -> str | None:
     """The key of the place the task holds in its principal's quota (`stratus.protocol.task_quota`), if any."""
     return task.request.place if isinstance(task.request, TaskRequest) else None
-
-
-def _answer_key(task_id: str, key: str) -> str:
-    return f"task:{task_id}:answer:{key}"

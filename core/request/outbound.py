@@ -206,7 +206,7 @@ class Outbound:
 
     async def send_request(self, request_id: str, method: str, params: JsonObject) -> None:
         """Send the client a request whose reply goes elsewhere than this call (a task's question, answered into the
-        task: `stratus.protocol.task_questions`)."""
+        task or a suspended call: `stratus.protocol.questions`)."""
         await self._put({"jsonrpc": "2.0", "id": request_id, "method": method, "params": params})
 
     async def request(self, method: str, params: JsonObject, *, within: float) -> JsonObject:

@@ -22,19 +22,20 @@ from stratus.protocol.jsonrpc import (
     result_response,
 )
 from stratus.protocol.notifications import NotificationLog, Position
-from stratus.protocol.task_questions import QUESTION_PREFIX, parse_question_id
+from stratus.protocol.questions import CALL, PREFIXES, TASK, parse_question_id
 from stratus.request.http import HttpRequest
 from stratus.request.outbound import SessionReplies, StreamLog
 from stratus.server.principal import Principal
 from stratus.stores.records import CallAdmission, CallChecks, SessionRecord
 from stratus.transport.asgi import Headers
-from stratus.transport.http_reply import ACCEPTED, Reply, error_reply
+from stratus.transport.http_reply import ACCEPTED, SUSPENDED, Reply, error_reply
 from stratus.transport.polling import parse_call_position
 from stratus.transport.session_stream import GET_STREAM_PREFIX, SessionStreams
 from stratus.types import JsonObject, Receive, Send
 
 if TYPE_CHECKING:
     from stratus.protocol.relayed_calls import RelayedCalls, RelayedStream
+    from stratus.server.tools import Tool
     from stratus.stores.base import Stores
     from stratus.transport.exchange import Exchange
 
@@ -223,6 +224,17 @@ class HandshakeTransport:
         await NotificationLog(self.events).end(session.session_id)  # its GET streams close now, on every container
         return Reply(200)
 
+    async def _answer_question(self, session: SessionRecord, request_id: str, reply: JsonObject) -> bool:
+        """Keep a reply to a question of a task or a suspended call with it (`stratus.protocol.questions`); whether
+        one of this session's waited for it."""
+        asked = parse_question_id(request_id)
+        if asked is None:
+            return False
+        kind, record_id, key = asked
+        if kind == TASK:
+            return await self.dispatcher.answer_task(session.principal, record_id, key, reply)
+        return kind == CALL and self.relays is not None and await self.relays().answer(session, record_id, key, reply)
+
     async def _deliver(self, request_key: str, reply: str) -> bool:
         """Hand a client's reply to the call awaiting it. A reply past what the store keeps is refused, and the call
         gets the refusal as its reply at once rather than waiting out its timeout."""
@@ -284,10 +296,9 @@ class HandshakeTransport:
             return None
         if isinstance(message, ClientResponse):
             reply = {"result": message.result} if message.error is None else {"error": message.error}
-            if isinstance(message.id, str) and message.id.startswith(QUESTION_PREFIX):
-                asked = parse_question_id(message.id)  # a task's question: its answer is kept with the task
-                if asked is None or not await self.dispatcher.answer_task(session.principal, *asked, reply):
-                    raise InvalidRequestError(f"Invalid request: no task of this session awaits {message.id!r}")
+            if isinstance(message.id, str) and message.id.startswith(PREFIXES):
+                if not await self._answer_question(session, message.id, reply):
+                    raise InvalidRequestError(f"Invalid request: nothing of this session awaits {message.id!r}")
                 return None
             if not await self._deliver(f"{session.session_id}/{message.id}", json.dumps(reply)):
                 raise InvalidRequestError(f"Invalid request: no request {message.id!r} of this session awaits a reply")
@@ -299,11 +310,36 @@ class HandshakeTransport:
             priming = versions.at_least(session.protocol_version, versions.PRIMING_SINCE)
             http.outbound.log = StreamLog(self.events, session.session_id, priming=priming)
         call = Call.in_session(message, session, http, principal, admitted)
+        suspendable = self._suspendable(call)
         try:
             result = await self.dispatcher.dispatch(call)
+            if suspendable is not None and result.get("resultType") == "input_required":
+                assert http.outbound is not None
+                relays, call_id, tool = suspendable
+                await relays.suspend(call, call_id, tool, result["inputRequests"], http.outbound)
+                return SUSPENDED
         except McpError as error:
             return error_reply(message.id, error)
         return Reply(200, result_response(message.id, result))
+
+    def _suspendable(self, call: Call) -> "tuple[RelayedCalls, str, Tool] | None":
+        """On Lambda, a live call that may ask its client something runs with its questions answered from the store,
+        so that a question suspends it (`RelayedCalls.suspend`) instead of holding the invocation: its relays, the id
+        it is kept under, and its tool. None for any other call, and where nothing bills a wait (no task worker)."""
+        outbound = call.http.outbound if call.http is not None else None
+        if self.relays is None or outbound is None or outbound.buffered or call.request.method != "tools/call":
+            return None
+        if outbound.log is None or not outbound.log.priming:  # before 2025-11-25 a client cannot poll for the rest
+            return None
+        from stratus.protocol.relayed_calls import may_ask, new_call_id  # loaded with the relays
+
+        relays = self.relays()
+        tool = relays.candidate(call.params)
+        if tool is None or not may_ask(call, tool):
+            return None
+        call_id = new_call_id()
+        call.steps = relays.journal(call_id, tool)
+        return relays, call_id, tool
 
     async def _batch(self, body: list[Any], headers: Headers, http: HttpRequest, principal: Principal | None) -> Reply:
         if not body:

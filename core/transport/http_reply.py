@@ -21,6 +21,9 @@ class Reply(NamedTuple):
 
 
 ACCEPTED = Reply(202)
+SUSPENDED = Reply(200)
+"""A call that asked its client something and was suspended (`stratus.protocol.relayed_calls`): its stream carried
+the questions and ends with them, without a response; the client polls for the rest."""
 
 
 def error_reply(request_id: RequestId | None, error: McpError) -> Reply:
