@@ -2,8 +2,10 @@
 
 - After each invocation a `REPORT` line, as Lambda writes it to the function's log stream
   (https://docs.aws.amazon.com/lambda/latest/dg/monitoring-cloudwatchlogs.html): request id, duration, billed
-  duration, memory size, max memory used, and `Init Duration` on a cold start. The emulator prefixes it with the
-  function's name (`[stratus-local-McpFunction] REPORT RequestId: ...`) and writes it where the containers write.
+  duration, memory size, max memory used, and `Init Duration` on a cold start (below DEBUG, `stratus local` leaves
+  out those of a front door's requests, whose billed time is on the door's line: `access_line`). The emulator
+  prefixes it with the function's name (`[stratus-local-McpFunction] REPORT RequestId: ...`) and writes it where
+  the containers write.
 - Billed duration is the duration rounded up to the millisecond (https://aws.amazon.com/lambda/pricing/), the init
   phase included on a cold start (on-demand functions are billed for it since August 2025:
   https://aws.amazon.com/blogs/compute/aws-lambda-standardizes-billing-for-init-phase/); GB-seconds are the memory
@@ -25,6 +27,8 @@ import threading
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
+
+from stratus.emulator.access_line import billed_here
 
 
 @dataclass
@@ -80,8 +84,10 @@ def report_line(
 class Bill:
     """Every function's invocations and GB-seconds; each invocation's REPORT line written to `output`."""
 
-    def __init__(self, output: IO[bytes] | None = None) -> None:
+    def __init__(self, output: IO[bytes] | None = None, *, door_reports: bool = True) -> None:
         self._output = output
+        self.door_reports = door_reports
+        """Write the REPORT line of an invocation a front door's request made (`Options.door_reports`)."""
         self._lock = threading.Lock()
         self.functions: dict[str, FunctionBill] = {}
 
@@ -90,10 +96,15 @@ class Bill:
     ) -> str:
         """Bill one invocation and write its REPORT line; returns the line."""
         line = report_line(name, request_id, duration_ms, memory_mb, peak_rss_mb(pid) if pid else 0, init_ms)
+        billed = billed_ms(duration_ms, init_ms)
         with self._lock:
             bill = self.functions.setdefault(name, FunctionBill(memory_mb))
             bill.invocations += 1
-            bill.billed_ms += billed_ms(duration_ms, init_ms)
+            bill.billed_ms += billed
+        if (request := billed_here.get()) is not None:  # a front door's request this invocation served
+            request.append(billed)
+            if not self.door_reports:
+                return line
         output = self._output if self._output is not None else sys.stdout.buffer
         output.write(f"{line}\n".encode())
         output.flush()

@@ -222,7 +222,8 @@ def container_overrides(
 
 def debugging(environ: Mapping[str, str]) -> bool:
     """Whether `STRATUS_LOG_LEVEL=DEBUG` asks for everything: the embedded DynamoDB's access log, the SAM
-    translator's notices and each invocation's EMF document."""
+    translator's notices, each invocation's EMF document, and the REPORT line of each invocation a front door's
+    request made (its billed time is on the door's line: `stratus.emulator.access_line`)."""
     return environ.get("STRATUS_LOG_LEVEL", "").upper() == "DEBUG"
 
 
@@ -367,6 +368,7 @@ def _serve(args: argparse.Namespace, overrides: dict[str, str], output: IO[bytes
         iam=not args.no_iam,
         ssm_tps=args.ssm_tps,
         output=output,
+        door_reports=debugging(os.environ),
     )
     if store.startswith("memory:") and args.containers > 1:
         sys.stderr.write(

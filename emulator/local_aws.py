@@ -85,6 +85,9 @@ class Options:
     deliver_events_twice: bool = False
     """Deliver every asynchronous event twice, as Lambda's event queue may (`event_queue`): a function shows it runs
     a duplicate once. The retries of a failed event, and their delays (times `time_scale`), happen either way."""
+    door_reports: bool = True
+    """Write the REPORT line of each invocation a front door's request made. Off (`stratus local` below DEBUG), the
+    door's line carries its billed time; the REPORT lines of other invocations (a task worker's) are written still."""
     ssm_tps: float = SSM_STANDARD_TPS
     """Parameter Store's throughput for the stack (with `iam`): SSM reads past this many a second are answered
     `ThrottlingException`, as AWS answers them past the standard 40 (`throughput`); lower shows a burst throttled
@@ -126,7 +129,7 @@ class LocalAws:
         self._lambda_endpoint = ""
         self._aws_endpoint = ""
         rng = random.Random(self.options.seed)  # noqa: S311 - reproducible scheduling, not secrets
-        self.bill = Bill(self.options.output)
+        self.bill = Bill(self.options.output, door_reports=self.options.door_reports)
         self.pools = {
             name: FunctionPool(
                 function,

@@ -14,8 +14,10 @@ import asyncio
 import time
 from abc import ABC, abstractmethod
 from collections.abc import AsyncIterator, Callable, Mapping
+from contextvars import ContextVar
 from typing import IO, Any
 
+from stratus.emulator.access_line import RequestNote, billed_here
 from stratus.emulator.containers import FunctionError, FunctionPool, Invoked, Streamed
 from stratus.emulator.events import Answer, Request
 from stratus.emulator.intrinsics import ACCOUNT_ID
@@ -196,6 +198,9 @@ async def _until_disconnected(receive: Receive) -> None:
         pass
 
 
+_note: ContextVar[RequestNote | None] = ContextVar("stratus_local_note", default=None)
+
+
 class FrontDoor(ABC):
     """An ASGI app playing one AWS front door."""
 
@@ -209,7 +214,7 @@ class FrontDoor(ABC):
         """The function's response headers this door answers as `x-amzn-Remapped-<name>` (`REST_API_REMAPPED`,
         `REPORTED_REMAPPED`); the door's own answers keep theirs."""
         self.access_log: IO[bytes] | None = None
-        """Where a line per request goes (`[door] METHOD /path STATUS N ms`, ids in paths redacted); None: nowhere."""
+        """Where a line per request goes (`stratus.emulator.access_line`, ids in paths redacted); None: nowhere."""
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -219,23 +224,31 @@ class FrontDoor(ABC):
             return
         status = 0
         started = time.monotonic()
+        note = RequestNote()
+        noting = _note.set(note)
+        billing = billed_here.set(note.billed)
 
         async def watched(message: Message) -> None:
             nonlocal status
             if message["type"] == "http.response.start":
                 status = message["status"]
+            note.response(message)
             await send(message)
 
         try:
             await self._serve(scope, receive, watched)
         finally:
+            billed_here.reset(billing)
+            _note.reset(noting)
             took = (time.monotonic() - started) * 1000
-            line = f"[{self.logical_id}] {scope['method']} {redact_path(scope['path'])} {status or '-'} {took:.0f} ms\n"
-            self.access_log.write(line.encode())
+            line = note.line(self.logical_id, scope["method"], redact_path(scope["path"]), status, took)
+            self.access_log.write(f"{line}\n".encode())
             self.access_log.flush()
 
     async def _serve(self, scope: Scope, receive: Receive, send: Send) -> None:
         body, too_large = await read_limited(receive, self.max_request_bytes)
+        if (note := _note.get()) is not None:
+            note.request_body(body)
         # A field value's leading and trailing whitespace is not part of it (RFC 9110 section 5.5): AWS's front doors
         # parse HTTP that way, while the local server hands the raw bytes over.
         headers = tuple(

@@ -58,9 +58,13 @@ async def test_stratus_local_serves_the_buffered_api_and_the_streaming_url() -> 
         output.seek(0)
         printed = output.read().decode()
     assert seen == {"buffered": [1, 2, 3], "streaming": [1, 2, 3]}
-    # A line per request at each front door, and the tool's own log line from each shape's container.
-    assert re.search(r"(?m)^\[ServerlessHttpApi\] POST /mcp 200 \d+ ms$", printed)
-    assert re.search(r"(?m)^\[StreamingFunctionUrl\] POST /mcp 200 \d+ ms$", printed)
+    # A line per request at each front door (what it asked, how it came out, what Lambda billed for it), and the
+    # tool's own log line from each shape's container.
+    for door in ("ServerlessHttpApi", "StreamingFunctionUrl"):
+        assert re.search(rf"(?m)^\[{door}\] POST /mcp 200 \d+ ms tools/call count_to_three ok, billed \d+ ms$", printed)
+        assert re.search(
+            rf"(?m)^\[{door}\] POST /mcp 202 \d+ ms notifications/initialized accepted, billed \d+ ms$", printed
+        )
     assert printed.count('"message":"counting"') == 2, printed[-3000:]
     assert re.search(r"(?m)^Registered \d+ tools \(.*count_to_three.*\), ", printed)  # --app's, under the doors
     for line in [
@@ -89,11 +93,15 @@ async def test_stratus_local_with_no_store_named_shares_an_embedded_dynamodb_amo
     assert len({pid for pid, _ in served}) == 2  # both containers, one session
     assert "store dynamodb://stratus-local" in printed
     # At the default log level the console holds what a developer reads: no access line of the embedded DynamoDB,
-    # no SAM translator notice, no EMF document per invocation (STRATUS_LOG_LEVEL=DEBUG shows them).
+    # no SAM translator notice, no EMF document per invocation, no REPORT line of a front door's request, whose
+    # billed time is on the door's one line (STRATUS_LOG_LEVEL=DEBUG shows them).
     assert not re.search(r'127\.0\.0\.1 - - \[.*\] "POST /', printed), printed[:2000]
     assert "Feature Toggle" not in printed
     assert '{"_aws"' not in printed
-    assert re.search(r"(?m)^\[stratus-local-StreamingFunction\] REPORT RequestId: ", printed)
+    assert " REPORT RequestId: " not in printed
+    assert re.search(
+        r"(?m)^\[StreamingFunctionUrl\] POST /mcp 200 \d+ ms tools/call whoami ok, billed \d+ ms$", printed
+    )
 
 
 async def test_stratus_local_remap_www_authenticate_renames_the_challenge_at_every_door() -> None:
