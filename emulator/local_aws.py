@@ -244,6 +244,9 @@ class LocalAws:
             "AWS_SECRET_ACCESS_KEY": "local",
             "AWS_SESSION_TOKEN": "local",
             "AWS_ENDPOINT_URL_LAMBDA": self._lambda_endpoint,
+            # What `sam local` sets, so code can tell it runs locally (aws/aws-sam-cli#6): Stratus's 503s then name
+            # the local fix rather than AWS's (`stratus.handlers.deferred`).
+            "AWS_SAM_LOCAL": "true",
         }
         environment.update({key: os.environ[key] for key in _PASSED_THROUGH if key in os.environ})
         environment.update(

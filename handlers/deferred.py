@@ -19,6 +19,7 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import os
 import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
@@ -87,6 +88,12 @@ class Retries:
             message = (
                 f"Service Unavailable: this function cannot read {setting} yet (its secret's service throttled or "
                 "failed the read); try again shortly"
+            )
+        elif os.environ.get("AWS_SAM_LOCAL") == "true":  # stratus local (or sam local): no SSM to read it from
+            message = (
+                f"Service Unavailable: this function cannot read {setting} (its secret's service did not answer): "
+                f"locally, set {setting} to the value itself in the shell that runs stratus local, which passes it "
+                'to every function over the template\'s reference (docs/deploy.md, "Sign-in locally")'
             )
         else:
             message = (

@@ -33,4 +33,5 @@ async def test_every_front_door_answers_the_same_503_naming_the_setting_when_ssm
         assert answer.json() == answers["ServerlessHttpApi"].json(), door
     error = answers["ServerlessHttpApi"].json()["error"]
     assert error["code"] == -31503 and "STRATUS_SECRET_KEY" in error["message"]
+    assert "in the shell that runs stratus local" in error["message"]  # the local fix (AWS_SAM_LOCAL), not a VPC's
     assert "/stratus/secret-key" not in json.dumps(error)

@@ -87,6 +87,22 @@ def test_a_snapshot_init_without_a_route_to_ssm_publishes_and_answers_503_naming
     error = json.loads(answer["body"])["error"]
     assert error["code"] == -31503
     assert "STRATUS_SECRET_KEY" in error["message"] and PARAMETER not in error["message"]
+    assert "in a VPC, give the function a route to SSM" in error["message"]
+
+
+def test_run_locally_the_503_names_the_local_fix_not_a_vpcs(
+    unreachable_ssm: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("AWS_SAM_LOCAL", "true")  # as stratus local (and sam local) set it
+    module = importlib.reload(importlib.import_module("stratus.handlers.buffered"))
+
+    error = json.loads(_tools_list(module.handler)["body"])["error"]
+
+    assert error["message"] == (
+        "Service Unavailable: this function cannot read STRATUS_SECRET_KEY (its secret's service did not answer): "
+        "locally, set STRATUS_SECRET_KEY to the value itself in the shell that runs stratus local, which passes it "
+        'to every function over the template\'s reference (docs/deploy.md, "Sign-in locally")'
+    )
 
 
 def test_once_ssm_answers_the_next_try_after_the_interval_serves(
