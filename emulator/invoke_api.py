@@ -48,6 +48,7 @@ from urllib.parse import parse_qs
 
 from stratus.emulator.billing import Bill
 from stratus.emulator.containers import INVOKE_PAYLOAD_BYTES, FunctionPool, ThrottledError
+from stratus.emulator.durable_api import DurableApi
 from stratus.emulator.event_queue import EVENT_PAYLOAD_BYTES, EventQueue, invoke_once
 from stratus.emulator.events import Answer, json_answer
 from stratus.emulator.iam import Call, CallLog, Identities, check
@@ -55,6 +56,7 @@ from stratus.emulator.proxy_integration import read_limited, send_answer
 from stratus.types import Receive, Scope, Send
 
 _INVOKE_PATH = re.compile(r"^/([^/]*)/2015-03-31/functions/([^/]+)/invocations$")
+_DURABLE_PATH = re.compile(r"^/([^/]*)(/2025-12-01/.+)$")
 _BILL_PATH = re.compile(r"^/([^/]*)/stratus/bill$")
 _CONTENT_TYPES = {"", "application/json", "application/octet-stream", "binary/octet-stream"}
 """What the SDKs send for Invoke's payload (boto3 sends none): never a type a page may send without a preflight."""
@@ -77,8 +79,11 @@ class LambdaApi:
         bill: Bill | None = None,
         identities: Identities | None = None,
         calls: CallLog | None = None,
+        durable: DurableApi | None = None,
     ) -> None:
         self.pools = pools
+        self.durable = durable
+        """The durable execution service's API, when the stack has a durable function (`durable_api`)."""
         self.events = events
         """Where `Event` invocations go."""
         self.bill = bill
@@ -100,7 +105,10 @@ class LambdaApi:
         headers = dict(scope["headers"])
         matched = _INVOKE_PATH.match(scope["path"])
         billing = _BILL_PATH.match(scope["path"])
-        found = matched or billing
+        # The raw path: an execution's ARN is one segment, its `:` and `/` percent-encoded (the decoded path splits it).
+        raw_path = (scope.get("raw_path") or scope["path"].encode()).decode("latin-1").split("?")[0]
+        durable = _DURABLE_PATH.match(raw_path) if self.durable is not None else None
+        found = matched or billing or durable
         secret = found.group(1) if found else ""
         known = hmac.compare_digest(secret.encode(), self._secret.encode())
         if not (known and self._serves_host(scope, headers.get(b"host", b""))):
@@ -119,6 +127,10 @@ class LambdaApi:
             await send_answer(send, _user_error(415, message, "UnsupportedMediaTypeException"))
             return
         body, too_large = await read_limited(receive, INVOKE_PAYLOAD_BYTES)
+        if durable is not None:
+            assert self.durable is not None
+            await send_answer(send, await self.durable.forward(scope, durable.group(2), headers, body))
+            return
         name = _NAME_IN_ARN.match(matched.group(2)) if matched else None
         pool = self.pools.get(name.group(1)) if name else None
         if scope["method"] != "POST" or pool is None:
@@ -144,6 +156,12 @@ class LambdaApi:
             await send_answer(send, _user_error(400, message, "InvalidRequestContentException"))
             return
         kind = headers.get(b"x-amz-invocation-type", b"RequestResponse").decode("latin-1")
+        if pool.function.durable is not None and self.durable is not None:
+            query = parse_qs(scope.get("query_string", b"").decode("latin-1"))
+            qualifier = name.group(2) or next(iter(query.get("Qualifier", ())), None)
+            execution = headers.get(b"x-amz-durable-execution-name", b"").decode("latin-1")
+            await send_answer(send, self.durable.start(pool, qualifier, execution, event, kind))
+            return
         if kind == "Event":
             if len(body) > EVENT_PAYLOAD_BYTES:
                 await send_answer(send, _user_error(413, "Request payload too large", "RequestTooLargeException"))

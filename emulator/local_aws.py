@@ -21,7 +21,7 @@ from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
 import uvicorn
@@ -31,6 +31,7 @@ from stratus.emulator.apigateway_rest import RestApiDoor
 from stratus.emulator.aws_apis import SERVICES, AwsApis
 from stratus.emulator.billing import Bill
 from stratus.emulator.containers import Container, FunctionError, FunctionPool, HandlerContainer
+from stratus.emulator.durable_api import DurableApi
 from stratus.emulator.event_queue import EventQueue
 from stratus.emulator.function_url import FunctionUrlDoor
 from stratus.emulator.iam import CallLog, Identities
@@ -41,6 +42,9 @@ from stratus.emulator.stack import Function, Stack
 from stratus.emulator.throughput import SSM_STANDARD_TPS
 from stratus.emulator.time_scale import with_time_scale
 from stratus.emulator.web_adapter import WebAdapterContainer
+
+if TYPE_CHECKING:
+    from stratus.emulator.durable_service import DurableService
 
 START_TIMEOUT_SECONDS = 20.0
 STOP_TIMEOUT_SECONDS = 20.0
@@ -153,13 +157,18 @@ class LocalAws:
             twice=self.options.deliver_events_twice,
             output=self.options.output,
         )
+        identities = self.identities if self.options.iam else None
+        self.durable: DurableApi | None = None
+        if any(function.durable is not None for function in stack.functions.values()):
+            self.durable = DurableApi(self.pools, self._durable_service, identities=identities, calls=self.calls)
         self.lambda_api = LambdaApi(
             self.pools,
             self.events,
             host=self.options.host,
             bill=self.bill,
-            identities=self.identities if self.options.iam else None,
+            identities=identities,
             calls=self.calls,
+            durable=self.durable,
         )
         remap = self.options.remap_www_authenticate
         self.doors: list[Any] = [
@@ -265,6 +274,12 @@ class LocalAws:
         environment = {**self.environment(function), "AWS_LAMBDA_INITIALIZATION_TYPE": initialization}
         return kind(function, environment, self.options.output)
 
+    def _durable_service(self) -> DurableService:
+        """The local durable execution service, built by the first request that needs it, on this loop."""
+        from stratus.emulator.durable_service import DurableService
+
+        return DurableService(self.pools, asyncio.get_running_loop(), self.stack.region)
+
     async def serve(self, stop: asyncio.Event, started: threading.Event | None = None) -> None:
         """Serve every front door until `stop` is set; then stop them and every container."""
         servers: list[uvicorn.Server] = []
@@ -298,6 +313,8 @@ class LocalAws:
                 started.set()
             await stop.wait()
         finally:
+            if self.durable is not None:
+                self.durable.close()
             self.events.close()
             for server in servers:
                 server.should_exit = True

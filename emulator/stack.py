@@ -51,6 +51,9 @@ class Function:
     snapstart: bool = False
     """SnapStart on published versions (`SnapStart: ApplyOn: PublishedVersions`, a version published by SAM's
     AutoPublishAlias): its init runs when the version is published, and a failed init fails the publication."""
+    durable: tuple[int, int] | None = None
+    """`DurableConfig`: its execution timeout (seconds) and retention (days); None for a function that is not durable
+    (https://docs.aws.amazon.com/lambda/latest/api/API_DurableConfig.html)."""
 
     @property
     def behind_web_adapter(self) -> bool:
@@ -285,6 +288,7 @@ def _function(resolver: Resolver, logical_id: str, code_dir: Path, roles: Mappin
             else None
         ),
         role=roles.get(str(properties.get("Role", ""))),
+        durable=_durable(properties.get("DurableConfig")),
         # SnapStart applies to published versions only: AutoPublishAlias's AWS::Lambda::Version publishes one.
         snapstart=(properties.get("SnapStart") or {}).get("ApplyOn") == "PublishedVersions"
         and any(
@@ -292,6 +296,12 @@ def _function(resolver: Resolver, logical_id: str, code_dir: Path, roles: Mappin
             for version in resolver.created("AWS::Lambda::Version")
         ),
     )
+
+
+def _durable(config: Any) -> tuple[int, int] | None:
+    if not isinstance(config, dict):
+        return None
+    return int(config.get("ExecutionTimeout", 86_400)), int(config.get("RetentionPeriodInDays", 14))
 
 
 def _target(uri: Any) -> tuple[str, str | None]:

@@ -309,9 +309,11 @@ def test_a_part_reached_through_another_is_caught(tmp_path: Path) -> None:
 
 
 DURABLE_SDK = "aws_durable_execution_sdk_python"
-DURABLE_SDK_USERS = {"stratus.handlers.durable_worker"}
+DURABLE_SDK_USERS = {"stratus.handlers.durable_worker", "stratus.emulator.durable_service"}
 """Only the durable task worker's module imports the durable execution SDK (only its function ships it): a serving
-function that imported it would pay for it on every cold start, or fail where it is not installed."""
+function that imported it would pay for it on every cold start, or fail where it is not installed. Beside it,
+`stratus local`'s durable execution service (the testing SDK's, built by the first durable start; no function imports
+the emulator)."""
 
 
 def _sdk_importers(modules: dict[str, Path]) -> list[str]:

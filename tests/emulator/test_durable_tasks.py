@@ -1,0 +1,137 @@
+"""Durable tasks through `stratus local` (template.yaml with DurableTasks=true, two containers per function): the
+durable task worker runs against the local durable execution service (the official testing SDK's), so a task's
+execution replays, suspends on its question with no container held and nothing billed, resumes through the callback
+the client's answer completes, and is stopped by a cancel. The emulator's Lambda API holds durable starts to AWS's
+rules: a qualified ARN, one execution per name."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import anyio
+import boto3
+import httpx
+import pytest
+from botocore.exceptions import ClientError
+
+from stratus.emulator.local_aws import LocalAws
+from tests.fixtures.emulated_stack import TEMPLATE, serving
+from tests.fixtures.wire import BASE_HEADERS, stateless_meta
+
+pytestmark = [pytest.mark.anyio, pytest.mark.uvicorn]
+WORKER = "stratus-local-DurableTaskWorkerFunction"
+EXTENSION = "io.modelcontextprotocol/tasks"
+META = stateless_meta(
+    **{"io.modelcontextprotocol/clientCapabilities": {"extensions": {EXTENSION: {}}, "elicitation": {}}}
+)
+BOUND = 30.0
+
+
+@pytest.fixture(scope="module")
+def stack() -> Iterator[LocalAws]:
+    with serving(TEMPLATE, parameters={"DurableTasks": "true"}, app="tests.fixtures.durable_apps:server") as aws:
+        yield aws
+
+
+@pytest.fixture
+def lambda_api(stack: LocalAws, aws_credentials: None) -> Iterator[Any]:
+    """A boto3 Lambda client on the emulator's Lambda API, with the developer's credentials (no role binds them)."""
+    client = boto3.client("lambda", endpoint_url=stack.url("Invoke"), region_name="us-east-1")
+    yield client
+    client.close()
+
+
+async def _call(http: httpx.AsyncClient, url: str, method: str, params: dict[str, Any]) -> dict[str, Any]:
+    named = params.get("name") or params.get("taskId")
+    headers = {**BASE_HEADERS, "mcp-protocol-version": "2026-07-28", "mcp-method": method}
+    if isinstance(named, str):
+        headers["mcp-name"] = named
+    body = {"jsonrpc": "2.0", "id": 1, "method": method, "params": {**params, "_meta": META}}
+    answered = await http.post(url, json=body, headers=headers)
+    assert answered.status_code == 200, answered.text
+    result: dict[str, Any] = answered.json()["result"]
+    return result
+
+
+async def _until(condition: Callable[[], bool]) -> None:
+    with anyio.fail_after(BOUND):
+        while not condition():  # noqa: ASYNC110 - the emulator's state, on its own thread; bounded by fail_after
+            await anyio.sleep(0.02)
+
+
+async def _status_after(http: httpx.AsyncClient, url: str, task_id: str, leaving: str) -> dict[str, Any]:
+    """The task once it is no longer `leaving` (its run is another function's invocation: polled, bounded)."""
+    with anyio.fail_after(BOUND):
+        while (task := await _call(http, url, "tasks/get", {"taskId": task_id}))["status"] == leaving:  # noqa: ASYNC110
+            await anyio.sleep(0.1)  # a client polling tasks/get, at a tenth of its poll interval
+    return task
+
+
+async def test_a_task_that_asks_is_suspended_without_a_container_and_resumed_by_the_answer(stack: LocalAws) -> None:
+    url, worker = f"{stack.url('ServerlessHttpApi')}/mcp", stack.pools[WORKER]
+    billed = stack.bill.summary().get(WORKER, {}).get("invocations", 0)
+    async with httpx.AsyncClient(timeout=BOUND) as http:
+        task_id = (await _call(http, url, "tools/call", {"name": "approve", "arguments": {}}))["taskId"]
+        waiting = await _status_after(http, url, task_id, "working")
+        assert (waiting["status"], list(waiting["inputRequests"])) == ("input_required", ["approval"])
+        # The execution waits on its callback: no invocation of the worker runs, none is billed.
+        await _until(lambda: worker.busy == 0)
+        asked = stack.bill.summary()[WORKER]["invocations"]
+        assert asked == billed + 1
+
+        answer = {"action": "accept", "content": {"ok": True}}
+        await _call(http, url, "tasks/update", {"taskId": task_id, "inputResponses": {"approval": answer}})
+        done = await _status_after(http, url, task_id, "working")
+
+    assert (done["status"], done["result"]["content"][0]["text"]) == ("completed", "done")
+    await _until(lambda: worker.busy == 0)  # billed once the invocation has ended, after the task's record
+    assert stack.bill.summary()[WORKER]["invocations"] == asked + 1  # the replay after the callback
+
+
+async def test_cancelling_a_waiting_task_stops_its_execution(stack: LocalAws, lambda_api: Any) -> None:
+    url, worker = f"{stack.url('ServerlessHttpApi')}/mcp", stack.pools[WORKER]
+    async with httpx.AsyncClient(timeout=BOUND) as http:
+        task_id = (await _call(http, url, "tools/call", {"name": "approve", "arguments": {}}))["taskId"]
+        assert (await _status_after(http, url, task_id, "working"))["status"] == "input_required"
+        await _until(lambda: worker.busy == 0)
+        runs = len(worker.served)
+
+        await _call(http, url, "tasks/cancel", {"taskId": task_id})
+        cancelled = await _call(http, url, "tasks/get", {"taskId": task_id})
+
+    listed = lambda_api.list_durable_executions_by_function(FunctionName=WORKER, DurableExecutionName=task_id)
+    assert cancelled["status"] == "cancelled"
+    assert [execution["Status"] for execution in listed["DurableExecutions"]] == ["STOPPED"]
+    assert len(worker.served) == runs  # nothing ran after the stop
+
+
+async def test_a_worker_killed_in_a_step_is_invoked_again_and_its_completed_step_does_not_run_again(
+    stack: LocalAws, tmp_path: Path
+) -> None:
+    url, ran = f"{stack.url('ServerlessHttpApi')}/mcp", tmp_path / "ran"
+    async with httpx.AsyncClient(timeout=BOUND) as http:
+        task_id = (await _call(http, url, "tools/call", {"name": "crash_once", "arguments": {"path": str(ran)}}))[
+            "taskId"
+        ]
+        done = await _status_after(http, url, task_id, "working")
+
+    assert (done["status"], done["result"]["content"][0]["text"]) == ("completed", "both")
+    assert ran.read_text().splitlines() == ["first", "second"]  # the first step once, though its process died after
+    assert (tmp_path / "ran.crashed").exists()
+
+
+def test_a_durable_start_needs_a_qualified_arn_and_a_name_starts_one_execution(lambda_api: Any) -> None:
+    start = {"InvocationType": "Event", "Payload": json.dumps({"source": "test"}).encode()}
+
+    with pytest.raises(ClientError) as unqualified:
+        lambda_api.invoke(FunctionName=WORKER, DurableExecutionName="once", **start)
+    first = lambda_api.invoke(FunctionName=f"{WORKER}:live", DurableExecutionName="once", **start)
+    with pytest.raises(ClientError) as again:
+        lambda_api.invoke(FunctionName=f"{WORKER}:live", DurableExecutionName="once", **start)
+
+    assert unqualified.value.response["Error"]["Code"] == "InvalidParameterValueException"
+    assert first["StatusCode"] == 202
+    assert again.value.response["Error"]["Code"] == "DurableExecutionAlreadyStartedException"
