@@ -31,10 +31,12 @@ check: $(VENV)/.installed  ## lint and type-check
 unit: $(VENV)/.installed  ## the pytest suite
 	$(BIN)/python -m pytest -m "not slow"
 
-conformance: $(VENV)/.installed  ## the official MCP conformance suite: one process, the emulated stack (2 containers a function) on Redis (the Function URL, the REST API) / a Redis Cluster (through the HTTP API) / DynamoDB, a gateway
+conformance: $(VENV)/.installed  ## the official MCP conformance suite: one process, the emulated stack (2 containers a function) on Redis (the Function URL, the REST API; with durable tasks through the Function URL and the HTTP API) / a Redis Cluster (through the HTTP API) / DynamoDB, a gateway
 	bash scripts/conformance
 	CONFORMANCE_TARGET=emulated-redis bash scripts/conformance
 	CONFORMANCE_TARGET=emulated-redis CONFORMANCE_DOOR=StreamingRestApi bash scripts/conformance
+	CONFORMANCE_TARGET=emulated-redis CONFORMANCE_PARAMETERS=DurableTasks=true bash scripts/conformance
+	CONFORMANCE_TARGET=emulated-redis CONFORMANCE_DOOR=ServerlessHttpApi CONFORMANCE_PARAMETERS=DurableTasks=true bash scripts/conformance
 	CONFORMANCE_TARGET=emulated-redis-cluster CONFORMANCE_DOOR=ServerlessHttpApi bash scripts/conformance
 	CONFORMANCE_TARGET=emulated-dynamodb bash scripts/conformance
 	CONFORMANCE_TARGET=gateway bash scripts/conformance
