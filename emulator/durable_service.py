@@ -24,13 +24,15 @@ its bill. The service calls it from its own threads, so it is handed to the emul
 from __future__ import annotations
 
 import asyncio
+import datetime
 import json
 import threading
+import time
 from typing import TYPE_CHECKING, Any
 
 from aws_durable_execution_sdk_python_testing.checkpoint.processor import CheckpointProcessor
 from aws_durable_execution_sdk_python_testing.child_dispatcher import UnconfiguredChildDispatcher
-from aws_durable_execution_sdk_python_testing.clock import RealClock
+from aws_durable_execution_sdk_python_testing.clock import Clock, RealClock
 from aws_durable_execution_sdk_python_testing.exceptions import DurableFunctionsTestError
 from aws_durable_execution_sdk_python_testing.executor import Executor
 from aws_durable_execution_sdk_python_testing.invoker import InvokeResponse, LambdaInvoker
@@ -49,6 +51,23 @@ if TYPE_CHECKING:
     from aws_durable_execution_sdk_python.execution import DurableExecutionInvocationInput
 
     from stratus.emulator.containers import FunctionPool
+
+
+class ScaledClock:
+    """The service's clock, running `1 / scale` times faster than real time: a modelled duration D passes in
+    `D * scale` real seconds (`Options.durable_time_scale`)."""
+
+    def __init__(self, scale: float) -> None:
+        self.scale = scale
+        self._started = datetime.datetime.now(datetime.UTC)
+        self._real = time.monotonic()
+
+    def now(self) -> datetime.datetime:
+        return self._started + datetime.timedelta(seconds=(time.monotonic() - self._real) / self.scale)
+
+    def arm(self, wake: datetime.datetime) -> float:
+        """The real seconds to wait before `wake`, on this clock."""
+        return max((wake - self.now()).total_seconds(), 0.0) * self.scale
 
 
 class AlreadyStartedError(Exception):
@@ -85,14 +104,21 @@ class PoolInvoker(LambdaInvoker):
 class DurableService:
     """The local durable execution service, serving its API on 127.0.0.1 (`url`) until `close`."""
 
-    def __init__(self, pools: Mapping[str, FunctionPool], loop: asyncio.AbstractEventLoop, region: str) -> None:
+    def __init__(
+        self,
+        pools: Mapping[str, FunctionPool],
+        loop: asyncio.AbstractEventLoop,
+        region: str,
+        *,
+        time_scale: float = 1.0,
+    ) -> None:
         self.pools = pools
         self.region = region
         self._names: dict[tuple[str, str], str] = {}
         self._lock = threading.Lock()
         self._scheduler = Scheduler()
         self._store = InMemoryExecutionStore()
-        clock = RealClock()
+        clock: Clock = RealClock() if time_scale == 1.0 else ScaledClock(time_scale)
         self._registry = ExecutionRegistry(self._store, self._scheduler)
         checkpoints = CheckpointProcessor(self._store, self._scheduler, clock=clock)
         timeout = max((int(pool.function.timeout_seconds) for pool in pools.values()), default=900)

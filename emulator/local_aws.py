@@ -89,6 +89,9 @@ class Options:
     deliver_events_twice: bool = False
     """Deliver every asynchronous event twice, as Lambda's event queue may (`event_queue`): a function shows it runs
     a duplicate once. The retries of a failed event, and their delays (times `time_scale`), happen either way."""
+    durable_time_scale: float = 1.0
+    """The durable execution service's durations (waits, retry delays, callback and execution timeouts) multiplied by
+    this: at 1/8640 a durable execution waits a day in ten seconds, whatever `time_scale` does to functions."""
     door_reports: bool = True
     """Write the REPORT line of each invocation a front door's request made. Off (`stratus local` below DEBUG), the
     door's line carries its billed time; the REPORT lines of other invocations (a task worker's) are written still."""
@@ -278,7 +281,9 @@ class LocalAws:
         """The local durable execution service, built by the first request that needs it, on this loop."""
         from stratus.emulator.durable_service import DurableService
 
-        return DurableService(self.pools, asyncio.get_running_loop(), self.stack.region)
+        return DurableService(
+            self.pools, asyncio.get_running_loop(), self.stack.region, time_scale=self.options.durable_time_scale
+        )
 
     async def serve(self, stop: asyncio.Event, started: threading.Event | None = None) -> None:
         """Serve every front door until `stop` is set; then stop them and every container."""

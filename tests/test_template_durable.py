@@ -63,13 +63,15 @@ def test_the_durable_worker_is_a_durable_function_with_the_timeout_and_retention
     assert (properties["Handler"], properties["Runtime"], properties["Timeout"]) == (
         "stratus.handlers.durable_worker.handler",
         "python3.13",
-        900,
+        "900",
     )
     assert properties["DurableConfig"] == {"ExecutionTimeout": "86400", "RetentionPeriodInDays": "14"}
     parameters = _translated()["Parameters"]
     timeout, retention = parameters["DurableExecutionTimeoutSeconds"], parameters["DurableRetentionDays"]
     assert (timeout["MinValue"], timeout["MaxValue"]) == (900, 31622400)  # AWS's most: a 366-day year
     assert (retention["MinValue"], retention["MaxValue"]) == (1, 90)
+    invocation = parameters["DurableTaskWorkerTimeout"]  # one invocation's: Lambda's most, 15 minutes
+    assert (invocation["Default"], invocation["MinValue"], invocation["MaxValue"]) == (900, 30, 900)
 
 
 def test_the_serving_functions_start_tasks_through_the_alias_which_the_settings_accept(durable: Any) -> None:

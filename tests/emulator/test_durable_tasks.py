@@ -62,9 +62,12 @@ async def _until(condition: Callable[[], bool]) -> None:
             await anyio.sleep(0.02)
 
 
-async def _status_after(http: httpx.AsyncClient, url: str, task_id: str, leaving: str) -> dict[str, Any]:
-    """The task once it is no longer `leaving` (its run is another function's invocation: polled, bounded)."""
-    with anyio.fail_after(BOUND):
+async def _status_after(
+    http: httpx.AsyncClient, url: str, task_id: str, leaving: str, within: float = BOUND
+) -> dict[str, Any]:
+    """The task once it is no longer `leaving` (its run is another function's invocation: polled, at most `within`
+    seconds)."""
+    with anyio.fail_after(within):
         while (task := await _call(http, url, "tasks/get", {"taskId": task_id}))["status"] == leaving:  # noqa: ASYNC110
             await anyio.sleep(0.1)  # a client polling tasks/get, at a tenth of its poll interval
     return task
@@ -135,3 +138,52 @@ def test_a_durable_start_needs_a_qualified_arn_and_a_name_starts_one_execution(l
     assert unqualified.value.response["Error"]["Code"] == "InvalidParameterValueException"
     assert first["StatusCode"] == 202
     assert again.value.response["Error"]["Code"] == "DurableExecutionAlreadyStartedException"
+
+
+PART_SECONDS = 20.0
+"""A part's work: ten minutes, at the worker's timeout of 30 s for 15 minutes (DurableTaskWorkerTimeout)."""
+DAY_SCALE = 10 / 86_400
+"""The durable service's clock: a day in ten seconds (`Options.durable_time_scale`)."""
+
+
+@pytest.fixture(scope="module")
+def long_stack() -> Iterator[LocalAws]:
+    parameters = {
+        "DurableTasks": "true",
+        "DurableTaskWorkerTimeout": "30",
+        "DurableExecutionTimeoutSeconds": str(7 * 86_400),
+    }
+    app = "tests.fixtures.durable_apps:server"
+    with serving(TEMPLATE, parameters=parameters, app=app, durable_time_scale=DAY_SCALE) as aws:
+        yield aws
+
+
+@pytest.mark.slow
+async def test_three_ten_minute_steps_and_a_day_long_approval_run_each_step_once_and_bill_the_steps(
+    long_stack: LocalAws, tmp_path: Path
+) -> None:
+    stack, ran = long_stack, tmp_path / "ran"
+    url, worker = f"{stack.url('ServerlessHttpApi')}/mcp", stack.pools[WORKER]
+    arguments = {"path": str(ran), "part_seconds": PART_SECONDS}
+    async with httpx.AsyncClient(timeout=BOUND) as http:
+        task_id = (await _call(http, url, "tools/call", {"name": "migrate_for_real", "arguments": arguments}))["taskId"]
+        waiting = await _status_after(http, url, task_id, "working", within=4 * PART_SECONDS)
+        assert waiting["status"] == "input_required" and ran.read_text().splitlines() == ["part-1", "part-2"]
+        await _until(lambda: worker.busy == 0)
+        waited = stack.bill.summary()[WORKER]
+        with anyio.fail_after(2 * 86_400 * DAY_SCALE):
+            await anyio.sleep(86_400 * DAY_SCALE)  # the person answers a day later, on the service's clock
+        assert stack.bill.summary()[WORKER] == waited  # nothing ran, nothing billed, while the question waited
+
+        answer = {"action": "accept", "content": {"ok": True}}
+        await _call(http, url, "tasks/update", {"taskId": task_id, "inputResponses": {"approval": answer}})
+        done = await _status_after(http, url, task_id, "working", within=3 * PART_SECONDS)
+        await _until(lambda: worker.busy == 0)
+
+    assert (done["status"], done["result"]["content"][0]["text"]) == ("completed", "migrated")
+    assert ran.read_text().splitlines() == ["part-1", "part-2", "part-3"]  # each part's side effect once
+    # The steps' own time, plus what each invocation adds: its container's init (billed once), loading the app and
+    # the replays' checkpoints, about 2 s in all here (3 % of 20-second steps; at ten-minute steps, 0.1 %).
+    billed = stack.bill.summary()[WORKER]["billedMs"]
+    steps = 3 * PART_SECONDS * 1000
+    assert billed <= steps * 1.05, f"the worker billed {billed} ms for {steps:.0f} ms of steps"
