@@ -7,6 +7,7 @@ rules: a qualified ARN, one execution per name."""
 from __future__ import annotations
 
 import json
+import subprocess
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -19,6 +20,7 @@ from botocore.exceptions import ClientError
 
 from stratus.emulator.local_aws import LocalAws
 from tests.fixtures.emulated_stack import TEMPLATE, serving
+from tests.fixtures.sdk_sign_in import SCRIPTS, sdk_python
 from tests.fixtures.wire import BASE_HEADERS, stateless_meta
 
 pytestmark = [pytest.mark.anyio, pytest.mark.uvicorn]
@@ -28,6 +30,7 @@ META = stateless_meta(
     **{"io.modelcontextprotocol/clientCapabilities": {"extensions": {EXTENSION: {}}, "elicitation": {}}}
 )
 BOUND = 30.0
+TASK_CLIENT = SCRIPTS / "python_130_task_approval.py"
 
 
 @pytest.fixture(scope="module")
@@ -187,3 +190,19 @@ async def test_three_ten_minute_steps_and_a_day_long_approval_run_each_step_once
     billed = stack.bill.summary()[WORKER]["billedMs"]
     steps = 3 * PART_SECONDS * 1000
     assert billed <= steps * 1.05, f"the worker billed {billed} ms for {steps:.0f} ms of steps"
+
+
+async def test_the_official_python_sdk_130_task_client_takes_an_asking_task_to_its_end_through_the_http_api(
+    stack: LocalAws,
+) -> None:
+    python = sdk_python("python-1.30")
+    with anyio.fail_after(90):
+        ran = await anyio.run_process(
+            [python, "-I", str(TASK_CLIENT), f"{stack.url('ServerlessHttpApi')}/mcp", "approve"],
+            check=False,
+            stdin=subprocess.DEVNULL,
+        )
+    printed = ran.stdout.decode().splitlines()
+    assert ran.returncode == 0, ran.stderr.decode()[-3000:]
+    assert "ASKED Approve the export?" in printed and "STATUS input_required" in printed
+    assert printed[-1] == "RESULT done"
