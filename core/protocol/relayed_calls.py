@@ -143,6 +143,8 @@ class RelayedCalls:
         outcome = TaskOutcome(input_requests=questions, asked=tuple(sorted(questions)))
         await self.stores.tasks.update(call_id, status="input_required", outcome=outcome, expect=("running",))
         await self.stores.cache.set(sent_key(call_id), str(outbound.sent), record_seconds(tool))
+        if call.steps is not None:
+            await call.steps.keep_log_count()
         await ask(outbound, CALL, call_id, questions)
 
     async def answer(self, session: SessionRecord, call_id: str, key: str, reply: JsonObject) -> bool:
@@ -201,6 +203,7 @@ class RelayedCalls:
             if result.get("resultType") == "input_required":
                 questions: JsonObject = result["inputRequests"]
                 await self.stores.cache.set(sent_key(call_id), str(outbound.sent), record_seconds(tool))
+                await call.steps.keep_log_count()
                 await ask(outbound, CALL, call_id, questions)
                 outcome = TaskOutcome(input_requests=questions, asked=tuple(sorted({*asked, *questions})))
                 await self.stores.tasks.update(call_id, status="input_required", outcome=outcome, expect=("running",))

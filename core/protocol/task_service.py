@@ -315,6 +315,8 @@ class TaskService:
             )
         else:
             outcome = await self._outcome_of(call, tool, request.arguments)
+        if outcome is None or outcome.input_requests is not None:
+            await steps.keep_log_count()  # the next run replays the tool
         if outcome is None:
             return "yielded"
         if outcome.error is not None and outcome.error.code == REQUEST_TIMEOUT and remaining is not None:

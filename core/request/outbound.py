@@ -142,6 +142,10 @@ def _compact(message: JsonObject) -> str:
 class Outbound:
     """The queue of messages (with their event ids, when the stream is resumable) for one call's response."""
 
+    suspends = True
+    """On Lambda, a question may suspend the call: the stream ends after it and its client polls for the rest
+    (`stratus.protocol.relayed_calls`). False where no stream carries the call (the session API's REST calls)."""
+
     def __init__(self, replies: ReplyBox | None = None, *, buffered: bool = False) -> None:
         self.buffered = buffered
         """The response is sent whole once the call ends (a buffered front door): its messages arrive with the

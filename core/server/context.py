@@ -176,8 +176,10 @@ class Context:
             await self.publish(f"notifications/{kind}/list_changed", {})
 
     async def log(self, level: str, message: str, **fields: Any) -> None:
-        """Log through the server's logger, and to the client at its level when the response streams."""
-        logger.log(_LEVELS.get(level, logging.INFO), message, extra={"tool_log": fields} if fields else None)
+        """Log through the server's logger, and to the client at its level when the response streams. A task's (or
+        suspended call's) run that replays its tool writes a line the earlier run wrote once only."""
+        if self.steps is None or not await self.steps.replayed_log():
+            logger.log(_LEVELS.get(level, logging.INFO), message, extra={"tool_log": fields} if fields else None)
         if self.outbound is not None and self.log_opted_in and level_allows(level, self.log_level):
             data: Any = {"message": message, **fields} if fields else message
             await self.outbound.notify(

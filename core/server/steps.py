@@ -50,6 +50,10 @@ def longest_key(task_id: str) -> str:
     return f"task-steps-longest:{task_id}"
 
 
+def logged_key(task_id: str) -> str:
+    return f"task-steps-logged:{task_id}"
+
+
 class StepJournal:
     """The steps of one run of one task, kept in `cache` until the task expires.
 
@@ -75,6 +79,9 @@ class StepJournal:
         """Steps run (not replayed) in this invocation."""
         self._named: set[str] = set()
         self._longest: float | None = None
+        self.logged = 0
+        """The tool's log lines so far in this run (`Context.log`)."""
+        self._logged_before: int | None = None
 
     async def step(self, name: str, fn: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
         """The step's result: recorded by an earlier run, or `fn(*args, **kwargs)` (awaited when it is a
@@ -87,7 +94,9 @@ class StepJournal:
         if kept is not None:
             return json.loads(kept)
         if self.remaining is None:
+            self.running = name
             text = _json_text(name, await run_step(fn, args, kwargs))
+            self.running = None
             await self.cache.set(key, text, self.ttl_seconds)
             return json.loads(text)
         await self._fits_or_yield()
@@ -111,6 +120,24 @@ class StepJournal:
             self._longest = float(kept) if kept is not None else 0.0
         if self.ran and self.remaining() < self._longest + STEP_MARGIN_SECONDS:
             raise OutOfTime(self.task_id)
+
+    async def replayed_log(self) -> bool:
+        """Count a log line of the tool; whether an earlier run of the task already wrote it (a run replays the
+        tool from the top: its lines before the point the last run stopped at are not written twice). A line
+        inside a step is not counted: a kept step does not run again, so its lines are written once anyway."""
+        if self.running is not None:
+            return False
+        if self._logged_before is None:
+            kept = await self.cache.get(logged_key(self.task_id))
+            self._logged_before = int(kept) if kept is not None else 0
+        self.logged += 1
+        return self.logged <= self._logged_before
+
+    async def keep_log_count(self) -> None:
+        """The run stopped (a question, or the end of an invocation) and the next replays it: remember how many of
+        its log lines it wrote."""
+        if self.logged:
+            await self.cache.set(logged_key(self.task_id), str(self.logged), self.ttl_seconds)
 
     def overran(self, limit_seconds: float) -> StepError | None:
         """The failure of a run cut by the invocation's end in the middle of a step (None when no step was running):

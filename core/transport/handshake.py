@@ -329,6 +329,8 @@ class HandshakeTransport:
         outbound = call.http.outbound if call.http is not None else None
         if self.relays is None or outbound is None or outbound.buffered or call.request.method != "tools/call":
             return None
+        if not outbound.suspends:
+            return None
         if outbound.log is None or not outbound.log.priming:  # before 2025-11-25 a client cannot poll for the rest
             return None
         from stratus.protocol.relayed_calls import may_ask, new_call_id  # loaded with the relays

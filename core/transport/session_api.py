@@ -159,7 +159,10 @@ class SeedEventStream:
 
 class SessionOutbound(Outbound):
     """A REST call's messages to its client, addressed to its session in the notification log (no response
-    stream carries them: the session's `/events` streams do, wherever they are)."""
+    stream carries them: the session's `/events` streams do, wherever they are). Its questions are answered over
+    REST while the call waits: it is never suspended."""
+
+    suspends = False
 
     def __init__(self, log: NotificationLog, session_id: str) -> None:
         super().__init__()

@@ -4,6 +4,7 @@ step simply runs. On the in-memory store and on the real Redis."""
 
 from __future__ import annotations
 
+import logging
 import secrets
 from collections import Counter
 from collections.abc import AsyncIterator
@@ -42,11 +43,14 @@ def release_server(runs: Counter[str]) -> McpServer:
     @server.tool(task="optional")
     async def release(version: str, ctx: Context) -> str:
         """Build, check, ask, deploy."""
+        await ctx.info(f"releasing {version}")
         built = await ctx.step("build", build, version)
         checked = await ctx.step("check", check, built["artifact"])
+        await ctx.info("built and checked")
         answer = await ctx.elicit(f"Deploy {built['artifact']}?", FORM, key="approve")
         if answer.get("action") != "accept":
             return "not deployed"
+        await ctx.info("approved")
         return f"{await ctx.step('deploy', deploy, built['artifact'])} ({checked[1]} checks)"
 
     @server.tool(task="optional")
@@ -118,6 +122,22 @@ async def test_a_resumed_task_returns_its_steps_results_without_running_them_aga
     assert done["status"] == "completed", done
     assert done["result"]["content"][0]["text"] == "deployed app-1.2.zip (3 checks)"
     assert runs == Counter(build=1, check=1, deploy=1)  # the resumed run replayed build and check
+
+
+async def test_a_resumed_run_writes_each_log_line_of_the_tool_once(
+    client: tuple[Client, Counter[str]], caplog: pytest.LogCaptureFixture
+) -> None:
+    mcp, _ = client
+    caplog.set_level(logging.INFO, logger="stratus.tool")
+    created = await mcp.request("tools/call", {"name": "release", "arguments": {"version": "3.0"}})
+    task_id = str(created["taskId"])
+    _, seen = await mcp.settled(task_id)
+    await mcp.request("tasks/update", {"taskId": task_id, "inputResponses": {"approve": {"action": "accept"}}})
+    done, _ = await mcp.settled(task_id, after=seen)
+
+    assert done["status"] == "completed"
+    logged = [record.getMessage() for record in caplog.records if record.name == "stratus.tool"]
+    assert logged == ["releasing 3.0", "built and checked", "approved"]  # the replay wrote only what came after
 
 
 async def test_outside_a_task_a_step_simply_runs(client: tuple[Client, Counter[str]]) -> None:
