@@ -6,6 +6,7 @@ runs while the person thinks, or after a client that leaves without answering.""
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -25,8 +26,10 @@ BUFFERED = "stratus-local-BufferedFunction"
 WORKER = "stratus-local-TaskWorkerFunction"
 DOORS = {"StreamingFunctionUrl": STREAMING, "ServerlessHttpApi": BUFFERED}
 POLLS = 20
-THINK_SECONDS = 3.0
-"""How long the client's person takes to answer (the slow run: 60 s)."""
+THINK_SECONDS = float(os.environ.get("STRATUS_THINK_SECONDS", "3"))
+"""How long the client's person takes to answer: 3 s in CI; `STRATUS_THINK_SECONDS=60` measures the minute
+docs/benchmarks.md cites. A bill measured among the `slow` tests (nice 19, beside the unit tests) measures the CPU
+starvation, not the code: it runs with the unit tests or by hand."""
 
 
 @pytest.fixture(scope="module")
@@ -111,11 +114,10 @@ async def _official_client_answering_after(url: str, seconds: float) -> str:
 
 
 @pytest.mark.parametrize("door", DOORS)
-@pytest.mark.parametrize("think", [THINK_SECONDS, pytest.param(60.0, marks=pytest.mark.slow)])
 async def test_the_official_client_answering_later_bills_the_serving_function_little(
-    stack: LocalAws, door: str, think: float
+    stack: LocalAws, door: str
 ) -> None:
-    function = DOORS[door]
+    function, think = DOORS[door], THINK_SECONDS
     before = stack.bill.summary().get(function, {}).get("billedMs", 0)  # none before the function's first invocation
     with anyio.fail_after(think + 60):
         text = await _official_client_answering_after(f"{stack.url(door)}/mcp", think)
