@@ -15,7 +15,7 @@ import pytest
 from stratus.emulator.local_aws import LocalAws
 from tests.fixtures.emulated_stack import HEADERS, TEMPLATE, VERSION, call_tool, initialize, serving
 from tests.fixtures.sdk_answers import ASKED, call_the_asking_tools
-from tests.fixtures.streams import LISTEN_HEADERS, listen_body
+from tests.fixtures.streams import LISTEN_HEADERS, listen_body, poll_for_response
 from tests.fixtures.wire import sse_fields
 
 pytestmark = [pytest.mark.anyio, pytest.mark.uvicorn]
@@ -119,15 +119,7 @@ async def test_a_call_that_asks_runs_in_the_task_worker_and_its_question_and_res
 
         answer = {"jsonrpc": "2.0", "id": request["id"], "result": {"action": "accept", "content": {"name": "Ada"}}}
         assert (await http.post(_url(stack), json=answer, headers=headers)).status_code == 202
-        last, result = place["id"], None
-        for _ in range(10):  # each poll holds up to 20 s for the result: bounded
-            polled = await http.get(_url(stack), headers={**headers, "last-event-id": last})
-            assert polled.status_code == 200  # a poll while the call runs is never an error
-            events = sse_fields(polled.text)
-            last = events[-1]["id"]
-            if events[-1]["data"] and "result" in (message := json.loads(events[-1]["data"])):
-                result = message
-                break
+        result = await poll_for_response(http, _url(stack), headers, place["id"], 7)
     assert result == {"jsonrpc": "2.0", "id": 7, "result": {"content": [{"type": "text", "text": "hello Ada"}]}}
 
 

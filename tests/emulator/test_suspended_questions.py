@@ -18,6 +18,7 @@ from mcp import Client
 
 from stratus.emulator.local_aws import LocalAws
 from tests.fixtures.emulated_stack import HEADERS, TEMPLATE, VERSION, serving
+from tests.fixtures.streams import poll_for_response
 from tests.fixtures.wire import sse_fields
 
 pytestmark = [pytest.mark.anyio, pytest.mark.uvicorn]
@@ -25,7 +26,6 @@ STREAMING = "stratus-local-StreamingFunction"
 BUFFERED = "stratus-local-BufferedFunction"
 WORKER = "stratus-local-TaskWorkerFunction"
 DOORS = {"StreamingFunctionUrl": STREAMING, "ServerlessHttpApi": BUFFERED}
-POLLS = 20
 THINK_SECONDS = float(os.environ.get("STRATUS_THINK_SECONDS", "3"))
 """How long the client's person takes to answer: 3 s in CI; `STRATUS_THINK_SECONDS=60` measures the minute
 docs/benchmarks.md cites. A bill measured among the `slow` tests (nice 19, beside the unit tests) measures the CPU
@@ -81,18 +81,7 @@ async def test_a_question_ends_the_call_s_invocations_and_the_answer_resumes_it_
         answer = {"jsonrpc": "2.0", "id": question["id"], "result": {"action": "accept", "content": {"name": "Ada"}}}
         assert (await http.post(url, json=answer, headers=headers)).status_code == 202
         last = [event["id"] for event in sse_fields(asked.text) if event.get("id")][-1]
-        result = None
-        for _ in range(POLLS):  # each poll ends at once on Lambda; the call runs meanwhile: bounded
-            polled = await http.get(url, headers={**headers, "last-event-id": last})
-            assert polled.status_code == 200
-            events = sse_fields(polled.text)
-            last = events[-1]["id"]
-            finals = [message for _, message in _messages(polled.text) if message.get("id") == 7]
-            if finals:
-                result = finals[0]
-                break
-            with anyio.fail_after(5):
-                await anyio.sleep(int(events[-1].get("retry", "1000")) / 1000)  # the poll's `retry:`, as a client waits
+        result = await poll_for_response(http, url, headers, last, 7)
     assert place
     assert result == {
         "jsonrpc": "2.0",
