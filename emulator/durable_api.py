@@ -64,6 +64,7 @@ class DurableApi:
         self.pools = pools
         self._service_factory = service
         self._service: DurableService | None = None
+        self._http: httpx.AsyncClient | None = None
         self.identities = identities
         self.calls = calls
 
@@ -73,9 +74,11 @@ class DurableApi:
             self._service = self._service_factory()
         return self._service
 
-    def close(self) -> None:
+    async def aclose(self) -> None:
         if self._service is not None:
             self._service.close()
+        if self._http is not None:
+            await self._http.aclose()
 
     def start(self, pool: FunctionPool, qualifier: str | None, name: str, event: Any, kind: str) -> Answer:
         """An Invoke of a durable function: the start of an execution."""
@@ -106,8 +109,9 @@ class DurableApi:
         sent = {
             name: headers[name.encode()].decode("latin-1") for name in _FORWARDED_HEADERS if name.encode() in headers
         }
-        async with httpx.AsyncClient(timeout=30) as http:
-            answered = await http.request(scope["method"], url, content=body, headers=sent)
+        if self._http is None:  # one client for all: building one (its TLS context) takes longer than a checkpoint
+            self._http = httpx.AsyncClient(timeout=30)
+        answered = await self._http.request(scope["method"], url, content=body, headers=sent)
         kept = [
             (name, value)
             for name, value in answered.headers.items()

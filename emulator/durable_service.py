@@ -15,7 +15,11 @@ What it models, from AWS's documentation of durable functions
   (the bill's REPORT lines show each invocation, and none while it waits); a callback resumes it when
   `SendDurableExecutionCallbackSuccess` (or Failure) names it (https://docs.aws.amazon.com/lambda/latest/dg/
   durable-callbacks.html); `StopDurableExecution` ends it; its execution timeout (`DurableConfig`) ends it too;
-- an invocation that fails (a crash, the function's timeout) is invoked again, and the replay decides what runs.
+- an invocation that fails (a crash, the function's timeout) is invoked again, and the replay decides what runs;
+- an execution that ends FAILED, STOPPED or TIMED_OUT sends its input event to the function's dead-letter queue
+  (`dead_letters`; https://docs.aws.amazon.com/lambda/latest/dg/durable-best-practices.html).
+
+On a scaled clock the execution timeout is scaled too (at least a second): the testing SDK arms it in real seconds.
 
 Each invocation is one of the function's pool (`containers.FunctionPool`), as any Invoke is: a container, its timeout,
 its bill. The service calls it from its own threads, so it is handed to the emulator's event loop.
@@ -26,6 +30,7 @@ from __future__ import annotations
 import asyncio
 import datetime
 import json
+import math
 import threading
 import time
 from typing import TYPE_CHECKING, Any
@@ -34,6 +39,7 @@ from aws_durable_execution_sdk_python_testing.checkpoint.processor import Checkp
 from aws_durable_execution_sdk_python_testing.child_dispatcher import UnconfiguredChildDispatcher
 from aws_durable_execution_sdk_python_testing.clock import Clock, RealClock
 from aws_durable_execution_sdk_python_testing.exceptions import DurableFunctionsTestError
+from aws_durable_execution_sdk_python_testing.execution import ExecutionStatus
 from aws_durable_execution_sdk_python_testing.executor import Executor
 from aws_durable_execution_sdk_python_testing.invoker import InvokeResponse, LambdaInvoker
 from aws_durable_execution_sdk_python_testing.model import StartDurableExecutionInput
@@ -51,6 +57,7 @@ if TYPE_CHECKING:
     from aws_durable_execution_sdk_python.execution import DurableExecutionInvocationInput
 
     from stratus.emulator.containers import FunctionPool
+    from stratus.emulator.dead_letters import DeadLetters
 
 
 class ScaledClock:
@@ -101,6 +108,11 @@ class PoolInvoker(LambdaInvoker):
         return InvokeResponse.from_payload(json.dumps(payload).encode(), pool.function.name)
 
 
+WATCH_SECONDS = 0.5
+"""How often an execution's record is read to learn it ended."""
+_DEAD = (ExecutionStatus.FAILED, ExecutionStatus.STOPPED, ExecutionStatus.TIMED_OUT)
+
+
 class DurableService:
     """The local durable execution service, serving its API on 127.0.0.1 (`url`) until `close`."""
 
@@ -111,9 +123,13 @@ class DurableService:
         region: str,
         *,
         time_scale: float = 1.0,
+        dead_letters: DeadLetters | None = None,
     ) -> None:
         self.pools = pools
         self.region = region
+        self.time_scale = time_scale
+        self.dead_letters = dead_letters
+        self._closed = threading.Event()
         self._names: dict[tuple[str, str], str] = {}
         self._lock = threading.Lock()
         self._scheduler = Scheduler()
@@ -148,6 +164,8 @@ class DurableService:
         """
         assert pool.function.durable is not None
         timeout, retention = pool.function.durable
+        if self.time_scale != 1.0:
+            timeout = max(1, math.ceil(timeout * self.time_scale))
         with self._lock:
             if (pool.function.name, name) in self._names:
                 raise AlreadyStartedError(self._names[(pool.function.name, name)])
@@ -164,9 +182,24 @@ class DurableService:
             )
             arn = str(started.execution_arn)
             self._names[(pool.function.name, name)] = arn
+        threading.Thread(target=self._watch, args=(pool, arn), name=f"stratus-durable-{name}", daemon=True).start()
         return arn
 
+    def _watch(self, pool: FunctionPool, arn: str) -> None:
+        """Once the execution ends, its dead letter if it ended FAILED, STOPPED or TIMED_OUT."""
+        # The executor's completion event forgets itself after a wait that timed out: its record is read instead.
+        while not (execution := self.executor.get_execution(arn)).is_complete:
+            if self._closed.wait(WATCH_SECONDS):
+                return
+        if self.dead_letters is None or execution.close_status not in _DEAD:
+            return
+        error = execution.result.error if execution.result is not None else None
+        message = (error.message if error is not None else None) or execution.close_status.value
+        # ErrorCode: the HTTP status of the failed invocation's answer (200 for a function error).
+        self.dead_letters.send(pool.function, execution.start_input.input or "{}", "200", message[:1024])
+
     def close(self) -> None:
+        self._closed.set()
         self._server.shutdown()
         self._server.server_close()
         self.executor.shutdown()

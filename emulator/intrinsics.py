@@ -221,6 +221,8 @@ class Resolver:
             return f"https://{api_id(logical_id)}.lambda-url.{self.region}.on.aws/"
         if kind == "AWS::IAM::Role" and attribute == "Arn":
             return f"arn:aws:iam::{ACCOUNT_ID}:role/{self.ref(logical_id)}"
+        if kind == "AWS::SQS::Queue" and attribute == "Arn":
+            return f"arn:aws:sqs:{self.region}:{ACCOUNT_ID}:{self.ref(logical_id)}"
         if kind == "AWS::DynamoDB::Table" and attribute == "Arn":
             return f"arn:aws:dynamodb:{self.region}:{ACCOUNT_ID}:table/{self.ref(logical_id)}"
         if attribute == "Arn":

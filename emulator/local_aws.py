@@ -279,10 +279,13 @@ class LocalAws:
 
     def _durable_service(self) -> DurableService:
         """The local durable execution service, built by the first request that needs it, on this loop."""
+        from stratus.emulator.dead_letters import DeadLetters
         from stratus.emulator.durable_service import DurableService
 
+        loop = asyncio.get_running_loop()
+        dead_letters = DeadLetters(self.stack.dead_letter_queues, self.stack.queue_readers, self.pools, loop)
         return DurableService(
-            self.pools, asyncio.get_running_loop(), self.stack.region, time_scale=self.options.durable_time_scale
+            self.pools, loop, self.stack.region, time_scale=self.options.durable_time_scale, dead_letters=dead_letters
         )
 
     async def serve(self, stop: asyncio.Event, started: threading.Event | None = None) -> None:
@@ -319,7 +322,7 @@ class LocalAws:
             await stop.wait()
         finally:
             if self.durable is not None:
-                self.durable.close()
+                await self.durable.aclose()
             self.events.close()
             for server in servers:
                 server.should_exit = True

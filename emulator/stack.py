@@ -20,6 +20,7 @@ from typing import Any
 from stratus.emulator.event_config import EventInvokeConfig, event_invoke_configs
 from stratus.emulator.iam import Role, stack_roles
 from stratus.emulator.intrinsics import Resolver, TemplateError, api_id, parameter_values
+from stratus.emulator.sqs_mappings import QueueReader, dead_letter_queues, queue_readers
 
 DEFAULT_REGION = "us-east-1"
 DEFAULT_STACK_NAME = "stratus-local"
@@ -174,6 +175,10 @@ class Stack:
     permissions: tuple[Permission, ...]
     event_configs: Mapping[str, EventInvokeConfig] = field(default_factory=dict)
     """By function name: the asynchronous invocation settings of those that have any."""
+    dead_letter_queues: Mapping[str, str] = field(default_factory=dict)
+    """By function name: the dead-letter queue's ARN of those that have one."""
+    queue_readers: Mapping[str, QueueReader] = field(default_factory=dict)
+    """By queue ARN: the SQS event source mappings."""
 
     def policy(self, function: str) -> tuple[Permission, ...]:
         """The statements of `function`'s resource-based policy."""
@@ -251,6 +256,8 @@ def read_stack(
             _permission(resolver, logical_id) for logical_id in resolver.created("AWS::Lambda::Permission")
         ),
         event_configs=event_invoke_configs(resolver),
+        dead_letter_queues=dead_letter_queues(resolver),
+        queue_readers=queue_readers(resolver),
     )
 
 

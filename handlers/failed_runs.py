@@ -24,7 +24,7 @@ from typing import Any, NamedTuple
 from stratus import Settings
 from stratus.composition import stores_for
 from stratus.handlers.task_worker import CALL_EVENT_KEY, TASK_EVENT_KEY
-from stratus.protocol.run_failures import fail_call, fail_task
+from stratus.protocol.run_failures import DEAD_LETTER, fail_call, fail_task
 
 logger = logging.getLogger("stratus.tasks")
 
@@ -83,7 +83,7 @@ def dead_letters(event: Any) -> list[FailedLaunch] | None:
         attributes = record.get("messageAttributes") or {}
         error_code = (attributes.get("ErrorCode") or {}).get("stringValue", "")
         request_id = (attributes.get("RequestID") or {}).get("stringValue", "")
-        launches.append(FailedLaunch(task_id, False, f"DeadLetter:{error_code}", str(request_id), 0))
+        launches.append(FailedLaunch(task_id, False, f"{DEAD_LETTER}:{error_code}", str(request_id), 0))
     return launches
 
 

@@ -14,6 +14,9 @@ ended meanwhile, changes nothing. A launch that aged out while another delivery 
 invocation may deliver an event twice) leaves that run be: it took the launch's claim first, and a failure of its
 own would come as `RetriesExhausted`.
 
+The durable task worker's dead letters (`DEAD_LETTER`) tell of an execution that ended FAILED or TIMED_OUT: nothing
+will resume it, so a task it left waiting in `input_required` fails too (one it left `cancelled` stays so).
+
 What the client sees carries no detail of the failure (the record's error stays in the log): a failed task with a
 `statusMessage` and a JSON-RPC -32603 error (`tasks/get`, `tasks/result`); a relayed call's stream ends with a
 -32603 error response to its request.
@@ -37,6 +40,8 @@ if TYPE_CHECKING:
 logger = logging.getLogger("stratus.tasks")
 RETRIES_EXHAUSTED = "RetriesExhausted"
 EVENT_AGE_EXCEEDED = "EventAgeExceeded"
+DEAD_LETTER = "DeadLetter"
+"""The condition of a durable execution's dead letter (`DeadLetter:<ErrorCode>`)."""
 RUN_DIED = "The task's run stopped before it ended (its worker crashed or timed out)"
 NEVER_STARTED = "The task was not started in time"
 CALL_DIED = "The call stopped before it ended"
@@ -50,7 +55,8 @@ def _status_message(condition: str) -> str:
 async def fail_task(stores: Stores, task_id: str, condition: str) -> bool:
     """Mark a live task failed because its run died (`condition`: the record's); whether this call moved it."""
     task = await stores.tasks.get(task_id)
-    if task is None or task.status != "working" or not isinstance(task.request, TaskRequest):
+    live = ("working", "input_required") if condition.startswith(DEAD_LETTER) else ("working",)
+    if task is None or task.status not in live or not isinstance(task.request, TaskRequest):
         return False  # ended, or waiting for its client: the launch it was given ran
     if condition == EVENT_AGE_EXCEEDED:
         # Claiming the launch also keeps a late delivery of it from running a task this marks failed.
@@ -59,7 +65,7 @@ async def fail_task(stores: Stores, task_id: str, condition: str) -> bool:
             return False  # another delivery of this launch runs it (or ran it)
     message = _status_message(condition)
     outcome = TaskOutcome(error=RpcError.of(InternalError(message)), status_message=message)
-    if not await stores.tasks.update(task_id, status="failed", outcome=outcome, expect=("working",)):
+    if not await stores.tasks.update(task_id, status="failed", outcome=outcome, expect=live):
         return False
     place = task_place(task)
     if place is not None:
