@@ -15,7 +15,7 @@ import signal
 import subprocess
 import sys
 import threading
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import ExitStack, contextmanager
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
@@ -142,6 +142,12 @@ def add_parser(commands: Any) -> None:
         metavar="N",
         help=f"SSM reads a second before the emulated SSM answers ThrottlingException, as Parameter Store's standard "
         f"throughput does (default: {SSM_STANDARD_TPS:g}; 0: unlimited)",
+    )
+    local.add_argument(
+        "--sign-in",
+        action="store_true",
+        help="serve the authorization front (AuthMode=front) with a local OpenID provider that signs in any username, "
+        "installed with npm on first use (docs/deploy.md, 'Sign-in locally')",
     )
     local.add_argument(
         "--no-iam",
@@ -287,7 +293,21 @@ def run(args: argparse.Namespace) -> int:
             quiet_libraries()
             output = held.enter_context(console(sys.stdout.buffer))
         shared = {"STRATUS_STORE": named} if named else held.enter_context(_embedded_store())
-        return _serve(args, container_overrides(args, shared), output)
+        overrides, notes = container_overrides(args, shared), []
+        if args.sign_in:
+            from stratus.emulator.local_sign_in import SignInRefusedError, local_sign_in
+            from stratus.emulator.sign_in_provider import ProviderUnavailableError
+
+            try:
+                given = dict(args.parameter)
+                signed = held.enter_context(local_sign_in(args.host, args.port, given, sys.stderr.buffer))
+            except (SignInRefusedError, ProviderUnavailableError) as refused:
+                sys.stderr.write(f"stratus: {refused}\n")
+                return 2
+            args.parameter = list(signed.parameters.items())
+            overrides.update(signed.environment)
+            notes.append(signed.banner)
+        return _serve(args, overrides, output, notes)
 
 
 @contextmanager
@@ -332,7 +352,9 @@ def _check_template_app(stack: Stack) -> None:
         return  # every function serves the same app
 
 
-def _serve(args: argparse.Namespace, overrides: dict[str, str], output: IO[bytes] | None = None) -> int:
+def _serve(
+    args: argparse.Namespace, overrides: dict[str, str], output: IO[bytes] | None = None, notes: Sequence[str] = ()
+) -> int:
     store = overrides["STRATUS_STORE"]
     from stratus.emulator.intrinsics import TemplateError
     from stratus.emulator.local_aws import LocalAws, Options, PublicationError
@@ -392,6 +414,8 @@ def _serve(args: argparse.Namespace, overrides: dict[str, str], output: IO[bytes
                 sys.stdout.write(line + "\n")
             if shown:
                 sys.stdout.write(shown + "\n")
+            for note in notes:
+                sys.stdout.write(note + "\n")
             sys.stdout.flush()
             stopped.wait()
     except OSError as error:

@@ -7,6 +7,7 @@ import base64
 import hashlib
 import secrets
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qs, urlencode, urlsplit
 
@@ -14,6 +15,7 @@ import httpx
 import jwt
 import pytest
 
+from stratus.emulator.sign_in_provider import NODE_VERSION
 from tests.fixtures.oidc_provider import Provider, SignInError, cognito_standin, sign_in
 
 CALLBACK = "http://127.0.0.1:9/oauth/callback"
@@ -257,3 +259,10 @@ async def test_sign_in_with_an_async_client(cognito: Provider) -> None:
     async with httpx.AsyncClient(timeout=10) as client:
         location = await sign_in(client, authorize_url(cognito), "grace")
     assert answer(location)["code"]
+
+
+def test_the_sign_in_provider_runs_on_the_node_the_scripts_install() -> None:
+    """One Node for every Node tool: `stratus local --sign-in` shares the scripts' install (scripts/node-tools)."""
+    tools = (Path(__file__).resolve().parents[1] / "scripts" / "node-tools").read_text()
+    assert f"NODE_VERSION={NODE_VERSION}\n" in tools
+    assert 'NODE_HOME="${XDG_CACHE_HOME:-$HOME/.cache}/stratus/node-$NODE_VERSION"' in tools

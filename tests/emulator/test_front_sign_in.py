@@ -14,8 +14,10 @@ in DynamoDB on moto, the Cognito stand-in (oidc-provider) as the upstream user p
 
 from __future__ import annotations
 
+import tempfile
 import uuid
 from collections.abc import Iterator
+from pathlib import Path
 from urllib.parse import urlencode
 
 import anyio
@@ -42,7 +44,8 @@ from tests.fixtures.emulated_stack import (
 )
 from tests.fixtures.front_sign_in import HeadlessUser, browse_to_client, redirect_result
 from tests.fixtures.oauth_discovery import MemoryTokens
-from tests.fixtures.oidc_provider import Provider, cognito_standin
+from tests.fixtures.oidc_provider import Provider, cognito_standin, oidc_provider_install
+from tests.fixtures.processes import run_stratus, stratus_process
 from tests.fixtures.sdk_sign_in import CLIENTS, run_sdk_client, sign_in_and_call
 from tests.fixtures.servers import uvicorn_serving
 
@@ -51,6 +54,7 @@ TEST_SECONDS = 60
 HOST_REDIRECT = "http://127.0.0.1:33418/callback"
 APP = "tests.fixtures.emulator_apps:notes"
 CERTIFICATE_ARN = "arn:aws:acm:us-east-1:123456789012:certificate/0a1b2c3d"
+ROOT = Path(__file__).resolve().parents[2]
 
 
 @pytest.fixture(scope="module")
@@ -286,3 +290,43 @@ async def test_each_browser_gets_its_own_cookie_through_the_web_adapter(stack: t
         assert page.status_code == 200
         cookies.append(page.headers.get("set-cookie", "").partition(";")[0])
     assert all(cookie.startswith("stratus-browser=") for cookie in cookies) and len(set(cookies)) == 4
+
+
+async def test_stratus_local_sign_in_runs_a_provider_beside_the_stack_and_a_host_signs_in_through_the_front() -> None:
+    """The documented local path (docs/deploy.md, "Sign-in locally"): `stratus local --sign-in` on the embedded
+    store, nothing set by hand; the official SDK's client signs in from the MCP URL alone and calls a scoped tool."""
+    oidc_provider_install()  # the provider's Node and package, as the command installs them on first use
+    command_line = ("local", "--sign-in", "--parameter", "AuthScopes=notes:write")
+    user = HeadlessUser("lee")
+    with tempfile.TemporaryFile() as output:
+        try:
+            with stratus_process(APP, {}, command_line=command_line, output=output) as url:
+                mcp_url = f"{url}/mcp"
+                with anyio.fail_after(TEST_SECONDS):
+                    async with (
+                        httpx2.AsyncClient(auth=sdk_provider(mcp_url, user), timeout=httpx2.Timeout(20.0)) as http,
+                        Client(streamable_http_client(mcp_url, http_client=http), read_timeout_seconds=20) as client,
+                    ):
+                        result = await client.call_tool("write_note", {"text": "from home"})
+        finally:
+            await user.aclose()
+        output.seek(0)
+        printed = output.read().decode()
+    assert result.content[0].text == "user-lee wrote from home"  # type: ignore[union-attr]
+    assert user.sign_ins == 1
+    assert f"(any username signs in, no password); a host connecting to {mcp_url} signs in through the front" in printed
+
+
+@pytest.mark.anyio(False)
+@pytest.mark.parametrize(
+    ("flags", "named"),
+    [
+        (["--port", "0"], "--sign-in needs a fixed --port"),
+        (["--parameter", "AuthUpstreamIssuer=https://idp.example"], "leave out --parameter AuthUpstreamIssuer"),
+        (["--parameter", "OAuthFrontDoor=function-url"], "leave out --parameter OAuthFrontDoor"),
+    ],
+)
+def test_stratus_local_sign_in_refuses_flags_it_cannot_serve_naming_the_flag(flags: list[str], named: str) -> None:
+    ran = run_stratus(["local", "--sign-in", "--store", "memory://", "--app", APP, *flags], ROOT)
+    assert ran.returncode == 2
+    assert ran.stderr.startswith("stratus: ") and named in ran.stderr

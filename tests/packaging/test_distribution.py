@@ -35,6 +35,7 @@ def test_the_wheel_holds_one_top_level_package_and_its_type_marker(distribution:
     assert "stratus/py.typed" in names
     assert "stratus/handlers/buffered.py" in names
     assert "stratus/stores/redis/lua.py" in names
+    assert "stratus/emulator/sign_in_provider.mjs" in names  # `stratus local --sign-in`'s provider
     entry_points = zipfile.ZipFile(distribution.wheel).read("stratus_mcp-0.1.0.dist-info/entry_points.txt").decode()
     assert "stratus = stratus.handlers.cli:main" in entry_points
 
