@@ -14,7 +14,8 @@
   (/proc/<pid>/status).
 
 `Bill.summary()` is what the Lambda API serves at `GET <AWS_ENDPOINT_URL_LAMBDA>/stratus/bill`: a JSON object of
-function name to `{"invocations", "billedMs", "gbSeconds", "memoryMb"}`; `Bill.table()` is printed when
+function name to `{"invocations", "billedMs", "gbSeconds", "memoryMb", "logBytes", "emfDocuments"}` (what its logs put
+into CloudWatch Logs, `log_config`, and how many of their lines were EMF documents); `Bill.table()` is printed when
 `stratus local` stops.
 """
 
@@ -29,6 +30,7 @@ from pathlib import Path
 from typing import IO, Any
 
 from stratus.emulator.access_line import billed_here
+from stratus.emulator.log_config import LogConfig
 
 
 @dataclass
@@ -38,6 +40,10 @@ class FunctionBill:
     memory_mb: int
     invocations: int = 0
     billed_ms: int = 0
+    log_bytes: int = 0
+    """What its logs put into CloudWatch Logs, its invocations' platform events included (`log_config`)."""
+    emf_documents: int = 0
+    """How many of its log lines were EMF documents (each turns into custom metric data points)."""
 
     @property
     def gb_seconds(self) -> float:
@@ -92,15 +98,34 @@ class Bill:
         self.functions: dict[str, FunctionBill] = {}
 
     def record(
-        self, name: str, memory_mb: int, request_id: str, duration_ms: float, pid: int, init_ms: float | None
+        self,
+        name: str,
+        memory_mb: int,
+        request_id: str,
+        duration_ms: float,
+        pid: int,
+        init_ms: float | None,
+        logging: LogConfig | None = None,
     ) -> str:
-        """Bill one invocation and write its REPORT line; returns the line."""
-        line = report_line(name, request_id, duration_ms, memory_mb, peak_rss_mb(pid) if pid else 0, init_ms)
+        """Bill one invocation and write its REPORT line; returns the line. `logging`: the function's, which decides
+        the bytes its platform events add to its logs."""
+        max_memory_mb = peak_rss_mb(pid) if pid else 0
+        line = report_line(name, request_id, duration_ms, memory_mb, max_memory_mb, init_ms)
         billed = billed_ms(duration_ms, init_ms)
+        metrics: dict[str, Any] = {
+            "durationMs": round(duration_ms, 2),
+            "billedDurationMs": billed,
+            "memorySizeMB": memory_mb,
+            "maxMemoryUsedMB": max_memory_mb,
+        }
+        if init_ms is not None:
+            metrics["initDurationMs"] = round(init_ms, 2)
+        logged = (logging or LogConfig()).platform_bytes(request_id, metrics)
         with self._lock:
             bill = self.functions.setdefault(name, FunctionBill(memory_mb))
             bill.invocations += 1
             bill.billed_ms += billed
+            bill.log_bytes += logged
         if (request := billed_here.get()) is not None:  # a front door's request this invocation served
             request.append(billed)
             if not self.door_reports:
@@ -110,6 +135,14 @@ class Bill:
         output.flush()
         return line
 
+    def logged(self, name: str, memory_mb: int, log_bytes: int, *, emf: bool = False) -> None:
+        """Count what one line the function wrote put into its logs (`emf`: an EMF document)."""
+        if log_bytes:
+            with self._lock:
+                bill = self.functions.setdefault(name, FunctionBill(memory_mb))
+                bill.log_bytes += log_bytes
+                bill.emf_documents += emf
+
     def summary(self) -> dict[str, Any]:
         with self._lock:
             return {
@@ -118,6 +151,8 @@ class Bill:
                     "billedMs": bill.billed_ms,
                     "gbSeconds": round(bill.gb_seconds, 6),
                     "memoryMb": bill.memory_mb,
+                    "logBytes": bill.log_bytes,
+                    "emfDocuments": bill.emf_documents,
                 }
                 for name, bill in sorted(self.functions.items())
             }

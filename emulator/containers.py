@@ -34,6 +34,7 @@ import socket
 import struct
 import subprocess
 import sys
+import threading
 import time
 import uuid
 from abc import ABC, abstractmethod
@@ -99,10 +100,18 @@ class Container(ABC):
 
     process: subprocess.Popen[bytes] | None = None
 
-    def __init__(self, function: Function, environment: Mapping[str, str], output: IO[bytes] | None) -> None:
+    def __init__(
+        self,
+        function: Function,
+        environment: Mapping[str, str],
+        output: IO[bytes] | None,
+        logged: Callable[[bytes], None] | None = None,
+    ) -> None:
         self.function = function
         self.environment = dict(environment)
         self.output = output
+        self.logged = logged
+        """Told each line the process writes (the bill counts what it puts into the function's logs)."""
         self.frozen = False
         self.request_id = ""
         self.init_ms: float | None = None
@@ -124,9 +133,21 @@ class Container(ABC):
             pass_fds=pass_fds,
             start_new_session=True,
             stdin=subprocess.DEVNULL,
-            stdout=self.output,
-            stderr=subprocess.STDOUT if self.output is not None else None,
+            stdout=subprocess.PIPE if self.logged is not None else self.output,
+            stderr=subprocess.STDOUT if self.output is not None or self.logged is not None else None,
         )
+        if self.logged is not None:
+            threading.Thread(target=self._relay, name=f"{self.function.name}-log", daemon=True).start()
+
+    def _relay(self) -> None:
+        """Each line the process writes, to `output` (or this process's stdout) and to `logged`, until it ends."""
+        assert self.process is not None and self.process.stdout is not None and self.logged is not None
+        sink = self.output if self.output is not None else sys.stdout.buffer
+        with self.process.stdout as lines, suppress(ValueError, OSError):  # the sink closed as the emulator stopped
+            for line in lines:
+                sink.write(line)
+                sink.flush()
+                self.logged(line)
 
     @abstractmethod
     async def start(self) -> None:
@@ -300,6 +321,7 @@ class FunctionPool:
                     duration_ms,
                     container.pid if container.alive else 0,
                     container.init_ms,
+                    self.function.logging,
                 )
             container.init_ms = None
             await self._release(container, keep=keep and container.alive)

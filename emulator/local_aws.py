@@ -275,7 +275,13 @@ class LocalAws:
     def _container(self, function: Function, initialization: str = "on-demand") -> Container:
         kind = WebAdapterContainer if function.behind_web_adapter else HandlerContainer
         environment = {**self.environment(function), "AWS_LAMBDA_INITIALIZATION_TYPE": initialization}
-        return kind(function, environment, self.options.output)
+        logging = function.logging
+
+        def logged(line: bytes) -> None:
+            emf = line.startswith(b'{"_aws"')  # how stratus.observability starts an EMF document
+            self.bill.logged(function.name, function.memory_mb, logging.application_bytes(line), emf=emf)
+
+        return kind(function, environment, self.options.output, logged)
 
     def _durable_service(self) -> DurableService:
         """The local durable execution service, built by the first request that needs it, on this loop."""

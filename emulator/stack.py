@@ -20,6 +20,7 @@ from typing import Any
 from stratus.emulator.event_config import EventInvokeConfig, event_invoke_configs
 from stratus.emulator.iam import Role, stack_roles
 from stratus.emulator.intrinsics import Resolver, TemplateError, api_id, parameter_values
+from stratus.emulator.log_config import LogConfig, log_config
 from stratus.emulator.sqs_mappings import QueueReader, dead_letter_queues, queue_readers
 
 DEFAULT_REGION = "us-east-1"
@@ -55,6 +56,8 @@ class Function:
     durable: tuple[int, int] | None = None
     """`DurableConfig`: its execution timeout (seconds) and retention (days); None for a function that is not durable
     (https://docs.aws.amazon.com/lambda/latest/api/API_DurableConfig.html)."""
+    logging: LogConfig = field(default_factory=LogConfig)
+    """`LoggingConfig`: what its logs put into CloudWatch Logs (`log_config`)."""
 
     @property
     def behind_web_adapter(self) -> bool:
@@ -296,6 +299,7 @@ def _function(resolver: Resolver, logical_id: str, code_dir: Path, roles: Mappin
         ),
         role=roles.get(str(properties.get("Role", ""))),
         durable=_durable(properties.get("DurableConfig")),
+        logging=log_config(properties.get("LoggingConfig")),
         # SnapStart applies to published versions only: AutoPublishAlias's AWS::Lambda::Version publishes one.
         snapstart=(properties.get("SnapStart") or {}).get("ApplyOn") == "PublishedVersions"
         and any(

@@ -82,7 +82,9 @@ def flushing_after_each_request(app: ASGIApp, flush: Callable[[], None]) -> ASGI
 def main() -> None:
     named = at_start(settings_without_secrets)
     app = adapter_app(at_start(lambda: load_served(named)), named, ResolvedSettings())
-    serve(app, named, host="127.0.0.1", port=adapter_port(), lifespan="on")
+    # No access log: behind the adapter every request comes from 127.0.0.1, and a line per poll would be most of
+    # what an idle client puts into the function's logs (docs/deploy.md, "What it costs").
+    serve(app, named, host="127.0.0.1", port=adapter_port(), lifespan="on", access_log=False)
 
 
 if __name__ == "__main__":

@@ -19,6 +19,7 @@ import pytest
 
 from stratus.emulator.containers import FunctionPool, ThrottledError
 from stratus.emulator.local_aws import LocalAws
+from stratus.emulator.log_config import LogConfig
 from stratus.emulator.stack import read_stack
 from tests.fixtures.emulated_stack import HEADERS, TEMPLATE, VERSION, call_tool, initialize, serving
 
@@ -190,3 +191,37 @@ async def test_a_request_queued_for_a_busy_function_is_dropped_once_its_client_l
             await _until(lambda: pool.dropped == 1)
         await _until(lambda: pool.busy == 0)
     assert len(pool.served) == served
+
+
+@pytest.mark.parametrize(
+    ("config", "message", "sent"),
+    [
+        # JSON logs: a line is sent when its level is at least ApplicationLogLevel, read from the object's "level".
+        (LogConfig("JSON", "WARN"), b'{"level":"INFO","message":"a call"}', False),
+        (LogConfig("JSON", "WARN"), b'{"level":"WARNING","message":"slow store"}', True),
+        (LogConfig("JSON", "WARN"), b'{"level":"ERROR","message":"failed"}', True),
+        (LogConfig("JSON", "WARN"), b"INFO:     a line that is not JSON", False),  # no level: INFO
+        (LogConfig("JSON", "INFO"), b"INFO:     a line that is not JSON", True),
+        # Text logs: every line, whatever it says.
+        (LogConfig("Text", "ERROR"), b'{"level":"DEBUG"}', True),
+    ],
+)
+def test_a_line_a_function_writes_is_ingested_as_its_logging_config_says(
+    config: LogConfig, message: bytes, sent: bool
+) -> None:
+    assert config.application_bytes(message + b"\n") == (len(message) + 26 if sent else 0)  # 26: each event's own
+    assert config.application_bytes(b"\n") == 0
+
+
+def test_lambda_s_own_events_are_ingested_as_text_or_at_info_and_not_at_warn() -> None:
+    metrics = {"durationMs": 4.65, "billedDurationMs": 5, "memorySizeMB": 512, "maxMemoryUsedMB": 45}
+    request_id = "c31c1b41-54ed-4da5-a696-9954175e2a6a"
+    lines = [
+        f"START RequestId: {request_id} Version: $LATEST",
+        f"END RequestId: {request_id}",
+        f"REPORT RequestId: {request_id}\tDuration: 4.65 ms\tBilled Duration: 5 ms\tMemory Size: 512 MB\t"
+        "Max Memory Used: 45 MB",
+    ]
+    assert LogConfig("Text").platform_bytes(request_id, metrics) == sum(len(line) + 26 for line in lines)
+    assert LogConfig("JSON", system_level="INFO").platform_bytes(request_id, metrics) > 0
+    assert LogConfig("JSON", system_level="WARN").platform_bytes(request_id, metrics) == 0

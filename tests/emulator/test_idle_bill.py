@@ -88,3 +88,35 @@ async def test_an_idle_sdk_client_bills_under_2_percent_of_a_held_container_and_
     with anyio.fail_after(2):
         while stack.pools[STREAMING].busy:  # noqa: ASYNC110 - the emulator's count of running invocations
             await anyio.sleep(0.01)
+
+
+def _log_bytes(aws: LocalAws) -> int:
+    entry = aws.bill.summary().get(STREAMING)
+    return int(entry["logBytes"]) if entry else 0
+
+
+async def _idle_log_bytes_per_poll(aws: LocalAws) -> float:
+    """What each of an idle SDK client's polls through the Function URL put into the streaming function's logs."""
+    async with Client(f"{aws.url('StreamingFunctionUrl')}/mcp", mode="legacy") as client:
+        await client.list_tools()
+        await _after_polls(aws, 1)
+        before, served = _log_bytes(aws), len(aws.pools[STREAMING].served)
+        await _after_polls(aws, POLLS)
+        after, polls = _log_bytes(aws), len(aws.pools[STREAMING].served) - served
+    return (after - before) / polls
+
+
+@pytest.fixture(scope="module")
+def platform_info_stack() -> Any:
+    with serving(TEMPLATE, containers=2, parameters={"PlatformLogLevel": "INFO"}) as aws:
+        yield aws
+
+
+async def test_an_idle_client_s_polls_put_nothing_into_the_logs_unless_lambda_s_own_events_are_asked_for(
+    stack: LocalAws, platform_info_stack: LocalAws
+) -> None:
+    """At the defaults (JSON logs, PlatformLogLevel WARN, no access log) a poll writes nothing CloudWatch Logs would
+    ingest; with PlatformLogLevel INFO each poll adds Lambda's platform.start and platform.report events."""
+    assert await _idle_log_bytes_per_poll(stack) == 0
+    per_poll = await _idle_log_bytes_per_poll(platform_info_stack)
+    assert 350 <= per_poll <= 700, per_poll
