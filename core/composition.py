@@ -39,6 +39,7 @@ from stratus.server.server import McpServer
 from stratus.settings import Settings
 from stratus.stores.base import StoreOptions, Stores
 from stratus.stores.factory import build_stores
+from stratus.tracing import Tracing, tracing_for
 
 if TYPE_CHECKING:
     from stratus.protocol.launchers import TaskLauncher
@@ -146,6 +147,7 @@ def build_serving(
     *,
     stream_slots: StreamSlots | None = None,
     task_launcher: TaskLauncher | None = None,
+    tracing: Tracing | None = None,
 ) -> Serving:
     """The dispatcher of `server` over `stores` and every part it routes to, running calls through `pipeline`: what
     the app serves and a task worker runs."""
@@ -208,5 +210,6 @@ def build_serving(
         listen=listen,
         tasks=tasks,
         running=running,
+        tracing=tracing if tracing is not None else tracing_for(settings.tracing),
     )
     return Serving(dispatcher, tool_calls, tasks, BuiltOnUse(relayed_calls), starts_relays=starts_relays)

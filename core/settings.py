@@ -196,6 +196,10 @@ class Settings:
     `powertools` (the same through Powertools for AWS Lambda, at about 33 ms more per cold start)."""
     metrics_namespace: str = "Stratus"
     """The CloudWatch namespace of the metrics in `emf` and `powertools` telemetry."""
+    tracing: str = "off"
+    """`off` (nothing of OpenTelemetry imported), `console` (each request's spans printed as JSON) or `otlp` (sent
+    to the OTLP/HTTP endpoint `OTEL_EXPORTER_OTLP_ENDPOINT` names, flushed before each invocation ends): the `otel`
+    extra (`stratus.tracing`)."""
     metrics_tools: tuple[str, ...] = ()
     """The tools (resources, prompts) whose metrics carry their name as the `item` dimension (`*`: every one); the
     others are counted per method and outcome. Each combination of dimension values is a custom metric, billed
@@ -262,6 +266,8 @@ class Settings:
             problems.append(f"{PREFIX}APP={self.app!r}: must be 'module:attribute', e.g. examples.demo:server")
         if self.telemetry not in ("local", "emf", "powertools"):
             problems.append(f"{PREFIX}TELEMETRY={self.telemetry!r}: must be local, emf or powertools")
+        if self.tracing not in ("off", "console", "otlp"):
+            problems.append(f"{PREFIX}TRACING={self.tracing!r}: must be off, console or otlp")
         if self.auth_mode not in ("off", "jwt", "gateway", "front"):
             problems.append(f"{PREFIX}AUTH_MODE={self.auth_mode!r}: must be off, jwt, gateway or front")
         if self.log_level.upper() not in LOG_LEVELS:

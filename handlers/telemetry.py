@@ -52,7 +52,23 @@ class PowertoolsMetrics:
 
 
 def build_telemetry(settings: Settings, service: str) -> tuple[MetricsSink, Flush]:
-    """The metrics sink for `settings.telemetry` and what to call at the end of each invocation."""
+    """The metrics sink for `settings.telemetry` and what to call at the end of each invocation: its flush, and the
+    spans' when tracing is on (`stratus.tracing`)."""
+    metrics, flush = _metrics(settings, service)
+    if settings.tracing == "off":
+        return metrics, flush
+    from stratus.tracing import tracing_for
+
+    spans = tracing_for(settings.tracing)
+
+    def flush_both() -> None:
+        flush()
+        spans.flush()
+
+    return metrics, flush_both
+
+
+def _metrics(settings: Settings, service: str) -> tuple[MetricsSink, Flush]:
     if settings.telemetry == "local":
         return LocalMetrics(), _nothing
     from stratus.observability import EmfMetrics, JsonFormatter, configure_logging

@@ -6,6 +6,8 @@ import json
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 import stratus
 from tests.fixtures.fresh_interpreter import run_fresh
 from tests.fixtures.keys import SECRET_KEY
@@ -39,6 +41,22 @@ def test_the_buffered_handler_imports_no_aws_sdk_redis_client_or_tracer() -> Non
         f"print(json.dumps([name for name in {HEAVY!r} if name in sys.modules]))"
     )
     assert _probe(probe) == []
+
+
+OTEL_PROBE = (
+    "import json, sys; from stratus import Settings, build_app; from tests.fixtures.sample_server import server; "
+    "import stratus.handlers.{shape}; build_app(server, Settings.from_env()); "
+    "print(json.dumps(sorted({{name.split('.')[0] for name in sys.modules if name.startswith('opentelemetry')}})))"
+)
+
+
+@pytest.mark.parametrize("shape", ["buffered", "streaming"])
+def test_with_tracing_off_no_module_of_opentelemetry_is_imported_and_with_it_on_they_are(shape: str) -> None:
+    """Either shape's handler with its app built: tracing off imports nothing of OpenTelemetry (the official SDK
+    client's dependency, opentelemetry-api, is installed beside it), tracing on imports it."""
+    probe = OTEL_PROBE.format(shape=shape)
+    assert json.loads(run_fresh(probe)) == []
+    assert json.loads(run_fresh(probe, {"STRATUS_TRACING": "console"})) == ["opentelemetry"]
 
 
 def test_a_gateway_imports_the_websocket_library_only_when_a_websocket_upstream_connects(tmp_path: Path) -> None:

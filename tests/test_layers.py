@@ -36,6 +36,8 @@ LAYERS: tuple[tuple[str, ...], ...] = (
         "stratus.stores.bounded",
         "stratus.setting_values",
         "stratus.net",
+        "stratus.tracing",
+        "stratus.otel_tracing",
     ),
     (
         "stratus.server",

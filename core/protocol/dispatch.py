@@ -7,20 +7,22 @@ The methods live with what they serve: `lifecycle` (discover, initialize, ping, 
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Generic, TypeVar
 
-from stratus.errors import MethodNotFoundError
-from stratus.protocol import versions
+from stratus.errors import McpError, MethodNotFoundError
+from stratus.protocol import request_spans, versions
 from stratus.protocol.call import Call, Method
 from stratus.protocol.cancellation import RunningCalls
 from stratus.protocol.lifecycle import Lifecycle
 from stratus.protocol.listing import Listings
 from stratus.protocol.reads import Reads
 from stratus.protocol.tool_calls import ToolCalls
+from stratus.request.inputs import InputRequired
 from stratus.server.hooks import ServerHooks
 from stratus.server.server import McpServer
 from stratus.stores.base import Stores
+from stratus.tracing import NO_TRACING, Tracing
 from stratus.types import JsonObject
 
 if TYPE_CHECKING:
@@ -68,8 +70,19 @@ class Dispatcher:
         listen: Method,
         tasks: BuiltOnUse[TaskService],
         running: RunningCalls,
+        tracing: Tracing = NO_TRACING,
     ) -> None:
         self.server = server
+        self.tracing = tracing
+        # Tracing off: no span, not even its attributes worked out, nor a frame more per request.
+        self.dispatch: Callable[[Call], Awaitable[JsonObject]] = (
+            self._dispatch if tracing is NO_TRACING else self._traced
+        )
+        """The result of a call (in its server span when tracing is on).
+
+        Raises:
+            McpError: the request failed in a way the protocol reports as a JSON-RPC error.
+        """
         self.stores = stores
         self.hooks = hooks
         self.lifecycle = lifecycle
@@ -110,7 +123,26 @@ class Dispatcher:
         if (tasks := self.tasks.built) is not None:
             await tasks.aclose()
 
-    async def dispatch(self, call: Call) -> JsonObject:
+    async def _traced(self, call: Call) -> JsonObject:
+        """`_dispatch` in the request's server span (`stratus.protocol.request_spans`)."""
+        name, attributes = request_spans.span_name(call), request_spans.span_attributes(call)
+        parent, transport = request_spans.parent_context(call), request_spans.transport_context(call)
+        with self.tracing.request(name, attributes, parent, transport) as span:
+            try:
+                result = await self._dispatch(call)
+            except McpError as error:
+                span.failed(str(error.code), error.message, status_code=str(error.code))
+                raise
+            except InputRequired:  # a question to the client, or a task's run ending between steps: no failure
+                raise
+            except Exception as error:
+                span.failed(type(error).__name__)  # its text stays out, as it does of the client's answer
+                raise
+            if result.get("isError") is True and call.request.method == "tools/call":
+                span.failed("tool_error")
+            return result
+
+    async def _dispatch(self, call: Call) -> JsonObject:
         """The result of `call`.
 
         Raises:

@@ -29,6 +29,7 @@ from stratus.types import ASGIApp
 
 if TYPE_CHECKING:
     from stratus.protocol.launchers import TaskLauncher
+    from stratus.tracing import Tracing
 
 
 def build_app(
@@ -38,6 +39,7 @@ def build_app(
     stores: Stores | None = None,
     metrics: MetricsSink | None = None,
     task_launcher: TaskLauncher | None = None,
+    tracing: Tracing | None = None,
     monotonic: Callable[[], float] = time.monotonic,
 ) -> Router:
     """An ASGI app serving `server` at `settings.mcp_path`.
@@ -48,6 +50,7 @@ def build_app(
         stores: state backends; built from `settings.store` when not given.
         metrics: where the pipeline reports calls, errors and latency (default: in memory, logged at DEBUG).
         task_launcher: where tasks run (default: in this process).
+        tracing: where requests' spans go (default: as `settings.tracing` says; off, nothing).
         monotonic: the clock of `/health`'s uptime and census cache (tests advance it).
     """
     settings = settings or Settings()
@@ -61,7 +64,9 @@ def build_app(
     )
     pipeline = pipeline_for(server, settings, stores, metrics)
     stream_slots = stream_slots_for(settings)
-    serving = build_serving(server, settings, stores, pipeline, stream_slots=stream_slots, task_launcher=task_launcher)
+    serving = build_serving(
+        server, settings, stores, pipeline, stream_slots=stream_slots, task_launcher=task_launcher, tracing=tracing
+    )
     session_streams = SessionStreams(
         stores.sessions,
         stores.events,

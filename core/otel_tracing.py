@@ -1,0 +1,150 @@
+"""Tracing with OpenTelemetry (`STRATUS_TRACING=console|otlp`, the `otel` extra): the only module that imports it,
+and only when tracing is on (`stratus.tracing.tracing_for`). `OtelTracing` is a `stratus.tracing.Tracing`.
+
+Each MCP request is one SERVER span. Its parent is the W3C trace context the request carried in `params._meta`
+(MCP reserves `traceparent`, `tracestate` and `baggage` there, on both eras), linked to the HTTP request's own
+context when that differs; without one in `_meta`, the HTTP request's `traceparent` header is the parent. The
+process's tracer provider is also OpenTelemetry's global one, so spans a tool makes with the OpenTelemetry API join
+the request's trace, and each log record carries the current span's `trace_id` and `span_id`.
+
+Spans are batched and sent when the host flushes (`flush`, after each Lambda invocation as the metrics are):
+`console` prints each span as one JSON line on stdout, `otlp` posts them to the OTLP/HTTP endpoint the standard
+variables name (`OTEL_EXPORTER_OTLP_ENDPOINT`, `OTEL_EXPORTER_OTLP_HEADERS`; https://opentelemetry.io/docs/
+specs/otel/protocol/exporter/).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import threading
+from collections.abc import Iterator, Mapping
+from contextlib import AbstractContextManager, contextmanager
+from typing import Any
+
+from opentelemetry import trace
+from opentelemetry.baggage.propagation import W3CBaggagePropagator
+from opentelemetry.context import Context
+from opentelemetry.propagators.composite import CompositePropagator
+from opentelemetry.sdk.resources import Resource
+from opentelemetry.sdk.trace import TracerProvider
+from opentelemetry.sdk.trace.export import BatchSpanProcessor, ConsoleSpanExporter, SpanExporter
+from opentelemetry.trace import Link, SpanKind, Status, StatusCode
+from opentelemetry.trace.propagation.tracecontext import TraceContextTextMapPropagator
+
+from stratus.version import __version__
+
+_PROPAGATOR = CompositePropagator([TraceContextTextMapPropagator(), W3CBaggagePropagator()])
+
+
+class _Span:
+    __slots__ = ("_span",)
+
+    def __init__(self, span: trace.Span) -> None:
+        self._span = span
+
+    def failed(self, error_type: str, description: str | None = None, *, status_code: str | None = None) -> None:
+        self._span.set_attribute("error.type", error_type)
+        if status_code is not None:
+            self._span.set_attribute("rpc.response.status_code", status_code)
+        self._span.set_status(Status(StatusCode.ERROR, description))
+
+
+class OtelTracing:
+    """Server spans of MCP requests on `provider`."""
+
+    def __init__(self, provider: TracerProvider) -> None:
+        self.provider = provider
+        self._tracer = provider.get_tracer("stratus", __version__)
+
+    def request(
+        self,
+        name: str,
+        attributes: Mapping[str, str],
+        parent: Mapping[str, str],
+        transport: Mapping[str, str],
+    ) -> AbstractContextManager[_Span]:
+        return self._request(name, attributes, parent, transport)
+
+    @contextmanager
+    def _request(
+        self,
+        name: str,
+        attributes: Mapping[str, str],
+        parent: Mapping[str, str],
+        transport: Mapping[str, str],
+    ) -> Iterator[_Span]:
+        carried = _PROPAGATOR.extract(dict(transport)) if transport else None
+        links: list[Link] = []
+        context: Context | None
+        if parent:
+            context = _PROPAGATOR.extract(dict(parent))
+            outer = trace.get_current_span(carried).get_span_context() if carried is not None else None
+            if outer is not None and outer.is_valid:
+                links.append(Link(outer))
+        else:
+            context = carried
+        with self._tracer.start_as_current_span(
+            name,
+            context=context,
+            kind=SpanKind.SERVER,
+            attributes=dict(attributes),
+            links=links,
+            record_exception=False,  # an exception's text may hold what the client must not see, or a secret
+            set_status_on_exception=False,
+        ) as span:
+            yield _Span(span)
+
+    def flush(self) -> None:
+        self.provider.force_flush()
+
+
+class _JsonLines(ConsoleSpanExporter):
+    """The console exporter, one JSON object per line (its default is indented over many)."""
+
+    def __init__(self) -> None:
+        super().__init__(formatter=lambda span: json.dumps(json.loads(span.to_json()), separators=(",", ":")) + "\n")
+
+
+def _exporter(mode: str) -> SpanExporter:
+    if mode == "console":
+        return _JsonLines()
+    from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
+
+    return OTLPSpanExporter()
+
+
+def correlate_logs() -> None:
+    """Each log record made from now on carries the current span's `trace_id` and `span_id` (32 and 16 hex digits,
+    as X-Ray and OpenTelemetry backends read them), when a span is current."""
+    make_record = logging.getLogRecordFactory()
+
+    def with_span(*args: Any, **kwargs: Any) -> logging.LogRecord:
+        record = make_record(*args, **kwargs)
+        context = trace.get_current_span().get_span_context()
+        if context.is_valid:
+            record.trace_id = format(context.trace_id, "032x")
+            record.span_id = format(context.span_id, "016x")
+        return record
+
+    logging.setLogRecordFactory(with_span)
+
+
+_lock = threading.Lock()
+_process: OtelTracing | None = None
+
+
+def process_tracing(mode: str) -> OtelTracing:
+    """The process's one tracer (built on first use, with the exporter `mode` names), OpenTelemetry's global
+    provider too."""
+    global _process
+    with _lock:
+        if _process is None:
+            named = {} if os.environ.get("OTEL_SERVICE_NAME") else {"service.name": "stratus"}
+            provider = TracerProvider(resource=Resource.create(named))
+            provider.add_span_processor(BatchSpanProcessor(_exporter(mode)))
+            trace.set_tracer_provider(provider)
+            correlate_logs()
+            _process = OtelTracing(provider)
+        return _process

@@ -1,0 +1,86 @@
+"""The tracing seam: what the request path asks of a tracer, and the tracer when tracing is off.
+
+With `STRATUS_TRACING=off` (the default) every request gets `NO_TRACING`'s span, which does nothing, and no module of
+OpenTelemetry is imported. `console` and `otlp` build `stratus.otel_tracing.OtelTracing` (the `otel` extra): one
+server span per MCP request, named and attributed as OpenTelemetry's MCP conventions say
+(`stratus.protocol.request_spans`), its parent the W3C trace context the client sent.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from contextlib import AbstractContextManager
+from typing import Protocol
+
+TRACE_CONTEXT_KEYS = ("traceparent", "tracestate", "baggage")
+"""W3C trace context, in a request's `params._meta` (MCP reserves these keys) or in HTTP headers."""
+
+
+class RequestSpan(Protocol):
+    def failed(self, error_type: str, description: str | None = None, *, status_code: str | None = None) -> None:
+        """The request ended in error: `error_type` a low-cardinality class (a JSON-RPC code, `tool_error`, an
+        exception's type name), `description` what the client was told (never an internal error's text),
+        `status_code` the JSON-RPC error code when there is one."""
+
+
+class Tracing(Protocol):
+    def request(
+        self,
+        name: str,
+        attributes: Mapping[str, str],
+        parent: Mapping[str, str],
+        transport: Mapping[str, str],
+    ) -> AbstractContextManager[RequestSpan]:
+        """A server span for one MCP request, current while the block runs. `parent`: the trace context the request
+        carried in `params._meta`; `transport`: the HTTP request's own (headers), the parent when `parent` has none,
+        else a link."""
+
+    def flush(self) -> None:
+        """Send the spans that ended (before a Lambda invocation ends, so none is lost at the freeze)."""
+
+
+class _NoSpan:
+    __slots__ = ()
+
+    def __enter__(self) -> _NoSpan:
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        return None
+
+    def failed(self, error_type: str, description: str | None = None, *, status_code: str | None = None) -> None:
+        return None
+
+
+_NO_SPAN = _NoSpan()
+
+
+class NoTracing:
+    """Tracing off: every request's span does nothing."""
+
+    __slots__ = ()
+
+    def request(
+        self,
+        name: str,
+        attributes: Mapping[str, str],
+        parent: Mapping[str, str],
+        transport: Mapping[str, str],
+    ) -> AbstractContextManager[RequestSpan]:
+        return _NO_SPAN
+
+    def flush(self) -> None:
+        return None
+
+
+NO_TRACING = NoTracing()
+
+
+def tracing_for(mode: str) -> Tracing:
+    """The tracer `STRATUS_TRACING` (`Settings.tracing`) asks for; `NO_TRACING` when off (OpenTelemetry is imported
+    only when on)."""
+    if mode == "off":
+        return NO_TRACING
+    from stratus.otel_tracing import process_tracing
+
+    return process_tracing(mode)
