@@ -20,7 +20,7 @@ import logging
 import os
 import threading
 from collections.abc import Iterator, Mapping
-from contextlib import AbstractContextManager, contextmanager
+from contextlib import contextmanager
 from typing import Any
 
 from opentelemetry import trace
@@ -58,17 +58,8 @@ class OtelTracing:
         self.provider = provider
         self._tracer = provider.get_tracer("stratus", __version__)
 
-    def request(
-        self,
-        name: str,
-        attributes: Mapping[str, str],
-        parent: Mapping[str, str],
-        transport: Mapping[str, str],
-    ) -> AbstractContextManager[_Span]:
-        return self._request(name, attributes, parent, transport)
-
     @contextmanager
-    def _request(
+    def request(
         self,
         name: str,
         attributes: Mapping[str, str],
