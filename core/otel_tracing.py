@@ -87,6 +87,23 @@ class OtelTracing:
         ) as span:
             yield _Span(span)
 
+    def inject(self) -> dict[str, str]:
+        carrier: dict[str, str] = {}
+        _PROPAGATOR.inject(carrier)
+        return carrier
+
+    @contextmanager
+    def consume(self, name: str, attributes: Mapping[str, str], parent: Mapping[str, str]) -> Iterator[_Span]:
+        with self._tracer.start_as_current_span(
+            name,
+            context=_PROPAGATOR.extract(dict(parent)) if parent else None,
+            kind=SpanKind.CONSUMER,
+            attributes=dict(attributes),
+            record_exception=False,
+            set_status_on_exception=False,
+        ) as span:
+            yield _Span(span)
+
     def flush(self) -> None:
         self.provider.force_flush()
 

@@ -14,6 +14,8 @@ from typing import Protocol
 
 TRACE_CONTEXT_KEYS = ("traceparent", "tracestate", "baggage")
 """W3C trace context, in a request's `params._meta` (MCP reserves these keys) or in HTTP headers."""
+TRACE_EVENT_KEY = "stratusTrace"
+"""A launch event's key for the launching request's trace context, which the run's span continues."""
 
 
 class RequestSpan(Protocol):
@@ -34,6 +36,16 @@ class Tracing(Protocol):
         """A server span for one MCP request, current while the block runs. `parent`: the trace context the request
         carried in `params._meta`; `transport`: the HTTP request's own (headers), the parent when `parent` has none,
         else a link."""
+
+    def inject(self) -> dict[str, str]:
+        """The current span's W3C trace context, for a launch to carry to the invocation that runs it ({} with
+        none)."""
+
+    def consume(
+        self, name: str, attributes: Mapping[str, str], parent: Mapping[str, str]
+    ) -> AbstractContextManager[RequestSpan]:
+        """A CONSUMER span for work a launch started in another invocation (a task's run, a relayed call's), its
+        parent the trace context the launch carried."""
 
     def flush(self) -> None:
         """Send the spans that ended (before a Lambda invocation ends, so none is lost at the freeze)."""
@@ -69,6 +81,14 @@ class NoTracing:
     ) -> AbstractContextManager[RequestSpan]:
         return _NO_SPAN
 
+    def inject(self) -> dict[str, str]:
+        return {}
+
+    def consume(
+        self, name: str, attributes: Mapping[str, str], parent: Mapping[str, str]
+    ) -> AbstractContextManager[RequestSpan]:
+        return _NO_SPAN
+
     def flush(self) -> None:
         return None
 
@@ -84,3 +104,9 @@ def tracing_for(mode: str) -> Tracing:
     from stratus.otel_tracing import process_tracing
 
     return process_tracing(mode)
+
+
+def traced(event: dict[str, str], tracing: Tracing) -> dict[str, object]:
+    """A launch's event, with the current span's trace context when there is one (`TRACE_EVENT_KEY`)."""
+    carrier = tracing.inject()
+    return {**event, TRACE_EVENT_KEY: carrier} if carrier else dict(event)

@@ -27,6 +27,8 @@ import logging
 import re
 from typing import TYPE_CHECKING, Any
 
+from stratus.tracing import NO_TRACING, Tracing, traced
+
 if TYPE_CHECKING:
     from stratus.protocol.launchers import CallLauncher, RunTask
     from stratus.stores.records import TaskRecord
@@ -58,10 +60,11 @@ class DurableLauncher:
     through `calls`, and stops a cancelled task's execution. A `RecordLauncher` and a `CallLauncher`
     (`stratus.protocol.launchers`)."""
 
-    def __init__(self, function: str, calls: CallLauncher, client: Any = None) -> None:
+    def __init__(self, function: str, calls: CallLauncher, client: Any = None, tracing: Tracing = NO_TRACING) -> None:
         self.function = function
         self.calls = calls
         self._client = client
+        self.tracing = tracing
 
     def client(self) -> Any:
         if self._client is None:
@@ -88,7 +91,7 @@ class DurableLauncher:
                 FunctionName=self.function,
                 InvocationType="Event",
                 DurableExecutionName=execution_name(task_id),
-                Payload=json.dumps({TASK_EVENT_KEY: task_id}).encode(),
+                Payload=json.dumps(traced({TASK_EVENT_KEY: task_id}, self.tracing)).encode(),
             )
         except client.exceptions.DurableExecutionAlreadyStartedException:
             # The task's execution exists already: an earlier delivery of the same start.

@@ -46,9 +46,10 @@ from aws_durable_execution_sdk_python.retries import RetryStrategyConfig, create
 
 from stratus import Settings
 from stratus.composition import stores_for
-from stratus.handlers.task_worker import TASK_EVENT_KEY, run_task, settings_for_invocation
+from stratus.handlers.task_worker import TASK_EVENT_KEY, launch_trace, run_task, settings_for_invocation
 from stratus.protocol.launchers import answers_callback_key
 from stratus.protocol.run_failures import RETRIES_EXHAUSTED, fail_task
+from stratus.tracing import Tracing
 
 logger = logging.getLogger("stratus.tasks")
 MARK_FAILED_STEP = "mark-failed"
@@ -70,18 +71,23 @@ NEXT_INVOCATION = Duration.from_seconds(1)
 SDK allows."""
 
 
-def run_launch(event: Any, context: DurableContext, settings: Callable[[], Settings]) -> dict[str, Any]:
+def run_launch(
+    event: Any, context: DurableContext, settings: Callable[[], Settings], tracing: Tracing | None = None
+) -> dict[str, Any]:
     """One durable execution of a task (`{"stratusTask": "<task id>"}`), round after round: `ended` is what the last
     round came to (`ended`; `skipped` when the task was unknown or no longer working), `rounds` how many ran;
-    `markedFailed` is there when a round failed for good and says whether that moved the task to `failed`."""
+    `markedFailed` is there when a round failed for good and says whether that moved the task to `failed`. Each
+    round's span continues the trace the launch carried (every round's, a resumption's too)."""
     fields = event if isinstance(event, dict) else {}
     task_id = fields.get(TASK_EVENT_KEY)
     if not isinstance(task_id, str):
         logger.warning("durable task worker invoked without a task id")
         return {"ended": "skipped", "rounds": 0}
+    parent = launch_trace(fields)
 
     def run(_: StepContext) -> str:
-        return asyncio.run(run_task(settings(), task_id, context.lambda_context, durable=True))
+        round_run = run_task(settings(), task_id, context.lambda_context, durable=True, parent=parent, tracing=tracing)
+        return asyncio.run(round_run)
 
     for round_number in range(MAX_ROUNDS):
         try:

@@ -14,6 +14,7 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from stratus import Settings
@@ -21,6 +22,7 @@ from stratus.composition import build_serving, pipeline_for, stores_for
 from stratus.handlers.loading import app_reference, load_server
 from stratus.handlers.secrets import INVOCATION_PATIENCE_SECONDS, patience_within, settings_from_env
 from stratus.handlers.telemetry import build_telemetry
+from stratus.tracing import NO_TRACING, TRACE_EVENT_KEY, Tracing, traced, tracing_for
 
 if TYPE_CHECKING:
     from stratus.protocol.launchers import RunTask, TaskLauncher
@@ -36,9 +38,10 @@ class LambdaLauncher:
     `launch_call`, a `CallLauncher` (`stratus.protocol.launchers`, not imported here: this module is on the cold
     path)."""
 
-    def __init__(self, function: str, client: Any = None) -> None:
+    def __init__(self, function: str, client: Any = None, tracing: Tracing = NO_TRACING) -> None:
         self.function = function
         self._client = client
+        self.tracing = tracing
 
     def client(self) -> Any:
         if self._client is None:
@@ -54,7 +57,7 @@ class LambdaLauncher:
         await self._invoke({CALL_EVENT_KEY: call_id})
 
     async def _invoke(self, event: dict[str, str]) -> None:
-        payload = json.dumps(event).encode()
+        payload = json.dumps(traced(event, self.tracing)).encode()
         await asyncio.to_thread(
             self.client().invoke, FunctionName=self.function, InvocationType="Event", Payload=payload
         )
@@ -65,28 +68,45 @@ def task_launcher(settings: Settings) -> TaskLauncher | None:
     then), else `task_worker`'s; None runs tasks in the process that creates them."""
     if not settings.task_worker:
         return None
-    calls = LambdaLauncher(settings.task_worker)
+    tracing = tracing_for(settings.tracing)
+    calls = LambdaLauncher(settings.task_worker, tracing=tracing)
     if settings.task_worker_durable:
         from stratus.handlers.durable_launcher import DurableLauncher
 
-        return DurableLauncher(settings.task_worker_durable, calls)
+        return DurableLauncher(settings.task_worker_durable, calls, tracing=tracing)
     return calls
 
 
 async def run_task(
-    settings: Settings, task_id: str, lambda_context: Any = None, *, relayed: bool = False, durable: bool = False
+    settings: Settings,
+    task_id: str,
+    lambda_context: Any = None,
+    *,
+    relayed: bool = False,
+    durable: bool = False,
+    parent: Mapping[str, str] | None = None,
+    tracing: Tracing | None = None,
 ) -> str:
     """Run one stored task, or one relayed call, with the deployment's server, pipeline and stores (built for this
     run, then closed); where it came to (`stratus.protocol.task_service.RunEnd`: `skipped` when it did not run, as a
-    record of the other kind never does). `durable`: a round of the durable task worker's (`TaskService.run`)."""
+    record of the other kind never does). `durable`: a round of the durable task worker's (`TaskService.run`).
+    `parent`: the trace context its launch carried, which the run's span continues (`tracing`: as the settings
+    say, by default)."""
     server = load_server(app_reference(settings))
     metrics, flush = build_telemetry(settings, server.name)
     stores = stores_for(settings)
-    serving = build_serving(server, settings, stores, pipeline_for(server, settings, stores, metrics))
+    tracing = tracing if tracing is not None else tracing_for(settings.tracing)
+    serving = build_serving(server, settings, stores, pipeline_for(server, settings, stores, metrics), tracing=tracing)
+    kind = "call" if relayed else "task"
     try:
-        if relayed:
-            return "ended" if await serving.relays().run(task_id, lambda_context=lambda_context) else "skipped"
-        return await serving.tasks().run(task_id, lambda_context=lambda_context, durable=durable)
+        with tracing.consume(f"{kind} run", {"stratus.run": kind}, parent or {}) as span:
+            try:
+                if relayed:
+                    return "ended" if await serving.relays().run(task_id, lambda_context=lambda_context) else "skipped"
+                return await serving.tasks().run(task_id, lambda_context=lambda_context, durable=durable)
+            except Exception as error:
+                span.failed(type(error).__name__)
+                raise
     finally:
         await serving.dispatcher.aclose()
         await stores.aclose()
@@ -99,14 +119,24 @@ def handler(event: Any, context: Any) -> dict[str, Any]:
     other kind, or already run)."""
     fields = event if isinstance(event, dict) else {}
     call_id, task_id = fields.get(CALL_EVENT_KEY), fields.get(TASK_EVENT_KEY)
+    parent = launch_trace(fields)
     if isinstance(call_id, str):
-        ran = asyncio.run(run_task(settings_for_invocation(context), call_id, context, relayed=True)) != "skipped"
+        settings = settings_for_invocation(context)
+        ran = asyncio.run(run_task(settings, call_id, context, relayed=True, parent=parent)) != "skipped"
         return {"ran": ran, "callId": call_id}
     if not isinstance(task_id, str):
         logger.warning("task worker invoked without a task id")
         return {"ran": False}
-    ran = asyncio.run(run_task(settings_for_invocation(context), task_id, context)) != "skipped"
+    ran = asyncio.run(run_task(settings_for_invocation(context), task_id, context, parent=parent)) != "skipped"
     return {"ran": ran, "taskId": task_id}
+
+
+def launch_trace(fields: Mapping[str, Any]) -> dict[str, str]:
+    """The trace context a launch's event carried ({} without one, or with one of another shape)."""
+    carried = fields.get(TRACE_EVENT_KEY)
+    if not isinstance(carried, dict):
+        return {}
+    return {key: value for key, value in carried.items() if isinstance(key, str) and isinstance(value, str)}
 
 
 def settings_for_invocation(context: Any) -> Settings:

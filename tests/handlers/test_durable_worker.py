@@ -22,12 +22,17 @@ from aws_durable_execution_sdk_python.config import Duration
 from aws_durable_execution_sdk_python.lambda_service import OperationStatus
 from aws_durable_execution_sdk_python_testing import DurableFunctionTestResult, DurableFunctionTestRunner
 from botocore.stub import Stubber
+from opentelemetry.sdk.trace import TracerProvider
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+from opentelemetry.trace import SpanKind
 
 from stratus import Settings
 from stratus.composition import stores_for
 from stratus.handlers import durable_worker, sweeper
 from stratus.handlers.durable_launcher import DurableLauncher
 from stratus.handlers.task_worker import LambdaLauncher, settings_for_invocation, task_launcher
+from stratus.otel_tracing import OtelTracing
 from stratus.settings import SettingsError
 from stratus.transport.app import build_app
 from tests.fixtures.durable_apps import clock, runs, server
@@ -540,3 +545,66 @@ async def test_the_dead_letter_of_a_stopped_execution_leaves_its_cancelled_task_
     }
     polled = (await deployment.session.request("tasks/get", {"taskId": task_id})).json()["result"]
     assert polled["status"] == "cancelled"
+
+
+# -- traces ----------------------------------------------------------------------------------------------------------
+
+TRACE_ID = "4bf92f3577b34da6a3ce929d0e0e4736"
+
+
+async def test_a_task_s_run_continues_the_trace_of_the_request_that_created_it(environment: dict[str, str]) -> None:
+    """The launch carries the tools/call span's context to the durable execution, whose round's CONSUMER span is its
+    child: one trace from the client's request to the worker's run (OpenTelemetry's SDK, its in-memory exporter)."""
+    exporter = InMemorySpanExporter()
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    tracing = OtelTracing(provider)
+    client = boto3.client("lambda")
+    sent: list[tuple[str, dict[str, Any]]] = []
+    client.meta.events.register(
+        "provide-client-params.lambda.*", lambda params, model, **_: sent.append((model.name, dict(params)))
+    )
+    launcher = DurableLauncher(DURABLE, LambdaLauncher(WORKER, client=client), client=client, tracing=tracing)
+    with Stubber(client) as stubber:
+        app = build_app(server, Settings.from_env(environment), task_launcher=launcher, tracing=tracing)
+        async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://localhost") as http:
+            session = await McpHttp(http).initialize("2025-11-25")
+            stubber.add_response("invoke", {"StatusCode": 202})
+            params = {"name": "export", "arguments": {"name": "ledger"}, "task": {}}
+            await session.request("tools/call", params, headers={"traceparent": f"00-{TRACE_ID}-00f067aa0ba902b7-01"})
+        await app.shutdown()
+    ((_, invoked),) = [(operation, params) for operation, params in sent if operation == "Invoke"]
+    event = json.loads(invoked["Payload"])
+
+    @durable_execution
+    def traced_worker(event: Any, context: DurableContext) -> dict[str, Any]:
+        return durable_worker.run_launch(event, context, lambda: settings_for_invocation(None), tracing)
+
+    result = await asyncio.to_thread(execute, traced_worker, event)
+
+    assert json.loads(result.result or "null")["ended"] == "ended"
+    spans = {span.name: span for span in exporter.get_finished_spans()}
+    request, run = spans["tools/call export"], spans["task run"]
+    assert request.context is not None and run.context is not None and run.parent is not None
+    assert format(request.context.trace_id, "032x") == format(run.context.trace_id, "032x") == TRACE_ID
+    assert run.parent.span_id == request.context.span_id and run.kind is SpanKind.CONSUMER
+    assert set(event) == {"stratusTask", "stratusTrace"} and set(event["stratusTrace"]) == {"traceparent"}
+    provider.shutdown()
+
+
+async def test_a_relayed_call_s_launch_carries_the_current_span_and_none_without_tracing(aws_credentials: None) -> None:
+    provider = TracerProvider()
+    tracing = OtelTracing(provider)
+    client = boto3.client("lambda", region_name="us-east-1")
+    sent: list[dict[str, Any]] = []
+    client.meta.events.register("provide-client-params.lambda.Invoke", lambda params, **_: sent.append(dict(params)))
+    with Stubber(client) as stubber:
+        for _ in range(2):
+            stubber.add_response("invoke", {"StatusCode": 202})
+        with tracing.request("tools/call ask", {}, {"traceparent": f"00-{TRACE_ID}-00f067aa0ba902b7-01"}, {}):
+            await LambdaLauncher(WORKER, client=client, tracing=tracing).launch_call("call-1")
+        await LambdaLauncher(WORKER, client=client).launch_call("call-2")
+    traced, plain = (json.loads(params["Payload"]) for params in sent)
+    assert traced["stratusCall"] == "call-1" and traced["stratusTrace"]["traceparent"].startswith(f"00-{TRACE_ID}-")
+    assert plain == {"stratusCall": "call-2"}
+    provider.shutdown()
