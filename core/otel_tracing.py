@@ -88,9 +88,7 @@ class OtelTracing:
             yield _Span(span)
 
     def inject(self) -> dict[str, str]:
-        carrier: dict[str, str] = {}
-        _PROPAGATOR.inject(carrier)
-        return carrier
+        return current_trace_context()
 
     @contextmanager
     def consume(self, name: str, attributes: Mapping[str, str], parent: Mapping[str, str]) -> Iterator[_Span]:
@@ -106,6 +104,14 @@ class OtelTracing:
 
     def flush(self) -> None:
         self.provider.force_flush()
+
+
+def current_trace_context() -> dict[str, str]:
+    """The current span's W3C trace context (`traceparent`, and `tracestate`, `baggage` when there are); {} with no
+    span current."""
+    carrier: dict[str, str] = {}
+    _PROPAGATOR.inject(carrier)
+    return carrier
 
 
 class _JsonLines(ConsoleSpanExporter):

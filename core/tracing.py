@@ -8,6 +8,7 @@ server span per MCP request, named and attributed as OpenTelemetry's MCP convent
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Mapping
 from contextlib import AbstractContextManager
 from typing import Protocol
@@ -110,3 +111,13 @@ def traced(event: dict[str, str], tracing: Tracing) -> dict[str, object]:
     """A launch's event, with the current span's trace context when there is one (`TRACE_EVENT_KEY`)."""
     carrier = tracing.inject()
     return {**event, TRACE_EVENT_KEY: carrier} if carrier else dict(event)
+
+
+def current_trace_context() -> dict[str, str]:
+    """The current span's W3C trace context, for a request this process sends on (a gateway's to its upstream); {}
+    with tracing off, when `stratus.otel_tracing` was never imported (and it is not imported here)."""
+    otel = sys.modules.get("stratus.otel_tracing")
+    if otel is None:
+        return {}
+    carried: dict[str, str] = otel.current_trace_context()
+    return carried

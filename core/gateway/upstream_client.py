@@ -32,6 +32,7 @@ from stratus.gateway.listening import ResourceInterest, listen
 from stratus.net.addresses import AddressGuard
 from stratus.protocol import versions
 from stratus.protocol.mirrored_headers import parameter_headers
+from stratus.tracing import TRACE_CONTEXT_KEYS, current_trace_context
 from stratus.types import JsonObject
 from stratus.version import __version__
 
@@ -194,6 +195,9 @@ class UpstreamClient:
             meta[versions.CLIENT_INFO_META] = CLIENT_INFO
             if peer is not None and peer.log_level is not None:
                 meta[versions.LOG_LEVEL_META] = peer.log_level
+        for key in TRACE_CONTEXT_KEYS:  # the caller's context is the gateway span's parent, not the upstream's
+            meta.pop(key, None)
+        meta.update(current_trace_context())
         if meta:
             sent["_meta"] = meta
         return {"jsonrpc": "2.0", "id": request_id, "method": method, "params": sent}

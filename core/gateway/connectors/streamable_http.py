@@ -19,6 +19,7 @@ from stratus.net.addresses import AddressGuard
 from stratus.net.http11 import Http11Pool
 from stratus.protocol import versions
 from stratus.protocol.mirrored_headers import ParameterHeaders, mirrored_headers
+from stratus.tracing import TRACE_CONTEXT_KEYS
 from stratus.types import JsonObject
 
 
@@ -125,4 +126,8 @@ class StreamableHttpTransport:
             headers["mcp-session-id"] = self.session_id
         if version is not None and versions.is_stateless(version):
             headers.update(mirrored_headers(message, self.parameter_headers))
+        params = message.get("params")
+        meta = params.get("_meta") if isinstance(params, dict) else None
+        if isinstance(meta, dict):  # the trace context in `_meta`, as headers too: the HTTP request's own parent
+            headers.update((key, value) for key in TRACE_CONTEXT_KEYS if isinstance(value := meta.get(key), str))
         return headers
