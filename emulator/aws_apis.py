@@ -46,7 +46,7 @@ from stratus.emulator.iam import Call, CallLog, Identities, check
 from stratus.emulator.intrinsics import ACCOUNT_ID
 from stratus.emulator.proxy_integration import read_limited, send_answer
 from stratus.emulator.throughput import SSM_STANDARD_TPS, SSM_THROTTLED_OPERATIONS, Throughput
-from stratus.types import Receive, Scope, Send
+from stratus.types import ASGIApp, Receive, Scope, Send
 
 SERVICES = ("dynamodb", "ssm")
 """The services proxied, by the name of their `AWS_ENDPOINT_URL_<SERVICE>` variable (lower case)."""
@@ -115,9 +115,12 @@ class AwsApis:
         region: str,
         stand_ins: Mapping[str, str] | None = None,
         ssm_tps: float = SSM_STANDARD_TPS,
+        traces: ASGIApp | None = None,
     ) -> None:
-        """`ssm_tps`: Parameter Store's throughput for the stack's account and Region (0: unlimited)."""
+        """`ssm_tps`: Parameter Store's throughput for the stack's account and Region (0: unlimited); `traces`: what
+        answers `POST /v1/traces` (the containers' spans, `trace_receiver`), when it is on."""
         self.targets = dict(targets)
+        self.traces = traces
         self.identities = identities
         self.log = log
         self.region = region
@@ -137,6 +140,9 @@ class AwsApis:
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
+            return
+        if self.traces is not None and scope["path"] == "/v1/traces":  # OTLP/HTTP's path, not an AWS API's
+            await self.traces(scope, receive, send)
             return
         service, _, rest = scope["path"].lstrip("/").partition("/")
         headers = dict(scope["headers"])

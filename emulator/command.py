@@ -41,12 +41,15 @@ LOCAL_PACKAGES = {
 
 def missing_package() -> str | None:
     """The first package of the `[local]` extra that cannot be imported, or None when every one can."""
-    for module, package in LOCAL_PACKAGES.items():
-        try:
-            importlib.import_module(module)
-        except ImportError:
-            return package
-    return None
+    return next((package for module, package in LOCAL_PACKAGES.items() if not _importable(module)), None)
+
+
+def _importable(module: str) -> bool:
+    try:
+        importlib.import_module(module)
+    except ImportError:
+        return False
+    return True
 
 
 def _parameter(text: str) -> tuple[str, str]:
@@ -142,6 +145,12 @@ def add_parser(commands: Any) -> None:
         metavar="N",
         help=f"SSM reads a second before the emulated SSM answers ThrottlingException, as Parameter Store's standard "
         f"throughput does (default: {SSM_STANDARD_TPS:g}; 0: unlimited)",
+    )
+    local.add_argument(
+        "--traces",
+        action="store_true",
+        help="trace every request (STRATUS_TRACING=otlp in each container) and show its spans across functions as "
+        "they arrive at the emulator's own OTLP receiver (needs the otel extra)",
     )
     local.add_argument(
         "--sign-in",
@@ -276,6 +285,9 @@ def run(args: argparse.Namespace) -> int:
             "pip install 'stratus-mcp[local]'\n"
         )
         return 2
+    if args.traces and not _importable("opentelemetry.proto.collector.trace.v1.trace_service_pb2"):
+        sys.stderr.write("stratus: stratus local --traces needs the otel extra: pip install 'stratus-mcp[otel]'\n")
+        return 2
     from stratus.settings import SettingsError
 
     try:
@@ -389,6 +401,7 @@ def _serve(
         deliver_events_twice=args.deliver_events_twice,
         iam=not args.no_iam,
         ssm_tps=args.ssm_tps,
+        traces=args.traces,
         output=output,
         door_reports=debugging(os.environ),
     )

@@ -45,6 +45,7 @@ from stratus.emulator.web_adapter import WebAdapterContainer
 
 if TYPE_CHECKING:
     from stratus.emulator.durable_service import DurableService
+    from stratus.emulator.trace_receiver import TraceReceiver
 
 START_TIMEOUT_SECONDS = 20.0
 STOP_TIMEOUT_SECONDS = 20.0
@@ -99,6 +100,9 @@ class Options:
     """Parameter Store's throughput for the stack (with `iam`): SSM reads past this many a second are answered
     `ThrottlingException`, as AWS answers them past the standard 40 (`throughput`); lower shows a burst throttled
     with fewer containers, 0 turns it off."""
+    traces: bool = False
+    """Receive the containers' spans (`trace_receiver`): each container traces (`STRATUS_TRACING=otlp`) to the
+    emulator, which writes each span as it arrives and keeps them (`LocalAws.traces`)."""
 
 
 def _answers(endpoint: str) -> bool:
@@ -152,6 +156,11 @@ class LocalAws:
         self.identities = Identities()
         self.calls = CallLog()
         """Every AWS API call the containers made through the emulator (with `iam`)."""
+        self.traces: TraceReceiver | None = None
+        if self.options.traces:
+            from stratus.emulator.trace_receiver import TraceReceiver
+
+            self.traces = TraceReceiver(self.options.output)
         self.aws_apis = self._aws_apis()
         self.events = EventQueue(
             stack,
@@ -185,7 +194,7 @@ class LocalAws:
                 for api in stack.rest_apis
                 for mapping in api.mappings
             ),
-            *([self.aws_apis] if self.aws_apis.targets else []),
+            *([self.aws_apis] if self.aws_apis.targets or self.traces is not None else []),
         ]
         for door in self.doors:
             if isinstance(door, FrontDoor):
@@ -215,6 +224,7 @@ class LocalAws:
             region=self.stack.region,
             stand_ins=stand_ins,
             ssm_tps=self.options.ssm_tps,
+            traces=self.traces,
         )
 
     def url(self, logical_id: str) -> str:
@@ -228,6 +238,9 @@ class LocalAws:
         """A container's environment: reserved variables, the function's, then the local overrides; with `iam`, its
         role's credentials, and the emulator's checked endpoints in place of the AWS APIs it fronts."""
         environment = self._given_environment(function)
+        if self.traces is not None:
+            traced = {"STRATUS_TRACING": "otlp", "OTEL_EXPORTER_OTLP_ENDPOINT": self._aws_endpoint}
+            environment = {**traced, "OTEL_SERVICE_NAME": function.name, **environment}
         if self.options.iam:
             environment.update(self.identities.issue(function.name, function.role))
             for service in self.aws_apis.targets:

@@ -8,6 +8,7 @@ The methods live with what they serve: `lifecycle` (discover, initialize, ping, 
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
+from contextlib import AbstractContextManager
 from typing import TYPE_CHECKING, Generic, TypeVar
 
 from stratus.errors import McpError, MethodNotFoundError
@@ -22,7 +23,7 @@ from stratus.request.inputs import InputRequired
 from stratus.server.hooks import ServerHooks
 from stratus.server.server import McpServer
 from stratus.stores.base import Stores
-from stratus.tracing import NO_TRACING, Tracing
+from stratus.tracing import NO_TRACING, RequestSpan, Tracing
 from stratus.types import JsonObject
 
 if TYPE_CHECKING:
@@ -123,11 +124,16 @@ class Dispatcher:
         if (tasks := self.tasks.built) is not None:
             await tasks.aclose()
 
-    async def _traced(self, call: Call) -> JsonObject:
-        """`_dispatch` in the request's server span (`stratus.protocol.request_spans`)."""
+    def span(self, call: Call) -> AbstractContextManager[RequestSpan]:
+        """The request's server span (`stratus.protocol.request_spans`), for a request answered without `dispatch`
+        (a call relayed to the task worker)."""
         name, attributes = request_spans.span_name(call), request_spans.span_attributes(call)
         parent, transport = request_spans.parent_context(call), request_spans.transport_context(call)
-        with self.tracing.request(name, attributes, parent, transport) as span:
+        return self.tracing.request(name, attributes, parent, transport)
+
+    async def _traced(self, call: Call) -> JsonObject:
+        """`_dispatch` in the request's server span."""
+        with self.span(call) as span:
             try:
                 result = await self._dispatch(call)
             except McpError as error:

@@ -195,7 +195,10 @@ class HandshakeTransport:
         except McpError:
             return None
         call = Call.in_session(message, session, http, principal)
-        return (session, await relays.start(call, tool)) if may_ask(call, tool) else None
+        if not may_ask(call, tool):
+            return None
+        with self.dispatcher.span(call):  # the launch carries it: the run in the task worker is its child
+            return session, await relays.start(call, tool)
 
     async def follow_relayed(
         self, relayed: "tuple[SessionRecord, RelayedStream]", exchange: "Exchange", *, max_seconds: float
