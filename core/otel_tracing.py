@@ -33,6 +33,7 @@ from opentelemetry.sdk.trace.export import BatchSpanProcessor, ConsoleSpanExport
 from opentelemetry.trace import Link, SpanKind, Status, StatusCode
 from opentelemetry.trace.propagation.tracecontext import TraceContextTextMapPropagator
 
+from stratus.request.inputs import InputRequired
 from stratus.version import __version__
 
 _PROPAGATOR = CompositePropagator([TraceContextTextMapPropagator(), W3CBaggagePropagator()])
@@ -55,8 +56,10 @@ class OtelTracing:
     """Server spans of MCP requests on `provider`."""
 
     def __init__(self, provider: TracerProvider) -> None:
+        global _latest
         self.provider = provider
         self._tracer = provider.get_tracer("stratus", __version__)
+        _latest = self  # where the request path's child spans go (`child_span`)
 
     @contextmanager
     def request(
@@ -104,6 +107,39 @@ class OtelTracing:
 
     def flush(self) -> None:
         self.provider.force_flush()
+
+
+_latest: OtelTracing | None = None
+
+
+_TARGET_ATTRIBUTES = {"execute_tool": "gen_ai.tool.name", "step": "stratus.step.name"}
+
+
+@contextmanager
+def child_span(operation: str, target: str = "") -> Iterator[_Span]:
+    """An INTERNAL span under the current one (`stratus.tracing.child_span`), on the latest tracer built (the
+    process's): named `{operation} {target}`, the target an attribute too."""
+    if _latest is None:
+        yield _Span(trace.INVALID_SPAN)
+        return
+    attributes = {_TARGET_ATTRIBUTES[operation]: target} if target and operation in _TARGET_ATTRIBUTES else {}
+    if operation == "execute_tool":
+        attributes["gen_ai.operation.name"] = "execute_tool"
+    with _latest._tracer.start_as_current_span(
+        f"{operation} {target}" if target else operation,
+        kind=SpanKind.INTERNAL,
+        attributes=attributes,
+        record_exception=False,
+        set_status_on_exception=False,
+    ) as span:
+        try:
+            yield _Span(span)
+        except InputRequired:  # a question to the client ends the run here: not a failure
+            raise
+        except Exception as error:
+            span.set_attribute("error.type", type(error).__name__)
+            span.set_status(Status(StatusCode.ERROR))
+            raise
 
 
 def current_trace_context() -> dict[str, str]:

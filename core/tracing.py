@@ -121,3 +121,15 @@ def current_trace_context() -> dict[str, str]:
         return {}
     carried: dict[str, str] = otel.current_trace_context()
     return carried
+
+
+def child_span(operation: str, target: str = "") -> AbstractContextManager[RequestSpan]:
+    """An INTERNAL span under the current one, for where a request's time goes: `admission` (the store's round trip
+    for limits and breaker), `execute_tool` (the tool's run, `target` its name), `step` (a task's step, `target` its
+    name). A span that does nothing with tracing off, when `stratus.otel_tracing` was never imported: nothing is built
+    for it then, not even its name."""
+    otel = sys.modules.get("stratus.otel_tracing")
+    if otel is None:
+        return _NO_SPAN
+    span: AbstractContextManager[RequestSpan] = otel.child_span(operation, target)
+    return span

@@ -4,8 +4,9 @@ Each container is told `STRATUS_TRACING=otlp`, `OTEL_EXPORTER_OTLP_ENDPOINT` (th
 `POST /v1/traces` lands here) and `OTEL_SERVICE_NAME` (its function's name), unless the template or the shell sets
 them. A request's spans arrive as each invocation flushes them, OTLP/HTTP in protobuf
 (https://opentelemetry.io/docs/specs/otlp/#otlphttp), decoded with OpenTelemetry's own message types (the `otel`
-extra, imported only with `--traces`). Each span is written as it arrives, one line, indented under its parent when
-that arrived first: `[trace 4bf92f35] stratus-local-BufferedFunction  tools/call export  3.1 ms`.
+extra, imported only with `--traces`). Each span is written as it arrives (an invocation's in the order they
+started), one line, indented under its parent when that arrived first:
+`[trace 4bf92f35] stratus-local-BufferedFunction  tools/call export  3.1 ms`.
 """
 
 from __future__ import annotations
@@ -75,21 +76,24 @@ class TraceReceiver:
         for resource_spans in request.resource_spans:
             attributes = {item.key: _value(item.value) for item in resource_spans.resource.attributes}
             service = str(attributes.get("service.name", "?"))
-            for scope_spans in resource_spans.scope_spans:
-                for span in scope_spans.spans:
-                    self._add(
-                        ReceivedSpan(
-                            trace_id=span.trace_id.hex(),
-                            span_id=span.span_id.hex(),
-                            parent_span_id=span.parent_span_id.hex(),
-                            name=span.name,
-                            kind=_KINDS.get(span.kind, "UNSPECIFIED"),
-                            service=service,
-                            duration_ms=(span.end_time_unix_nano - span.start_time_unix_nano) / 1e6,
-                            attributes={item.key: _value(item.value) for item in span.attributes},
-                            links=tuple(link.span_id.hex() for link in span.links),
-                        )
+            started = sorted(  # a parent starts before its children: it is written first, they under it
+                (span for scope_spans in resource_spans.scope_spans for span in scope_spans.spans),
+                key=lambda span: span.start_time_unix_nano,
+            )
+            for span in started:
+                self._add(
+                    ReceivedSpan(
+                        trace_id=span.trace_id.hex(),
+                        span_id=span.span_id.hex(),
+                        parent_span_id=span.parent_span_id.hex(),
+                        name=span.name,
+                        kind=_KINDS.get(span.kind, "UNSPECIFIED"),
+                        service=service,
+                        duration_ms=(span.end_time_unix_nano - span.start_time_unix_nano) / 1e6,
+                        attributes={item.key: _value(item.value) for item in span.attributes},
+                        links=tuple(link.span_id.hex() for link in span.links),
                     )
+                )
 
     def _add(self, span: ReceivedSpan) -> None:
         with self._lock:

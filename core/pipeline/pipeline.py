@@ -49,6 +49,7 @@ from stratus.server.principal import Principal
 from stratus.server.signature import ArgumentsError
 from stratus.server.tools import Tool
 from stratus.stores.records import CallAdmission, CallChecks
+from stratus.tracing import child_span
 from stratus.types import JsonObject
 
 
@@ -154,7 +155,8 @@ class Pipeline:
             checks = self.admitter.checks_for(tool, ctx.user, ctx.session_id)
             admission = admitted
             if admission is None and (checks.limits or checks.breaker):
-                admission = await self.admitter.admit(checks, tool)
+                with child_span("admission"):  # the store's round trip for the limits and breaker
+                    admission = await self.admitter.admit(checks, tool)
             if admission is not None:
                 rate_limits.enforce(tool.name, checks, admission, self.metrics)
             if checks.breaker is None and self.retries.policy_for(tool) is None:
@@ -162,7 +164,8 @@ class Pipeline:
             else:
                 work = self.circuit.around(tool, ctx, checks, admission, lambda: self.retries.run(tool, ctx, kwargs))
             try:
-                value = await within_deadline(ctx, work)
+                with child_span("execute_tool", tool.name):
+                    value = await within_deadline(ctx, work)
             except (ArgumentsError, McpError, InputRequired):
                 raise
             except Exception as error:  # noqa: BLE001 - the tool's failure becomes its isError result (logged)

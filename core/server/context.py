@@ -23,6 +23,7 @@ from stratus.request.outbound import ClientError, Outbound, level_allows
 from stratus.request.signal import CancellationSignal
 from stratus.resilience.deadline import Deadline
 from stratus.server.principal import Principal
+from stratus.tracing import child_span
 
 if TYPE_CHECKING:
     from stratus.server.steps import StepJournal
@@ -93,11 +94,12 @@ class Context:
         Raises:
             StepError: `name` was used before in this run, or the result is not JSON or over 256 KiB.
         """
-        if self.steps is None:
-            from stratus.server.steps import run_step  # off the cold path: most tools take no steps
+        with child_span("step", name):
+            if self.steps is None:
+                from stratus.server.steps import run_step  # off the cold path: most tools take no steps
 
-            return await run_step(fn, args, kwargs)
-        return await self.steps.step(name, fn, args, kwargs)
+                return await run_step(fn, args, kwargs)
+            return await self.steps.step(name, fn, args, kwargs)
 
     @property
     def progress_token(self) -> str | int | None:

@@ -42,8 +42,12 @@ def tracing(exporter: InMemorySpanExporter) -> Iterator[OtelTracing]:
     provider.shutdown()
 
 
+def _servers(exporter: InMemorySpanExporter) -> list[ReadableSpan]:
+    return [span for span in exporter.get_finished_spans() if span.kind is SpanKind.SERVER]
+
+
 def _only(exporter: InMemorySpanExporter) -> ReadableSpan:
-    (span,) = exporter.get_finished_spans()
+    (span,) = _servers(exporter)
     return span
 
 
@@ -104,13 +108,28 @@ async def test_a_tool_error_and_a_json_rpc_error_mark_the_span_failed_with_their
     await session.request("tools/call", {"name": "divide", "arguments": {"numerator": 1, "denominator": 0}})
     refused = await session.request("tools/call", {"name": "no_such_tool", "arguments": {}})
     assert refused.json()["error"]["code"] == -32602
-    tool_error, unknown = exporter.get_finished_spans()
+    tool_error, unknown = _servers(exporter)
     assert (tool_error.attributes or {})["error.type"] == "tool_error"
     assert tool_error.status.status_code is StatusCode.ERROR
     assert (unknown.attributes or {})["error.type"] == "-32602"
     assert (unknown.attributes or {})["rpc.response.status_code"] == "-32602"
     assert unknown.status.status_code is StatusCode.ERROR
     assert unknown.status.description == refused.json()["error"]["message"]  # what the client was told
+
+
+async def test_the_tool_s_run_is_a_child_span_of_the_request_s(
+    mcp_factory: McpFactory, tracing: OtelTracing, exporter: InMemorySpanExporter
+) -> None:
+    session = await (await mcp_factory(server, Settings(), tracing=tracing)).initialize()
+    exporter.clear()
+    await session.request("tools/call", {"name": "divide", "arguments": {"numerator": 6, "denominator": 3}})
+    run, request = exporter.get_finished_spans()  # the child ends first
+    assert (run.name, run.kind, dict(run.attributes or {})) == (
+        "execute_tool divide",
+        SpanKind.INTERNAL,
+        {"gen_ai.tool.name": "divide", "gen_ai.operation.name": "execute_tool"},
+    )
+    assert run.parent is not None and request.context is not None and run.parent.span_id == request.context.span_id
 
 
 async def test_no_attribute_holds_an_argument_value_a_token_or_a_header(

@@ -1,6 +1,7 @@
 """One trace across functions through `stratus local --traces`: each container sends its spans (OTLP/HTTP, the
 OpenTelemetry SDK's own exporter) to the emulator's receiver, which decodes them with OpenTelemetry's message types.
-A task's request to the buffered function and its run in the task worker are one trace, the client's."""
+A task's request to the buffered function and its run in the task worker, its steps included, are one trace, the
+client's."""
 
 from __future__ import annotations
 
@@ -68,10 +69,18 @@ async def test_a_task_s_request_and_its_run_in_the_task_worker_are_one_trace_the
 
     spans = _spans(stack)
     (created,) = [span for span in spans if span.name == "tools/call two_steps"]
-    (run,) = [span for span in spans if span.service == WORKER]
+    (run,) = [span for span in spans if span.name == "task run"]
+    (tool,) = [span for span in spans if span.name == "execute_tool two_steps"]
+    steps = [span for span in spans if span.name.startswith("step ")]
     assert (created.service, created.kind, created.parent_span_id) == (BUFFERED, "SERVER", CLIENT_SPAN)
     assert created.attributes["gen_ai.tool.name"] == "two_steps"
-    assert (run.name, run.kind, run.parent_span_id) == ("task run", "CONSUMER", created.span_id)
+    assert (run.service, run.kind, run.parent_span_id) == (WORKER, "CONSUMER", created.span_id)
+    assert (tool.service, tool.parent_span_id) == (WORKER, run.span_id)
+    # Each step of the tool's run, in order, under it.
+    assert [(step.name, step.parent_span_id) for step in steps] == [
+        ("step first", tool.span_id),
+        ("step second", tool.span_id),
+    ]
     # The client's polls are spans of its trace too, each a tasks/get.
     assert {span.name for span in spans if span.service == BUFFERED} >= {"tools/call two_steps", "tasks/get"}
 

@@ -67,10 +67,18 @@ async def test_the_upstream_s_span_is_the_gateway_span_s_child_in_the_client_s_t
                     headers={"traceparent": f"00-{TRACE_ID}-00f067aa0ba902b7-01"},
                 )
     assert answered.json()["result"]["structuredContent"] == {"result": 3}
-    calls = [span for span in exporter.get_finished_spans() if span.name == "tools/call add"]
+    spans = exporter.get_finished_spans()
+    calls = [span for span in spans if span.name == "tools/call add"]
     upstream_span, gateway_span = sorted(calls, key=lambda span: span.end_time or 0)  # the upstream's ends first
-    assert gateway_span.context is not None and upstream_span.context is not None and upstream_span.parent
-    assert {format(span.context.trace_id, "032x") for span in calls if span.context} == {TRACE_ID}
-    assert upstream_span.parent.span_id == gateway_span.context.span_id  # from the request's _meta
-    assert f"00-{TRACE_ID}-{gateway_span.context.span_id:016x}-01" in upstream_app.traceparents  # and the header
+    # The gateway's run of its proxy tool, under its request's span, is the upstream request's parent.
+    assert gateway_span.context is not None
+    (proxy,) = [
+        span
+        for span in spans
+        if span.name == "execute_tool add" and span.parent and span.parent.span_id == gateway_span.context.span_id
+    ]
+    assert upstream_span.context is not None and upstream_span.parent is not None and proxy.context is not None
+    assert {format(span.context.trace_id, "032x") for span in spans if span.context} == {TRACE_ID}
+    assert upstream_span.parent.span_id == proxy.context.span_id  # from the request's _meta
+    assert f"00-{TRACE_ID}-{proxy.context.span_id:016x}-01" in upstream_app.traceparents  # and the header
     provider.shutdown()
