@@ -68,17 +68,18 @@ class OtelTracing:
         attributes: Mapping[str, str],
         parent: Mapping[str, str],
         transport: Mapping[str, str],
+        opened_by: str | None = None,
     ) -> Iterator[_Span]:
         carried = _PROPAGATOR.extract(dict(transport)) if transport else None
         links: list[Link] = []
         context: Context | None
         if parent:
             context = _PROPAGATOR.extract(dict(parent))
-            outer = trace.get_current_span(carried).get_span_context() if carried is not None else None
-            if outer is not None and outer.is_valid:
-                links.append(Link(outer))
+            links.extend(_links(carried))
         else:
             context = carried
+        if opened_by:
+            links.extend(_links(_PROPAGATOR.extract({"traceparent": opened_by})))
         with self._tracer.start_as_current_span(
             name,
             context=context,
@@ -148,6 +149,11 @@ def current_trace_context() -> dict[str, str]:
     carrier: dict[str, str] = {}
     _PROPAGATOR.inject(carrier)
     return carrier
+
+
+def _links(context: Context | None) -> list[Link]:
+    span = trace.get_current_span(context).get_span_context() if context is not None else None
+    return [Link(span)] if span is not None and span.is_valid else []
 
 
 class _JsonLines(ConsoleSpanExporter):

@@ -33,10 +33,11 @@ class Tracing(Protocol):
         attributes: Mapping[str, str],
         parent: Mapping[str, str],
         transport: Mapping[str, str],
+        opened_by: str | None = None,
     ) -> AbstractContextManager[RequestSpan]:
         """A server span for one MCP request, current while the block runs. `parent`: the trace context the request
         carried in `params._meta`; `transport`: the HTTP request's own (headers), the parent when `parent` has none,
-        else a link."""
+        else a link; `opened_by`: the `traceparent` of the span that opened the request's session, a link."""
 
     def inject(self) -> dict[str, str]:
         """The current span's W3C trace context, for a launch to carry to the invocation that runs it ({} with
@@ -65,7 +66,7 @@ class _NoSpan:
         return None
 
 
-_NO_SPAN = _NoSpan()
+NO_SPAN = _NoSpan()
 
 
 class NoTracing:
@@ -79,8 +80,9 @@ class NoTracing:
         attributes: Mapping[str, str],
         parent: Mapping[str, str],
         transport: Mapping[str, str],
+        opened_by: str | None = None,
     ) -> AbstractContextManager[RequestSpan]:
-        return _NO_SPAN
+        return NO_SPAN
 
     def inject(self) -> dict[str, str]:
         return {}
@@ -88,7 +90,7 @@ class NoTracing:
     def consume(
         self, name: str, attributes: Mapping[str, str], parent: Mapping[str, str]
     ) -> AbstractContextManager[RequestSpan]:
-        return _NO_SPAN
+        return NO_SPAN
 
     def flush(self) -> None:
         return None
@@ -130,6 +132,6 @@ def child_span(operation: str, target: str = "") -> AbstractContextManager[Reque
     for it then, not even its name."""
     otel = sys.modules.get("stratus.otel_tracing")
     if otel is None:
-        return _NO_SPAN
+        return NO_SPAN
     span: AbstractContextManager[RequestSpan] = otel.child_span(operation, target)
     return span

@@ -23,7 +23,7 @@ from stratus.request.inputs import InputRequired
 from stratus.server.hooks import ServerHooks
 from stratus.server.server import McpServer
 from stratus.stores.base import Stores
-from stratus.tracing import NO_TRACING, RequestSpan, Tracing
+from stratus.tracing import NO_SPAN, NO_TRACING, RequestSpan, Tracing
 from stratus.types import JsonObject
 
 if TYPE_CHECKING:
@@ -125,11 +125,14 @@ class Dispatcher:
             await tasks.aclose()
 
     def span(self, call: Call) -> AbstractContextManager[RequestSpan]:
-        """The request's server span (`stratus.protocol.request_spans`), for a request answered without `dispatch`
-        (a call relayed to the task worker)."""
+        """The request's server span (`stratus.protocol.request_spans`), linked to the span that opened its session;
+        also for a request answered without `dispatch` (`initialize`, a call relayed to the task worker)."""
+        if self.tracing is NO_TRACING:
+            return NO_SPAN
         name, attributes = request_spans.span_name(call), request_spans.span_attributes(call)
         parent, transport = request_spans.parent_context(call), request_spans.transport_context(call)
-        return self.tracing.request(name, attributes, parent, transport)
+        opened_by = call.session.opened_by if call.session is not None else None
+        return self.tracing.request(name, attributes, parent, transport, opened_by)
 
     async def _traced(self, call: Call) -> JsonObject:
         """`_dispatch` in the request's server span."""

@@ -28,6 +28,8 @@ class SessionRecord:
     created_at: float = 0.0
     last_active_at: float = 0.0
     expires_at: float = 0.0
+    opened_by: str | None = None
+    """The `traceparent` of the `initialize` span that opened it (tracing on): its later requests' spans link to it."""
 
 
 def copy_session(record: SessionRecord) -> SessionRecord:
@@ -45,6 +47,7 @@ def copy_session(record: SessionRecord) -> SessionRecord:
         initialized=record.initialized,
         created_at=record.created_at,
         last_active_at=record.last_active_at,
+        opened_by=record.opened_by,
         expires_at=record.expires_at,
     )
 
@@ -110,6 +113,7 @@ def encode_session(record: SessionRecord) -> str:
         "log_level": record.log_level,
         "subscriptions": record.subscriptions,
         "initialized": record.initialized,
+        "trace": record.opened_by,
     }
     fields.update({key: value for key, value in optional.items() if value})
     return json.dumps(fields, separators=(",", ":"))
@@ -127,6 +131,7 @@ def decode_session(session_id: str, data: str, *, created: float, active: float,
         log_level=fields.get("log_level"),
         subscriptions=fields.get("subscriptions") or [],
         initialized=bool(fields.get("initialized")),
+        opened_by=fields.get("trace"),
         created_at=created,
         last_active_at=active,
         expires_at=expires,

@@ -111,7 +111,7 @@ class HandshakeTransport:
                 return await self._batch(body, headers, http, principal)
             message = parse_message(body)
             if isinstance(message, Request) and message.method == "initialize":
-                return await self._initialize(message, principal)
+                return await self._initialize(message, principal, http)
             checks = None
             if isinstance(message, Request) and message.method == "tools/call":
                 checks = self.admissions.prefetch_checks(message.params, principal, _session_id(headers))
@@ -261,20 +261,22 @@ class HandshakeTransport:
             raise SessionNotFoundError("Session not found")
         return session
 
-    async def _initialize(self, request: Request, principal: Principal | None) -> Reply:
+    async def _initialize(self, request: Request, principal: Principal | None, http: HttpRequest | None) -> Reply:
         params = request.params
         capabilities, client_info = params.get("capabilities"), params.get("clientInfo")
         if not isinstance(params.get("protocolVersion"), str) or not isinstance(capabilities, dict):
             raise InvalidParamsError("Invalid params: initialize needs protocolVersion and capabilities")
         version = versions.negotiate_handshake(params["protocolVersion"])
-        session = SessionRecord(
-            session_id=secrets.token_urlsafe(24),
-            protocol_version=version,
-            client_capabilities=capabilities,
-            client_info=client_info if isinstance(client_info, dict) else {},
-            principal=principal.key if principal else None,
-        )
-        await self.sessions.create(session)
+        with self.dispatcher.span(Call(request=request, version=version, http=http)):
+            session = SessionRecord(
+                session_id=secrets.token_urlsafe(24),
+                protocol_version=version,
+                client_capabilities=capabilities,
+                client_info=client_info if isinstance(client_info, dict) else {},
+                principal=principal.key if principal else None,
+                opened_by=self.dispatcher.tracing.inject().get("traceparent"),
+            )
+            await self.sessions.create(session)
         result = self.dispatcher.initialize_result(version)
         return Reply(200, result_response(request.id, result), {"mcp-session-id": session.session_id})
 

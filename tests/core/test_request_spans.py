@@ -17,9 +17,10 @@ from opentelemetry.trace import SpanKind, StatusCode
 
 from stratus import Settings
 from stratus.otel_tracing import OtelTracing, correlate_logs
+from stratus.stores.records import SessionRecord, decode_session, encode_session
 from tests.fixtures.clients import McpFactory
 from tests.fixtures.sample_server import server
-from tests.fixtures.wire import stateless_meta
+from tests.fixtures.wire import HandshakeSession, initialize_message, stateless_meta
 
 pytestmark = pytest.mark.anyio
 TRACE_ID = "4bf92f3577b34da6a3ce929d0e0e4736"
@@ -162,3 +163,27 @@ def test_log_lines_made_in_a_request_s_span_carry_its_ids(
     inside, outside = caplog.records
     assert (inside.trace_id, len(inside.span_id)) == (TRACE_ID, 16)  # type: ignore[attr-defined]
     assert not hasattr(outside, "trace_id")
+
+
+async def test_initialize_is_a_span_and_the_session_s_later_requests_link_to_it(
+    mcp_factory: McpFactory, tracing: OtelTracing, exporter: InMemorySpanExporter
+) -> None:
+    mcp = await mcp_factory(server, Settings(), tracing=tracing)
+    opened = await mcp.post(initialize_message("2025-11-25"), {"traceparent": TRACEPARENT})
+    session = HandshakeSession(mcp, opened.headers["mcp-session-id"], "2025-11-25")
+    await session.request("tools/list")
+    (initialize,) = [span for span in _servers(exporter) if span.name == "initialize"]
+    (listed,) = [span for span in _servers(exporter) if span.name == "tools/list"]
+    assert initialize.context is not None and initialize.parent is not None
+    assert format(initialize.parent.span_id, "016x") == CLIENT_SPAN  # the client's trace, from the header
+    assert (dict(initialize.attributes or {})["mcp.method.name"]) == "initialize"
+    # Each later request is its own trace (or its client's), linked to the span that opened its session.
+    assert [link.context.span_id for link in listed.links] == [initialize.context.span_id]
+
+
+def test_a_session_keeps_the_span_that_opened_it_through_a_shared_store_s_encoding() -> None:
+    record = SessionRecord(session_id="s", protocol_version="2025-11-25", opened_by=TRACEPARENT)
+    decoded = decode_session("s", encode_session(record), created=1.0, active=1.0, expires=2.0)
+    assert decoded.opened_by == TRACEPARENT
+    untraced = SessionRecord(session_id="s", protocol_version="2025-11-25")
+    assert "trace" not in encode_session(untraced)  # nothing kept when tracing is off
