@@ -20,7 +20,7 @@ import logging
 import os
 import threading
 from collections.abc import Iterator, Mapping
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from typing import Any
 
 from opentelemetry import trace
@@ -80,15 +80,7 @@ class OtelTracing:
             context = carried
         if opened_by:
             links.extend(_links(_PROPAGATOR.extract({"traceparent": opened_by})))
-        with self._tracer.start_as_current_span(
-            name,
-            context=context,
-            kind=SpanKind.SERVER,
-            attributes=dict(attributes),
-            links=links,
-            record_exception=False,  # an exception's text may hold what the client must not see, or a secret
-            set_status_on_exception=False,
-        ) as span:
+        with self._start(name, SpanKind.SERVER, attributes, context, links) as span:
             yield _Span(span)
 
     def inject(self) -> dict[str, str]:
@@ -96,18 +88,30 @@ class OtelTracing:
 
     @contextmanager
     def consume(self, name: str, attributes: Mapping[str, str], parent: Mapping[str, str]) -> Iterator[_Span]:
-        with self._tracer.start_as_current_span(
-            name,
-            context=_PROPAGATOR.extract(dict(parent)) if parent else None,
-            kind=SpanKind.CONSUMER,
-            attributes=dict(attributes),
-            record_exception=False,
-            set_status_on_exception=False,
-        ) as span:
+        context = _PROPAGATOR.extract(dict(parent)) if parent else None
+        with self._start(name, SpanKind.CONSUMER, attributes, context) as span:
             yield _Span(span)
 
     def flush(self) -> None:
         self.provider.force_flush()
+
+    def _start(
+        self,
+        name: str,
+        kind: SpanKind,
+        attributes: Mapping[str, str],
+        context: Context | None = None,
+        links: list[Link] | None = None,
+    ) -> AbstractContextManager[trace.Span]:
+        return self._tracer.start_as_current_span(
+            name,
+            context=context,
+            kind=kind,
+            attributes=dict(attributes),
+            links=links,
+            record_exception=False,  # an exception's text may hold what the client must not see, or a secret
+            set_status_on_exception=False,
+        )
 
 
 _latest: OtelTracing | None = None
@@ -126,13 +130,7 @@ def child_span(operation: str, target: str = "") -> Iterator[_Span]:
     attributes = {_TARGET_ATTRIBUTES[operation]: target} if target and operation in _TARGET_ATTRIBUTES else {}
     if operation == "execute_tool":
         attributes["gen_ai.operation.name"] = "execute_tool"
-    with _latest._tracer.start_as_current_span(
-        f"{operation} {target}" if target else operation,
-        kind=SpanKind.INTERNAL,
-        attributes=attributes,
-        record_exception=False,
-        set_status_on_exception=False,
-    ) as span:
+    with _latest._start(f"{operation} {target}" if target else operation, SpanKind.INTERNAL, attributes) as span:
         try:
             yield _Span(span)
         except InputRequired:  # a question to the client ends the run here: not a failure
