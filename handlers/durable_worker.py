@@ -39,7 +39,7 @@ import logging
 from collections.abc import Callable
 from typing import Any
 
-from aws_durable_execution_sdk_python import DurableContext, StepContext, StepError, durable_execution
+from aws_durable_execution_sdk_python import DurableContext, StepContext, StepError, durable_execution, state
 from aws_durable_execution_sdk_python.config import CallbackConfig, Duration, StepConfig, StepSemantics
 from aws_durable_execution_sdk_python.exceptions import CallbackError
 from aws_durable_execution_sdk_python.retries import RetryStrategyConfig, create_retry_strategy
@@ -52,6 +52,28 @@ from stratus.protocol.run_failures import RETRIES_EXHAUSTED, fail_task
 from stratus.tracing import Tracing
 
 logger = logging.getLogger("stratus.tasks")
+
+
+def _wake_the_checkpointer_when_stopped() -> None:
+    """End each invocation as soon as its handler has returned. The SDK (3.0.0) stops its checkpoint thread by setting
+    an event the thread reads only when its wait on an empty queue times out (`_STOP_SIGNAL_POLL_SECONDS`, 0.1 s), and
+    the invocation ends once the thread has: Lambda bills each invocation of a durable function ~100 ms for that wait.
+    Putting the queue's own wake-up signal after the stop ends the wait at once. Left alone where the SDK is no longer
+    built this way."""
+    stop = getattr(state.ExecutionState, "stop_checkpointing", None)
+    wake = getattr(getattr(state, "_Signal", None), "REFRESH_WAKE", None)
+    if stop is None or wake is None or getattr(stop, "wakes_the_checkpointer", False):
+        return
+
+    def stop_and_wake(execution: Any) -> None:
+        stop(execution)
+        execution._checkpoint_queue.put(wake)
+
+    stop_and_wake.wakes_the_checkpointer = True  # type: ignore[attr-defined]
+    state.ExecutionState.stop_checkpointing = stop_and_wake  # type: ignore[method-assign,assignment]
+
+
+_wake_the_checkpointer_when_stopped()
 MARK_FAILED_STEP = "mark-failed"
 MAX_ROUNDS = 200
 """The most rounds (questions answered, and invocations begun for time) one task's execution runs: each round takes
