@@ -11,16 +11,25 @@
 
 No argument value, token or header is ever an attribute: the parent comes from `params._meta` (or the headers) as
 the W3C trace context alone.
+
+Without a `traceparent` header, the request's X-Ray trace header is the transport's context: `X-Amzn-Trace-Id` as
+API Gateway passes it on, else Lambda's `_X_AMZN_TRACE_ID` for the invocation
+(https://docs.aws.amazon.com/xray/latest/devguide/xray-concepts.html#xray-concepts-tracingheader). Only a sampled one
+(`Sampled=1`) is: with `Tracing=PassThrough` Lambda makes an unsampled header for every request, whose parent segment
+is never recorded, and continuing it would leave every span unsampled.
 """
 
 from __future__ import annotations
 
 import hashlib
+import os
+import re
 from collections.abc import Mapping
 
 from stratus.protocol.call import Call
 from stratus.tracing import TRACE_CONTEXT_KEYS
 
+_XRAY_HEADER = re.compile(r"^Root=1-([0-9a-f]{8})-([0-9a-f]{24});Parent=([0-9a-f]{16});Sampled=1(?:;|$)")
 _NAMED = {"tools/call": "gen_ai.tool.name", "prompts/get": "gen_ai.prompt.name"}
 _RESOURCE_METHODS = ("resources/read", "resources/subscribe", "resources/unsubscribe")
 
@@ -63,4 +72,19 @@ def parent_context(call: Call) -> dict[str, str]:
 
 
 def transport_context(call: Call) -> dict[str, str]:
-    return trace_context(call.http.headers) if call.http is not None else {}
+    headers: Mapping[str, str] = call.http.headers if call.http is not None else {}
+    carried = trace_context(headers)
+    if "traceparent" in carried:
+        return carried
+    xray = xray_trace_context(headers.get("x-amzn-trace-id") or os.environ.get("_X_AMZN_TRACE_ID", ""))
+    return xray or carried
+
+
+def xray_trace_context(header: str) -> dict[str, str]:
+    """A sampled X-Ray trace header (`Root=1-<8 hex>-<24 hex>;Parent=<16 hex>;Sampled=1`) as a W3C `traceparent`;
+    {} for any other."""
+    matched = _XRAY_HEADER.match(header.strip())
+    if matched is None:
+        return {}
+    epoch, unique, parent = matched.groups()
+    return {"traceparent": f"00-{epoch}{unique}-{parent}-01"}

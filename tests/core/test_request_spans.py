@@ -101,6 +101,35 @@ async def test_a_2026_request_continues_the_trace_in_its_meta_and_links_the_head
     assert "mcp.session.id" not in attributes  # no session in the stateless era
 
 
+@pytest.mark.parametrize("where", ["header", "lambda"])
+async def test_without_a_traceparent_a_sampled_x_ray_trace_header_is_the_parent_and_an_unsampled_one_is_not(
+    mcp_factory: McpFactory,
+    tracing: OtelTracing,
+    exporter: InMemorySpanExporter,
+    monkeypatch: pytest.MonkeyPatch,
+    where: str,
+) -> None:
+    session = await (await mcp_factory(server, Settings(), tracing=tracing)).initialize()
+    params = {"name": "add", "arguments": {"a": 1, "b": 2}}
+    seen: list[ReadableSpan] = []
+    for sampled in ("1", "0"):
+        header = f"Root=1-5759e988-bd862e3fe1be46a994272793;Parent=53995c3f42cd8ad8;Sampled={sampled}"
+        if where == "lambda":  # Lambda's own, for the invocation (the buffered door)
+            monkeypatch.setenv("_X_AMZN_TRACE_ID", header)
+        exporter.clear()
+        answered = await session.request(
+            "tools/call", params, headers={"x-amzn-trace-id": header} if where == "header" else {}
+        )
+        assert answered.status_code == 200, answered.text
+        seen.append(_only(exporter))
+    continued, fresh = seen
+    assert continued.context is not None and continued.parent is not None
+    assert format(continued.context.trace_id, "032x") == "5759e988bd862e3fe1be46a994272793"
+    assert format(continued.parent.span_id, "016x") == "53995c3f42cd8ad8"
+    assert fresh.parent is None and fresh.context is not None and fresh.context.trace_flags.sampled
+    assert format(fresh.context.trace_id, "032x") != "5759e988bd862e3fe1be46a994272793"
+
+
 async def test_a_tool_error_and_a_json_rpc_error_mark_the_span_failed_with_their_error_type(
     mcp_factory: McpFactory, tracing: OtelTracing, exporter: InMemorySpanExporter
 ) -> None:
