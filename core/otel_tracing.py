@@ -10,7 +10,10 @@ the request's trace, and each log record carries the current span's `trace_id` a
 Spans are batched and sent when the host flushes (`flush`, after each Lambda invocation as the metrics are):
 `console` prints each span as one JSON line on stdout, `otlp` posts them to the OTLP/HTTP endpoint the standard
 variables name (`OTEL_EXPORTER_OTLP_ENDPOINT`, `OTEL_EXPORTER_OTLP_HEADERS`; https://opentelemetry.io/docs/
-specs/otel/protocol/exporter/).
+specs/otel/protocol/exporter/), `xray` to X-Ray's OTLP endpoint (`https://xray.<region>.amazonaws.com/v1/traces`,
+or `AWS_ENDPOINT_URL_XRAY`'s), each request signed with SigV4 by the function's role, which needs
+`xray:PutTraceSegments` (https://docs.aws.amazon.com/xray/latest/devguide/xray-opentelemetry.html; the account must
+have CloudWatch Transaction Search on).
 """
 
 from __future__ import annotations
@@ -19,9 +22,11 @@ import json
 import logging
 import os
 import threading
+import time
 from collections.abc import Iterator, Mapping
-from contextlib import AbstractContextManager, contextmanager
-from typing import Any
+from contextlib import contextmanager
+from contextvars import ContextVar
+from typing import Any, NamedTuple
 
 from opentelemetry import trace
 from opentelemetry.baggage.propagation import W3CBaggagePropagator
@@ -93,8 +98,9 @@ class OtelTracing:
             yield _Span(span)
 
     def flush(self) -> None:
-        self.provider.force_flush()
+        self.provider.force_flush(timeout_millis=int(FLUSH_SECONDS * 1000))
 
+    @contextmanager
     def _start(
         self,
         name: str,
@@ -102,16 +108,34 @@ class OtelTracing:
         attributes: Mapping[str, str],
         context: Context | None = None,
         links: list[Link] | None = None,
-    ) -> AbstractContextManager[trace.Span]:
-        return self._tracer.start_as_current_span(
+    ) -> Iterator[trace.Span]:
+        trips = _early_trips.get() if kind in (SpanKind.SERVER, SpanKind.CONSUMER) else ()
+        if trips:
+            _early_trips.set(())
+        with self._tracer.start_as_current_span(
             name,
             context=context,
             kind=kind,
             attributes=dict(attributes),
             links=links,
+            start_time=min(trip.started_ns for trip in trips) if trips else None,
             record_exception=False,  # an exception's text may hold what the client must not see, or a secret
             set_status_on_exception=False,
+        ) as span:
+            for trip in trips:
+                self._adopt(trip)
+            yield span
+
+    def _adopt(self, trip: _Trip) -> None:
+        """A trip made before the current span began, as its child, at the times it was made."""
+        attributes = _store_attributes(trip.system, trip.operation)
+        child = self._tracer.start_span(
+            trip.operation, kind=SpanKind.CLIENT, attributes=attributes, start_time=trip.started_ns
         )
+        if trip.error_type is not None:
+            child.set_attribute("error.type", trip.error_type)
+            child.set_status(Status(StatusCode.ERROR))
+        child.end(end_time=trip.ended_ns)
 
 
 _latest: OtelTracing | None = None
@@ -141,6 +165,57 @@ def child_span(operation: str, target: str = "") -> Iterator[_Span]:
             raise
 
 
+class _Trip(NamedTuple):
+    """A store round trip made before its request's span began (the session read, with the call's admission)."""
+
+    system: str
+    operation: str
+    started_ns: int
+    ended_ns: int
+    error_type: str | None
+
+
+_early_trips: ContextVar[tuple[_Trip, ...]] = ContextVar("stratus_early_trips", default=())
+"""The trips of this request (this asyncio task) made before its span: a tuple, never a shared list, as a task
+inherits its creator's context."""
+_EARLY_TRIPS = 16
+
+
+@contextmanager
+def store_span(system: str, operation: str) -> Iterator[_Span]:
+    """A CLIENT span for one store round trip (`stratus.tracing.store_span`), named for its operation and attributed
+    as OpenTelemetry's database conventions say (`db.system.name`, `db.operation.name`). A trip made before any
+    span is current (the transport reads the session, and admits the call, before it knows the request's span) is
+    kept and becomes a child of the next span this task starts, which then begins when the trip did; work outside
+    any request (a sweeper's scan) makes no root spans of its own."""
+    if _latest is None:
+        yield _Span(trace.INVALID_SPAN)
+        return
+    if not trace.get_current_span().get_span_context().is_valid:
+        started, error_type = time.time_ns(), None
+        try:
+            yield _Span(trace.INVALID_SPAN)
+        except Exception as error:
+            error_type = type(error).__name__
+            raise
+        finally:
+            trips = _early_trips.get()
+            if len(trips) < _EARLY_TRIPS:
+                _early_trips.set((*trips, _Trip(system, operation, started, time.time_ns(), error_type)))
+        return
+    with _latest._start(operation, SpanKind.CLIENT, _store_attributes(system, operation)) as span:
+        try:
+            yield _Span(span)
+        except Exception as error:
+            span.set_attribute("error.type", type(error).__name__)
+            span.set_status(Status(StatusCode.ERROR))
+            raise
+
+
+def _store_attributes(system: str, operation: str) -> dict[str, str]:
+    return {"db.system.name": system, "db.operation.name": operation}
+
+
 def current_trace_context() -> dict[str, str]:
     """The current span's W3C trace context (`traceparent`, and `tracestate`, `baggage` when there are); {} with no
     span current."""
@@ -161,12 +236,65 @@ class _JsonLines(ConsoleSpanExporter):
         super().__init__(formatter=lambda span: json.dumps(json.loads(span.to_json()), separators=(",", ":")) + "\n")
 
 
+EXPORT_SECONDS = 1.0
+"""The longest one export of an invocation's spans tries, its retries included: a collector or X-Ray out of reach
+must not hold every invocation for the exporter's own 10 s, billed (`OTEL_EXPORTER_OTLP_TIMEOUT` or
+`OTEL_EXPORTER_OTLP_TRACES_TIMEOUT`, when set, instead). Spans it could not send are dropped, and the exporter logs
+why."""
+FLUSH_SECONDS = 2 * EXPORT_SECONDS
+"""The longest the end of an invocation waits for its spans to be sent."""
+
+
 def _exporter(mode: str) -> SpanExporter:
     if mode == "console":
         return _JsonLines()
     from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
 
-    return OTLPSpanExporter()
+    configured = "OTEL_EXPORTER_OTLP_TIMEOUT" in os.environ or "OTEL_EXPORTER_OTLP_TRACES_TIMEOUT" in os.environ
+    timeout = None if configured else EXPORT_SECONDS
+    if mode == "xray":
+        return OTLPSpanExporter(endpoint=xray_traces_url(), session=_signed_session(), timeout=timeout)
+    return OTLPSpanExporter(timeout=timeout)
+
+
+def xray_traces_url(environ: Mapping[str, str] = os.environ) -> str:
+    """X-Ray's OTLP traces endpoint in the function's Region (`AWS_ENDPOINT_URL_XRAY`, when set, in its place)."""
+    base = environ.get("AWS_ENDPOINT_URL_XRAY") or f"https://xray.{_region(environ)}.amazonaws.com"
+    return f"{base.rstrip('/')}/v1/traces"
+
+
+def _region(environ: Mapping[str, str]) -> str:
+    return environ.get("AWS_REGION") or environ.get("AWS_DEFAULT_REGION") or "us-east-1"
+
+
+def _signed_session() -> Any:
+    """A `requests` session (the OTLP exporter's) whose every request is signed for X-Ray with the credentials
+    Lambda gives the function's role, read at each export: a SnapStart restore gets fresh ones."""
+    import requests
+
+    from stratus.net.sigv4 import environment_credentials, signed_headers
+
+    class _SigV4(requests.auth.AuthBase):
+        def __call__(self, request: requests.PreparedRequest) -> requests.PreparedRequest:
+            credentials = environment_credentials()
+            if credentials is not None:
+                body = request.body.encode() if isinstance(request.body, str) else request.body
+                headers = {name: value for name, value in request.headers.items() if isinstance(value, str)}
+                signing = signed_headers(
+                    request.method or "POST",
+                    request.url or "",
+                    body if isinstance(body, bytes) else b"",
+                    headers,
+                    credentials,
+                    region=_region(os.environ),
+                    service="xray",
+                )
+                request.headers.update(signing)
+            return request
+
+    session = requests.Session()
+    session.auth = _SigV4()
+    return session
 
 
 def correlate_logs() -> None:
@@ -195,7 +323,9 @@ def process_tracing(mode: str) -> OtelTracing:
     global _process
     with _lock:
         if _process is None:
-            named = {} if os.environ.get("OTEL_SERVICE_NAME") else {"service.name": "stratus"}
+            # Each function its own service (a node of X-Ray's map), unless OTEL_SERVICE_NAME names one.
+            service = os.environ.get("AWS_LAMBDA_FUNCTION_NAME") or "stratus"
+            named = {} if os.environ.get("OTEL_SERVICE_NAME") else {"service.name": service}
             provider = TracerProvider(resource=Resource.create(named))
             provider.add_span_processor(BatchSpanProcessor(_exporter(mode)))
             trace.set_tracer_provider(provider)

@@ -197,9 +197,10 @@ class Settings:
     metrics_namespace: str = "Stratus"
     """The CloudWatch namespace of the metrics in `emf` and `powertools` telemetry."""
     tracing: str = "off"
-    """`off` (nothing of OpenTelemetry imported), `console` (each request's spans printed as JSON) or `otlp` (sent
-    to the OTLP/HTTP endpoint `OTEL_EXPORTER_OTLP_ENDPOINT` names, flushed before each invocation ends): the `otel`
-    extra (`stratus.tracing`)."""
+    """`off` (nothing of OpenTelemetry imported), `console` (each request's spans printed as JSON), `otlp` (sent
+    to the OTLP/HTTP endpoint `OTEL_EXPORTER_OTLP_ENDPOINT` names) or `xray` (sent to X-Ray's OTLP endpoint in the
+    function's Region, signed with its role's credentials), flushed before each invocation ends: the `otel` extra
+    (`stratus.tracing`)."""
     metrics_tools: tuple[str, ...] = ()
     """The tools (resources, prompts) whose metrics carry their name as the `item` dimension (`*`: every one); the
     others are counted per method and outcome. Each combination of dimension values is a custom metric, billed
@@ -266,8 +267,8 @@ class Settings:
             problems.append(f"{PREFIX}APP={self.app!r}: must be 'module:attribute', e.g. examples.demo:server")
         if self.telemetry not in ("local", "emf", "powertools"):
             problems.append(f"{PREFIX}TELEMETRY={self.telemetry!r}: must be local, emf or powertools")
-        if self.tracing not in ("off", "console", "otlp"):
-            problems.append(f"{PREFIX}TRACING={self.tracing!r}: must be off, console or otlp")
+        if self.tracing not in ("off", "console", "otlp", "xray"):
+            problems.append(f"{PREFIX}TRACING={self.tracing!r}: must be off, console, otlp or xray")
         if self.auth_mode not in ("off", "jwt", "gateway", "front"):
             problems.append(f"{PREFIX}AUTH_MODE={self.auth_mode!r}: must be off, jwt, gateway or front")
         if self.log_level.upper() not in LOG_LEVELS:
@@ -384,11 +385,12 @@ class Settings:
             ("aws_lambda_powertools", "powertools", f"{PREFIX}TELEMETRY=powertools")
             if self.telemetry == "powertools"
             else None,
+            ("opentelemetry.sdk", "otel", f"{PREFIX}TRACING={self.tracing}") if self.tracing != "off" else None,
         ]
         return [
             f"{setting} needs the {module} package, which is not installed: pip install 'stratus-mcp[{extra}]'"
             for module, extra, setting in filter(None, needed)
-            if importlib.util.find_spec(module) is None
+            if not _installed(module)
         ]
 
     @classmethod
@@ -513,3 +515,11 @@ _PARSERS: dict[str, Callable[[str], Any]] = {
     "lambda_host": _flag,
     "poll_retry_seconds": _positive_float,
 }
+
+
+def _installed(module: str) -> bool:
+    """Whether `module` can be imported (a submodule's parent package is imported to tell; nothing else is)."""
+    try:
+        return importlib.util.find_spec(module) is not None
+    except ModuleNotFoundError:  # its parent package is not there
+        return False

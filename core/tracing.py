@@ -1,7 +1,7 @@
 """The tracing seam: what the request path asks of a tracer, and the tracer when tracing is off.
 
 With `STRATUS_TRACING=off` (the default) every request gets `NO_TRACING`'s span, which does nothing, and no module of
-OpenTelemetry is imported. `console` and `otlp` build `stratus.otel_tracing.OtelTracing` (the `otel` extra): one
+OpenTelemetry is imported. `console`, `otlp` and `xray` build `stratus.otel_tracing.OtelTracing` (the `otel` extra): one
 server span per MCP request, named and attributed as OpenTelemetry's MCP conventions say
 (`stratus.protocol.request_spans`), its parent the W3C trace context the client sent.
 """
@@ -134,4 +134,14 @@ def child_span(operation: str, target: str = "") -> AbstractContextManager[Reque
     if otel is None:
         return NO_SPAN
     span: AbstractContextManager[RequestSpan] = otel.child_span(operation, target)
+    return span
+
+
+def store_span(system: str, operation: str) -> AbstractContextManager[RequestSpan]:
+    """A CLIENT span for one round trip to the state store (`system`: `redis`, `aws.dynamodb`; `operation`: what it
+    sent, e.g. `EVALSHA admit` or `GetItem`), under the current span; nothing with tracing off, as `child_span`."""
+    otel = sys.modules.get("stratus.otel_tracing")
+    if otel is None:
+        return NO_SPAN
+    span: AbstractContextManager[RequestSpan] = otel.store_span(system, operation)
     return span

@@ -142,6 +142,10 @@ class AwsApis:
         if scope["type"] != "http":
             return
         if self.traces is not None and scope["path"] == "/v1/traces":  # OTLP/HTTP's path, not an AWS API's
+            refusal = self._traces_refusal(dict(scope["headers"]))
+            if refusal is not None:
+                await send_answer(send, _error(403, "AccessDeniedException", refusal))
+                return
             await self.traces(scope, receive, send)
             return
         service, _, rest = scope["path"].lstrip("/").partition("/")
@@ -196,6 +200,22 @@ class AwsApis:
             await send_answer(send, _error(400, "ThrottlingException", "Rate exceeded"))
             return
         await send_answer(send, await self._forward(scope, service, rest, body))
+
+    def _traces_refusal(self, headers: Mapping[bytes, bytes]) -> str | None:
+        """Spans signed with SigV4 are sent to X-Ray's OTLP endpoint (`STRATUS_TRACING=xray`), which authorizes them
+        as `xray:PutTraceSegments` (https://docs.aws.amazon.com/xray/latest/devguide/
+        xray-opentelemetry-bearer-token.html): checked against the sender's role, as X-Ray would. Unsigned ones are
+        a collector's (`stratus local --traces`), which takes them as they come."""
+        authorization = headers.get(b"authorization", b"").decode("latin-1")
+        if not authorization:
+            return None
+        identity = self.identities.of(authorization)
+        if identity is None:
+            return "The security token included in the request is invalid."
+        action, resources = "xray:PutTraceSegments", ("*",)
+        refusal = check(identity.role, identity.function, action, resources) if identity.role else None
+        self.log.record(Call(identity.function, action, resources, refusal is None, container=identity.container))
+        return refusal
 
     def _admits(self, service: str, operation: str) -> bool:
         """Whether Parameter Store's throughput leaves room for this call (only its reads count)."""

@@ -101,8 +101,10 @@ class Options:
     `ThrottlingException`, as AWS answers them past the standard 40 (`throughput`); lower shows a burst throttled
     with fewer containers, 0 turns it off."""
     traces: bool = False
-    """Receive the containers' spans (`trace_receiver`): each container traces (`STRATUS_TRACING=otlp`) to the
-    emulator, which writes each span as it arrives and keeps them (`LocalAws.traces`)."""
+    """Receive the containers' spans (`trace_receiver`): each container traces (`STRATUS_TRACING=otlp`, unless the
+    template or the shell chose another exporter than `off`) to the emulator, which writes each span as it arrives
+    and keeps them (`LocalAws.traces`). A template with `Traces=xray` gets the receiver without it, as X-Ray's OTLP
+    endpoint (`AWS_ENDPOINT_URL_XRAY`), its spans signed and checked against each function's role."""
 
 
 def _answers(endpoint: str) -> bool:
@@ -157,7 +159,9 @@ class LocalAws:
         self.calls = CallLog()
         """Every AWS API call the containers made through the emulator (with `iam`)."""
         self.traces: TraceReceiver | None = None
-        if self.options.traces:
+        if self.options.traces or any(
+            function.environment.get("STRATUS_TRACING") == "xray" for function in stack.functions.values()
+        ):
             from stratus.emulator.trace_receiver import TraceReceiver
 
             self.traces = TraceReceiver(self.options.output)
@@ -227,6 +231,12 @@ class LocalAws:
             traces=self.traces,
         )
 
+    @property
+    def aws_endpoint(self) -> str:
+        """Where the containers reach the AWS APIs the emulator checks, and its OTLP receiver (`POST /v1/traces`)
+        with `traces`; empty when neither is served."""
+        return self._aws_endpoint
+
     def url(self, logical_id: str) -> str:
         """The base URL of the front door `logical_id` (a REST API's is its first stage's)."""
         for served in self.served:
@@ -239,8 +249,10 @@ class LocalAws:
         role's credentials, and the emulator's checked endpoints in place of the AWS APIs it fronts."""
         environment = self._given_environment(function)
         if self.traces is not None:
-            traced = {"STRATUS_TRACING": "otlp", "OTEL_EXPORTER_OTLP_ENDPOINT": self._aws_endpoint}
+            traced = {"OTEL_EXPORTER_OTLP_ENDPOINT": self._aws_endpoint, "AWS_ENDPOINT_URL_XRAY": self._aws_endpoint}
             environment = {**traced, "OTEL_SERVICE_NAME": function.name, **environment}
+            if self.options.traces and environment.get("STRATUS_TRACING", "off") == "off":
+                environment["STRATUS_TRACING"] = "otlp"
         if self.options.iam:
             environment.update(self.identities.issue(function.name, function.role))
             for service in self.aws_apis.targets:

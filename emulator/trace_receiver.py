@@ -1,11 +1,13 @@
 """`stratus local --traces`: the stack's own OTLP receiver, so that one request shows as one trace across functions.
 
-Each container is told `STRATUS_TRACING=otlp`, `OTEL_EXPORTER_OTLP_ENDPOINT` (the emulator's AWS API port, where
-`POST /v1/traces` lands here) and `OTEL_SERVICE_NAME` (its function's name), unless the template or the shell sets
-them. A request's spans arrive as each invocation flushes them, OTLP/HTTP in protobuf
-(https://opentelemetry.io/docs/specs/otlp/#otlphttp), decoded with OpenTelemetry's own message types (the `otel`
-extra, imported only with `--traces`). Each span is written as it arrives (an invocation's in the order they
-started), one line, indented under its parent when that arrived first:
+Each container is told `STRATUS_TRACING=otlp` (when the template leaves it `off`), `OTEL_EXPORTER_OTLP_ENDPOINT` and
+`AWS_ENDPOINT_URL_XRAY` (the emulator's AWS API port, where `POST /v1/traces` lands here) and `OTEL_SERVICE_NAME`
+(its function's name), unless the template or the shell sets them. A template's `Traces=xray` sends here too, each
+export signed and checked as X-Ray checks it (`xray:PutTraceSegments`, `aws_apis`). A request's spans arrive as each
+invocation flushes them, OTLP/HTTP in protobuf (https://opentelemetry.io/docs/specs/otlp/#otlphttp), decoded with
+OpenTelemetry's own message types (the `otel` extra, imported only with `--traces` or `Traces=xray`). Each span is
+written as it arrives (an invocation's in the order they started), one line, indented under its parent when that
+arrived first:
 `[trace 4bf92f35] stratus-local-BufferedFunction  tools/call export  3.1 ms`.
 """
 

@@ -25,6 +25,7 @@ import hashlib
 import json
 import logging
 import re
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from stratus.tracing import NO_TRACING, Tracing, traced
@@ -80,8 +81,8 @@ class DurableLauncher:
     async def launch_record(self, task: TaskRecord) -> None:
         await self._start(task.task_id)
 
-    async def launch_call(self, call_id: str) -> None:
-        await self.calls.launch_call(call_id)
+    async def launch_call(self, call_id: str, trace: Mapping[str, str] | None = None) -> None:
+        await self.calls.launch_call(call_id, trace)
 
     async def _start(self, task_id: str) -> None:
         client = self.client()

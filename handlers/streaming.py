@@ -22,7 +22,7 @@ from stratus.handlers.secrets import settings_without_secrets
 from stratus.handlers.serving import serve
 from stratus.handlers.task_worker import task_launcher
 from stratus.handlers.telemetry import build_telemetry
-from stratus.types import ASGIApp, Receive, Scope, Send
+from stratus.types import ASGIApp, Message, Receive, Scope, Send
 
 DEFAULT_PORT = 8080  # the adapter's default AWS_LWA_PORT
 
@@ -66,15 +66,26 @@ def on_lambda(settings: Settings) -> Settings:
 
 
 def flushing_after_each_request(app: ASGIApp, flush: Callable[[], None]) -> ASGIApp:
-    """`app`, writing its metrics after each HTTP request (one Lambda invocation behind the adapter), so their data
-    points never pile up in a long-lived container."""
+    """`app`, writing its metrics and sending its spans with each HTTP request (one Lambda invocation behind the
+    adapter), so their data points never pile up in a long-lived container. They go before the response's last
+    bytes: once the adapter has passed those on, the invocation is over and Lambda may freeze the container, so a
+    flush after them could stop halfway, its spans sent only when the container is next thawed, or never. What is
+    made after the last bytes is flushed once the request is done."""
 
     async def served(scope: Scope, receive: Receive, send: Send) -> None:
-        try:
+        if scope["type"] != "http":
             await app(scope, receive, send)
+            return
+
+        async def flushing_before_the_end(message: Message) -> None:
+            if message["type"] == "http.response.body" and not message.get("more_body", False):
+                flush()  # blocking, as the adapter sends one invocation at a time: nothing else waits on the loop
+            await send(message)
+
+        try:
+            await app(scope, receive, flushing_before_the_end)
         finally:
-            if scope["type"] == "http":
-                flush()
+            flush()
 
     return served
 

@@ -53,11 +53,12 @@ class LambdaLauncher:
     async def launch(self, task_id: str, run: RunTask) -> None:
         await self._invoke({TASK_EVENT_KEY: task_id})
 
-    async def launch_call(self, call_id: str) -> None:
-        await self._invoke({CALL_EVENT_KEY: call_id})
+    async def launch_call(self, call_id: str, trace: Mapping[str, str] | None = None) -> None:
+        await self._invoke({CALL_EVENT_KEY: call_id}, trace)
 
-    async def _invoke(self, event: dict[str, str]) -> None:
-        payload = json.dumps(traced(event, self.tracing)).encode()
+    async def _invoke(self, event: dict[str, str], trace: Mapping[str, str] | None = None) -> None:
+        carried = {**event, TRACE_EVENT_KEY: dict(trace)} if trace else traced(event, self.tracing)
+        payload = json.dumps(carried).encode()
         await asyncio.to_thread(
             self.client().invoke, FunctionName=self.function, InvocationType="Event", Payload=payload
         )

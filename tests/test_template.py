@@ -415,10 +415,10 @@ def test_auth_settings_are_parameters_passed_to_both_functions() -> None:
     assert TEMPLATE.count("parameter${AuthUpstreamClientSecretParameter}") == 2
 
 
-def _translated() -> dict[str, Any]:
+def _translated(parameters: dict[str, str] | None = None) -> dict[str, Any]:
     from stratus.emulator.stack import load_template, translate
 
-    return translate(load_template(Path(__file__).parent.parent / "template.yaml"), {}, "us-east-1")
+    return translate(load_template(Path(__file__).parent.parent / "template.yaml"), parameters or {}, "us-east-1")
 
 
 def test_the_elasticache_rule_checks_both_subnets_and_security_groups() -> None:
@@ -437,7 +437,8 @@ def test_the_rest_api_has_only_its_v1_stage() -> None:
 
 def test_the_web_adapter_layer_arn_names_the_partition() -> None:
     layers = _translated()["Resources"]["StreamingFunction"]["Properties"]["Layers"]
-    arns = [branch["Fn::Sub"] for branch in layers[0]["Fn::If"][1:]]
+    (adapter,) = [layer for layer in layers if layer["Fn::If"][0] == "IsArm64"]
+    arns = [branch["Fn::Sub"] for branch in adapter["Fn::If"][1:]]
     assert all(arn.startswith("arn:${AWS::Partition}:lambda:${AWS::Region}:753240598075:layer:") for arn in arns)
 
 
@@ -649,3 +650,36 @@ def test_the_rest_api_answers_a_lambda_throttle_with_a_retryable_429() -> None:
             "responseTemplates": {},
         }
     }
+
+
+@pytest.mark.parametrize(
+    ("parameters", "exported", "xray_writes"),
+    [
+        ({}, "off", False),
+        ({"Traces": "xray"}, "xray", True),
+        ({"Traces": "otlp", "TracesEndpoint": "https://collector.example/v1/traces"}, "otlp", False),
+        ({"Tracing": "Active"}, "off", True),
+    ],
+)
+def test_traces_are_a_parameter_and_only_a_stack_that_writes_to_x_ray_may(
+    parameters: dict[str, str], exported: str, xray_writes: bool
+) -> None:
+    from stratus.emulator.stack import read_stack
+
+    stack = read_stack(TEMPLATE_PATH, parameters)
+    for function in stack.functions.values():
+        assert function.environment["STRATUS_TRACING"] == exported
+        assert function.environment.get("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT") == parameters.get("TracesEndpoint")
+        assert function.role is not None
+        assert function.role.allows("xray:PutTraceSegments", "*") is xray_writes, function.name
+
+
+def test_a_traces_layer_is_added_to_every_function_before_its_own() -> None:
+    layer = "arn:aws:lambda:us-east-1:901920570463:layer:aws-otel-collector-arm64-ver-0-117-0:1"
+    resources = _translated({"TracesLayerArn": layer})["Resources"]
+    functions = [resource for resource in resources.values() if resource["Type"] == "AWS::Lambda::Function"]
+    assert functions and all(
+        resource["Properties"]["Layers"][0]
+        == {"Fn::If": ["HasTracesLayer", {"Ref": "TracesLayerArn"}, {"Ref": "AWS::NoValue"}]}
+        for resource in functions
+    )

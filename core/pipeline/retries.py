@@ -14,6 +14,7 @@ from stratus.resilience.backoff import full_jitter
 from stratus.server.context import Context
 from stratus.server.policy import RetryPolicy, ServerPolicy
 from stratus.server.tools import Tool
+from stratus.tracing import child_span
 
 Sleep = Callable[[float], Awaitable[None]]
 
@@ -58,4 +59,5 @@ class Retries:
                 if context.deadline is not None and not context.deadline.allows(delay):
                     raise
                 self.metrics.count("retries", item=tool.name)
-                await self.sleep(delay)
+                with child_span("retry_wait", tool.name):
+                    await self.sleep(delay)

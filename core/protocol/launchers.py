@@ -10,7 +10,7 @@ one that names each launch by the task's record, and stops a cancelled task's ru
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
 if TYPE_CHECKING:
@@ -36,7 +36,9 @@ class TaskLauncher(Protocol):
 class CallLauncher(Protocol):
     """Also starts a stored relayed call's run in another invocation (`stratus.protocol.relayed_calls`)."""
 
-    async def launch_call(self, call_id: str) -> None: ...
+    async def launch_call(self, call_id: str, trace: Mapping[str, str] | None = None) -> None:
+        """Start the call's run; its span continues `trace` when given (a run after an answer, which no request's
+        span launches), else the current span."""
 
 
 @runtime_checkable

@@ -38,6 +38,7 @@ from stratus.request.http import HttpRequest
 from stratus.request.outbound import Outbound, StreamLog
 from stratus.stores.records import SessionRecord, TaskRecord
 from stratus.stores.task_records import RelayedCall, TaskOutcome
+from stratus.tracing import current_trace_context
 from stratus.types import JsonObject
 
 if TYPE_CHECKING:
@@ -163,7 +164,7 @@ class RelayedCalls:
         kept, complete = await KeptAnswers(self.stores.cache).keep(record, {key: answer})
         if complete and await self.stores.tasks.update(call_id, status="working", outcome=None, expect=LIVE_ASKED):
             assert self.launcher is not None, "only a dispatcher with a launcher suspends calls"
-            await self.launcher.launch_call(call_id)
+            await self.launcher.launch_call(call_id, trace=record.request.trace)
         return kept
 
     async def run(self, call_id: str, *, lambda_context: Any = None) -> bool:
@@ -246,4 +247,5 @@ def _kept(call: Call, log: StreamLog) -> RelayedCall:
         stream_token=log.token,
         principal=kept_principal(call.principal),
         meta=meta if isinstance(meta, dict) else None,
+        trace=current_trace_context() or None,
     )

@@ -55,6 +55,9 @@ class RelayedCall(NamedTuple):
     principal: KeptPrincipal | None
     meta: JsonObject | None = None
     """The request's `_meta` (its progress token, ...)."""
+    trace: dict[str, str] | None = None
+    """The W3C trace context of the request's span, which each of the call's runs continues (the run after an answer
+    too, launched by no request of its own); None with tracing off."""
 
 
 class RpcError(NamedTuple):
@@ -103,6 +106,8 @@ def encode_request(request: TaskRequest | RelayedCall) -> str:
             "params": params,
             "principal": principal,
         }
+        if request.trace:
+            fields["trace"] = request.trace
     else:
         fields = {
             "tool": request.tool,
@@ -130,6 +135,7 @@ def decode_request(data: str) -> TaskRequest | RelayedCall:
             stream_token=fields["token"],
             principal=principal,
             meta=params.get("_meta"),
+            trace=fields.get("trace"),
         )
     return TaskRequest(
         tool=fields["tool"],

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import logging
+import time
 from collections.abc import Iterator
 
 import pytest
@@ -216,3 +217,26 @@ def test_a_session_keeps_the_span_that_opened_it_through_a_shared_store_s_encodi
     assert decoded.opened_by == TRACEPARENT
     untraced = SessionRecord(session_id="s", protocol_version="2025-11-25")
     assert "trace" not in encode_session(untraced)  # nothing kept when tracing is off
+
+
+def test_a_collector_out_of_reach_holds_the_end_of_an_invocation_for_at_most_the_flush_bound(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """OpenTelemetry's exporter alone retries for 10 s: every invocation would wait, billed, for a collector that is
+    down. Port 9 (discard) refuses on 127.0.0.1."""
+    from opentelemetry.sdk.trace.export import BatchSpanProcessor
+
+    from stratus import otel_tracing
+
+    monkeypatch.delenv("OTEL_EXPORTER_OTLP_TIMEOUT", raising=False)
+    monkeypatch.delenv("OTEL_EXPORTER_OTLP_TRACES_TIMEOUT", raising=False)
+    monkeypatch.setenv("OTEL_EXPORTER_OTLP_ENDPOINT", "http://127.0.0.1:9")
+    provider = TracerProvider()
+    provider.add_span_processor(BatchSpanProcessor(otel_tracing._exporter("otlp")))
+    tracing = OtelTracing(provider)
+    with tracing.request("tools/call add", {}, {}, {}):
+        pass
+    started = time.monotonic()
+    tracing.flush()
+    assert time.monotonic() - started < otel_tracing.FLUSH_SECONDS + 1.0
+    provider.shutdown()

@@ -181,6 +181,7 @@ def test_the_seed_mcp_http_variables_are_honoured_and_stratus_ones_win() -> None
         ("boto3", {"store": "dynamodb://t", "secret_key": SECRET_KEY}, "STRATUS_STORE=dynamodb://"),
         ("jwt", {**JWT, "auth_mode": "jwt"}, "STRATUS_AUTH_MODE=jwt"),
         ("aws_lambda_powertools", {"telemetry": "powertools"}, "STRATUS_TELEMETRY=powertools"),
+        ("opentelemetry.sdk", {"tracing": "xray"}, "STRATUS_TRACING=xray"),
     ],
 )
 def test_a_setting_whose_package_is_missing_names_the_package_and_its_extra(

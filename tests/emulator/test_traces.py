@@ -7,15 +7,24 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Iterator
+from pathlib import Path
 from typing import Any
 
 import anyio
 import httpx
 import pytest
+from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
+from opentelemetry.sdk.resources import Resource
+from opentelemetry.sdk.trace import TracerProvider
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 
+from stratus import Settings, build_app
 from stratus.emulator.local_aws import LocalAws
 from stratus.emulator.trace_receiver import ReceivedSpan
+from stratus.otel_tracing import OtelTracing
 from tests.fixtures.emulated_stack import TEMPLATE, serving
+from tests.fixtures.sample_server import server as sample_server
+from tests.fixtures.servers import uvicorn_serving
 from tests.fixtures.streams import poll_for_response
 from tests.fixtures.wire import BASE_HEADERS, sse_fields, stateless_meta
 
@@ -112,10 +121,82 @@ async def test_a_handshake_call_relayed_to_the_task_worker_is_one_trace_with_its
         place = [event["id"] for event in sse_fields(asked.text) if event.get("id")][-1]
         result = await poll_for_response(http, url, headers, place, 7)
     assert result is not None and result["result"]["content"][0]["text"] == "done"
-    await _until(lambda: any(span.name == "call run" for span in _spans(stack)))
+    await _until(lambda: len([span for span in _spans(stack) if span.name == "call run"]) == 2)
 
     spans = _spans(stack)
     (called,) = [span for span in spans if span.name == "tools/call approve"]
-    (run,) = [span for span in spans if span.name == "call run"]  # up to the question; the answer's starts its own
+    runs = [span for span in spans if span.name == "call run"]  # up to the question, then after the answer
     assert (called.service, called.parent_span_id) == (BUFFERED, CLIENT_SPAN)
-    assert (run.service, run.kind, run.parent_span_id) == (WORKER, "CONSUMER", called.span_id)
+    # The run after the answer, which the answer's POST launched (no request span of its own), continues the call's
+    # trace from its record.
+    assert [(run.service, run.kind, run.parent_span_id) for run in runs] == [(WORKER, "CONSUMER", called.span_id)] * 2
+
+
+async def test_the_streaming_function_s_spans_are_sent_before_its_response_ends(stack: LocalAws) -> None:
+    """Behind the Web Adapter, the invocation is over once the response's last bytes are passed on, and the emulator
+    freezes the container as Lambda does: spans flushed after them would wait for the next thaw. They are already at
+    the receiver when the client has the whole response, with no other request made."""
+    url = f"{stack.url('StreamingFunctionUrl')}/mcp"
+    traceparent = "00-5b8efff798038103d269b633813fc60c-eee19b7ec3c1b174-01"
+    meta = stateless_meta(traceparent=traceparent)
+    headers = {**BASE_HEADERS, "mcp-protocol-version": "2026-07-28", "mcp-method": "tools/call", "mcp-name": "export"}
+    body = {"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "export", "arguments": {"name": "q"}}}
+    body["params"]["_meta"] = meta  # type: ignore[index]
+    async with httpx.AsyncClient(timeout=BOUND) as http:
+        answered = await http.post(url, json=body, headers=headers)
+    assert answered.status_code == 200, answered.text
+    assert stack.traces is not None
+    served = [span for span in stack.traces.spans() if span.trace_id == "5b8efff798038103d269b633813fc60c"]
+    assert [(span.name, span.service) for span in served if span.kind == "SERVER"] == [
+        ("tools/call export", "stratus-local-StreamingFunction")
+    ]
+
+
+@pytest.fixture(scope="module")
+def xray_stack() -> Iterator[LocalAws]:
+    with serving(TEMPLATE, parameters={"Traces": "xray"}, app="tests.fixtures.durable_apps:server") as aws:
+        yield aws
+
+
+async def test_with_traces_xray_each_function_signs_its_spans_to_x_ray_under_its_role(xray_stack: LocalAws) -> None:
+    """`Traces=xray`: no `--traces`, the template alone; the emulator answers as X-Ray's OTLP endpoint and checks each
+    export's SigV4 key against its function's role (`xray:PutTraceSegments`)."""
+    url = f"{xray_stack.url('ServerlessHttpApi')}/mcp"
+    async with httpx.AsyncClient(timeout=BOUND) as http:
+        await _call(http, url, "tools/call", {"name": "two_steps", "arguments": {}})
+    await _until(lambda: any(span.name == "tools/call two_steps" for span in _spans(xray_stack)))
+
+    (created,) = [span for span in _spans(xray_stack) if span.name == "tools/call two_steps"]
+    assert (created.service, created.parent_span_id) == (BUFFERED, CLIENT_SPAN)
+    exports = [call for call in xray_stack.calls.calls if call.action == "xray:PutTraceSegments"]
+    assert exports and all(call.allowed for call in exports)
+    assert BUFFERED in {call.function for call in exports}
+
+
+async def test_a_gateway_call_through_stratus_local_and_its_upstream_stratus_are_one_trace(tmp_path: Path) -> None:
+    """The buffered function serves a gateway (`STRATUS_GATEWAY_CONFIG`) to an upstream Stratus on 127.0.0.1, which
+    sends its spans with OpenTelemetry's own OTLP exporter to the same receiver: the upstream's server span is the
+    child of the gateway's run of the proxied tool, in the client's trace."""
+    provider = TracerProvider(resource=Resource.create({"service.name": "upstream"}))
+    upstream = build_app(sample_server, Settings(), tracing=OtelTracing(provider))
+    with uvicorn_serving(upstream, lifespan="on") as upstream_url:
+        config = tmp_path / "gateway.json"
+        config.write_text(json.dumps({"mcpServers": {"sample": {"url": f"{upstream_url}/mcp", "namespaced": False}}}))
+        environment = {"STRATUS_GATEWAY_CONFIG": str(config), "STRATUS_GATEWAY_ALLOWED_NETWORKS": "127.0.0.0/8"}
+        with serving(TEMPLATE, environment=environment, traces=True) as stack:
+            exported = OTLPSpanExporter(endpoint=f"{stack.aws_endpoint}/v1/traces")
+            provider.add_span_processor(SimpleSpanProcessor(exported))
+            url = f"{stack.url('ServerlessHttpApi')}/mcp"
+            async with httpx.AsyncClient(timeout=BOUND) as http:
+                result = await _call(http, url, "tools/call", {"name": "add", "arguments": {"a": 1, "b": 2}})
+            assert result["structuredContent"] == {"result": 3}
+            await _until(lambda: any(span.service == "upstream" for span in _spans(stack)))
+            spans = _spans(stack)
+        provider.shutdown()
+
+    (called,) = [span for span in spans if span.name == "tools/call add" and span.service == BUFFERED]
+    (proxied,) = [span for span in spans if span.name == "execute_tool add" and span.service == BUFFERED]
+    (upstream_call,) = [span for span in spans if span.name == "tools/call add" and span.service == "upstream"]
+    assert called.parent_span_id == CLIENT_SPAN
+    assert proxied.parent_span_id == called.span_id
+    assert (upstream_call.kind, upstream_call.parent_span_id) == ("SERVER", proxied.span_id)

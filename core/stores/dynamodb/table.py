@@ -15,6 +15,7 @@ from typing import Any, ClassVar
 from stratus.errors import StoreBusyError, StoreUnavailableError
 from stratus.resilience.backoff import full_jitter
 from stratus.resilience.deadline import Clock
+from stratus.tracing import store_span
 
 Item = dict[str, Any]
 
@@ -84,6 +85,11 @@ def number_of(item: Item, name: str, default: float = 0.0) -> float:
     return float(value["N"]) if value else default
 
 
+def _operation(call: Callable[..., Any]) -> str:
+    """DynamoDB's name for a client method's operation (`get_item`: `GetItem`)."""
+    return "".join(part.title() for part in getattr(call, "__name__", "call").split("_"))
+
+
 class DynamoTable:
     """The one table: keys, item codecs, and every call, with errors mapped to domain errors in one place."""
 
@@ -103,7 +109,8 @@ class DynamoTable:
             size = self.client.meta.config.max_pool_connections
             self._threads = ThreadPoolExecutor(max_workers=size, thread_name_prefix="stratus-dynamodb")
         run = functools.partial(contextvars.copy_context().run, call, **params)
-        return await asyncio.get_running_loop().run_in_executor(self._threads, run)
+        with store_span("aws.dynamodb", _operation(call)):
+            return await asyncio.get_running_loop().run_in_executor(self._threads, run)
 
     async def close(self) -> None:
         """Let the table's threads end (calls under way finish first)."""

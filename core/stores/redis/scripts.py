@@ -12,6 +12,7 @@ from typing import Any
 
 from stratus.errors import StoreUnavailableError
 from stratus.stores.redis import lua
+from stratus.tracing import store_span
 
 GRACE_SECONDS = 60.0
 
@@ -82,7 +83,8 @@ class RedisScripts:
         """
         try:
             async with asyncio.timeout(self.timeout):
-                results = await self._pipeline(calls)
+                with store_span("redis", "EVALSHA " + " ".join(name for name, _, _ in calls)):
+                    results = await self._pipeline(calls)
                 if any(isinstance(result, self._no_script) for result in results):
                     await self._load()
                     results = await self._pipeline(calls)
@@ -104,7 +106,8 @@ class RedisScripts:
     async def command_on(self, target: Any, name: str, *args: Any, blocking: bool = False, **kwargs: Any) -> Any:
         """`command` on another connection of the client (e.g. a pub/sub subscription)."""
         limit = self.timeout + (float(kwargs.get("timeout", 0)) if blocking else 0)
-        return await self._bounded(lambda: getattr(target, name)(*args, **kwargs), limit)
+        with store_span("redis", name.upper()):
+            return await self._bounded(lambda: getattr(target, name)(*args, **kwargs), limit)
 
     async def commands(self, calls: Sequence[Command]) -> list[Any]:
         """Plain commands pipelined in one round trip, bounded like the scripts."""
@@ -116,7 +119,10 @@ class RedisScripts:
                 results: list[Any] = await pipe.execute()
                 return results
 
-        return await self._bounded(pipelined, self.timeout) if calls else []
+        if not calls:
+            return []
+        with store_span("redis", " ".join(call.name.upper() for call in calls)):
+            return list(await self._bounded(pipelined, self.timeout))
 
     async def _bounded(self, step: Callable[[], Awaitable[Any]], limit: float) -> Any:
         try:

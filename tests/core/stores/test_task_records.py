@@ -38,6 +38,15 @@ def test_requests_and_outcomes_read_back_as_written() -> None:
     requests: list[TaskRequest | RelayedCall] = [
         TaskRequest(tool="t", arguments={"a": [1]}, version="2026-07-28", principal=principal, client_capabilities={}),
         RelayedCall(tool="t", arguments={}, request_id="r-1", session_id="s", stream_token="k", principal=principal),
+        RelayedCall(
+            tool="t",
+            arguments={},
+            request_id=2,
+            session_id="s",
+            stream_token="k",
+            principal=None,
+            trace={"traceparent": "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"},
+        ),
     ]
     for request in requests:
         assert decode_request(encode_request(request)) == request
