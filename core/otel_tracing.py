@@ -165,6 +165,24 @@ def child_span(operation: str, target: str = "") -> Iterator[_Span]:
             raise
 
 
+@contextmanager
+def upstream_span(method: str, target: str, upstream: str) -> Iterator[_Span]:
+    """A CLIENT span for a gateway's request to its upstream (`stratus.tracing.upstream_span`); only under a span."""
+    if _latest is None or not trace.get_current_span().get_span_context().is_valid:
+        yield _Span(trace.INVALID_SPAN)
+        return
+    attributes = {"mcp.method.name": method, "stratus.upstream": upstream}
+    if target and method == "tools/call":
+        attributes["gen_ai.tool.name"] = target
+    with _latest._start(f"{method} {target}" if target else method, SpanKind.CLIENT, attributes) as span:
+        try:
+            yield _Span(span)
+        except Exception as error:
+            span.set_attribute("error.type", str(getattr(error, "code", None) or type(error).__name__))
+            span.set_status(Status(StatusCode.ERROR))
+            raise
+
+
 class _Trip(NamedTuple):
     """A store round trip made before its request's span began (the session read, with the call's admission)."""
 

@@ -145,3 +145,14 @@ def store_span(system: str, operation: str) -> AbstractContextManager[RequestSpa
         return NO_SPAN
     span: AbstractContextManager[RequestSpan] = otel.store_span(system, operation)
     return span
+
+
+def upstream_span(method: str, target: str, upstream: str) -> AbstractContextManager[RequestSpan]:
+    """A CLIENT span for one request a gateway sends to its upstream `upstream` (named `{method} {target}` as the
+    MCP conventions name a client's span), under the current span, whose context the request carries on; nothing
+    with tracing off, or outside a request (a gateway's own refresh of its lists)."""
+    otel = sys.modules.get("stratus.otel_tracing")
+    if otel is None:
+        return NO_SPAN
+    span: AbstractContextManager[RequestSpan] = otel.upstream_span(method, target, upstream)
+    return span

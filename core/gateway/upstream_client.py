@@ -32,7 +32,7 @@ from stratus.gateway.listening import ResourceInterest, listen
 from stratus.net.addresses import AddressGuard
 from stratus.protocol import versions
 from stratus.protocol.mirrored_headers import parameter_headers
-from stratus.tracing import TRACE_CONTEXT_KEYS, current_trace_context
+from stratus.tracing import TRACE_CONTEXT_KEYS, current_trace_context, upstream_span
 from stratus.types import JsonObject
 from stratus.version import __version__
 
@@ -174,14 +174,16 @@ class UpstreamClient:
             UpstreamError: the upstream answered with a JSON-RPC error.
             UpstreamUnavailableError: no usable answer in time.
         """
-        body = self._body(method, params, peer)
-        try:
-            return await self._exchange(body, peer, within)
-        except SessionLostError:
-            if method == "initialize":
-                raise
-            await self._initialize()  # the upstream forgot the session before running anything: open another
-            return await self._exchange(self._body(method, params, peer), peer, within)
+        target = params.get("name")
+        with upstream_span(method, target if isinstance(target, str) else "", self.upstream.name):
+            body = self._body(method, params, peer)
+            try:
+                return await self._exchange(body, peer, within)
+            except SessionLostError:
+                if method == "initialize":
+                    raise
+                await self._initialize()  # the upstream forgot the session before running anything: open another
+                return await self._exchange(self._body(method, params, peer), peer, within)
 
     def _body(self, method: str, params: JsonObject, peer: UpstreamPeer | None) -> JsonObject:
         request_id = next(self._ids)
@@ -195,7 +197,7 @@ class UpstreamClient:
             meta[versions.CLIENT_INFO_META] = CLIENT_INFO
             if peer is not None and peer.log_level is not None:
                 meta[versions.LOG_LEVEL_META] = peer.log_level
-        for key in TRACE_CONTEXT_KEYS:  # the caller's context is the gateway span's parent, not the upstream's
+        for key in TRACE_CONTEXT_KEYS:  # the caller's context is the gateway's parent, not the upstream's
             meta.pop(key, None)
         meta.update(current_trace_context())
         if meta:

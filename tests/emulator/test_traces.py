@@ -194,9 +194,12 @@ async def test_a_gateway_call_through_stratus_local_and_its_upstream_stratus_are
             spans = _spans(stack)
         provider.shutdown()
 
-    (called,) = [span for span in spans if span.name == "tools/call add" and span.service == BUFFERED]
-    (proxied,) = [span for span in spans if span.name == "execute_tool add" and span.service == BUFFERED]
+    gateway = [span for span in spans if span.service == BUFFERED]
+    (called,) = [span for span in gateway if span.name == "tools/call add" and span.kind == "SERVER"]
+    (proxied,) = [span for span in gateway if span.name == "execute_tool add"]
+    (sent,) = [span for span in gateway if span.name == "tools/call add" and span.kind == "CLIENT"]
     (upstream_call,) = [span for span in spans if span.name == "tools/call add" and span.service == "upstream"]
     assert called.parent_span_id == CLIENT_SPAN
     assert proxied.parent_span_id == called.span_id
-    assert (upstream_call.kind, upstream_call.parent_span_id) == ("SERVER", proxied.span_id)
+    assert sent.parent_span_id == proxied.span_id
+    assert (upstream_call.kind, upstream_call.parent_span_id) == ("SERVER", sent.span_id)

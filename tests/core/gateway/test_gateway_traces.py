@@ -11,6 +11,7 @@ import pytest
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+from opentelemetry.trace import SpanKind
 
 from stratus import McpServer, Settings, build_app
 from stratus.gateway.config import Upstream
@@ -68,17 +69,25 @@ async def test_the_upstream_s_span_is_the_gateway_span_s_child_in_the_client_s_t
                 )
     assert answered.json()["result"]["structuredContent"] == {"result": 3}
     spans = exporter.get_finished_spans()
-    calls = [span for span in spans if span.name == "tools/call add"]
+    calls = [span for span in spans if span.name == "tools/call add" and span.kind is SpanKind.SERVER]
     upstream_span, gateway_span = sorted(calls, key=lambda span: span.end_time or 0)  # the upstream's ends first
-    # The gateway's run of its proxy tool, under its request's span, is the upstream request's parent.
+    # The gateway's run of its proxy tool, under its request's span, sends the upstream request: a CLIENT span, the
+    # upstream's server span its child.
     assert gateway_span.context is not None
     (proxy,) = [
         span
         for span in spans
         if span.name == "execute_tool add" and span.parent and span.parent.span_id == gateway_span.context.span_id
     ]
-    assert upstream_span.context is not None and upstream_span.parent is not None and proxy.context is not None
+    (sent,) = [span for span in spans if span.kind is SpanKind.CLIENT and span.name == "tools/call add"]
+    assert proxy.context is not None and sent.parent is not None and sent.parent.span_id == proxy.context.span_id
+    assert dict(sent.attributes or {}) == {
+        "mcp.method.name": "tools/call",
+        "gen_ai.tool.name": "add",
+        "stratus.upstream": "sample",
+    }
+    assert upstream_span.context is not None and upstream_span.parent is not None and sent.context is not None
     assert {format(span.context.trace_id, "032x") for span in spans if span.context} == {TRACE_ID}
-    assert upstream_span.parent.span_id == proxy.context.span_id  # from the request's _meta
-    assert f"00-{TRACE_ID}-{proxy.context.span_id:016x}-01" in upstream_app.traceparents  # and the header
+    assert upstream_span.parent.span_id == sent.context.span_id  # from the request's _meta
+    assert f"00-{TRACE_ID}-{sent.context.span_id:016x}-01" in upstream_app.traceparents  # and the header
     provider.shutdown()
