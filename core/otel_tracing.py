@@ -8,7 +8,7 @@ process's tracer provider is also OpenTelemetry's global one, so spans a tool ma
 the request's trace, and each log record carries the current span's `trace_id` and `span_id`.
 
 Spans are batched and sent when the host flushes (`flush`, after each Lambda invocation as the metrics are):
-`console` prints each span as one JSON line on stdout, `otlp` posts them to the OTLP/HTTP endpoint the standard
+`console` prints each request's spans on stdout as a waterfall, `otlp` posts them to the OTLP/HTTP endpoint the standard
 variables name (`OTEL_EXPORTER_OTLP_ENDPOINT`, `OTEL_EXPORTER_OTLP_HEADERS`; https://opentelemetry.io/docs/
 specs/otel/protocol/exporter/), `xray` to X-Ray's OTLP endpoint (`https://xray.<region>.amazonaws.com/v1/traces`,
 or `AWS_ENDPOINT_URL_XRAY`'s), each request signed with SigV4 by the function's role, which needs
@@ -18,27 +18,28 @@ have CloudWatch Transaction Search on).
 
 from __future__ import annotations
 
-import json
 import logging
 import os
+import sys
 import threading
 import time
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from contextvars import ContextVar
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, TextIO
 
 from opentelemetry import trace
 from opentelemetry.baggage.propagation import W3CBaggagePropagator
 from opentelemetry.context import Context
 from opentelemetry.propagators.composite import CompositePropagator
 from opentelemetry.sdk.resources import Resource
-from opentelemetry.sdk.trace import TracerProvider
-from opentelemetry.sdk.trace.export import BatchSpanProcessor, ConsoleSpanExporter, SpanExporter
+from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
+from opentelemetry.sdk.trace.export import BatchSpanProcessor, SimpleSpanProcessor, SpanExporter, SpanExportResult
 from opentelemetry.trace import Link, SpanKind, Status, StatusCode
 from opentelemetry.trace.propagation.tracecontext import TraceContextTextMapPropagator
 
 from stratus.request.inputs import InputRequired
+from stratus.tracing import waterfall_line
 from stratus.version import __version__
 
 _PROPAGATOR = CompositePropagator([TraceContextTextMapPropagator(), W3CBaggagePropagator()])
@@ -247,11 +248,47 @@ def _links(context: Context | None) -> list[Link]:
     return [Link(span)] if span is not None and span.is_valid else []
 
 
-class _JsonLines(ConsoleSpanExporter):
-    """The console exporter, one JSON object per line (its default is indented over many)."""
+class Waterfall(SpanExporter):
+    """`console`: each request's spans on `output`, once the request's own span has ended, one line each in the order
+    they started, each indented under its parent (`stratus.tracing.waterfall_line`)."""
 
-    def __init__(self) -> None:
-        super().__init__(formatter=lambda span: json.dumps(json.loads(span.to_json()), separators=(",", ":")) + "\n")
+    PENDING = 10_000
+    """Spans kept for requests still under way, at most (the oldest are dropped past it)."""
+
+    def __init__(self, output: TextIO | None = None) -> None:
+        self.output = output
+        self._pending: dict[int, list[ReadableSpan]] = {}
+        self._count = 0
+
+    def export(self, spans: Sequence[ReadableSpan]) -> SpanExportResult:
+        for span in spans:
+            if span.context is None:
+                continue
+            self._pending.setdefault(span.context.trace_id, []).append(span)
+            self._count += 1
+            if span.parent is None or span.parent.is_remote:  # this process's root of the trace: its tree is whole
+                self._write(self._pending.pop(span.context.trace_id))
+        while self._count > self.PENDING and self._pending:
+            self._count -= len(self._pending.pop(next(iter(self._pending))))
+        return SpanExportResult.SUCCESS
+
+    def _write(self, spans: list[ReadableSpan]) -> None:
+        self._count -= len(spans)
+        depths: dict[int, int] = {}
+        lines = []
+        for span in sorted(spans, key=lambda span: span.start_time or 0):
+            assert span.context is not None
+            parent = span.parent.span_id if span.parent is not None else None
+            depth = depths[span.context.span_id] = depths[parent] + 1 if parent in depths else 0
+            service = str(span.resource.attributes.get("service.name", "stratus"))
+            duration_ms = ((span.end_time or 0) - (span.start_time or 0)) / 1e6
+            lines.append(waterfall_line(format(span.context.trace_id, "032x"), depth, service, span.name, duration_ms))
+        output = self.output or sys.stdout
+        output.write("".join(f"{line}\n" for line in lines))
+        output.flush()
+
+    def shutdown(self) -> None:
+        self._pending.clear()
 
 
 EXPORT_SECONDS = 1.0
@@ -265,7 +302,7 @@ FLUSH_SECONDS = 2 * EXPORT_SECONDS
 
 def _exporter(mode: str) -> SpanExporter:
     if mode == "console":
-        return _JsonLines()
+        return Waterfall()
     from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
 
     configured = "OTEL_EXPORTER_OTLP_TIMEOUT" in os.environ or "OTEL_EXPORTER_OTLP_TRACES_TIMEOUT" in os.environ
@@ -345,7 +382,10 @@ def process_tracing(mode: str) -> OtelTracing:
             service = os.environ.get("AWS_LAMBDA_FUNCTION_NAME") or "stratus"
             named = {} if os.environ.get("OTEL_SERVICE_NAME") else {"service.name": service}
             provider = TracerProvider(resource=Resource.create(named))
-            provider.add_span_processor(BatchSpanProcessor(_exporter(mode)))
+            exporter = _exporter(mode)
+            # The console's lines are written as each span ends: nothing to batch, and no wait for a batch to fill.
+            processor = SimpleSpanProcessor if mode == "console" else BatchSpanProcessor
+            provider.add_span_processor(processor(exporter))
             trace.set_tracer_provider(provider)
             correlate_logs()
             _process = OtelTracing(provider)

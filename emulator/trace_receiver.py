@@ -19,6 +19,7 @@ from typing import IO, Any
 
 from stratus.emulator.events import Answer
 from stratus.emulator.proxy_integration import read_limited, send_answer
+from stratus.tracing import waterfall_line
 from stratus.types import Receive, Scope, Send
 
 PATH = "/v1/traces"
@@ -103,7 +104,7 @@ class TraceReceiver:
             depth = self._depths.get(span.parent_span_id, -1) + 1
             self._depths[span.span_id] = depth
         if self.output is not None:
-            line = f"[trace {span.trace_id[:8]}] {'  ' * depth}{span.service}  {span.name}  {span.duration_ms:.1f} ms"
+            line = waterfall_line(span.trace_id, depth, span.service, span.name, span.duration_ms)
             self.output.write(f"{line}\n".encode())
             self.output.flush()
 

@@ -2,7 +2,7 @@
 
     stratus --version
     stratus init DIR [--force]
-    stratus serve [--app MODULE:ATTR | --gateway FILE] [--host HOST] [--port PORT] [--store URL]
+    stratus serve [--app MODULE:ATTR | --gateway FILE] [--host HOST] [--port PORT] [--store URL] [--traces]
     stratus local [--template FILE] [--parameter NAME=VALUE]... [--app MODULE:ATTR | --gateway FILE] [--store URL]
                   [--host HOST] [--port PORT] [--containers N] [--retire-rate P] [--seed N]
     stratus store create --store dynamodb://TABLE
@@ -57,6 +57,11 @@ def _parser() -> argparse.ArgumentParser:
         help="http (uvicorn, the default) or stdio (for desktop hosts; default: MCP_TRANSPORT_TYPE)",
     )
     serve.add_argument("--reload", action="store_true", help=RELOAD_HELP)
+    serve.add_argument(
+        "--traces",
+        action="store_true",
+        help="print each request's spans as a waterfall (STRATUS_TRACING=console; the otel extra)",
+    )
     local_command.add_parser(commands)
     commands.choices["local"].add_argument("--reload", action="store_true", help=RELOAD_HELP)
     store = commands.add_parser("store", help="manage the state store")
@@ -126,7 +131,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     problems, port = serve_port(args.port, os.environ) if not stdio else ([], 0)
     server: McpServer | None = None
     try:
-        settings = settings_from_env(app=args.app, store=args.store, gateway_config=args.gateway)
+        traces = "console" if args.traces else None
+        settings = settings_from_env(app=args.app, store=args.store, gateway_config=args.gateway, tracing=traces)
     except SettingsError as exc:
         gateway = args.gateway or os.environ.get("STRATUS_GATEWAY_CONFIG")
         app_problems = [] if gateway else _app_problems(args.app or os.environ.get("STRATUS_APP"))

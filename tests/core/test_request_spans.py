@@ -5,6 +5,7 @@ in-memory exporter), not from a stand-in."""
 
 from __future__ import annotations
 
+import io
 import json
 import logging
 import time
@@ -239,4 +240,28 @@ def test_a_collector_out_of_reach_holds_the_end_of_an_invocation_for_at_most_the
     started = time.monotonic()
     tracing.flush()
     assert time.monotonic() - started < otel_tracing.FLUSH_SECONDS + 1.0
+    provider.shutdown()
+
+
+async def test_the_console_prints_each_request_as_a_waterfall_once_its_span_has_ended(mcp_factory: McpFactory) -> None:
+    """`stratus serve --traces` (`STRATUS_TRACING=console`): a request's spans, in the order they started, each
+    under its parent, written when the request's own span ends (its children end first)."""
+    from opentelemetry.sdk.resources import Resource
+
+    from stratus.otel_tracing import Waterfall
+
+    output = io.StringIO()
+    provider = TracerProvider(resource=Resource.create({"service.name": "demo"}))
+    provider.add_span_processor(SimpleSpanProcessor(Waterfall(output)))
+    session = await (await mcp_factory(server, Settings(), tracing=OtelTracing(provider))).initialize()
+    output.truncate(0)
+    output.seek(0)
+    await session.request(
+        "tools/call", {"name": "add", "arguments": {"a": 1, "b": 2}}, headers={"traceparent": TRACEPARENT}
+    )
+    lines = [line.rsplit("  ", 1)[0] for line in output.getvalue().splitlines()]  # without the durations
+    assert lines == [
+        f"[trace {TRACE_ID[:8]}] demo  tools/call add",
+        f"[trace {TRACE_ID[:8]}]   demo  execute_tool add",
+    ]
     provider.shutdown()
