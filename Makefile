@@ -81,11 +81,11 @@ ifeq ($(TRACER),true)
 LAMBDA_REQUIREMENTS += "aws-xray-sdk>=2.12"
 endif
 
-# `TRACES=true sam build`: also OpenTelemetry's SDK and OTLP/HTTP exporter (the `otel` extra), which the template's
+# `TRACES=true sam build`: also OpenTelemetry's SDK and OTLP encoder (the `otel` extra), which the template's
 # `Traces=xray|otlp` needs; without them a function refuses to start, naming the setting.
 TRACES ?= false
 ifeq ($(TRACES),true)
-LAMBDA_REQUIREMENTS += "opentelemetry-sdk>=1.27" "opentelemetry-exporter-otlp-proto-http>=1.27"
+LAMBDA_REQUIREMENTS += "opentelemetry-sdk>=1.27" "opentelemetry-exporter-otlp-proto-common>=1.27"
 endif
 
 # The durable task worker alone ships the durable execution SDK (pyproject.toml's `durable` extra), with the boto3 it

@@ -22,7 +22,16 @@ SUBJECT_MODULES = {
     "fastmcp": "fastmcp_app",
     "rmsl": "rmsl_app",
 }
-WATCHED = ("boto3", "botocore", "redis", "aws_lambda_powertools.tracing", "aws_xray_sdk", "httpx", "anyio")
+WATCHED = (
+    "boto3",
+    "botocore",
+    "redis",
+    "aws_lambda_powertools.tracing",
+    "aws_xray_sdk",
+    "httpx",
+    "anyio",
+    "opentelemetry",
+)
 
 
 def main() -> None:

@@ -26,7 +26,7 @@ LIMITED_PIPELINE_TARGET_US = 40.0
 SESSION_BYTES_TARGET = 1024
 NOTIFY_TARGET_MS = 5.0
 GATEWAY_OVERHEAD_TARGET_MS = 1.0
-FORBIDDEN = ("boto3", "botocore", "redis", "aws_lambda_powertools.tracing", "aws_xray_sdk")
+FORBIDDEN = ("boto3", "botocore", "redis", "aws_lambda_powertools.tracing", "aws_xray_sdk", "opentelemetry")
 
 Values = Mapping[str, float | str | None]
 

@@ -127,9 +127,11 @@ def scaling_notes(sessions: list[dict[str, float]], tools: list[dict[str, float]
 
 KEPT_SECTIONS = (
     "## What an idle client bills",
+    "## What a question to a person bills",
     "## How the warm path got here",
     "## Where a warm tools/call's instructions go",
     "## Telemetry at cold start",
+    "## Traces on",
 )
 """Sections of docs/benchmarks.md measured by hand, not by this run (their own commands are in them): a rewrite
 keeps them as they are."""

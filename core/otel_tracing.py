@@ -1,5 +1,5 @@
-"""Tracing with OpenTelemetry (`STRATUS_TRACING=console|otlp`, the `otel` extra): the only module that imports it,
-and only when tracing is on (`stratus.tracing.tracing_for`). `OtelTracing` is a `stratus.tracing.Tracing`.
+"""Tracing with OpenTelemetry (`STRATUS_TRACING=console|otlp|xray`, the `otel` extra): the only module that imports
+it, and only when tracing is on (`stratus.tracing.tracing_for`). `OtelTracing` is a `stratus.tracing.Tracing`.
 
 Each MCP request is one SERVER span. Its parent is the W3C trace context the request carried in `params._meta`
 (MCP reserves `traceparent`, `tracestate` and `baggage` there, on both eras), linked to the HTTP request's own
@@ -8,12 +8,12 @@ process's tracer provider is also OpenTelemetry's global one, so spans a tool ma
 the request's trace, and each log record carries the current span's `trace_id` and `span_id`.
 
 Spans are batched and sent when the host flushes (`flush`, after each Lambda invocation as the metrics are):
-`console` prints each request's spans on stdout as a waterfall, `otlp` posts them to the OTLP/HTTP endpoint the standard
-variables name (`OTEL_EXPORTER_OTLP_ENDPOINT`, `OTEL_EXPORTER_OTLP_HEADERS`; https://opentelemetry.io/docs/
-specs/otel/protocol/exporter/), `xray` to X-Ray's OTLP endpoint (`https://xray.<region>.amazonaws.com/v1/traces`,
-or `AWS_ENDPOINT_URL_XRAY`'s), each request signed with SigV4 by the function's role, which needs
-`xray:PutTraceSegments` (https://docs.aws.amazon.com/xray/latest/devguide/xray-opentelemetry.html; the account must
-have CloudWatch Transaction Search on).
+`console` prints each request's spans on stdout as a waterfall; `otlp` posts them (`stratus.otlp_http`) to the
+OTLP/HTTP endpoint the standard variables name (`OTEL_EXPORTER_OTLP_ENDPOINT`, `OTEL_EXPORTER_OTLP_HEADERS`;
+https://opentelemetry.io/docs/specs/otel/protocol/exporter/); `xray` to X-Ray's OTLP endpoint
+(`https://xray.<region>.amazonaws.com/v1/traces`, or `AWS_ENDPOINT_URL_XRAY`'s), each export signed with SigV4 by
+the function's role, which needs `xray:PutTraceSegments` (https://docs.aws.amazon.com/xray/latest/devguide/
+xray-opentelemetry.html; the account must have CloudWatch Transaction Search on).
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ import os
 import sys
 import threading
 import time
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from contextvars import ContextVar
 from typing import Any, NamedTuple, TextIO
@@ -39,8 +39,8 @@ from opentelemetry.trace import Link, SpanKind, Status, StatusCode
 from opentelemetry.trace.propagation.tracecontext import TraceContextTextMapPropagator
 
 from stratus.request.inputs import InputRequired
-from stratus.tracing import waterfall_line
 from stratus.version import __version__
+from stratus.waterfall import waterfall_line
 
 _PROPAGATOR = CompositePropagator([TraceContextTextMapPropagator(), W3CBaggagePropagator()])
 
@@ -292,10 +292,10 @@ class Waterfall(SpanExporter):
 
 
 EXPORT_SECONDS = 1.0
-"""The longest one export of an invocation's spans tries, its retries included: a collector or X-Ray out of reach
-must not hold every invocation for the exporter's own 10 s, billed (`OTEL_EXPORTER_OTLP_TIMEOUT` or
-`OTEL_EXPORTER_OTLP_TRACES_TIMEOUT`, when set, instead). Spans it could not send are dropped, and the exporter logs
-why."""
+"""The longest one try to send an invocation's spans takes (a second try follows only on a dropped kept-alive
+connection): a collector or X-Ray out of reach must not hold every invocation, billed, for long
+(`OTEL_EXPORTER_OTLP_TRACES_TIMEOUT` or `OTEL_EXPORTER_OTLP_TIMEOUT`, in milliseconds, when set, instead). Spans it
+could not send are dropped, with a warning."""
 FLUSH_SECONDS = 2 * EXPORT_SECONDS
 """The longest the end of an invocation waits for its spans to be sent."""
 
@@ -303,13 +303,21 @@ FLUSH_SECONDS = 2 * EXPORT_SECONDS
 def _exporter(mode: str) -> SpanExporter:
     if mode == "console":
         return Waterfall()
-    from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
+    from stratus.otlp_http import OtlpHttpExporter, otlp_headers, otlp_traces_url
 
-    configured = "OTEL_EXPORTER_OTLP_TIMEOUT" in os.environ or "OTEL_EXPORTER_OTLP_TRACES_TIMEOUT" in os.environ
-    timeout = None if configured else EXPORT_SECONDS
+    timeout = _export_seconds(os.environ)
     if mode == "xray":
-        return OTLPSpanExporter(endpoint=xray_traces_url(), session=_signed_session(), timeout=timeout)
-    return OTLPSpanExporter(timeout=timeout)
+        return OtlpHttpExporter(xray_traces_url(), timeout=timeout, sign=_xray_signer(_region(os.environ)))
+    given = os.environ.get("OTEL_EXPORTER_OTLP_TRACES_HEADERS") or os.environ.get("OTEL_EXPORTER_OTLP_HEADERS", "")
+    return OtlpHttpExporter(otlp_traces_url(os.environ), timeout=timeout, headers=otlp_headers(given))
+
+
+def _export_seconds(environ: Mapping[str, str]) -> float:
+    given = environ.get("OTEL_EXPORTER_OTLP_TRACES_TIMEOUT") or environ.get("OTEL_EXPORTER_OTLP_TIMEOUT")
+    try:
+        return float(given) / 1000 if given else EXPORT_SECONDS
+    except ValueError:
+        return EXPORT_SECONDS
 
 
 def xray_traces_url(environ: Mapping[str, str] = os.environ) -> str:
@@ -322,34 +330,18 @@ def _region(environ: Mapping[str, str]) -> str:
     return environ.get("AWS_REGION") or environ.get("AWS_DEFAULT_REGION") or "us-east-1"
 
 
-def _signed_session() -> Any:
-    """A `requests` session (the OTLP exporter's) whose every request is signed for X-Ray with the credentials
-    Lambda gives the function's role, read at each export: a SnapStart restore gets fresh ones."""
-    import requests
-
+def _xray_signer(region: str) -> Callable[[str, bytes, Mapping[str, str]], Mapping[str, str]]:
+    """Signs each export for X-Ray with the credentials Lambda gives the function's role, read at each export: a
+    SnapStart restore gets fresh ones."""
     from stratus.net.sigv4 import environment_credentials, signed_headers
 
-    class _SigV4(requests.auth.AuthBase):
-        def __call__(self, request: requests.PreparedRequest) -> requests.PreparedRequest:
-            credentials = environment_credentials()
-            if credentials is not None:
-                body = request.body.encode() if isinstance(request.body, str) else request.body
-                headers = {name: value for name, value in request.headers.items() if isinstance(value, str)}
-                signing = signed_headers(
-                    request.method or "POST",
-                    request.url or "",
-                    body if isinstance(body, bytes) else b"",
-                    headers,
-                    credentials,
-                    region=_region(os.environ),
-                    service="xray",
-                )
-                request.headers.update(signing)
-            return request
+    def sign(url: str, body: bytes, headers: Mapping[str, str]) -> Mapping[str, str]:
+        credentials = environment_credentials()
+        if credentials is None:
+            return {}
+        return signed_headers("POST", url, body, headers, credentials, region=region, service="xray")
 
-    session = requests.Session()
-    session.auth = _SigV4()
-    return session
+    return sign
 
 
 def correlate_logs() -> None:

@@ -99,12 +99,6 @@ class NoTracing:
 NO_TRACING = NoTracing()
 
 
-def waterfall_line(trace_id: str, depth: int, service: str, name: str, duration_ms: float) -> str:
-    """One span as `stratus serve --traces` and `stratus local --traces` print it: its trace's first 8 hex digits,
-    then the span indented two spaces a level under its parent."""
-    return f"[trace {trace_id[:8]}] {'  ' * depth}{service}  {name}  {duration_ms:.1f} ms"
-
-
 def tracing_for(mode: str) -> Tracing:
     """The tracer `STRATUS_TRACING` (`Settings.tracing`) asks for; `NO_TRACING` when off (OpenTelemetry is imported
     only when on)."""

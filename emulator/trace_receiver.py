@@ -19,8 +19,8 @@ from typing import IO, Any
 
 from stratus.emulator.events import Answer
 from stratus.emulator.proxy_integration import read_limited, send_answer
-from stratus.tracing import waterfall_line
 from stratus.types import Receive, Scope, Send
+from stratus.waterfall import waterfall_line
 
 PATH = "/v1/traces"
 REQUEST_BYTES = 4 * 1024 * 1024

@@ -36,8 +36,10 @@ LAYERS: tuple[tuple[str, ...], ...] = (
         "stratus.stores.bounded",
         "stratus.setting_values",
         "stratus.net",
+        "stratus.waterfall",
         "stratus.tracing",
         "stratus.otel_tracing",
+        "stratus.otlp_http",
     ),
     (
         "stratus.server",
