@@ -7,6 +7,7 @@
                   [--host HOST] [--port PORT] [--containers N] [--retire-rate P] [--seed N]
     stratus store create --store dynamodb://TABLE
     stratus gateway list | add NAME JSON | update NAME JSON | remove NAME | import FILE | test NAME [--store URL]
+    stratus check-deploy --stack NAME | --endpoint OUTPUT=URL... [--record FILE] [--expect FILE]
 
 Flags override the matching `STRATUS_*` variables; the defaults serve on 127.0.0.1:8000 with the in-memory store,
 and, in a checkout of Stratus, the demo server when no app is named.
@@ -24,7 +25,7 @@ from pathlib import Path
 
 from stratus import build_app
 from stratus.emulator import command as local_command
-from stratus.handlers import gateway_admin, scaffold
+from stratus.handlers import deploy_check, gateway_admin, scaffold
 from stratus.handlers.loading import load_served, load_server, problem_lines, registered, store_problem
 from stratus.handlers.secrets import settings_from_env
 from stratus.server.server import McpServer
@@ -72,6 +73,7 @@ def _parser() -> argparse.ArgumentParser:
     create.add_argument("--store", required=True, help="dynamodb://TABLE")
     gateway_admin.add_parser(commands)
     scaffold.add_parser(commands)
+    deploy_check.add_parser(commands)
     return parser
 
 
@@ -117,6 +119,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return scaffold.run(args)
     if args.command == "store":
         return _create_store(args.store)
+    if args.command == "check-deploy":
+        return deploy_check.run(args)
     if args.command == "local":
         return local_command.run(args)
     if args.command == "gateway":

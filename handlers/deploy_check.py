@@ -1,0 +1,172 @@
+"""`stratus check-deploy`: what a first deploy shows at its front doors, found at the deployed stack and set beside
+what `stratus local` showed for the same template.
+
+    stratus check-deploy --stack NAME                       # the endpoints from the stack's outputs (CloudFormation)
+    stratus check-deploy --endpoint McpEndpoint=URL ...      # or the endpoints themselves
+        [--record FILE]   write what was found (run it against `stratus local` to make the expectation)
+        [--expect FILE]   set it beside an expectation: exit 1 on any difference
+
+At each MCP endpoint the template outputs (`McpEndpoint`: the HTTP API, the buffered function;
+`StreamingMcpEndpoint`: the Function URL; `StreamingRestMcpEndpoint`: the REST API's stream), as a client meets it:
+
+- `answers`: a 2025-11-25 `initialize` is answered 200 with a session id, or 401 with a challenge;
+- `challenge`: the header an unauthenticated request's challenge comes in (`WWW-Authenticate`, or behind the REST API
+  `x-amzn-Remapped-WWW-Authenticate`: API Gateway renames it, and clients then read `resource_metadata` from the
+  body), and whether the body names the metadata; `none` when the door lets anyone in;
+- `poll`: the session's GET stream, as Lambda serves it: it ends at once with an event id and a `retry:` (a poll),
+  or how the door refused it; how long it took is printed beside, never compared.
+
+Not checked yet (issue 40 goes on): the throttle status per door, billed time per poll, metric and version counts,
+SSM headroom, the sweeper's failure path, cookies and redirects through the REST stream.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+ENDPOINTS = ("McpEndpoint", "StreamingMcpEndpoint", "StreamingRestMcpEndpoint")
+VERSION = "2025-11-25"
+TIMEOUT_SECONDS = 30.0
+_ACCEPT = "application/json, text/event-stream"
+_CHALLENGES = {
+    "www-authenticate": "WWW-Authenticate",
+    "x-amzn-remapped-www-authenticate": "x-amzn-Remapped-WWW-Authenticate",
+}
+
+
+def add_parser(commands: Any) -> None:
+    check = commands.add_parser(
+        "check-deploy", help="check a deployed stack's front doors against what stratus local showed"
+    )
+    source = check.add_mutually_exclusive_group(required=True)
+    source.add_argument("--stack", help="the stack's name: its endpoints come from its outputs")
+    source.add_argument(
+        "--endpoint",
+        action="append",
+        metavar="OUTPUT=URL",
+        help=f"an endpoint by its output's name ({', '.join(ENDPOINTS)})",
+    )
+    check.add_argument("--record", metavar="FILE", help="write what was found, as JSON")
+    check.add_argument(
+        "--expect", metavar="FILE", help="what stratus local showed (a --record file): exit 1 on a difference"
+    )
+
+
+def run(args: argparse.Namespace) -> int:
+    try:
+        endpoints = _named(args.endpoint) if args.endpoint else stack_endpoints(args.stack)
+    except ValueError as error:
+        print(f"stratus: {error}", file=sys.stderr)
+        return 2
+    found, timings = check(endpoints)
+    expected = json.loads(Path(args.expect).read_text(encoding="utf-8")) if args.expect else None
+    differences = 0
+    for key, value in found.items():
+        shown = "" if expected is None else expected.get(key, "(not checked there)")
+        same = expected is None or shown == value
+        differences += not same
+        timing = f"  ({timings[key]:.0f} ms)" if key in timings else ""
+        verdict = "" if expected is None else ("  ok" if same else "  DIFFERS")
+        beside = "" if expected is None else f"  | stratus local: {shown}"
+        print(f"{key:<36} {value}{timing}{beside}{verdict}")
+    if args.record:
+        Path(args.record).write_text(json.dumps(found, indent=2) + "\n", encoding="utf-8")
+    if differences:
+        print(f"{differences} finding(s) differ from what stratus local showed", file=sys.stderr)
+    return 1 if differences else 0
+
+
+def _named(given: Sequence[str]) -> dict[str, str]:
+    endpoints = {}
+    for item in given:
+        name, equals, url = item.partition("=")
+        if not equals or name not in ENDPOINTS or not url.startswith(("http://", "https://")):
+            raise ValueError(f"--endpoint {item!r}: give OUTPUT=URL, the output one of {', '.join(ENDPOINTS)}")
+        endpoints[name] = url
+    return endpoints
+
+
+def stack_endpoints(stack: str) -> dict[str, str]:
+    """The MCP endpoints a deployed stack outputs (boto3's region and credentials)."""
+    import boto3
+
+    described = boto3.client("cloudformation").describe_stacks(StackName=stack)["Stacks"][0]
+    outputs = {output["OutputKey"]: output["OutputValue"] for output in described.get("Outputs", [])}
+    found = {name: outputs[name] for name in ENDPOINTS if name in outputs}
+    if not found:
+        raise ValueError(f"stack {stack} outputs none of {', '.join(ENDPOINTS)}")
+    return found
+
+
+def check(endpoints: Mapping[str, str]) -> tuple[dict[str, str], dict[str, float]]:
+    """What each endpoint showed (`<output> <check>`: a finding), and how long its poll took (ms)."""
+    found: dict[str, str] = {}
+    timings: dict[str, float] = {}
+    for name, url in endpoints.items():
+        status, headers, body = _send("POST", url, _initialize(), {})
+        session = headers.get("mcp-session-id")
+        if status == 200 and session:
+            found[f"{name} answers"] = "200 with a session"
+            found[f"{name} challenge"] = "none"
+            _send("POST", url, {"jsonrpc": "2.0", "method": "notifications/initialized"}, _in(session))
+            started = time.perf_counter()
+            found[f"{name} poll"] = _poll(*_send("GET", url, None, _in(session)))
+            timings[f"{name} poll"] = (time.perf_counter() - started) * 1000
+        else:
+            found[f"{name} answers"] = f"{status} with a challenge" if status == 401 else str(status)
+            found[f"{name} challenge"] = _challenge(headers, body) if status == 401 else "none"
+            found[f"{name} poll"] = f"not reached ({status})"
+    return found, timings
+
+
+def _initialize() -> dict[str, Any]:
+    params = {"protocolVersion": VERSION, "capabilities": {}, "clientInfo": {"name": "stratus-check", "version": "1"}}
+    return {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": params}
+
+
+def _in(session: str) -> dict[str, str]:
+    return {"mcp-session-id": session, "mcp-protocol-version": VERSION}
+
+
+def _challenge(headers: Mapping[str, str], body: bytes) -> str:
+    names = [name for name in ("www-authenticate", "x-amzn-remapped-www-authenticate") if name in headers]
+    shown = {
+        "www-authenticate": "WWW-Authenticate",
+        "x-amzn-remapped-www-authenticate": "x-amzn-Remapped-WWW-Authenticate",
+    }
+    header = ", ".join(shown[name] for name in names) or "no challenge header"
+    return f"{header}; body {'names' if b'resource_metadata' in body else 'does not name'} resource_metadata"
+
+
+def _poll(status: int, headers: Mapping[str, str], body: bytes) -> str:
+    if status != 200:
+        return f"refused {status}"
+    lines = body.decode(errors="replace").splitlines()
+    has_id = any(line.startswith("id:") for line in lines)
+    has_retry = any(line.startswith("retry:") for line in lines)
+    if has_id and has_retry:
+        return "ends at once with an event id and a retry"
+    return f"200 without {'an event id' if not has_id else 'a retry'}"
+
+
+def _send(method: str, url: str, message: Any, headers: Mapping[str, str]) -> tuple[int, dict[str, str], bytes]:
+    data = json.dumps(message).encode() if message is not None else None
+    sent = {"accept": _ACCEPT if method == "POST" else "text/event-stream", **headers}
+    if data is not None:
+        sent["content-type"] = "application/json"
+    if not url.startswith(("http://", "https://")):
+        raise ValueError(f"not an http(s) endpoint: {url!r}")
+    request = urllib.request.Request(url, data=data, headers=sent, method=method)  # noqa: S310 - checked just above
+    try:
+        with urllib.request.urlopen(request, timeout=TIMEOUT_SECONDS) as response:  # noqa: S310 - checked above
+            return response.status, {k.lower(): v for k, v in response.headers.items()}, response.read()
+    except urllib.error.HTTPError as refused:
+        return refused.code, {k.lower(): v for k, v in refused.headers.items()}, refused.read()
