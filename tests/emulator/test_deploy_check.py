@@ -12,7 +12,7 @@ import pytest
 
 from stratus.emulator.local_aws import LocalAws
 from stratus.handlers.cli import main
-from tests.fixtures.emulated_stack import TEMPLATE, free_ports, serving
+from tests.fixtures.emulated_stack import TEMPLATE, free_ports, oauth_parameters, serving
 
 pytestmark = pytest.mark.uvicorn
 DOORS = {"McpEndpoint": "ServerlessHttpApi", "StreamingMcpEndpoint": "StreamingFunctionUrl"}
@@ -63,12 +63,7 @@ def test_an_open_stack_answers_and_polls_at_every_door_and_matches_its_own_recor
 
 def test_a_jwt_stack_challenges_at_every_door_the_rest_api_s_renamed(tmp_path: Path) -> None:
     first = free_ports(4)
-    parameters = {
-        "AuthMode": "jwt",
-        "AuthIssuer": "https://issuer.example",
-        "AuthAudience": f"http://127.0.0.1:{first}/mcp",
-        "AuthJwksUrl": "https://issuer.example/jwks.json",
-    }
+    parameters = oauth_parameters("http-api", "https://issuer.example", first)
     record = tmp_path / "local.json"
     with serving(TEMPLATE, parameters=parameters, port=first) as stack:
         assert _check(stack, "--record", str(record)) == 0
