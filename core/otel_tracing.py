@@ -26,7 +26,7 @@ import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from contextvars import ContextVar
-from typing import Any, NamedTuple, TextIO
+from typing import TYPE_CHECKING, Any, NamedTuple, TextIO
 
 from opentelemetry import trace
 from opentelemetry.baggage.propagation import W3CBaggagePropagator
@@ -41,6 +41,9 @@ from opentelemetry.trace.propagation.tracecontext import TraceContextTextMapProp
 from stratus.request.inputs import InputRequired
 from stratus.version import __version__
 from stratus.waterfall import waterfall_line
+
+if TYPE_CHECKING:
+    from stratus.otlp_http import Signer
 
 _PROPAGATOR = CompositePropagator([TraceContextTextMapPropagator(), W3CBaggagePropagator()])
 
@@ -134,8 +137,7 @@ class OtelTracing:
             trip.operation, kind=SpanKind.CLIENT, attributes=attributes, start_time=trip.started_ns
         )
         if trip.error_type is not None:
-            child.set_attribute("error.type", trip.error_type)
-            child.set_status(Status(StatusCode.ERROR))
+            _Span(child).failed(trip.error_type)
         child.end(end_time=trip.ended_ns)
 
 
@@ -161,8 +163,7 @@ def child_span(operation: str, target: str = "") -> Iterator[_Span]:
         except InputRequired:  # a question to the client ends the run here: not a failure
             raise
         except Exception as error:
-            span.set_attribute("error.type", type(error).__name__)
-            span.set_status(Status(StatusCode.ERROR))
+            _Span(span).failed(type(error).__name__)
             raise
 
 
@@ -179,8 +180,7 @@ def upstream_span(method: str, target: str, upstream: str) -> Iterator[_Span]:
         try:
             yield _Span(span)
         except Exception as error:
-            span.set_attribute("error.type", str(getattr(error, "code", None) or type(error).__name__))
-            span.set_status(Status(StatusCode.ERROR))
+            _Span(span).failed(str(getattr(error, "code", None) or type(error).__name__))
             raise
 
 
@@ -201,7 +201,7 @@ _EARLY_TRIPS = 16
 
 
 @contextmanager
-def store_span(system: str, operation: str) -> Iterator[_Span]:
+def store_span(system: str, named: Callable[[], str]) -> Iterator[_Span]:
     """A CLIENT span for one store round trip (`stratus.tracing.store_span`), named for its operation and attributed
     as OpenTelemetry's database conventions say (`db.system.name`, `db.operation.name`). A trip made before any
     span is current (the transport reads the session, and admits the call, before it knows the request's span) is
@@ -210,6 +210,7 @@ def store_span(system: str, operation: str) -> Iterator[_Span]:
     if _latest is None:
         yield _Span(trace.INVALID_SPAN)
         return
+    operation = named()
     if not trace.get_current_span().get_span_context().is_valid:
         started, error_type = time.time_ns(), None
         try:
@@ -226,8 +227,7 @@ def store_span(system: str, operation: str) -> Iterator[_Span]:
         try:
             yield _Span(span)
         except Exception as error:
-            span.set_attribute("error.type", type(error).__name__)
-            span.set_status(Status(StatusCode.ERROR))
+            _Span(span).failed(type(error).__name__)
             raise
 
 
@@ -330,7 +330,7 @@ def _region(environ: Mapping[str, str]) -> str:
     return environ.get("AWS_REGION") or environ.get("AWS_DEFAULT_REGION") or "us-east-1"
 
 
-def _xray_signer(region: str) -> Callable[[str, bytes, Mapping[str, str]], Mapping[str, str]]:
+def _xray_signer(region: str) -> Signer:
     """Signs each export for X-Ray with the credentials Lambda gives the function's role, read at each export: a
     SnapStart restore gets fresh ones."""
     from stratus.net.sigv4 import environment_credentials, signed_headers

@@ -197,7 +197,7 @@ class Settings:
     metrics_namespace: str = "Stratus"
     """The CloudWatch namespace of the metrics in `emf` and `powertools` telemetry."""
     tracing: str = "off"
-    """`off` (nothing of OpenTelemetry imported), `console` (each request's spans printed as JSON), `otlp` (sent
+    """`off` (nothing of OpenTelemetry imported), `console` (each request's spans printed as a waterfall), `otlp` (sent
     to the OTLP/HTTP endpoint `OTEL_EXPORTER_OTLP_ENDPOINT` names) or `xray` (sent to X-Ray's OTLP endpoint in the
     function's Region, signed with its role's credentials), flushed before each invocation ends: the `otel` extra
     (`stratus.tracing`)."""

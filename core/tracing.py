@@ -9,7 +9,7 @@ server span per MCP request, named and attributed as OpenTelemetry's MCP convent
 from __future__ import annotations
 
 import sys
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from contextlib import AbstractContextManager
 from typing import Protocol
 
@@ -137,9 +137,10 @@ def child_span(operation: str, target: str = "") -> AbstractContextManager[Reque
     return span
 
 
-def store_span(system: str, operation: str) -> AbstractContextManager[RequestSpan]:
-    """A CLIENT span for one round trip to the state store (`system`: `redis`, `aws.dynamodb`; `operation`: what it
-    sent, e.g. `EVALSHA admit` or `GetItem`), under the current span; nothing with tracing off, as `child_span`."""
+def store_span(system: str, operation: Callable[[], str]) -> AbstractContextManager[RequestSpan]:
+    """A CLIENT span for one round trip to the state store (`system`: `redis`, `aws.dynamodb`; `operation` names what
+    it sent, e.g. `EVALSHA admit` or `GetItem`, and is called only when traced: a store's hot path builds no name with
+    tracing off), under the current span; nothing with tracing off, as `child_span`."""
     otel = sys.modules.get("stratus.otel_tracing")
     if otel is None:
         return NO_SPAN

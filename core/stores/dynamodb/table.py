@@ -85,9 +85,9 @@ def number_of(item: Item, name: str, default: float = 0.0) -> float:
     return float(value["N"]) if value else default
 
 
-def _operation(call: Callable[..., Any]) -> str:
-    """DynamoDB's name for a client method's operation (`get_item`: `GetItem`)."""
-    return "".join(part.title() for part in getattr(call, "__name__", "call").split("_"))
+def _operation(call: Callable[..., Any]) -> Callable[[], str]:
+    """DynamoDB's name for a client method's operation (`get_item`: `GetItem`), made when asked."""
+    return lambda: "".join(part.title() for part in getattr(call, "__name__", "call").split("_"))
 
 
 class DynamoTable:

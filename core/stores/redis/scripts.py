@@ -83,7 +83,7 @@ class RedisScripts:
         """
         try:
             async with asyncio.timeout(self.timeout):
-                with store_span("redis", "EVALSHA " + " ".join(name for name, _, _ in calls)):
+                with store_span("redis", lambda: "EVALSHA " + " ".join(name for name, _, _ in calls)):
                     results = await self._pipeline(calls)
                 if any(isinstance(result, self._no_script) for result in results):
                     await self._load()
@@ -106,7 +106,7 @@ class RedisScripts:
     async def command_on(self, target: Any, name: str, *args: Any, blocking: bool = False, **kwargs: Any) -> Any:
         """`command` on another connection of the client (e.g. a pub/sub subscription)."""
         limit = self.timeout + (float(kwargs.get("timeout", 0)) if blocking else 0)
-        with store_span("redis", name.upper()):
+        with store_span("redis", name.upper):
             return await self._bounded(lambda: getattr(target, name)(*args, **kwargs), limit)
 
     async def commands(self, calls: Sequence[Command]) -> list[Any]:
@@ -121,7 +121,7 @@ class RedisScripts:
 
         if not calls:
             return []
-        with store_span("redis", " ".join(call.name.upper() for call in calls)):
+        with store_span("redis", lambda: " ".join(call.name.upper() for call in calls)):
             return list(await self._bounded(pipelined, self.timeout))
 
     async def _bounded(self, step: Callable[[], Awaitable[Any]], limit: float) -> Any:
