@@ -41,6 +41,7 @@ class _BoundedReadHandler(MotoRequestHandler):
     never held by one client. The dropped client finds its connection reset when it thaws, and botocore resends."""
 
     timeout = 2.0
+    disable_nagle_algorithm = True  # werkzeug writes an answer's head and body apart: neither waits for an ACK
 
 
 def _forgetting_instances(app: WSGIApplication) -> WSGIApplication:
