@@ -43,6 +43,8 @@ HELD_SECONDS = "839"
 REQUEST_PRICE = 0.20 / 1e6
 GB_SECOND_PRICE = 0.0000133334  # arm64, the template's architecture
 LOG_GB_PRICE = 0.50  # CloudWatch Logs, standard ingestion
+READ_UNIT_PRICE = 0.125 / 1e6  # DynamoDB on-demand
+WRITE_UNIT_PRICE = 0.625 / 1e6
 MONTH_SECONDS = 730 * 3600
 
 
@@ -81,11 +83,13 @@ async def idle(aws: LocalAws, seconds: float, *, sampled: bool, door: str) -> di
         entry = aws.bill.summary().get(STREAMING, {})
         billed, invocations, started = entry.get("billedMs", 0), entry.get("invocations", 0), loop.time()
         logged, documents = entry.get("logBytes", 0), entry.get("emfDocuments", 0)
+        reads, writes = entry.get("readUnits", 0.0), entry.get("writeUnits", 0.0)
         running = 0
         while loop.time() - started < seconds:  # the client's idle spell: the measured quantity
             await asyncio.sleep(SAMPLE_SECONDS)
             running += pool.busy > 0
         wall = loop.time() - started
+        units = aws.bill.summary()[STREAMING]  # before the client leaves: its DELETE is not idling
     await asyncio.sleep(1.0)  # a poll is billed when it ends: let the emulator record the client's last one
     entry = aws.bill.summary()[STREAMING]
     gb = entry["memoryMb"] / 1024
@@ -93,6 +97,14 @@ async def idle(aws: LocalAws, seconds: float, *, sampled: bool, door: str) -> di
     month = MONTH_SECONDS / wall
     requests, gb_seconds = (entry["invocations"] - invocations) * month, gb * billed_s * month
     log_bytes = (entry["logBytes"] - logged) * month
+    read_units, write_units = (units["readUnits"] - reads) * month, (units["writeUnits"] - writes) * month
+    usd = {
+        "requestsUsd": requests * REQUEST_PRICE,
+        "durationUsd": gb_seconds * GB_SECOND_PRICE,
+        "logsUsd": log_bytes / 1e9 * LOG_GB_PRICE,
+        "readUnitsUsd": read_units * READ_UNIT_PRICE,
+        "writeUnitsUsd": write_units * WRITE_UNIT_PRICE,
+    }
     return {
         "idleSeconds": round(wall, 1),
         "invocations": entry["invocations"] - invocations,
@@ -101,16 +113,16 @@ async def idle(aws: LocalAws, seconds: float, *, sampled: bool, door: str) -> di
         "shareOfHeldContainer": round(billed_s / wall, 5),
         "logBytes": entry["logBytes"] - logged,
         "emfDocuments": entry["emfDocuments"] - documents,
+        "readUnits": units["readUnits"] - reads,
+        "writeUnits": units["writeUnits"] - writes,
         "month": {
             "requests": round(requests),
             "gbSeconds": round(gb_seconds, 1),
             "logMB": round(log_bytes / 1e6, 2),
-            "requestsUsd": round(requests * REQUEST_PRICE, 4),
-            "durationUsd": round(gb_seconds * GB_SECOND_PRICE, 4),
-            "logsUsd": round(log_bytes / 1e9 * LOG_GB_PRICE, 4),
-            "totalUsd": round(
-                requests * REQUEST_PRICE + gb_seconds * GB_SECOND_PRICE + log_bytes / 1e9 * LOG_GB_PRICE, 4
-            ),
+            "readUnits": round(read_units),
+            "writeUnits": round(write_units),
+            **{name: round(value, 4) for name, value in usd.items()},
+            "totalUsd": round(sum(usd.values()), 4),
         },
     }
 
@@ -138,7 +150,10 @@ def main() -> None:
     print(
         f"an idle client's month through {args.door} on {args.store} (polls): {month['requests']:,} requests "
         f"${month['requestsUsd']}, {month['gbSeconds']} GB-s ${month['durationUsd']}, logs {month['logMB']} MB "
-        f"${month['logsUsd']} ({polls['emfDocuments']} EMF documents in the spell): ${month['totalUsd']}"
+        f"${month['logsUsd']} ({polls['emfDocuments']} EMF documents in the spell), DynamoDB "
+        f"{month['readUnits']:,} read "
+        f"units ${month['readUnitsUsd']} and {month['writeUnits']:,} write units ${month['writeUnitsUsd']}: "
+        f"${month['totalUsd']}"
     )
     print(json.dumps(figures))
 

@@ -35,12 +35,13 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 from urllib.parse import parse_qsl
 
 import httpx
 
+from stratus.emulator.capacity_units import consumed
 from stratus.emulator.events import Answer, json_answer
 from stratus.emulator.iam import Call, CallLog, Identities, check
 from stratus.emulator.intrinsics import ACCOUNT_ID
@@ -116,9 +117,12 @@ class AwsApis:
         stand_ins: Mapping[str, str] | None = None,
         ssm_tps: float = SSM_STANDARD_TPS,
         traces: ASGIApp | None = None,
+        meter: Callable[[str, float, float], None] | None = None,
     ) -> None:
         """`ssm_tps`: Parameter Store's throughput for the stack's account and Region (0: unlimited); `traces`: what
-        answers `POST /v1/traces` (the containers' spans, `trace_receiver`), when it is on."""
+        answers `POST /v1/traces` (the containers' spans, `trace_receiver`), when it is on; `meter`: told the function,
+        read and write request units of each DynamoDB request that succeeded (`capacity_units`)."""
+        self.meter = meter
         self.targets = dict(targets)
         self.traces = traces
         self.identities = identities
@@ -199,7 +203,11 @@ class AwsApis:
         if throttled:
             await send_answer(send, _error(400, "ThrottlingException", "Rate exceeded"))
             return
-        await send_answer(send, await self._forward(scope, service, rest, body))
+        answer = await self._forward(scope, service, rest, body)
+        if self.meter is not None and service == "dynamodb" and answer.status == 200 and isinstance(parsed, dict):
+            reads, writes = consumed(operation, parsed, json.loads(answer.body or b"{}"))
+            self.meter(identity.function, reads, writes)
+        await send_answer(send, answer)
 
     def _traces_refusal(self, headers: Mapping[bytes, bytes]) -> str | None:
         """Spans signed with SigV4 are sent to X-Ray's OTLP endpoint (`STRATUS_TRACING=xray`), which authorizes them

@@ -14,9 +14,10 @@
   (/proc/<pid>/status).
 
 `Bill.summary()` is what the Lambda API serves at `GET <AWS_ENDPOINT_URL_LAMBDA>/stratus/bill`: a JSON object of
-function name to `{"invocations", "billedMs", "gbSeconds", "memoryMb", "logBytes", "emfDocuments"}` (what its logs put
-into CloudWatch Logs, `log_config`, and how many of their lines were EMF documents); `Bill.table()` is printed when
-`stratus local` stops.
+function name to `{"invocations", "billedMs", "gbSeconds", "memoryMb", "logBytes", "emfDocuments", "readUnits",
+"writeUnits"}` (what its logs put into CloudWatch Logs, `log_config`, how many of their lines were EMF documents, and
+the DynamoDB request units its calls consumed, `capacity_units`); `Bill.table()` is printed when `stratus local`
+stops.
 """
 
 from __future__ import annotations
@@ -96,6 +97,9 @@ class Bill:
         """Write the REPORT line of an invocation a front door's request made (`Options.door_reports`)."""
         self._lock = threading.Lock()
         self.functions: dict[str, FunctionBill] = {}
+        self._units: dict[str, list[float]] = {}
+        """DynamoDB's read and write request units by function, kept apart: a call may come before the function's
+        first invocation is billed (its init), and a FunctionBill needs the function's memory."""
 
     def record(
         self,
@@ -143,6 +147,13 @@ class Bill:
                 bill.log_bytes += log_bytes
                 bill.emf_documents += emf
 
+    def consumed(self, name: str, read_units: float, write_units: float) -> None:
+        """Count the DynamoDB request units one of the function's calls consumed."""
+        with self._lock:
+            units = self._units.setdefault(name, [0.0, 0.0])
+            units[0] += read_units
+            units[1] += write_units
+
     def summary(self) -> dict[str, Any]:
         with self._lock:
             return {
@@ -153,6 +164,8 @@ class Bill:
                     "memoryMb": bill.memory_mb,
                     "logBytes": bill.log_bytes,
                     "emfDocuments": bill.emf_documents,
+                    "readUnits": self._units.get(name, [0.0, 0.0])[0],
+                    "writeUnits": self._units.get(name, [0.0, 0.0])[1],
                 }
                 for name, bill in sorted(self.functions.items())
             }

@@ -229,6 +229,7 @@ class LocalAws:
             stand_ins=stand_ins,
             ssm_tps=self.options.ssm_tps,
             traces=self.traces,
+            meter=self.bill.consumed,
         )
 
     @property
@@ -390,8 +391,7 @@ class LocalAws:
         when the containers' own AWS APIs take theirs)."""
         reserved = range(self.options.port, self.options.port + len(self.doors)) if self.options.port else range(0)
         for _ in range(PORT_ATTEMPTS):
-            # IPPROTO_TCP named, asyncio turns Nagle's algorithm off on each accepted connection, as on every socket
-            # it makes itself; left at 0, an answer's body waited ~40 ms for the client's delayed ACK of its head.
+            # TCP named, asyncio turns Nagle off per connection: else a body waited ~40 ms for a delayed ACK of its head
             family = socket.AF_INET6 if ":" in self.options.host else socket.AF_INET
             spare = socket.socket(family, socket.SOCK_STREAM, socket.IPPROTO_TCP)
             spare.bind((self.options.host, 0))

@@ -12,6 +12,8 @@ import asyncio
 import json
 from typing import TYPE_CHECKING, Any, NamedTuple
 
+from stratus.stores.records import SESSION_LOG_SUFFIX
+
 if TYPE_CHECKING:
     from stratus.stores.base import EventLogStore
     from stratus.stores.records import StreamEvent
@@ -26,7 +28,7 @@ GAP_POLL_SECONDS = 0.05
 def session_log(session_id: str) -> str:
     """The log of what is addressed to one session. No `Last-Event-ID` names it: a call stream's token (the part
     before the first `-`) never holds one."""
-    return f"{session_id}/session-log"
+    return session_id + SESSION_LOG_SUFFIX
 
 
 class Position(NamedTuple):
@@ -156,10 +158,14 @@ class NotificationFollower:
         *,
         gap_grace: float = GAP_GRACE_SECONDS,
         session_id: str | None = None,
+        own_head: int | None = None,
     ) -> None:
         self.events = events
         self.session_id = session_id
         """Whose own log to follow besides the server-wide one (None: none)."""
+        self._own_head = own_head
+        """The own log's last number as read with the session (`SessionRecord.log_head`): the first read, when it
+        waits for nothing, skips the log if the position is already there."""
         self._shared = _Cursor(NOTIFICATIONS, after.shared, gap_grace)
         self._own = _Cursor(session_log(session_id), after.own, gap_grace) if session_id is not None else None
 
@@ -168,11 +174,18 @@ class NotificationFollower:
         return Position(self._shared.last, self._own.last if self._own is not None else 0)
 
     @classmethod
-    async def from_now(cls, events: "EventLogStore", *, session_id: str | None = None) -> "NotificationFollower":
-        """A follower of what is published from now on."""
-        logs = [NOTIFICATIONS] if session_id is None else [NOTIFICATIONS, session_log(session_id)]
+    async def from_now(
+        cls, events: "EventLogStore", *, session_id: str | None = None, own_head: int | None = None
+    ) -> "NotificationFollower":
+        """A follower of what is published from now on (`own_head`: the session's own log's last number, known
+        already, so that log is not read)."""
+        logs = [NOTIFICATIONS]
+        if session_id is not None and own_head is None:
+            logs.append(session_log(session_id))
         kept = await asyncio.gather(*(events.read_after(log, 0) for log in logs))
-        return cls(events, Position(*(log[-1].seq if log else 0 for log in kept)), session_id=session_id)
+        last = [log[-1].seq if log else 0 for log in kept]
+        own = own_head if own_head is not None else last[1] if len(last) > 1 else 0
+        return cls(events, Position(last[0], own), session_id=session_id)
 
     async def next(self, within: float) -> list[LoggedNotification]:
         """The notices after the last ones returned, waiting at most `within` seconds for one; [] if none came.
@@ -202,6 +215,10 @@ class NotificationFollower:
                 return []  # their own)
 
     async def _read(self, after: dict[str, int], within: float) -> "dict[str, list[StreamEvent]]":
+        head, self._own_head = self._own_head, None
+        if within <= 0 and head is not None and self._own is not None and self._own.last >= head:
+            # A poll's one look (a wait must watch the log: what comes next is not in the head)
+            after = {stream: seq for stream, seq in after.items() if stream != self._own.stream}
         if within > 0:
             return await self.events.wait_any(after, within)
         # Nothing to wait for: plain reads, without the subscription a wait takes on Redis.

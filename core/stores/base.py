@@ -27,8 +27,11 @@ class SessionStore(Protocol):
         deployment already holds its maximum of live sessions, PrincipalSessionsFullError (a TooManySessionsError)
         when the session's principal holds its quota."""
 
-    async def load(self, session_id: str) -> SessionRecord | None:
-        """The live session with this id, its expiry slid forward; None when unknown, ended or expired."""
+    async def load(self, session_id: str, *, consistent: bool = True) -> SessionRecord | None:
+        """The live session with this id, its expiry slid forward; None when unknown, ended or expired.
+
+        `consistent=False` (a poll): the record may lag a write of the last second, for half the read's price on
+        DynamoDB, which also fills in `log_head`; a session that reads as absent is read again consistently."""
 
     async def save(self, record: SessionRecord) -> None:
         """Replace a live session's record (log level, subscriptions, initialized flag)."""

@@ -49,8 +49,8 @@ class BoundedSessions:
         self._check(record)
         await self.inner.create(record)
 
-    async def load(self, session_id: str) -> SessionRecord | None:
-        return await self.inner.load(session_id)
+    async def load(self, session_id: str, *, consistent: bool = True) -> SessionRecord | None:
+        return await self.inner.load(session_id, consistent=consistent)
 
     async def save(self, record: SessionRecord) -> None:
         self._check(record)

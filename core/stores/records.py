@@ -30,6 +30,9 @@ class SessionRecord:
     expires_at: float = 0.0
     opened_by: str | None = None
     """The `traceparent` of the `initialize` span that opened it (tracing on): its later requests' spans link to it."""
+    log_head: int | None = None
+    """The number of the last event of the session's own log, when the store read it with the record (DynamoDB
+    keeps it on the session's item): a poll that is past it reads nothing more of that log. Never stored."""
 
 
 def copy_session(record: SessionRecord) -> SessionRecord:
@@ -49,6 +52,7 @@ def copy_session(record: SessionRecord) -> SessionRecord:
         last_active_at=record.last_active_at,
         opened_by=record.opened_by,
         expires_at=record.expires_at,
+        log_head=record.log_head,
     )
 
 
@@ -136,6 +140,15 @@ def decode_session(session_id: str, data: str, *, created: float, active: float,
         last_active_at=active,
         expires_at=expires,
     )
+
+
+SESSION_LOG_SUFFIX = "/session-log"
+"""A session's own event log is `<session id>/session-log` (`stratus.protocol.notifications.session_log`)."""
+
+
+def session_of_log(stream: str) -> str | None:
+    """The session whose own log `stream` is, or None."""
+    return stream.removesuffix(SESSION_LOG_SUFFIX) if stream.endswith(SESSION_LOG_SUFFIX) else None
 
 
 class StreamEvent(NamedTuple):

@@ -134,7 +134,7 @@ class HandshakeTransport:
         headers, principal = exchange.headers, exchange.principal
         send, receive, buffered = exchange.send, exchange.receive, exchange.buffered
         try:
-            session = await self._session(headers, principal)
+            session = await self._session(headers, principal, consistent=False)  # a poll: half a read on DynamoDB
         except McpError as error:
             return error_reply(None, error)
         last_event_id = headers.get("last-event-id")
@@ -247,13 +247,15 @@ class HandshakeTransport:
             await self.pending.deliver(request_key, json.dumps({"error": refused.to_error()}))
             raise
 
-    async def _session(self, headers: Headers, principal: Principal | None) -> SessionRecord:
-        """The live session the request names, if it belongs to the caller.
+    async def _session(
+        self, headers: Headers, principal: Principal | None, *, consistent: bool = True
+    ) -> SessionRecord:
+        """The live session the request names, if it belongs to the caller (`consistent`: `SessionStore.load`).
 
         A session presented by another principal is answered exactly like an unknown one (404), so ids cannot be
         probed.
         """
-        return self._check_owner(await self.sessions.load(_session_id(headers)), principal)
+        return self._check_owner(await self.sessions.load(_session_id(headers), consistent=consistent), principal)
 
     @staticmethod
     def _check_owner(session: SessionRecord | None, principal: Principal | None) -> SessionRecord:

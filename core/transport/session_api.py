@@ -286,7 +286,7 @@ class SessionApi:
             after = Position.parse(position) if token == GET_STREAM_PREFIX else None
             if after is None:
                 return Reply(400, {"error": "Last-Event-ID must be an id this session's events carried"})
-        session = await self._own_session(session_id, exchange.principal)
+        session = await self._own_session(session_id, exchange.principal, consistent=False)  # a poll
         if session is None:
             return _unknown_session()
         refused = await self.streams.serve(
@@ -309,8 +309,10 @@ class SessionApi:
         await self.notifications.end(session_id)  # its open /events streams close now, on every container
         return Reply(200, {"message": "Session closed successfully"})
 
-    async def _own_session(self, session_id: str, principal: Principal | None) -> SessionRecord | None:
-        session = await self.sessions.load(session_id)
+    async def _own_session(
+        self, session_id: str, principal: Principal | None, *, consistent: bool = True
+    ) -> SessionRecord | None:
+        session = await self.sessions.load(session_id, consistent=consistent)
         if session is None or session.principal != (principal.key if principal else None):
             return None  # another principal's session is answered like an unknown one
         return session

@@ -213,7 +213,11 @@ class SessionStreams:
                 claim = await _Claim.take(self.cache, self.events, session.session_id, framing.kind, ttl)
             start = after
             if start is None:
-                start = (await NotificationFollower.from_now(self.events, session_id=session.session_id)).last
+                start = (
+                    await NotificationFollower.from_now(
+                        self.events, session_id=session.session_id, own_head=session.log_head
+                    )
+                ).last
 
             async def relay(writer: SseWriter) -> None:
                 await framing.open(writer, session)
@@ -320,7 +324,7 @@ class SessionStreams:
         loop = asyncio.get_running_loop()
         end = loop.time() + max_seconds
         quiet_end = loop.time() + hold
-        follower = NotificationFollower(self.events, after, session_id=session.session_id)
+        follower = NotificationFollower(self.events, after, session_id=session.session_id, own_head=session.log_head)
         while True:
             within = max(0.0, min(framing.idle_seconds, min(end, quiet_end) - loop.time()))
             notices = await follower.next(within)

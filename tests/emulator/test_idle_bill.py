@@ -121,3 +121,33 @@ async def test_an_idle_client_s_polls_put_nothing_into_the_logs_unless_lambda_s_
     assert await _idle_log_bytes_per_poll(stack) == 0
     per_poll = await _idle_log_bytes_per_poll(platform_info_stack)
     assert 350 <= per_poll <= 700, per_poll
+
+
+@pytest.fixture(scope="module")
+def dynamodb_stack() -> Any:
+    with serving(TEMPLATE, containers=2, store="dynamodb") as aws:
+        yield aws
+
+
+async def _read_units(aws: LocalAws) -> tuple[float, int]:
+    """The streaming function's DynamoDB read units and invocations, between two polls (the units are metered per
+    call, an invocation is billed when it ends)."""
+    with anyio.fail_after(5):
+        while aws.pools[STREAMING].busy:  # noqa: ASYNC110 - the emulator's count of running invocations
+            await anyio.sleep(0.01)
+    entry = aws.bill.summary()[STREAMING]
+    return float(entry["readUnits"]), int(entry["invocations"])
+
+
+async def test_on_dynamodb_each_idle_poll_takes_one_read_unit(dynamodb_stack: LocalAws) -> None:
+    """Half a unit for the session's item (eventually consistent; it numbers the session's own log, so nothing of
+    that log is read while nothing was addressed to it), half for the server-wide log's mirror. Before, a poll made
+    three strongly consistent reads: three units, $0.20 of a client's month at a 5 s retry."""
+    async with Client(f"{dynamodb_stack.url('StreamingFunctionUrl')}/mcp", mode="legacy") as client:
+        await client.list_tools()
+        await _after_polls(dynamodb_stack, 1)
+        before, polled = await _read_units(dynamodb_stack)
+        await _after_polls(dynamodb_stack, POLLS)
+        after, polls = await _read_units(dynamodb_stack)
+    assert polls - polled >= POLLS
+    assert after - before == polls - polled

@@ -7,7 +7,8 @@ more than `max_sessions`. A session with a principal also counts in that princip
 transaction, conditioned on the quota (the counts: `stratus.stores.dynamodb.session_counts`); the session item names
 its shard and principal, so ending it frees both places at once, and a count left at zero is deleted. A request
 sliding a session's expiry touches only the session; the sweep of the roster removes the expired ones
-(`stratus.stores.dynamodb.roster_sweep`).
+(`stratus.stores.dynamodb.roster_sweep`). The session's own event log is numbered on the session's item (`LOG_HEAD`),
+so a poll's one read of the item tells whether anything was addressed to the session since its client's place.
 
 Creating and ending are safe to send twice (botocore resends a request whose answer was lost): the session item
 carries the creating write's token `w`, and an ended session stays behind as a tombstone naming the ending write
@@ -34,6 +35,8 @@ from stratus.stores.dynamodb.session_counts import (
 from stratus.stores.dynamodb.shards import ATTEMPTS, Shards
 from stratus.stores.dynamodb.table import (
     ALL_OLD,
+    LOG_HEAD,
+    SESSION,
     TOUCH_INTERVAL,
     ConditionFailedError,
     DynamoTable,
@@ -50,7 +53,7 @@ from stratus.stores.records import SessionCensus, SessionExistsError, SessionRec
 class DynamoSessionStore(TableItems):
     """Legacy sessions, one item each, counted in sharded roster partitions."""
 
-    kind = "session"
+    kind = SESSION
 
     def __init__(
         self,
@@ -72,15 +75,17 @@ class DynamoSessionStore(TableItems):
 
     def live(self, session_id: str, item: Item | None, now: float) -> SessionRecord | None:
         """The record in `item`, or None when it is absent, ended or expired (TTL deletion lags)."""
-        if item is None or ENDED in item or number_of(item, "expires") <= now:
-            return None
-        return decode_session(
+        if item is None or ENDED in item or "data" not in item or number_of(item, "expires") <= now:
+            return None  # (no data: only the counter of a session log appended to after the session was collected)
+        record = decode_session(
             session_id,
             item["data"]["S"],
             created=number_of(item, "created"),
             active=number_of(item, "active"),
             expires=number_of(item, "expires"),
         )
+        record.log_head = int(number_of(item, LOG_HEAD))
+        return record
 
     def touch(self, record: SessionRecord, now: float) -> Item | None:
         """The update that slides the expiry, when the last one is older than TOUCH_INTERVAL (else None)."""
@@ -166,9 +171,11 @@ class DynamoSessionStore(TableItems):
         if isinstance(session, BaseException):
             raise session
 
-    async def load(self, session_id: str) -> SessionRecord | None:
+    async def load(self, session_id: str, *, consistent: bool = True) -> SessionRecord | None:
         now = self.table.clock()
-        record = self.live(session_id, await self.table.get(self.key(session_id)), now)
+        record = self.live(session_id, await self.table.get(self.key(session_id), consistent=consistent), now)
+        if record is None and not consistent:  # perhaps made a moment ago, and not yet on the replica read
+            record = self.live(session_id, await self.table.get(self.key(session_id)), now)
         if record is not None:
             touch = self.touch(record, now)
             if touch is not None:

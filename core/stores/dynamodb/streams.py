@@ -12,6 +12,9 @@ from stratus.stores.dynamodb.follow import SharedPolls
 from stratus.stores.dynamodb.replicated_log import MIRRORS, Mirrors, is_server_wide
 from stratus.stores.dynamodb.table import (
     ALL_OLD,
+    LOG_HEAD,
+    LOG_WRITE,
+    SESSION,
     ConditionFailedError,
     DynamoTable,
     TableItems,
@@ -20,7 +23,7 @@ from stratus.stores.dynamodb.table import (
     write_token,
     written_by,
 )
-from stratus.stores.records import StreamEvent
+from stratus.stores.records import StreamEvent, session_of_log
 
 POLL_FIRST_SECONDS = 0.01
 
@@ -43,26 +46,38 @@ class DynamoEventLogStore:
 
     async def append(self, stream: str, data: str) -> int:
         """Number the event (the counter's update names this append, so a resend of it is not counted again), then
-        write it under its number (a plain put: a resend writes the same item)."""
+        write it under its number (a plain put: a resend writes the same item).
+
+        A session's own log is numbered on the session's item, which a poll reads anyway: finding the number at its
+        client's place, the poll reads nothing of the log. Its expiry stays the session's (one is set only if the item
+        is gone, so that what the counter left is collected)."""
         key = self.table.key("stream", stream)
         expires = number(self.table.clock() + self.ttl)
         token = write_token()
+        session_id = session_of_log(stream)
+        if session_id is None:
+            counter, seq_name, token_name = {**key, "SK": {"S": "seq"}}, "seq", "w"
+            update = "ADD #seq :one SET expires = :expires, #w = :token"
+        else:
+            counter, seq_name, token_name = self.table.key(SESSION, session_id), LOG_HEAD, LOG_WRITE
+            update = "ADD #seq :one SET expires = if_not_exists(expires, :expires), #w = :token"
         try:
             counted = await self.table.call(
                 "update_item",
-                Key={**key, "SK": {"S": "seq"}},
-                UpdateExpression="ADD seq :one SET expires = :expires, w = :token",
-                ConditionExpression="attribute_not_exists(w) OR w <> :token",
+                Key=counter,
+                UpdateExpression=update,
+                ConditionExpression="attribute_not_exists(#w) OR #w <> :token",
+                ExpressionAttributeNames={"#seq": seq_name, "#w": token_name},
                 ExpressionAttributeValues={":one": {"N": "1"}, ":expires": expires, ":token": {"S": token}},
                 ReturnValues="UPDATED_NEW",
                 **ALL_OLD,
             )
-            seq = int(number_of(counted["Attributes"], "seq"))
+            seq = int(number_of(counted["Attributes"], seq_name))
         except ConditionFailedError as failure:
-            counter = failure.items.get(0)
-            if counter is None or not written_by(counter, token):
+            found = failure.items.get(0)
+            if found is None or not written_by(found, token, token_name):
                 raise StoreUnavailableError("The state store failed the request; retry shortly") from None
-            seq = int(number_of(counter, "seq"))  # this append, resent after it was counted
+            seq = int(number_of(found, seq_name))  # this append, resent after it was counted
         fields = {"SK": {"S": f"event#{seq:012d}"}, "data": {"S": data}, "expires": expires}
         if is_server_wide(stream):
             await self.mirrors.put(stream, fields)
@@ -71,13 +86,17 @@ class DynamoEventLogStore:
         return seq
 
     async def read_after(self, stream: str, seq: int) -> list[StreamEvent]:
-        log = self.mirrors.read_key(stream) if is_server_wide(stream) else self.table.key("stream", stream)
+        """The events after `seq`. A server-wide log's mirror is read eventually consistently, at half the price:
+        every poll reads it, and an event a replica has yet to show is reached by the next poll (or, when a later
+        one shows first, waited for as a gap is: `stratus.protocol.notifications.GAP_GRACE_SECONDS`)."""
+        server_wide = is_server_wide(stream)
+        log = self.mirrors.read_key(stream) if server_wide else self.table.key("stream", stream)
         key = log["PK"]
         response = await self.table.call(
             "query",
             KeyConditionExpression="PK = :pk AND SK BETWEEN :after AND :last",
             ExpressionAttributeValues={":pk": key, ":after": {"S": f"event#{seq + 1:012d}"}, ":last": {"S": "event#~"}},
-            ConsistentRead=True,
+            ConsistentRead=not server_wide,
         )
         now = self.table.clock()
         events = [

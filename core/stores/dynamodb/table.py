@@ -24,6 +24,12 @@ GRACE_SECONDS = 60.0
 
 
 TOUCH_INTERVAL = 60.0
+SESSION = "session"
+"""The kind of a session's item (`DynamoTable.key`)."""
+LOG_HEAD = "logseq"
+"""The attribute of a session's item that numbers its own event log (`stratus.stores.dynamodb.streams`)."""
+LOG_WRITE = "lw"
+"""The attribute of a session's item naming the append that last numbered its log (a resend finds its own)."""
 
 
 ATTEMPTS = 8
@@ -184,8 +190,9 @@ class DynamoTable:
             return written_by(failure.items.get(0), token)
         return True
 
-    async def get(self, key: Item) -> Item | None:
-        response = await self.call("get_item", Key=key, ConsistentRead=True)
+    async def get(self, key: Item, *, consistent: bool = True) -> Item | None:
+        """One item, strongly consistent unless `consistent` is false (half the read units)."""
+        response = await self.call("get_item", Key=key, ConsistentRead=consistent)
         item: Item | None = response.get("Item")
         return item
 

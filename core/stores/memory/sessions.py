@@ -65,7 +65,7 @@ class MemorySessionStore:
                 del self._owned[record.principal]
         return record
 
-    async def load(self, session_id: str) -> SessionRecord | None:
+    async def load(self, session_id: str, *, consistent: bool = True) -> SessionRecord | None:
         record = self._records.get(session_id)
         if record is None:
             return None

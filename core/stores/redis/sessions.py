@@ -87,7 +87,7 @@ class RedisSessionStore:
             raise PrincipalSessionsFullError(self.max_per_principal)
         raise TooManySessionsError(self.max_sessions)
 
-    async def load(self, session_id: str) -> SessionRecord | None:
+    async def load(self, session_id: str, *, consistent: bool = True) -> SessionRecord | None:
         return self.loaded(session_id, await self.scripts.run(*self.load_call(session_id)))
 
     async def save(self, record: SessionRecord) -> None:

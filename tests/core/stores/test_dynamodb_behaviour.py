@@ -4,6 +4,7 @@ and throttling or lost races ending in the documented errors."""
 from __future__ import annotations
 
 import asyncio
+import json
 import secrets
 import threading
 from typing import Any
@@ -14,6 +15,7 @@ from botocore.stub import Stubber
 
 from stratus import McpServer, Settings
 from stratus.errors import StoreBusyError, StoreUnavailableError
+from stratus.protocol.notifications import NotificationLog
 from stratus.resilience.breaker import BreakerPolicy
 from stratus.resilience.limiter import RateLimit
 from stratus.stores.base import StoreOptions
@@ -22,7 +24,7 @@ from stratus.stores.dynamodb.client import dynamodb_client
 from stratus.stores.dynamodb.schema import create_table
 from stratus.stores.dynamodb.table import ATTEMPTS
 from stratus.transport.app import build_app
-from tests.fixtures.wire import McpHttp
+from tests.fixtures.wire import McpHttp, sse_fields
 
 pytestmark = pytest.mark.anyio
 
@@ -112,3 +114,36 @@ async def test_store_calls_do_not_queue_behind_a_full_default_executor(
             await asyncio.gather(*blocked)
         await stores.aclose()
         client.delete_table(TableName=name)
+
+
+async def test_an_idle_poll_reads_the_session_item_and_the_server_wide_mirror_eventually_consistently(
+    table: tuple[Any, str],
+) -> None:
+    """A poll costs one read unit: half for the session's item, which numbers the session's own log, half for the
+    server-wide log's mirror. Its own log is read only once something was addressed to it, and that is relayed."""
+    client, name = table
+    stores = dynamodb_stores(client, name, StoreOptions(prefix="t", session_ttl_seconds=600, timeout=2.0))
+    app = build_app(limited_server(), Settings(lambda_host=True), stores=stores)
+    reads: list[tuple[str, bool]] = []
+
+    def record(params: dict[str, Any], model: Any, **_: Any) -> None:
+        reads.append((model.name, bool(params.get("ConsistentRead"))))
+
+    client.meta.events.register("provide-client-params.dynamodb.*", record)
+    async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://localhost") as http:
+        session = await McpHttp(http).initialize()
+        headers = {**session.headers, "accept": "text/event-stream"}
+        first = await http.get("/mcp", headers=headers)
+        place = sse_fields(first.text)[-1]["id"]
+
+        reads.clear()
+        idle = await http.get("/mcp", headers={**headers, "last-event-id": place})
+        assert idle.status_code == 200 and sse_fields(idle.text)[-1]["id"] == place
+        assert reads == [("GetItem", False), ("Query", False)]
+
+        message = {"jsonrpc": "2.0", "method": "notifications/message", "params": {"level": "info", "data": "hi"}}
+        await NotificationLog(stores.events).send_to(session.session_id, message)
+        reads.clear()
+        told = await http.get("/mcp", headers={**headers, "last-event-id": place})
+        assert [json.loads(event["data"]) for event in sse_fields(told.text) if event.get("data")] == [message]
+        assert sorted(reads) == [("GetItem", False), ("Query", False), ("Query", True)]

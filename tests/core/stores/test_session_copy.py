@@ -27,6 +27,7 @@ def _record() -> SessionRecord:
         last_active_at=2.0,
         expires_at=3.0,
         opened_by="00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01",
+        log_head=4,
     )
 
 
