@@ -15,11 +15,12 @@ Sessions and breakers change by conditional writes on the item's version `v` (op
 state machines of `stratus.resilience` run here, and a write that lost a race is retried from a fresh read. Rate
 limits are atomic counters per fixed window, which never need a retry however many containers race. A
 tools/call's checks take at most two requests: one strongly consistent `BatchGetItem`, one write (a transaction
-when several) for what changed. Sessions slide their expiry at most once a minute (`TOUCH_INTERVAL`), so most
-session reads write nothing. boto3 calls run on the table's own worker threads, as many as the client has pooled
-connections (not the event loop's default executor, which the application's blocking calls share and which a
-slow neighbour can fill), with botocore's timeouts and retry mode set explicitly; `ConditionalCheckFailed` and
-every transport error are mapped to domain errors where the call is made (`DynamoTable`).
+when several) for what changed. Sessions slide their expiry at most once per tenth of their idle timeout
+(`TOUCH_SHARE`), so most session reads write nothing. boto3 calls run on the table's own worker threads, as many
+as the client has pooled connections (not the event loop's default executor, which the application's blocking
+calls share and which a slow neighbour can fill), with botocore's timeouts and retry mode set explicitly;
+`ConditionalCheckFailed` and every transport error are mapped to domain errors where the call is made
+(`DynamoTable`).
 
 botocore sends a request again when its answer is lost (a read timeout, a dropped connection), so a conditional
 write may arrive a second time after it was applied, and then fail its own condition. Every such write is

@@ -37,7 +37,7 @@ from stratus.stores.dynamodb.table import (
     ALL_OLD,
     LOG_HEAD,
     SESSION,
-    TOUCH_INTERVAL,
+    TOUCH_SHARE,
     ConditionFailedError,
     DynamoTable,
     Item,
@@ -88,10 +88,12 @@ class DynamoSessionStore(TableItems):
         return record
 
     def touch(self, record: SessionRecord, now: float) -> Item | None:
-        """The update that slides the expiry, when the last one is older than TOUCH_INTERVAL (else None)."""
-        if now - record.last_active_at < min(TOUCH_INTERVAL, self.ttl / 10):
+        """The update that slides the expiry, once less than the timeout is left (else None): to the timeout and
+        `TOUCH_SHARE` of it past now, so the requests of that share write nothing and the session still lives at
+        least the timeout past each."""
+        if record.expires_at - now >= self.ttl:
             return None
-        record.last_active_at, record.expires_at = now, now + self.ttl
+        record.last_active_at, record.expires_at = now, now + self.ttl * (1 + TOUCH_SHARE)
         return {
             "Update": {
                 "TableName": self.table.table,
@@ -99,7 +101,7 @@ class DynamoSessionStore(TableItems):
                 "UpdateExpression": "SET active = :now, expires = :expires",
                 "ConditionExpression": "expires > :now AND attribute_not_exists(#ended)",
                 "ExpressionAttributeNames": {"#ended": ENDED},
-                "ExpressionAttributeValues": {":now": number(now), ":expires": number(now + self.ttl)},
+                "ExpressionAttributeValues": {":now": number(now), ":expires": number(record.expires_at)},
             }
         }
 

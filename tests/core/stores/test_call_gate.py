@@ -51,7 +51,7 @@ async def _open_then_cool(backend: Backend) -> None:
 
 async def test_an_admitted_call_takes_one_token_from_each_bucket_and_touches_its_session(backend: Backend) -> None:
     await _session(backend)
-    backend.clock.advance(100)  # past DynamoDB's touch interval (it slides an expiry at most once a minute)
+    backend.clock.advance(100)  # less than the timeout left: DynamoDB slides the expiry (`TOUCH_SHARE`)
     admission = await backend.stores.gate.admit(_checks())
     assert admission.session is not None and admission.session.last_active_at == backend.clock.now
     assert [decision.allowed for decision in admission.decisions] == [True, True]

@@ -56,6 +56,19 @@ async def test_each_load_slides_the_expiry(backend: Backend) -> None:
         assert loaded is not None and loaded.last_active_at == backend.clock.now
 
 
+async def test_a_session_lives_at_least_its_timeout_past_its_last_load(backend: Backend) -> None:
+    """However its backend spaces the writes that slide an expiry (DynamoDB: once per tenth of the timeout), no
+    session ends before the timeout has passed since the last request that read it."""
+    await backend.stores.sessions.create(record())
+    for step in (TTL / 20, TTL / 5, TTL / 20):  # the first and last within a tenth of a slide: no write on DynamoDB
+        backend.clock.advance(step)
+        assert await backend.stores.sessions.load("s-1") is not None
+    backend.clock.advance(TTL - 1)
+    assert await backend.stores.sessions.load("s-1") is not None
+    backend.clock.advance(TTL * 2)
+    assert await backend.stores.sessions.load("s-1") is None
+
+
 async def test_an_expired_session_is_absent_even_before_the_backend_deletes_it(backend: Backend) -> None:
     await backend.stores.sessions.create(record())
     backend.clock.advance(TTL + 1)
