@@ -16,8 +16,12 @@ At each MCP endpoint the template outputs (`McpEndpoint`: the HTTP API, the buff
 - `poll`: the session's GET stream, as Lambda serves it: it ends at once with an event id and a `retry:` (a poll),
   or how the door refused it; how long it took is printed beside, never compared.
 
+- `sign-in`: at a door that challenges with the stack's own authorization front (`AuthMode=front`), a browser's
+  first steps of a sign-in: the consent page and the cookie it seals its form to, then the 302 to the provider and
+  the cookie that binds its callback to the browser (`deploy_sign_in`): what the REST API's stream must pass whole.
+
 Not checked yet (issue 40 goes on): the throttle status per door, billed time per poll, metric and version counts,
-SSM headroom, the sweeper's failure path, cookies and redirects through the REST stream.
+SSM headroom, the sweeper's failure path.
 """
 
 from __future__ import annotations
@@ -31,6 +35,8 @@ import urllib.request
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
+
+from stratus.handlers.deploy_sign_in import sign_in
 
 ENDPOINTS = ("McpEndpoint", "StreamingMcpEndpoint", "StreamingRestMcpEndpoint")
 VERSION = "2025-11-25"
@@ -124,6 +130,8 @@ def check(endpoints: Mapping[str, str]) -> tuple[dict[str, str], dict[str, float
             found[f"{name} answers"] = f"{status} with a challenge" if status == 401 else str(status)
             found[f"{name} challenge"] = _challenge(headers, body) if status == 401 else "none"
             found[f"{name} poll"] = f"not reached ({status})"
+            if status == 401 and b"resource_metadata" in body:
+                found[f"{name} sign-in"] = sign_in(url, body)
     return found, timings
 
 

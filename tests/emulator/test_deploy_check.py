@@ -12,7 +12,9 @@ import pytest
 
 from stratus.emulator.local_aws import LocalAws
 from stratus.handlers.cli import main
+from tests.fixtures.emulated_stack import DOORS as EMULATED_DOORS
 from tests.fixtures.emulated_stack import TEMPLATE, free_ports, oauth_parameters, serving
+from tests.fixtures.oidc_provider import cognito_standin
 
 pytestmark = pytest.mark.uvicorn
 DOORS = {"McpEndpoint": "ServerlessHttpApi", "StreamingMcpEndpoint": "StreamingFunctionUrl"}
@@ -101,3 +103,31 @@ def test_a_deployed_stack_s_endpoints_come_from_its_outputs(aws_credentials: Non
             "McpEndpoint": "https://api.example/mcp",
             "StreamingMcpEndpoint": "https://url.example/mcp",
         }
+
+
+def test_a_front_stack_s_sign_in_through_the_rest_stream_keeps_its_cookies_and_redirects(tmp_path: Path) -> None:
+    """With the REST API as the OAuth front door, the consent page's cookie comes through API Gateway's stream whole
+    (allowing is honoured only with it), and so does the 302 to the provider."""
+    first = free_ports(len(EMULATED_DOORS) + 1)
+    base = f"http://127.0.0.1:{first + EMULATED_DOORS.index('StreamingRestApi')}/v1"
+    record = tmp_path / "local.json"
+    with cognito_standin(redirect_uris=[f"{base}/oauth/callback"]) as provider:
+        parameters = {
+            "AuthMode": "front",
+            "AuthAudience": f"{base}/mcp",
+            "AuthUpstreamIssuer": provider.issuer,
+            "AuthUpstreamClientId": provider.client_id,
+            "OAuthFrontDoor": "rest-api",
+        }
+        environment = {"STRATUS_AUTH_UPSTREAM_CLIENT_SECRET": provider.client_secret}
+        with serving(TEMPLATE, parameters=parameters, port=first, environment=environment):
+            endpoint = f"StreamingRestMcpEndpoint={base}/mcp"
+            assert main(["check-deploy", "--endpoint", endpoint, "--record", str(record)]) == 0
+    found = json.loads(record.read_text())
+    assert found["StreamingRestMcpEndpoint challenge"] == (
+        "x-amzn-Remapped-WWW-Authenticate; body names resource_metadata"
+    )
+    assert (
+        found["StreamingRestMcpEndpoint sign-in"]
+        == "consent page (1 cookie), then allowing with it: 302 to the provider"
+    )
