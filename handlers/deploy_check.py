@@ -20,8 +20,12 @@ At each MCP endpoint the template outputs (`McpEndpoint`: the HTTP API, the buff
   first steps of a sign-in: the consent page and the cookie it seals its form to, then the 302 to the provider and
   the cookie that binds its callback to the browser (`deploy_sign_in`): what the REST API's stream must pass whole.
 
-Not checked yet (issue 40 goes on): the throttle status per door, billed time per poll, metric and version counts,
-SSM headroom, the sweeper's failure path.
+With `--stack`, what the stack left in the account is printed after (`deploy_account`): versions kept, each
+function's concurrency, custom metrics and what they cost, the alarms and their states, where failed task runs go,
+and Parameter Store's throughput.
+
+Not checked yet (issue 40 goes on): the status each door answers when throttled (the concurrency is reported, a
+burst to provoke it is not sent), and the billed time per poll (Lambda's Duration metric lags by minutes).
 """
 
 from __future__ import annotations
@@ -83,6 +87,17 @@ def run(args: argparse.Namespace) -> int:
         verdict = "" if expected is None else ("  ok" if same else "  DIFFERS")
         beside = "" if expected is None else f"  | stratus local: {shown}"
         print(f"{key:<36} {value}{timing}{beside}{verdict}")
+    if args.stack:
+        from botocore.exceptions import BotoCoreError, ClientError
+
+        from stratus.handlers.deploy_account import account_findings
+
+        print("in the account (stratus local has none to compare):")
+        try:
+            for key, value in account_findings(args.stack).items():
+                print(f"{key:<36} {value}")
+        except (BotoCoreError, ClientError) as refused:  # e.g. a role without cloudwatch:ListMetrics
+            print(f"stratus: could not read the account: {refused}", file=sys.stderr)
     if args.record:
         Path(args.record).write_text(json.dumps(found, indent=2) + "\n", encoding="utf-8")
     if differences:

@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -131,3 +132,90 @@ def test_a_front_stack_s_sign_in_through_the_rest_stream_keeps_its_cookies_and_r
         found["StreamingRestMcpEndpoint sign-in"]
         == "consent page (1 cookie), then allowing with it: 302 to the provider"
     )
+
+
+def _role() -> dict[str, Any]:
+    trust = {"Effect": "Allow", "Principal": {"Service": "lambda.amazonaws.com"}, "Action": "sts:AssumeRole"}
+    document = {"Version": "2012-10-17", "Statement": [trust]}
+    return {"Type": "AWS::IAM::Role", "Properties": {"AssumeRolePolicyDocument": document}}
+
+
+def _function() -> dict[str, Any]:
+    code = {"ZipFile": "def handler(event, context):\n    return None\n"}
+    properties = {"Runtime": "python3.13", "Handler": "index.handler", "Role": {"Fn::GetAtt": ["Role", "Arn"]}}
+    return {"Type": "AWS::Lambda::Function", "Properties": {**properties, "Code": code}}
+
+
+def test_with_a_stack_what_it_left_in_the_account_is_reported(aws_credentials: None) -> None:
+    """Versions kept, concurrency, custom metrics and their price, where failed task runs go, and Parameter Store's
+    throughput: from CloudFormation, Lambda and CloudWatch on moto, and SSM's service setting as botocore's Stubber
+    answers it (moto has no GetServiceSetting)."""
+    import boto3
+    from botocore.stub import Stubber
+    from moto import mock_aws
+
+    from stratus.handlers.deploy_account import HIGH_THROUGHPUT, account_findings
+
+    resources = {
+        "Role": _role(),
+        "TaskWorkerFunction": _function(),
+        "SweeperFunction": _function(),
+    }
+    with mock_aws():
+        boto3.client("cloudformation").create_stack(StackName="mcp", TemplateBody=json.dumps({"Resources": resources}))
+        summaries = boto3.client("cloudformation").list_stack_resources(StackName="mcp")["StackResourceSummaries"]
+        named = {each["LogicalResourceId"]: each["PhysicalResourceId"] for each in summaries}
+        functions = boto3.client("lambda")
+        functions.publish_version(FunctionName=named["SweeperFunction"])
+        functions.update_function_configuration(FunctionName=named["SweeperFunction"], Description="deployed again")
+        functions.publish_version(FunctionName=named["SweeperFunction"])  # each deploy's version kept
+        functions.put_function_concurrency(FunctionName=named["TaskWorkerFunction"], ReservedConcurrentExecutions=10)
+        sweeper = functions.get_function(FunctionName=named["SweeperFunction"])["Configuration"]["FunctionArn"]
+        functions.put_function_event_invoke_config(
+            FunctionName=named["TaskWorkerFunction"], DestinationConfig={"OnFailure": {"Destination": sweeper}}
+        )
+        for tool in ("add", "search", "notes"):
+            metric = {"MetricName": "calls", "Dimensions": [{"Name": "tool", "Value": tool}], "Value": 1}
+            boto3.client("cloudwatch").put_metric_data(Namespace="Stratus/mcp", MetricData=[metric])
+        ssm = boto3.client("ssm")
+        stubbed = Stubber(ssm)
+        setting = {"SettingId": HIGH_THROUGHPUT, "SettingValue": "false"}
+        stubbed.add_response("get_service_setting", {"ServiceSetting": setting}, {"SettingId": HIGH_THROUGHPUT})
+        with stubbed:
+            found = account_findings("mcp", lambda service: ssm if service == "ssm" else boto3.client(service))
+    assert found == {
+        "SweeperFunction versions kept": "2",
+        "SweeperFunction concurrency": "shares the account's",
+        "TaskWorkerFunction versions kept": "0",
+        "TaskWorkerFunction concurrency": "reserved 10",
+        "custom metrics": "3 in Stratus/mcp ($0.90 a month)",
+        "alarms": "none",  # moto's CloudFormation holds no alarm: their states are the next test's
+        "task failures go to": "SweeperFunction",
+        "Parameter Store throughput": "standard (40 reads a second, shared by everything in the account and Region)",
+    }
+
+
+def test_the_stack_s_alarms_are_reported_with_those_not_ok_named(aws_credentials: None) -> None:
+    import boto3
+    from moto import mock_aws
+
+    from stratus.handlers.deploy_account import alarm_states
+
+    rule = {
+        "MetricName": "Errors",
+        "Namespace": "AWS/Lambda",
+        "Statistic": "Sum",
+        "Period": 60,
+        "EvaluationPeriods": 1,
+        "Threshold": 1,
+        "ComparisonOperator": "GreaterThanOrEqualToThreshold",
+    }
+    with mock_aws():
+        cloudwatch = boto3.client("cloudwatch")
+        for name in ("mcp-SweeperErrors-1", "mcp-TaskDrops-2"):
+            cloudwatch.put_metric_alarm(AlarmName=name, **rule)
+        cloudwatch.set_alarm_state(AlarmName="mcp-SweeperErrors-1", StateValue="OK", StateReason="checked")
+        cloudwatch.set_alarm_state(AlarmName="mcp-TaskDrops-2", StateValue="ALARM", StateReason="dropped")
+        assert alarm_states(cloudwatch, ["mcp-SweeperErrors-1", "mcp-TaskDrops-2"]) == "2, not OK: mcp-TaskDrops-2"
+        cloudwatch.set_alarm_state(AlarmName="mcp-TaskDrops-2", StateValue="OK", StateReason="recovered")
+        assert alarm_states(cloudwatch, ["mcp-SweeperErrors-1", "mcp-TaskDrops-2"]) == "2, all OK"

@@ -1,0 +1,102 @@
+"""`stratus check-deploy --stack`'s look at what the stack left in the account: what bills every month whether or not
+anyone calls, and what a failure or a burst meets. Read with boto3 (imported here only), never compared with
+`stratus local`, which has no account: each finding is printed for the user to judge, with what it costs.
+
+- `<function> versions kept`: the published versions CloudFormation left (`ListVersionsByFunction`). With SnapStart
+  each keeps a snapshot cached and billed while it exists; the template's `VersionDeletionPolicy` should leave one.
+- `<function> concurrency`: its reservation (`GetFunctionConcurrency`): the most invocations it may run, past which
+  each door answers as docs/deploy.md ("Throttles: what each front door answers") says; none shares the account's.
+- `custom metrics`: the metrics in the stack's namespace `Stratus/<stack>` (`ListMetrics`), $0.30 each a month.
+- `alarms`: the stack's alarms and any not `OK` (`DescribeAlarms`).
+- `task failures go to`: where the task worker's failed runs are sent (its on-failure destination), which the
+  sweeper must be for a failed task to be marked failed rather than left `working` until its TTL.
+- `Parameter Store throughput`: standard (40 reads a second for the account and Region, shared with everything in
+  it) or high (`GetServiceSetting`): the headroom a burst of cold starts reading secrets has.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from typing import Any
+
+METRIC_PRICE = 0.30
+"""A custom metric's monthly price (us-east-1, first 10,000), https://aws.amazon.com/cloudwatch/pricing/."""
+HIGH_THROUGHPUT = "/ssm/parameter-store/high-throughput-enabled"
+
+
+def account_findings(stack: str, client: Callable[[str], Any] | None = None) -> dict[str, str]:
+    """Each finding by name; `client` makes a service's client (boto3's, with its region and credentials)."""
+    if client is None:
+        import boto3
+
+        client = boto3.client
+    resources = dict(_resources(client("cloudformation"), stack))
+    functions = {logical: name for logical, (kind, name) in resources.items() if kind == "AWS::Lambda::Function"}
+    alarms = [physical for kind, physical in resources.values() if kind == "AWS::CloudWatch::Alarm"]
+    found: dict[str, str] = {}
+    lambda_client = client("lambda")
+    for logical, name in sorted(functions.items()):
+        versions = _versions(lambda_client, name)
+        found[f"{logical} versions kept"] = str(len(versions))
+        reserved = lambda_client.get_function_concurrency(FunctionName=name).get("ReservedConcurrentExecutions")
+        found[f"{logical} concurrency"] = "shares the account's" if reserved is None else f"reserved {reserved}"
+    found["custom metrics"] = _metrics(client("cloudwatch"), f"Stratus/{stack}")
+    found["alarms"] = alarm_states(client("cloudwatch"), alarms)
+    if "TaskWorkerFunction" in functions:
+        found["task failures go to"] = _failure_destination(lambda_client, functions["TaskWorkerFunction"], functions)
+    found["Parameter Store throughput"] = _parameter_store(client("ssm"))
+    return found
+
+
+def _resources(cloudformation: Any, stack: str) -> Iterator[tuple[str, tuple[str, str]]]:
+    for page in cloudformation.get_paginator("list_stack_resources").paginate(StackName=stack):
+        for resource in page["StackResourceSummaries"]:
+            yield resource["LogicalResourceId"], (resource["ResourceType"], resource.get("PhysicalResourceId", ""))
+
+
+def _versions(lambda_client: Any, name: str) -> list[str]:
+    kept: list[str] = []
+    for page in lambda_client.get_paginator("list_versions_by_function").paginate(FunctionName=name):
+        kept += [each["Version"] for each in page["Versions"] if each["Version"] != "$LATEST"]
+    return kept
+
+
+def _metrics(cloudwatch: Any, namespace: str) -> str:
+    count = sum(len(page["Metrics"]) for page in cloudwatch.get_paginator("list_metrics").paginate(Namespace=namespace))
+    return f"{count} in {namespace} (${count * METRIC_PRICE:.2f} a month)"
+
+
+def alarm_states(cloudwatch: Any, names: list[str]) -> str:
+    """How many of the named alarms there are, and those not `OK`."""
+    if not names:
+        return "none"
+    states: dict[str, str] = {}
+    for start in range(0, len(names), 100):  # DescribeAlarms takes at most 100 names
+        for page in cloudwatch.get_paginator("describe_alarms").paginate(AlarmNames=names[start : start + 100]):
+            states.update({alarm["AlarmName"]: alarm["StateValue"] for alarm in page["MetricAlarms"]})
+    not_ok = sorted(name for name, state in states.items() if state != "OK")
+    return f"{len(states)}, " + (f"not OK: {', '.join(not_ok)}" if not_ok else "all OK")
+
+
+def _failure_destination(lambda_client: Any, worker: str, functions: dict[str, str]) -> str:
+    try:
+        config = lambda_client.get_function_event_invoke_config(FunctionName=worker)
+    except lambda_client.exceptions.ResourceNotFoundException:
+        return "nowhere (no event invoke config)"
+    destination = config.get("DestinationConfig", {}).get("OnFailure", {}).get("Destination")
+    if not destination:
+        return "nowhere"
+    named = [logical for logical, name in functions.items() if destination.split(":")[6:7] == [name]]
+    return named[0] if named else destination
+
+
+def _parameter_store(ssm: Any) -> str:
+    from botocore.exceptions import ClientError
+
+    try:
+        value = ssm.get_service_setting(SettingId=HIGH_THROUGHPUT)["ServiceSetting"]["SettingValue"]
+    except ClientError as refused:
+        return f"unknown ({refused.response.get('Error', {}).get('Code', 'refused')})"
+    if value == "true":
+        return "high (up to 10,000 reads a second, billed per request)"
+    return "standard (40 reads a second, shared by everything in the account and Region)"
