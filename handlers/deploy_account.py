@@ -6,6 +6,9 @@ anyone calls, and what a failure or a burst meets. Read with boto3 (imported her
   each keeps a snapshot cached and billed while it exists; the template's `VersionDeletionPolicy` should leave one.
 - `<function> concurrency`: its reservation (`GetFunctionConcurrency`): the most invocations it may run, past which
   each door answers as docs/deploy.md ("Throttles: what each front door answers") says; none shares the account's.
+- `throttled at <door>`: what a request Lambda throttles gets at each door the stack has: Lambda's 429 at a
+  Function URL, 500 at an HTTP API, and at a REST API what its `INTEGRATION_FAILURE` gateway response makes of it
+  (the template's: 429 with `Retry-After`; API Gateway's default: 500, which clients do not retry).
 - `custom metrics`: the metrics in the stack's namespace `Stratus/<stack>` (`ListMetrics`), $0.30 each a month.
 - `alarms`: the stack's alarms and any not `OK` (`DescribeAlarms`).
 - `task failures go to`: where the task worker's failed runs are sent (its on-failure destination), which the
@@ -40,6 +43,7 @@ def account_findings(stack: str, client: Callable[[str], Any] | None = None) -> 
         found[f"{logical} versions kept"] = str(len(versions))
         reserved = lambda_client.get_function_concurrency(FunctionName=name).get("ReservedConcurrentExecutions")
         found[f"{logical} concurrency"] = "shares the account's" if reserved is None else f"reserved {reserved}"
+    found.update(_throttled_doors(client, resources))
     found["custom metrics"] = _metrics(client("cloudwatch"), f"Stratus/{stack}")
     found["alarms"] = alarm_states(client("cloudwatch"), alarms)
     if "TaskWorkerFunction" in functions:
@@ -52,6 +56,33 @@ def _resources(cloudformation: Any, stack: str) -> Iterator[tuple[str, tuple[str
     for page in cloudformation.get_paginator("list_stack_resources").paginate(StackName=stack):
         for resource in page["StackResourceSummaries"]:
             yield resource["LogicalResourceId"], (resource["ResourceType"], resource.get("PhysicalResourceId", ""))
+
+
+def _throttled_doors(client: Callable[[str], Any], resources: dict[str, tuple[str, str]]) -> dict[str, str]:
+    """What each of the stack's doors answers a request Lambda throttles (docs/deploy.md, "Throttles")."""
+    kinds = {kind for kind, _ in resources.values()}
+    found: dict[str, str] = {}
+    if "AWS::Lambda::Url" in kinds:
+        found["throttled at a Function URL"] = "429 (Lambda's own: clients retry it)"
+    if "AWS::ApiGatewayV2::Api" in kinds:
+        found["throttled at the HTTP API"] = "500 (an HTTP API has no gateway response to change it)"
+    apigateway = client("apigateway") if "AWS::ApiGateway::RestApi" in kinds else None
+    for logical, (kind, rest_api) in sorted(resources.items()):
+        if kind == "AWS::ApiGateway::RestApi" and apigateway is not None:
+            found[f"throttled at {logical}"] = _integration_failure(apigateway, rest_api)
+    return found
+
+
+def _integration_failure(apigateway: Any, rest_api: str) -> str:
+    """A REST API answers a throttled Lambda integration 500 unless its INTEGRATION_FAILURE response is changed."""
+    try:
+        response = apigateway.get_gateway_response(restApiId=rest_api, responseType="INTEGRATION_FAILURE")
+    except apigateway.exceptions.NotFoundException:
+        response = {"defaultResponse": True}
+    if response.get("defaultResponse", False):
+        return "500 (no INTEGRATION_FAILURE gateway response: clients do not retry it)"
+    retry = "with" if "gatewayresponse.header.Retry-After" in response.get("responseParameters", {}) else "without"
+    return f"{response.get('statusCode', '?')} {retry} Retry-After (its INTEGRATION_FAILURE gateway response)"
 
 
 def _versions(lambda_client: Any, name: str) -> list[str]:

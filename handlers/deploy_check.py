@@ -21,11 +21,12 @@ At each MCP endpoint the template outputs (`McpEndpoint`: the HTTP API, the buff
   the cookie that binds its callback to the browser (`deploy_sign_in`): what the REST API's stream must pass whole.
 
 With `--stack`, what the stack left in the account is printed after (`deploy_account`): versions kept, each
-function's concurrency, custom metrics and what they cost, the alarms and their states, where failed task runs go,
-and Parameter Store's throughput.
+function's concurrency, what a throttled request gets at each door (a REST API's from its gateway response), custom
+metrics and what they cost, the alarms and their states, where failed task runs go, and Parameter Store's
+throughput.
 
-Not checked yet (issue 40 goes on): the status each door answers when throttled (the concurrency is reported, a
-burst to provoke it is not sent), and the billed time per poll (Lambda's Duration metric lags by minutes).
+Not checked (issue 40 goes on): a burst that provokes a throttle is not sent to a deployed stack, and the billed
+time per poll is not read (Lambda's Duration metric lags by minutes; its REPORT lines are off at the defaults).
 """
 
 from __future__ import annotations

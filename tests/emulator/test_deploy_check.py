@@ -147,9 +147,9 @@ def _function() -> dict[str, Any]:
 
 
 def test_with_a_stack_what_it_left_in_the_account_is_reported(aws_credentials: None) -> None:
-    """Versions kept, concurrency, custom metrics and their price, where failed task runs go, and Parameter Store's
-    throughput: from CloudFormation, Lambda and CloudWatch on moto, and SSM's service setting as botocore's Stubber
-    answers it (moto has no GetServiceSetting)."""
+    """Versions kept, concurrency, what a throttled request gets at each REST API, custom metrics and their price,
+    where failed task runs go, and Parameter Store's throughput: from CloudFormation, Lambda, API Gateway and
+    CloudWatch on moto, and SSM's service setting as botocore's Stubber answers it (moto has no GetServiceSetting)."""
     import boto3
     from botocore.stub import Stubber
     from moto import mock_aws
@@ -160,6 +160,8 @@ def test_with_a_stack_what_it_left_in_the_account_is_reported(aws_credentials: N
         "Role": _role(),
         "TaskWorkerFunction": _function(),
         "SweeperFunction": _function(),
+        "StreamingRestApi": {"Type": "AWS::ApiGateway::RestApi", "Properties": {"Name": "streaming"}},
+        "OtherRestApi": {"Type": "AWS::ApiGateway::RestApi", "Properties": {"Name": "left at the default"}},
     }
     with mock_aws():
         boto3.client("cloudformation").create_stack(StackName="mcp", TemplateBody=json.dumps({"Resources": resources}))
@@ -173,6 +175,12 @@ def test_with_a_stack_what_it_left_in_the_account_is_reported(aws_credentials: N
         sweeper = functions.get_function(FunctionName=named["SweeperFunction"])["Configuration"]["FunctionArn"]
         functions.put_function_event_invoke_config(
             FunctionName=named["TaskWorkerFunction"], DestinationConfig={"OnFailure": {"Destination": sweeper}}
+        )
+        boto3.client("apigateway").put_gateway_response(  # as the template's GatewayResponses make it
+            restApiId=named["StreamingRestApi"],
+            responseType="INTEGRATION_FAILURE",
+            statusCode="429",
+            responseParameters={"gatewayresponse.header.Retry-After": "'1'"},
         )
         for tool in ("add", "search", "notes"):
             metric = {"MetricName": "calls", "Dimensions": [{"Name": "tool", "Value": tool}], "Value": 1}
@@ -188,6 +196,8 @@ def test_with_a_stack_what_it_left_in_the_account_is_reported(aws_credentials: N
         "SweeperFunction concurrency": "shares the account's",
         "TaskWorkerFunction versions kept": "0",
         "TaskWorkerFunction concurrency": "reserved 10",
+        "throttled at OtherRestApi": "500 (no INTEGRATION_FAILURE gateway response: clients do not retry it)",
+        "throttled at StreamingRestApi": "429 with Retry-After (its INTEGRATION_FAILURE gateway response)",
         "custom metrics": "3 in Stratus/mcp ($0.90 a month)",
         "alarms": "none",  # moto's CloudFormation holds no alarm: their states are the next test's
         "task failures go to": "SweeperFunction",
