@@ -75,8 +75,8 @@ class DynamoSessionStore(TableItems):
 
     def live(self, session_id: str, item: Item | None, now: float) -> SessionRecord | None:
         """The record in `item`, or None when it is absent, ended or expired (TTL deletion lags)."""
-        if item is None or ENDED in item or "data" not in item or number_of(item, "expires") <= now:
-            return None  # (no data: only the counter of a session log appended to after the session was collected)
+        if item is None or ENDED in item or number_of(item, "expires") <= now:
+            return None
         record = decode_session(
             session_id,
             item["data"]["S"],
@@ -84,7 +84,8 @@ class DynamoSessionStore(TableItems):
             active=number_of(item, "active"),
             expires=number_of(item, "expires"),
         )
-        record.log_head = int(number_of(item, LOG_HEAD))
+        if LOG_HEAD in item:  # (not in a session made before its log was numbered on it)
+            record.log_head = int(number_of(item, LOG_HEAD))
         return record
 
     def touch(self, record: SessionRecord, now: float) -> Item | None:
@@ -260,6 +261,7 @@ class DynamoSessionStore(TableItems):
             "active": number(now),
             "expires": number(now + self.ttl),
             "w": {"S": token},
+            LOG_HEAD: {"N": "0"},  # its own log is numbered here (`stratus.stores.dynamodb.streams`)
             "shard": {"N": str(shard)},
             COUNTED: names(counted),
         }

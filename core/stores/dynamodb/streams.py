@@ -17,6 +17,7 @@ from stratus.stores.dynamodb.table import (
     SESSION,
     ConditionFailedError,
     DynamoTable,
+    Item,
     TableItems,
     number,
     number_of,
@@ -48,42 +49,59 @@ class DynamoEventLogStore:
         """Number the event (the counter's update names this append, so a resend of it is not counted again), then
         write it under its number (a plain put: a resend writes the same item).
 
-        A session's own log is numbered on the session's item, which a poll reads anyway: finding the number at its
-        client's place, the poll reads nothing of the log. Its expiry stays the session's (one is set only if the item
-        is gone, so that what the counter left is collected)."""
+        A session's own log is numbered on the session's item (`LOG_HEAD`, which the session is made with), which a
+        poll reads anyway: finding the number at its client's place, the poll reads nothing of the log. A session
+        made before that (alive across the upgrade), or one already collected, keeps its own counter item."""
         key = self.table.key("stream", stream)
         expires = number(self.table.clock() + self.ttl)
         token = write_token()
         session_id = session_of_log(stream)
-        if session_id is None:
-            counter, seq_name, token_name = {**key, "SK": {"S": "seq"}}, "seq", "w"
-            update = "ADD #seq :one SET expires = :expires, #w = :token"
-        else:
-            counter, seq_name, token_name = self.table.key(SESSION, session_id), LOG_HEAD, LOG_WRITE
-            update = "ADD #seq :one SET expires = if_not_exists(expires, :expires), #w = :token"
-        try:
-            counted = await self.table.call(
-                "update_item",
-                Key=counter,
-                UpdateExpression=update,
-                ConditionExpression="attribute_not_exists(#w) OR #w <> :token",
-                ExpressionAttributeNames={"#seq": seq_name, "#w": token_name},
-                ExpressionAttributeValues={":one": {"N": "1"}, ":expires": expires, ":token": {"S": token}},
-                ReturnValues="UPDATED_NEW",
-                **ALL_OLD,
-            )
-            seq = int(number_of(counted["Attributes"], seq_name))
-        except ConditionFailedError as failure:
-            found = failure.items.get(0)
-            if found is None or not written_by(found, token, token_name):
-                raise StoreUnavailableError("The state store failed the request; retry shortly") from None
-            seq = int(number_of(found, seq_name))  # this append, resent after it was counted
+        seq = None
+        if session_id is not None:
+            on_session = "ADD #seq :one SET #w = :token"
+            seq = await self._count(self.table.key(SESSION, session_id), LOG_HEAD, LOG_WRITE, token, on_session)
+        if seq is None:
+            own = "ADD #seq :one SET expires = :expires, #w = :token"
+            seq = await self._count({**key, "SK": {"S": "seq"}}, "seq", "w", token, own, expires=expires)
+        assert seq is not None  # an own counter item is made by its first append
         fields = {"SK": {"S": f"event#{seq:012d}"}, "data": {"S": data}, "expires": expires}
         if is_server_wide(stream):
             await self.mirrors.put(stream, fields)
         else:
             await self.table.call("put_item", Item={**key, **fields})
         return seq
+
+    async def _count(
+        self, counter: Item, seq_name: str, token_name: str, token: str, update: str, *, expires: Item | None = None
+    ) -> int | None:
+        """Add one to the number `seq_name` of the item `counter`, naming this append `token` in `token_name`: the
+        number taken, also when this is a resend of an update already applied. With `expires` the item is made if
+        missing, with that expiry; without, only an item that already holds the number counts (None otherwise)."""
+        values: Item = {":one": {"N": "1"}, ":token": {"S": token}}
+        condition = "attribute_not_exists(#w) OR #w <> :token"
+        if expires is None:
+            condition = f"attribute_exists(#seq) AND ({condition})"
+        else:
+            values[":expires"] = expires
+        try:
+            counted = await self.table.call(
+                "update_item",
+                Key=counter,
+                UpdateExpression=update,
+                ConditionExpression=condition,
+                ExpressionAttributeNames={"#seq": seq_name, "#w": token_name},
+                ExpressionAttributeValues=values,
+                ReturnValues="UPDATED_NEW",
+                **ALL_OLD,
+            )
+            return int(number_of(counted["Attributes"], seq_name))
+        except ConditionFailedError as failure:
+            found = failure.items.get(0) or {}
+            if written_by(found, token, token_name):
+                return int(number_of(found, seq_name))  # this append, resent after it was counted
+            if expires is None and seq_name not in found:
+                return None
+            raise StoreUnavailableError("The state store failed the request; retry shortly") from None
 
     async def read_after(self, stream: str, seq: int) -> list[StreamEvent]:
         """The events after `seq`. A server-wide log's mirror is read eventually consistently, at half the price:

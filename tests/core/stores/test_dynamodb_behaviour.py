@@ -15,7 +15,7 @@ from botocore.stub import Stubber
 
 from stratus import McpServer, Settings
 from stratus.errors import StoreBusyError, StoreUnavailableError
-from stratus.protocol.notifications import NotificationLog
+from stratus.protocol.notifications import NotificationLog, session_log
 from stratus.resilience.breaker import BreakerPolicy
 from stratus.resilience.limiter import RateLimit
 from stratus.stores.base import StoreOptions
@@ -23,6 +23,7 @@ from stratus.stores.dynamodb.builder import dynamodb_stores
 from stratus.stores.dynamodb.client import dynamodb_client
 from stratus.stores.dynamodb.schema import create_table
 from stratus.stores.dynamodb.table import ATTEMPTS
+from stratus.stores.records import SessionRecord
 from stratus.transport.app import build_app
 from tests.fixtures.wire import McpHttp, sse_fields
 
@@ -147,3 +148,30 @@ async def test_an_idle_poll_reads_the_session_item_and_the_server_wide_mirror_ev
         told = await http.get("/mcp", headers={**headers, "last-event-id": place})
         assert [json.loads(event["data"]) for event in sse_fields(told.text) if event.get("data")] == [message]
         assert sorted(reads) == [("GetItem", False), ("Query", False), ("Query", True)]
+
+
+async def test_a_session_made_before_its_log_was_numbered_on_it_keeps_numbering_it_apart(
+    table: tuple[Any, str],
+) -> None:
+    """A session alive across the upgrade has no number on its item: its log goes on being numbered on its own
+    counter, where its client's place is, and its polls read the log; a session made now numbers it on its item."""
+    client, name = table
+    stores = dynamodb_stores(client, name, StoreOptions(prefix="t", session_ttl_seconds=600, timeout=2.0))
+    sessions, log = stores.sessions, NotificationLog(stores.events)
+    before = SessionRecord(session_id="before", protocol_version="2025-11-25")
+    await sessions.create(before)
+    key = sessions.key("before")  # type: ignore[attr-defined]
+    client.update_item(TableName=name, Key=key, UpdateExpression="REMOVE logseq")  # as the release before made it
+    message = {"jsonrpc": "2.0", "method": "notifications/message", "params": {"level": "info", "data": "hi"}}
+    for _ in range(2):
+        await log.send_to("before", message)
+    loaded = await sessions.load("before", consistent=False)
+    assert loaded is not None and loaded.log_head is None
+    assert [event.seq for event in await stores.events.read_after(session_log("before"), 0)] == [1, 2]
+    assert "logseq" not in client.get_item(TableName=name, Key=key)["Item"]
+
+    await sessions.create(SessionRecord(session_id="now", protocol_version="2025-11-25"))
+    await log.send_to("now", message)
+    made_now = await sessions.load("now", consistent=False)
+    assert made_now is not None and made_now.log_head == 1
+    assert [event.seq for event in await stores.events.read_after(session_log("now"), 0)] == [1]
