@@ -35,17 +35,15 @@ import argparse
 import json
 import sys
 import time
-import urllib.error
-import urllib.request
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from stratus.handlers.deploy_http import send
 from stratus.handlers.deploy_sign_in import sign_in
 
 ENDPOINTS = ("McpEndpoint", "StreamingMcpEndpoint", "StreamingRestMcpEndpoint")
 VERSION = "2025-11-25"
-TIMEOUT_SECONDS = 30.0
 _ACCEPT = "application/json, text/event-stream"
 _CHALLENGES = {
     "www-authenticate": "WWW-Authenticate",
@@ -161,12 +159,7 @@ def _in(session: str) -> dict[str, str]:
 
 
 def _challenge(headers: Mapping[str, str], body: bytes) -> str:
-    names = [name for name in ("www-authenticate", "x-amzn-remapped-www-authenticate") if name in headers]
-    shown = {
-        "www-authenticate": "WWW-Authenticate",
-        "x-amzn-remapped-www-authenticate": "x-amzn-Remapped-WWW-Authenticate",
-    }
-    header = ", ".join(shown[name] for name in names) or "no challenge header"
+    header = ", ".join(shown for name, shown in _CHALLENGES.items() if name in headers) or "no challenge header"
     return f"{header}; body {'names' if b'resource_metadata' in body else 'does not name'} resource_metadata"
 
 
@@ -186,11 +179,5 @@ def _send(method: str, url: str, message: Any, headers: Mapping[str, str]) -> tu
     sent = {"accept": _ACCEPT if method == "POST" else "text/event-stream", **headers}
     if data is not None:
         sent["content-type"] = "application/json"
-    if not url.startswith(("http://", "https://")):
-        raise ValueError(f"not an http(s) endpoint: {url!r}")
-    request = urllib.request.Request(url, data=data, headers=sent, method=method)  # noqa: S310 - checked just above
-    try:
-        with urllib.request.urlopen(request, timeout=TIMEOUT_SECONDS) as response:  # noqa: S310 - checked above
-            return response.status, {k.lower(): v for k, v in response.headers.items()}, response.read()
-    except urllib.error.HTTPError as refused:
-        return refused.code, {k.lower(): v for k, v in refused.headers.items()}, refused.read()
+    status, headers_of, body = send(method, url, data, sent)
+    return status, {name: values[0] for name, values in headers_of.items()}, body

@@ -15,43 +15,14 @@ import hashlib
 import html
 import json
 import secrets
-import urllib.error
-import urllib.request
 from collections.abc import Mapping
 from typing import Any
 from urllib.parse import urlencode, urljoin, urlsplit
 
-TIMEOUT_SECONDS = 30.0
+from stratus.handlers.deploy_http import Answer, send
+
 REDIRECT_URI = "http://127.0.0.1:9/callback"
 """Never reached: the check stops at the redirect to the provider, long before the host's."""
-
-Answer = tuple[int, dict[str, list[str]], bytes]
-
-
-class _NoRedirects(urllib.request.HTTPRedirectHandler):
-    def redirect_request(self, *args: Any, **kwargs: Any) -> None:
-        return None
-
-
-_OPENER = urllib.request.build_opener(_NoRedirects)
-
-
-def _send(method: str, url: str, body: bytes | None = None, headers: Mapping[str, str] | None = None) -> Answer:
-    if not url.startswith(("http://", "https://")):
-        raise ValueError(f"not an http(s) URL: {url!r}")
-    request = urllib.request.Request(url, data=body, headers=dict(headers or {}), method=method)  # noqa: S310
-    try:
-        with _OPENER.open(request, timeout=TIMEOUT_SECONDS) as response:
-            return response.status, _headers(response.headers), response.read()
-    except urllib.error.HTTPError as answered:
-        return answered.code, _headers(answered.headers), answered.read()
-
-
-def _headers(message: Any) -> dict[str, list[str]]:
-    found: dict[str, list[str]] = {}
-    for name, value in message.items():
-        found.setdefault(name.lower(), []).append(value)
-    return found
 
 
 def _json(answer: Answer) -> dict[str, Any]:
@@ -81,12 +52,12 @@ def _front_metadata(endpoint: str, challenge_body: bytes) -> dict[str, Any] | No
     resource = _named_metadata(json.loads(challenge_body))
     if resource is None:
         return None
-    servers = _json(_send("GET", resource)).get("authorization_servers") or []
+    servers = _json(send("GET", resource)).get("authorization_servers") or []
     issuer = servers[0] if servers and isinstance(servers[0], str) else None
     if issuer is None or urlsplit(issuer).netloc != urlsplit(endpoint).netloc:
         return None
     # OpenID discovery's path is the one inside a REST API's stage (docs/deploy.md, "Sign-in").
-    return _json(_send("GET", f"{issuer.rstrip('/')}/.well-known/openid-configuration"))
+    return _json(send("GET", f"{issuer.rstrip('/')}/.well-known/openid-configuration"))
 
 
 def sign_in(endpoint: str, challenge_body: bytes) -> str:
@@ -108,7 +79,7 @@ def _browse(endpoint: str, metadata: Mapping[str, Any]) -> str:
         "grant_types": ["authorization_code"],
         "response_types": ["code"],
     }
-    registered = _send(
+    registered = send(
         "POST",
         metadata["registration_endpoint"],
         json.dumps(registration).encode(),
@@ -129,7 +100,7 @@ def _browse(endpoint: str, metadata: Mapping[str, Any]) -> str:
         "state": secrets.token_urlsafe(8),
     }
     authorize = f"{metadata['authorization_endpoint']}?{urlencode(query)}"
-    status, headers, page = _send("GET", authorize)
+    status, headers, page = send("GET", authorize)
     text = page.decode(errors="replace")
     if status != 200 or 'name="request" value="' not in text:
         return f"authorize answered {status} without the consent page"
@@ -138,7 +109,7 @@ def _browse(endpoint: str, metadata: Mapping[str, Any]) -> str:
     handle = text.split('name="request" value="', 1)[1].split('"', 1)[0]
     form = urlencode({"request": html.unescape(handle), "decision": "allow"}).encode()
     sent = {"content-type": "application/x-www-form-urlencoded", **({"cookie": "; ".join(cookies)} if cookies else {})}
-    status, headers, _ = _send("POST", action, form, sent)
+    status, headers, _ = send("POST", action, form, sent)
     location = (headers.get("location") or [""])[0]
     if status != 302 or not location:
         return f"consent page ({len(cookies)} cookie), then allowing with it answered {status}"

@@ -58,11 +58,9 @@ class DynamoEventLogStore:
         session_id = session_of_log(stream)
         seq = None
         if session_id is not None:
-            on_session = "ADD #seq :one SET #w = :token"
-            seq = await self._count(self.table.key(SESSION, session_id), LOG_HEAD, LOG_WRITE, token, on_session)
+            seq = await self._count(self.table.key(SESSION, session_id), LOG_HEAD, LOG_WRITE, token)
         if seq is None:
-            own = "ADD #seq :one SET expires = :expires, #w = :token"
-            seq = await self._count({**key, "SK": {"S": "seq"}}, "seq", "w", token, own, expires=expires)
+            seq = await self._count({**key, "SK": {"S": "seq"}}, "seq", "w", token, expires=expires)
         assert seq is not None  # an own counter item is made by its first append
         fields = {"SK": {"S": f"event#{seq:012d}"}, "data": {"S": data}, "expires": expires}
         if is_server_wide(stream):
@@ -72,16 +70,17 @@ class DynamoEventLogStore:
         return seq
 
     async def _count(
-        self, counter: Item, seq_name: str, token_name: str, token: str, update: str, *, expires: Item | None = None
+        self, counter: Item, seq_name: str, token_name: str, token: str, *, expires: Item | None = None
     ) -> int | None:
         """Add one to the number `seq_name` of the item `counter`, naming this append `token` in `token_name`: the
         number taken, also when this is a resend of an update already applied. With `expires` the item is made if
         missing, with that expiry; without, only an item that already holds the number counts (None otherwise)."""
         values: Item = {":one": {"N": "1"}, ":token": {"S": token}}
-        condition = "attribute_not_exists(#w) OR #w <> :token"
+        update, condition = "ADD #seq :one SET #w = :token", "attribute_not_exists(#w) OR #w <> :token"
         if expires is None:
             condition = f"attribute_exists(#seq) AND ({condition})"
         else:
+            update += ", expires = :expires"
             values[":expires"] = expires
         try:
             counted = await self.table.call(
