@@ -133,18 +133,23 @@ class HandshakeTransport:
         """
         headers, principal = exchange.headers, exchange.principal
         send, receive, buffered = exchange.send, exchange.receive, exchange.buffered
-        try:
-            session = await self._session(headers, principal, consistent=False)  # a poll: half a read on DynamoDB
-        except McpError as error:
-            return error_reply(None, error)
         last_event_id = headers.get("last-event-id")
         token, _, seq = (last_event_id or "").partition("-")
         after = Position.parse(seq) if token == GET_STREAM_PREFIX else None
-        if last_event_id is None or after is not None:
-            refused = await self.session_streams.serve(
-                session, after, send, receive, max_seconds=max_seconds, buffered=buffered
-            )
-            return error_reply(None, refused) if refused else None
+        ahead = self.session_streams.read_ahead(after)
+        try:
+            try:
+                session = await self._session(headers, principal, consistent=False)  # a poll: half a read on DynamoDB
+            except McpError as error:
+                return error_reply(None, error)
+            if last_event_id is None or after is not None:
+                refused = await self.session_streams.serve(
+                    session, after, send, receive, max_seconds=max_seconds, buffered=buffered, ahead=ahead
+                )
+                return error_reply(None, refused) if refused else None
+        finally:
+            if ahead is not None:
+                ahead.close()
         resumed = parse_call_position(seq)  # a call stream's event id is `<token>-<number>[.<polls>]`
         if not token or resumed is None:
             return error_reply(

@@ -31,7 +31,13 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from stratus.errors import McpError, StoreUnavailableError, TooManyStreamsError
 from stratus.protocol import versions
-from stratus.protocol.notifications import LoggedNotification, NotificationFollower, NotificationLog, Position
+from stratus.protocol.notifications import (
+    LoggedNotification,
+    NotificationFollower,
+    NotificationLog,
+    Position,
+    ReadAhead,
+)
 from stratus.request.outbound import BUFFERED_HOLD_SECONDS
 from stratus.resilience.stream_slots import StreamSlots
 from stratus.stores.base import SessionStore
@@ -179,6 +185,13 @@ class SessionStreams:
         """A stream with nothing to send for this long writes a keep-alive comment (STRATUS_KEEPALIVE_SECONDS)."""
         self.polling = polling or Polling()
 
+    def read_ahead(self, after: Position | None) -> ReadAhead | None:
+        """For a poll that comes back from `after` and holds for nothing (the default): its read of the server-wide
+        log, started now, while its session is read (`serve(ahead=...)`; close it once served)."""
+        if after is None or self.polling.hold_seconds > 0:
+            return None
+        return ReadAhead(self.events, after.shared)
+
     async def serve(
         self,
         session: SessionRecord,
@@ -189,6 +202,7 @@ class SessionStreams:
         max_seconds: float,
         framing: StreamFraming | None = None,
         buffered: bool = False,
+        ahead: ReadAhead | None = None,
     ) -> McpError | None:
         """Stream the session's notifications after position `after` (from now when None): as a poll (until nothing
         happened for the hold) when its client comes back, else until the client leaves, the session ends or
@@ -224,7 +238,7 @@ class SessionStreams:
                 if polls and hold > 0:  # an id to come back with should the connection drop during the hold
                     await framing.pause(writer, start, self.polling.retry_ms)
                 reached = await self._relay(
-                    session, start, writer, framing, hold=hold, max_seconds=max_seconds, claim=claim
+                    session, start, writer, framing, hold=hold, max_seconds=max_seconds, claim=claim, ahead=ahead
                 )
                 if polls and reached is not None:
                     await framing.pause(writer, reached, self.polling.retry_ms)
@@ -318,13 +332,16 @@ class SessionStreams:
         hold: float,
         max_seconds: float,
         claim: _Claim | None,
+        ahead: ReadAhead | None = None,
     ) -> Position | None:
         """Relay the session's notifications after `after` until nothing happened for `hold` seconds or `max_seconds`
         passed (the position reached), or the session ended or a newer stream took over (None: nothing to resume)."""
         loop = asyncio.get_running_loop()
         end = loop.time() + max_seconds
         quiet_end = loop.time() + hold
-        follower = NotificationFollower(self.events, after, session_id=session.session_id, own_head=session.log_head)
+        follower = NotificationFollower(
+            self.events, after, session_id=session.session_id, own_head=session.log_head, ahead=ahead
+        )
         while True:
             within = max(0.0, min(framing.idle_seconds, min(end, quiet_end) - loop.time()))
             notices = await follower.next(within)
