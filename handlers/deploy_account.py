@@ -9,6 +9,11 @@ anyone calls, and what a failure or a burst meets. Read with boto3 (imported her
 - `throttled at <door>`: what a request Lambda throttles gets at each door the stack has: Lambda's 429 at a
   Function URL, 500 at an HTTP API, and at a REST API what its `INTEGRATION_FAILURE` gateway response makes of it
   (the template's: 429 with `Retry-After`; API Gateway's default: 500, which clients do not retry).
+- `<function> duration`: Lambda's `Duration` metric over the last 15 minutes (`GetMetricStatistics`, `AWS/Lambda`):
+  the mean and the most an invocation ran, and how many ran. On a stack with idle clients most of the streaming
+  function's invocations are polls: a poll bills its mean, rounded up to the millisecond. Lambda sends the metric
+  within minutes (https://docs.aws.amazon.com/lambda/latest/dg/monitoring-metrics.html): run the check again for
+  its own polls to be counted.
 - `custom metrics`: the metrics in the stack's namespace `Stratus/<stack>` (`ListMetrics`), $0.30 each a month.
 - `alarms`: the stack's alarms and any not `OK` (`DescribeAlarms`).
 - `task failures go to`: where the task worker's failed runs are sent (its on-failure destination), which the
@@ -20,15 +25,21 @@ anyone calls, and what a failure or a burst meets. Read with boto3 (imported her
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 METRIC_PRICE = 0.30
 """A custom metric's monthly price (us-east-1, first 10,000), https://aws.amazon.com/cloudwatch/pricing/."""
 HIGH_THROUGHPUT = "/ssm/parameter-store/high-throughput-enabled"
+DURATION_WINDOW = timedelta(minutes=15)
 
 
-def account_findings(stack: str, client: Callable[[str], Any] | None = None) -> dict[str, str]:
-    """Each finding by name; `client` makes a service's client (boto3's, with its region and credentials)."""
+def account_findings(
+    stack: str, client: Callable[[str], Any] | None = None, now: datetime | None = None
+) -> dict[str, str]:
+    """Each finding by name; `client` makes a service's client (boto3's, with its region and credentials); `now`
+    ends the window durations are read over (default: the clock's)."""
+    now = now or datetime.now(UTC)
     if client is None:
         import boto3
 
@@ -37,15 +48,16 @@ def account_findings(stack: str, client: Callable[[str], Any] | None = None) -> 
     functions = {logical: name for logical, (kind, name) in resources.items() if kind == "AWS::Lambda::Function"}
     alarms = [physical for kind, physical in resources.values() if kind == "AWS::CloudWatch::Alarm"]
     found: dict[str, str] = {}
-    lambda_client = client("lambda")
+    lambda_client, cloudwatch = client("lambda"), client("cloudwatch")
     for logical, name in sorted(functions.items()):
         versions = _versions(lambda_client, name)
         found[f"{logical} versions kept"] = str(len(versions))
         reserved = lambda_client.get_function_concurrency(FunctionName=name).get("ReservedConcurrentExecutions")
         found[f"{logical} concurrency"] = "shares the account's" if reserved is None else f"reserved {reserved}"
+        found[f"{logical} duration"] = _duration(cloudwatch, name, now)
     found.update(_throttled_doors(client, resources))
-    found["custom metrics"] = _metrics(client("cloudwatch"), f"Stratus/{stack}")
-    found["alarms"] = alarm_states(client("cloudwatch"), alarms)
+    found["custom metrics"] = _metrics(cloudwatch, f"Stratus/{stack}")
+    found["alarms"] = alarm_states(cloudwatch, alarms)
     if "TaskWorkerFunction" in functions:
         found["task failures go to"] = _failure_destination(lambda_client, functions["TaskWorkerFunction"], functions)
     found["Parameter Store throughput"] = _parameter_store(client("ssm"))
@@ -90,6 +102,25 @@ def _versions(lambda_client: Any, name: str) -> list[str]:
     for page in lambda_client.get_paginator("list_versions_by_function").paginate(FunctionName=name):
         kept += [each["Version"] for each in page["Versions"] if each["Version"] != "$LATEST"]
     return kept
+
+
+def _duration(cloudwatch: Any, function: str, now: datetime) -> str:
+    window = int(DURATION_WINDOW.total_seconds())
+    points = cloudwatch.get_metric_statistics(
+        Namespace="AWS/Lambda",
+        MetricName="Duration",
+        Dimensions=[{"Name": "FunctionName", "Value": function}],
+        StartTime=now - DURATION_WINDOW,
+        EndTime=now,
+        Period=window,
+        Statistics=["Average", "Maximum", "SampleCount"],
+    )["Datapoints"]
+    count = sum(point["SampleCount"] for point in points)
+    if not count:
+        return "no invocation in the last 15 minutes (Lambda's metrics arrive within minutes)"
+    mean = sum(point["Average"] * point["SampleCount"] for point in points) / count
+    most = max(point["Maximum"] for point in points)
+    return f"mean {mean:.1f} ms, at most {most:.0f} ms, over {count:.0f} invocations in the last 15 minutes"
 
 
 def _metrics(cloudwatch: Any, namespace: str) -> str:

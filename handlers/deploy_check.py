@@ -25,8 +25,8 @@ function's concurrency, what a throttled request gets at each door (a REST API's
 metrics and what they cost, the alarms and their states, where failed task runs go, and Parameter Store's
 throughput.
 
-Not checked (issue 40 goes on): a burst that provokes a throttle is not sent to a deployed stack, and the billed
-time per poll is not read (Lambda's Duration metric lags by minutes; its REPORT lines are off at the defaults).
+- `burst` (with `--burst N`): N requests at once, and how the door refuses those past the function's concurrency
+  (`deploy_burst`): 429 at the Function URL, 429 with Retry-After at the REST API; none refused below it.
 """
 
 from __future__ import annotations
@@ -39,6 +39,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from stratus.handlers.deploy_burst import MAX_BURST, at_once
 from stratus.handlers.deploy_http import send
 from stratus.handlers.deploy_sign_in import sign_in
 
@@ -63,6 +64,14 @@ def add_parser(commands: Any) -> None:
         metavar="OUTPUT=URL",
         help=f"an endpoint by its output's name ({', '.join(ENDPOINTS)})",
     )
+    check.add_argument(
+        "--burst",
+        type=int,
+        default=0,
+        metavar="N",
+        help="also send N requests at once to each door and report how it refuses those past the function's "
+        "concurrency (every one invokes the function; default 0: none sent)",
+    )
     check.add_argument("--record", metavar="FILE", help="write what was found, as JSON")
     check.add_argument(
         "--expect", metavar="FILE", help="what stratus local showed (a --record file): exit 1 on a difference"
@@ -75,14 +84,18 @@ def run(args: argparse.Namespace) -> int:
     except ValueError as error:
         print(f"stratus: {error}", file=sys.stderr)
         return 2
-    found, timings = check(endpoints)
+    try:
+        found, timings = check(endpoints, burst=args.burst)
+    except ValueError as error:
+        print(f"stratus: {error}", file=sys.stderr)
+        return 2
     expected = json.loads(Path(args.expect).read_text(encoding="utf-8")) if args.expect else None
     differences = 0
     for key, value in found.items():
         shown = "" if expected is None else expected.get(key, "(not checked there)")
         same = expected is None or shown == value
         differences += not same
-        timing = f"  ({timings[key]:.0f} ms)" if key in timings else ""
+        timing = f"  ({timings[key]})" if key in timings else ""
         verdict = "" if expected is None else ("  ok" if same else "  DIFFERS")
         beside = "" if expected is None else f"  | stratus local: {shown}"
         print(f"{key:<36} {value}{timing}{beside}{verdict}")
@@ -126,10 +139,13 @@ def stack_endpoints(stack: str) -> dict[str, str]:
     return found
 
 
-def check(endpoints: Mapping[str, str]) -> tuple[dict[str, str], dict[str, float]]:
-    """What each endpoint showed (`<output> <check>`: a finding), and how long its poll took (ms)."""
+def check(endpoints: Mapping[str, str], *, burst: int = 0) -> tuple[dict[str, str], dict[str, str]]:
+    """What each endpoint showed (`<output> <check>`: a finding), and what is printed beside a finding but never
+    compared (how long the poll took; the burst's counts). `burst`: also that many requests at once at each."""
     found: dict[str, str] = {}
-    timings: dict[str, float] = {}
+    timings: dict[str, str] = {}
+    if burst and not 1 <= burst <= MAX_BURST:
+        raise ValueError(f"--burst takes 1 to {MAX_BURST} requests")
     for name, url in endpoints.items():
         status, headers, body = _send("POST", url, _initialize(), {})
         session = headers.get("mcp-session-id")
@@ -139,13 +155,15 @@ def check(endpoints: Mapping[str, str]) -> tuple[dict[str, str], dict[str, float
             _send("POST", url, {"jsonrpc": "2.0", "method": "notifications/initialized"}, _in(session))
             started = time.perf_counter()
             found[f"{name} poll"] = _poll(*_send("GET", url, None, _in(session)))
-            timings[f"{name} poll"] = (time.perf_counter() - started) * 1000
+            timings[f"{name} poll"] = f"{(time.perf_counter() - started) * 1000:.0f} ms"
         else:
             found[f"{name} answers"] = f"{status} with a challenge" if status == 401 else str(status)
             found[f"{name} challenge"] = _challenge(headers, body) if status == 401 else "none"
             found[f"{name} poll"] = f"not reached ({status})"
             if status == 401 and b"resource_metadata" in body:
                 found[f"{name} sign-in"] = sign_in(url, body)
+        if burst:
+            found[f"{name} burst"], timings[f"{name} burst"] = at_once(url, burst)
     return found, timings
 
 

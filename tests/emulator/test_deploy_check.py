@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -78,6 +79,24 @@ def test_a_jwt_stack_challenges_at_every_door_the_rest_api_s_renamed(tmp_path: P
         "x-amzn-Remapped-WWW-Authenticate; body names resource_metadata"
     )
     assert found["StreamingRestMcpEndpoint poll"] == "not reached (401)"
+
+
+def test_a_burst_past_a_reservation_is_refused_as_each_door_refuses_it(tmp_path: Path) -> None:
+    """`--burst`: past the streaming function's reservation, the Function URL answers Lambda's 429 and the REST API
+    its INTEGRATION_FAILURE gateway response (429 with Retry-After, which clients retry, not a 500); the HTTP API's
+    function, with no reservation, refuses none."""
+    record = tmp_path / "local.json"
+    with serving(TEMPLATE, parameters={"StreamingReservedConcurrency": "1"}) as stack:
+        assert _check(stack, "--burst", "30", "--record", str(record)) == 0
+    found = json.loads(record.read_text())
+    assert found["StreamingMcpEndpoint burst"] == "refused 429 (TooManyRequestsException)"
+    assert found["StreamingRestMcpEndpoint burst"] == "refused 429 with Retry-After"
+    assert found["McpEndpoint burst"] == "none refused"
+
+
+def test_a_burst_too_large_is_refused_before_anything_is_sent(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["check-deploy", "--endpoint", "McpEndpoint=http://127.0.0.1:1/mcp", "--burst", "201"]) == 2
+    assert "--burst takes 1 to 200 requests" in capsys.readouterr().err
 
 
 def test_an_endpoint_not_named_as_an_output_is_refused_naming_the_outputs(capsys: pytest.CaptureFixture[str]) -> None:
@@ -182,6 +201,16 @@ def test_with_a_stack_what_it_left_in_the_account_is_reported(aws_credentials: N
             statusCode="429",
             responseParameters={"gatewayresponse.header.Retry-After": "'1'"},
         )
+        now = datetime.now(UTC)
+        for milliseconds in (12.0, 14.0, 40.0):  # three invocations of the sweeper, as Lambda reports them
+            duration = {
+                "MetricName": "Duration",
+                "Dimensions": [{"Name": "FunctionName", "Value": named["SweeperFunction"]}],
+                "Timestamp": now - timedelta(minutes=3),
+                "Value": milliseconds,
+                "Unit": "Milliseconds",
+            }
+            boto3.client("cloudwatch").put_metric_data(Namespace="AWS/Lambda", MetricData=[duration])
         for tool in ("add", "search", "notes"):
             metric = {"MetricName": "calls", "Dimensions": [{"Name": "tool", "Value": tool}], "Value": 1}
             boto3.client("cloudwatch").put_metric_data(Namespace="Stratus/mcp", MetricData=[metric])
@@ -190,12 +219,14 @@ def test_with_a_stack_what_it_left_in_the_account_is_reported(aws_credentials: N
         setting = {"SettingId": HIGH_THROUGHPUT, "SettingValue": "false"}
         stubbed.add_response("get_service_setting", {"ServiceSetting": setting}, {"SettingId": HIGH_THROUGHPUT})
         with stubbed:
-            found = account_findings("mcp", lambda service: ssm if service == "ssm" else boto3.client(service))
+            found = account_findings("mcp", lambda service: ssm if service == "ssm" else boto3.client(service), now=now)
     assert found == {
         "SweeperFunction versions kept": "2",
         "SweeperFunction concurrency": "shares the account's",
         "TaskWorkerFunction versions kept": "0",
         "TaskWorkerFunction concurrency": "reserved 10",
+        "SweeperFunction duration": "mean 22.0 ms, at most 40 ms, over 3 invocations in the last 15 minutes",
+        "TaskWorkerFunction duration": "no invocation in the last 15 minutes (Lambda's metrics arrive within minutes)",
         "throttled at OtherRestApi": "500 (no INTEGRATION_FAILURE gateway response: clients do not retry it)",
         "throttled at StreamingRestApi": "429 with Retry-After (its INTEGRATION_FAILURE gateway response)",
         "custom metrics": "3 in Stratus/mcp ($0.90 a month)",
