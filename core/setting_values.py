@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import Any
+
 
 def csv(value: str) -> tuple[str, ...]:
     return tuple(item.strip() for item in value.split(",") if item.strip())
@@ -70,3 +73,42 @@ def strong_secret(value: str) -> bool:
     else:
         return False
     return len(raw) >= MIN_SECRET_BYTES and len(set(raw)) >= _MIN_DISTINCT_BYTES
+
+
+PARSERS: dict[str, Callable[[str], Any]] = {  # by Settings field; a field not named takes its text as it is
+    "allowed_hosts": csv,
+    "allowed_origins": csv,
+    "metrics_tools": csv,
+    "auth_scopes": csv,
+    "auth_upstream_scopes": csv,
+    "auth_token_seconds": positive_int,
+    "auth_refresh_seconds": positive_int,
+    "auth_registration_seconds": positive_int,
+    "auth_registrations_per_hour": positive_int,
+    "gateway_allowed_networks": csv,
+    "trust_request_context_header": flag,
+    "eager_invocations": flag,
+    "max_body_bytes": positive_int,
+    "max_response_bytes": count,
+    "max_record_bytes": count,
+    "body_timeout_seconds": positive_float,
+    "serve_header_timeout_seconds": positive_float,
+    "serve_max_connections": count,
+    "max_batch_length": positive_int,
+    "max_batch_response_bytes": positive_int,
+    "max_streams": positive_int,
+    "max_streams_per_session": count,
+    "max_streams_per_principal": count,
+    "max_tasks": positive_int,
+    "max_tasks_per_principal": count,
+    "anonymous_task_ttl_seconds": count,
+    "session_ttl_seconds": positive_int,
+    "max_sessions": count,
+    "max_sessions_per_principal": count,
+    "store_timeout_seconds": positive_float,
+    "max_stream_seconds": positive_float,
+    "keepalive_seconds": positive_float,
+    "poll_hold_seconds": seconds,
+    "lambda_host": flag,
+    "poll_retry_seconds": positive_float,
+}

@@ -8,23 +8,16 @@ from __future__ import annotations
 
 import importlib.util
 import os
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field, fields
 from typing import Any
 
-from stratus.setting_values import count as _count
-from stratus.setting_values import csv as _csv
-from stratus.setting_values import flag as _flag
-from stratus.setting_values import positive_float as _positive_float
-from stratus.setting_values import positive_int as _positive_int
-from stratus.setting_values import seconds as _seconds
-from stratus.setting_values import strong_secret
+from stratus.mcp_http_variables import session_api_settings
+from stratus.setting_values import PARSERS, strong_secret
 from stratus.stores.bounded import DYNAMODB_MAX_RECORD_BYTES
 from stratus.stores.urls import WAITING_CONNECTIONS, StoreConfigError, StoreUrl, parse_store_url
 
 PREFIX = "STRATUS_"
-
-
 MAX_POLL_RETRY_SECONDS = 3600.0
 """The longest `retry:` a stream may suggest: a client told to wait longer would miss notifications for hours."""
 LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")
@@ -412,7 +405,7 @@ class Settings:
                 continue
             name = key[len(PREFIX) :].lower()
             try:
-                values[name] = _PARSERS.get(name, str)(raw)
+                values[name] = PARSERS.get(name, str)(raw)
             except ValueError as exc:
                 problems.append(f"{key}={raw!r}: {exc}")
         values.setdefault("lambda_host", bool(environ.get(LAMBDA_FUNCTION_VARIABLE)))
@@ -446,75 +439,6 @@ def _unknown(key: str, raw: str, known: list[str]) -> str:
     if close:
         return f"unknown setting {key}={raw!r}: did you mean {close[0]}?"
     return f"unknown setting {key}={raw!r}; known: {', '.join(known)}"
-
-
-SEED_PREFIX = "MCP_HTTP_"
-
-
-def session_api_settings(environ: Mapping[str, str], problems: list[str]) -> dict[str, Any]:
-    """The session REST API's `MCP_HTTP_*` variables (the names its users already configure) as settings (a
-    `STRATUS_*` variable of the same setting wins); a value that does not parse is added to `problems`, naming its
-    variable, and the others are still read.
-
-    `MCP_HTTP_SESSION_TIMEOUT` is in milliseconds; `MCP_HTTP_ENABLE_DNS_REBINDING_PROTECTION=false` accepts any
-    Host (the protection stays on unless it is explicitly turned off). `MCP_HTTP_PORT` is read by `stratus serve`.
-    """
-    values: dict[str, Any] = {}
-    readers: tuple[tuple[str, str, Callable[[str], Any]], ...] = (
-        ("ALLOWED_HOSTS", "allowed_hosts", _csv),
-        ("ALLOWED_ORIGINS", "allowed_origins", _csv),
-        ("MAX_SESSIONS", "max_sessions", _count),
-        ("SESSION_TIMEOUT", "session_ttl_seconds", lambda text: max(1, -(-_positive_int(text) // 1000))),
-    )
-    for suffix, name, read in readers:
-        if raw := environ.get(f"{SEED_PREFIX}{suffix}"):
-            try:
-                values[name] = read(raw)
-            except ValueError as exc:
-                unit = " (milliseconds)" if suffix == "SESSION_TIMEOUT" else ""
-                problems.append(f"{SEED_PREFIX}{suffix}={raw!r}: {exc}{unit}")
-    if environ.get(f"{SEED_PREFIX}ENABLE_DNS_REBINDING_PROTECTION", "").strip().lower() == "false":
-        values["allowed_hosts"] = ("*",)
-    return values
-
-
-_PARSERS: dict[str, Callable[[str], Any]] = {
-    "allowed_hosts": _csv,
-    "allowed_origins": _csv,
-    "metrics_tools": _csv,
-    "auth_scopes": _csv,
-    "auth_upstream_scopes": _csv,
-    "auth_token_seconds": _positive_int,
-    "auth_refresh_seconds": _positive_int,
-    "auth_registration_seconds": _positive_int,
-    "auth_registrations_per_hour": _positive_int,
-    "gateway_allowed_networks": _csv,
-    "trust_request_context_header": _flag,
-    "eager_invocations": _flag,
-    "max_body_bytes": _positive_int,
-    "max_response_bytes": _count,
-    "max_record_bytes": _count,
-    "body_timeout_seconds": _positive_float,
-    "serve_header_timeout_seconds": _positive_float,
-    "serve_max_connections": _count,
-    "max_batch_length": _positive_int,
-    "max_batch_response_bytes": _positive_int,
-    "max_streams": _positive_int,
-    "max_streams_per_session": _count,
-    "max_streams_per_principal": _count,
-    "max_tasks": _positive_int,
-    "max_tasks_per_principal": _count,
-    "anonymous_task_ttl_seconds": _count,
-    "session_ttl_seconds": _positive_int,
-    "max_sessions": _count,
-    "max_sessions_per_principal": _count,
-    "store_timeout_seconds": _positive_float,
-    "max_stream_seconds": _positive_float,
-    "keepalive_seconds": _positive_float,
-    "poll_hold_seconds": _seconds,
-    "lambda_host": _flag,
-    "poll_retry_seconds": _positive_float,
-}
 
 
 def _installed(module: str) -> bool:

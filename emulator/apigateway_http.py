@@ -48,7 +48,8 @@ from stratus.emulator.proxy_integration import (
     read_whole,
     send_answer,
 )
-from stratus.emulator.stack import HttpApi, Route, Stack
+from stratus.emulator.stack import Stack
+from stratus.emulator.stack_apis import HttpApi, Route
 from stratus.types import Send
 
 NOT_FOUND = {"message": "Not Found"}

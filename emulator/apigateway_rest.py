@@ -53,7 +53,8 @@ from stratus.emulator.proxy_integration import (
     send_answer,
     send_stream,
 )
-from stratus.emulator.stack import BasePathMapping, RestApi, RestMethod, Stack
+from stratus.emulator.stack import Stack
+from stratus.emulator.stack_apis import BasePathMapping, RestApi, RestMethod
 from stratus.types import Send
 
 MISSING_TOKEN = {"message": "Missing Authentication Token"}

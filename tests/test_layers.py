@@ -35,6 +35,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
         "stratus.stores.urls",
         "stratus.stores.bounded",
         "stratus.setting_values",
+        "stratus.mcp_http_variables",
         "stratus.net",
         "stratus.waterfall",
         "stratus.tracing",
