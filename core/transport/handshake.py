@@ -136,8 +136,7 @@ class HandshakeTransport:
         last_event_id = headers.get("last-event-id")
         token, _, seq = (last_event_id or "").partition("-")
         after = Position.parse(seq) if token == GET_STREAM_PREFIX else None
-        ahead = self.session_streams.read_ahead(after)
-        try:
+        with self.session_streams.reading_ahead(after) as ahead:
             try:
                 session = await self._session(headers, principal, consistent=False)  # a poll: half a read on DynamoDB
             except McpError as error:
@@ -147,9 +146,6 @@ class HandshakeTransport:
                     session, after, send, receive, max_seconds=max_seconds, buffered=buffered, ahead=ahead
                 )
                 return error_reply(None, refused) if refused else None
-        finally:
-            if ahead is not None:
-                ahead.close()
         resumed = parse_call_position(seq)  # a call stream's event id is `<token>-<number>[.<polls>]`
         if not token or resumed is None:
             return error_reply(

@@ -286,8 +286,7 @@ class SessionApi:
             after = Position.parse(position) if token == GET_STREAM_PREFIX else None
             if after is None:
                 return Reply(400, {"error": "Last-Event-ID must be an id this session's events carried"})
-        ahead = self.streams.read_ahead(after)
-        try:
+        with self.streams.reading_ahead(after) as ahead:
             session = await self._own_session(session_id, exchange.principal, consistent=False)  # a poll
             if session is None:
                 return _unknown_session()
@@ -301,9 +300,6 @@ class SessionApi:
                 buffered=exchange.buffered,
                 ahead=ahead,
             )
-        finally:
-            if ahead is not None:
-                ahead.close()
         if refused is not None:  # a stream cap: 429 (503 for the process's) naming the setting that raises it
             return Reply(refused.http_status, {"error": refused.message, **(refused.data or {})}, refused.headers)
         return None

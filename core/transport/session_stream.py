@@ -26,7 +26,7 @@ import contextlib
 import json
 import logging
 import secrets
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterator
 from typing import TYPE_CHECKING, Any, Protocol
 
 from stratus.errors import McpError, StoreUnavailableError, TooManyStreamsError
@@ -185,12 +185,17 @@ class SessionStreams:
         """A stream with nothing to send for this long writes a keep-alive comment (STRATUS_KEEPALIVE_SECONDS)."""
         self.polling = polling or Polling()
 
-    def read_ahead(self, after: Position | None) -> ReadAhead | None:
+    @contextlib.contextmanager
+    def reading_ahead(self, after: Position | None) -> Iterator[ReadAhead | None]:
         """For a poll that comes back from `after` and holds for nothing (the default): its read of the server-wide
-        log, started now, while its session is read (`serve(ahead=...)`; close it once served)."""
-        if after is None or self.polling.hold_seconds > 0:
-            return None
-        return ReadAhead(self.events, after.shared)
+        log, started now, while its session is read (`serve(ahead=...)`), and cancelled at the block's end if no
+        read took it; None for any other stream."""
+        ahead = None if after is None or self.polling.hold_seconds > 0 else ReadAhead(self.events, after.shared)
+        try:
+            yield ahead
+        finally:
+            if ahead is not None:
+                ahead.close()
 
     async def serve(
         self,
